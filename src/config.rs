@@ -1,0 +1,343 @@
+//! Run configuration: defaults, then an optional TOML file (`GAUNTLET_CONFIG`), then
+//! environment variables. Environment variables are the primary interface because they
+//! pass through `cargo test` and nextest unchanged. Bad values are refused with the
+//! name of the variable (or file and key) that carried them.
+//!
+//! | variable | meaning | default |
+//! | --- | --- | --- |
+//! | `GAUNTLET_CONFIG` | path of a TOML file with the keys below (lowercase, no prefix) | none |
+//! | `GAUNTLET_AGENT` | `reference` or `command` | `reference` |
+//! | `GAUNTLET_AGENT_CMD` | the command line for the `command` adapter | none |
+//! | `GAUNTLET_MODE` | `scripted` or `byok` | `scripted` |
+//! | `GAUNTLET_MODEL` | model name sent to the provider | `scripted-model` |
+//! | `GAUNTLET_N` | green re-runs a verified claim needs | `3` |
+//! | `GAUNTLET_TIMEOUT_SECS` | the agent's deadline per trial | `600` |
+//! | `GAUNTLET_GATE_TIMEOUT_SECS` | deadline of each re-run of a claimed test | `60` |
+//! | `GAUNTLET_OUT` | where run directories go | `target/gauntlet/runs` |
+//! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
+//! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
+//! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum AgentChoice {
+    /// `gauntlet-agent`, built by this package.
+    Reference,
+    /// Any executable; `{graph_file}`, `{url}`, `{capability}`, `{n}` and `{workspace}`
+    /// in its arguments are replaced per trial.
+    Command { argv: Vec<String> },
+}
+
+impl AgentChoice {
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentChoice::Reference => "reference",
+            AgentChoice::Command { .. } => "command",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The proxy replays the app's flows; no key, no spend. Never ranked.
+    Scripted,
+    /// The proxy forwards to a real provider and meters every call.
+    Byok,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    pub agent: AgentChoice,
+    pub mode: Mode,
+    pub model: String,
+    pub n: u32,
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    #[serde(with = "secs")]
+    pub gate_timeout: Duration,
+    pub out_dir: PathBuf,
+    pub upstream_url: String,
+    pub api_key_env: String,
+    pub output_cap_bytes: u64,
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            agent: AgentChoice::Reference,
+            mode: Mode::Scripted,
+            model: "scripted-model".into(),
+            n: 3,
+            timeout: Duration::from_secs(600),
+            gate_timeout: Duration::from_secs(60),
+            out_dir: crate::binaries::repo_root().join("target/gauntlet/runs"),
+            upstream_url: "https://api.openai.com/v1".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            output_cap_bytes: 32 << 20,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{source_name}: `{value}` is not valid: {reason}")]
+    Invalid {
+        /// The variable, or `file: key`.
+        source_name: String,
+        value: String,
+        reason: String,
+    },
+    #[error("{file}: cannot read config: {reason}")]
+    File { file: PathBuf, reason: String },
+}
+
+/// Keys of the config file and of the environment, in one table.
+const KEYS: &[&str] = &[
+    "agent",
+    "agent_cmd",
+    "mode",
+    "model",
+    "n",
+    "timeout_secs",
+    "gate_timeout_secs",
+    "out",
+    "upstream_url",
+    "api_key_env",
+    "output_cap_bytes",
+];
+
+impl Config {
+    /// Defaults, then `GAUNTLET_CONFIG`'s file, then `GAUNTLET_*` variables.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        Config::from_sources(&env)
+    }
+
+    /// The same, from an explicit environment (tests use this).
+    pub fn from_sources(env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+        let mut cfg = Config::default();
+        if let Some(file) = env.get("GAUNTLET_CONFIG").filter(|s| !s.is_empty()) {
+            let file = PathBuf::from(file);
+            let text = std::fs::read_to_string(&file).map_err(|e| ConfigError::File {
+                file: file.clone(),
+                reason: e.to_string(),
+            })?;
+            let table: toml::Table =
+                text.parse()
+                    .map_err(|e: toml::de::Error| ConfigError::File {
+                        file: file.clone(),
+                        reason: e.message().to_string(),
+                    })?;
+            for (key, value) in &table {
+                if !KEYS.contains(&key.as_str()) {
+                    return Err(ConfigError::File {
+                        file: file.clone(),
+                        reason: format!("unknown key `{key}` (known: {})", KEYS.join(", ")),
+                    });
+                }
+                let value = match value {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                cfg.set(key, &value, &format!("{}: {key}", file.display()))?;
+            }
+        }
+        for key in KEYS {
+            let var = format!("GAUNTLET_{}", key.to_ascii_uppercase());
+            if let Some(value) = env.get(&var) {
+                cfg.set(key, value, &var)?;
+            }
+        }
+        if let AgentChoice::Command { argv } = &cfg.agent {
+            if argv.is_empty() {
+                return Err(ConfigError::Invalid {
+                    source_name: "GAUNTLET_AGENT_CMD".into(),
+                    value: String::new(),
+                    reason: "the command agent needs a command line".into(),
+                });
+            }
+        }
+        Ok(cfg)
+    }
+
+    fn set(&mut self, key: &str, value: &str, source_name: &str) -> Result<(), ConfigError> {
+        let bad = |reason: &str| ConfigError::Invalid {
+            source_name: source_name.to_string(),
+            value: value.to_string(),
+            reason: reason.to_string(),
+        };
+        match key {
+            "agent" => {
+                self.agent = match value {
+                    "reference" => AgentChoice::Reference,
+                    "command" => match &self.agent {
+                        AgentChoice::Command { .. } => self.agent.clone(),
+                        AgentChoice::Reference => AgentChoice::Command { argv: vec![] },
+                    },
+                    _ => return Err(bad("expected `reference` or `command`")),
+                }
+            }
+            "agent_cmd" => {
+                let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;
+                if argv.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.agent = AgentChoice::Command { argv };
+            }
+            "mode" => {
+                self.mode = match value {
+                    "scripted" => Mode::Scripted,
+                    "byok" => Mode::Byok,
+                    _ => return Err(bad("expected `scripted` or `byok`")),
+                }
+            }
+            "model" => {
+                if value.trim().is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.model = value.to_string();
+            }
+            "n" => {
+                let n: u32 = value.parse().map_err(|_| bad("expected a whole number"))?;
+                if !(1..=100).contains(&n) {
+                    return Err(bad("expected 1 to 100"));
+                }
+                self.n = n;
+            }
+            "timeout_secs" | "gate_timeout_secs" => {
+                let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
+                if !(secs > 0.0 && secs <= 7.0 * 86400.0) {
+                    return Err(bad("expected more than 0 and at most a week"));
+                }
+                let d = Duration::from_secs_f64(secs);
+                if key == "timeout_secs" {
+                    self.timeout = d;
+                } else {
+                    self.gate_timeout = d;
+                }
+            }
+            "out" => {
+                if value.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.out_dir = PathBuf::from(value);
+            }
+            "upstream_url" => {
+                if !(value.starts_with("http://") || value.starts_with("https://")) {
+                    return Err(bad("expected an http:// or https:// URL"));
+                }
+                self.upstream_url = value.trim_end_matches('/').to_string();
+            }
+            "api_key_env" => {
+                if value.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.api_key_env = value.to_string();
+            }
+            "output_cap_bytes" => {
+                let n: u64 = value.parse().map_err(|_| bad("expected a byte count"))?;
+                if n < 1024 {
+                    return Err(bad("expected at least 1024"));
+                }
+                self.output_cap_bytes = n;
+            }
+            _ => return Err(bad("unknown key")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_then_env() {
+        let c =
+            Config::from_sources(&env(&[("GAUNTLET_N", "5"), ("GAUNTLET_MODE", "byok")])).unwrap();
+        assert_eq!(c.n, 5);
+        assert_eq!(c.mode, Mode::Byok);
+        assert_eq!(c.timeout, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (var, value) in [
+            ("GAUNTLET_N", "three"),
+            ("GAUNTLET_N", "0"),
+            ("GAUNTLET_MODE", "live"),
+            ("GAUNTLET_AGENT", "gpt"),
+            ("GAUNTLET_TIMEOUT_SECS", "-1"),
+            ("GAUNTLET_UPSTREAM_URL", "ftp://x"),
+        ] {
+            let err = Config::from_sources(&env(&[(var, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(var), "{err}");
+            assert!(err.contains(value), "{err}");
+        }
+    }
+
+    #[test]
+    fn command_agent_needs_a_command() {
+        let err = Config::from_sources(&env(&[("GAUNTLET_AGENT", "command")])).unwrap_err();
+        assert!(err.to_string().contains("GAUNTLET_AGENT_CMD"));
+        let c = Config::from_sources(&env(&[("GAUNTLET_AGENT_CMD", "sh -c 'echo hi'")])).unwrap();
+        assert_eq!(
+            c.agent,
+            AgentChoice::Command {
+                argv: vec!["sh".into(), "-c".into(), "echo hi".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn file_then_env_and_unknown_keys_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauntlet.toml");
+        std::fs::write(&file, "n = 2\nmodel = \"gpt-4o\"\n").unwrap();
+        let f = file.to_string_lossy().to_string();
+        let c =
+            Config::from_sources(&env(&[("GAUNTLET_CONFIG", &f), ("GAUNTLET_N", "4")])).unwrap();
+        assert_eq!((c.n, c.model.as_str()), (4, "gpt-4o"));
+        std::fs::write(&file, "nn = 2\n").unwrap();
+        let err = Config::from_sources(&env(&[("GAUNTLET_CONFIG", &f)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("gauntlet.toml") && err.contains("`nn`"),
+            "{err}"
+        );
+        std::fs::write(&file, "n = \"x\"\n").unwrap();
+        let err = Config::from_sources(&env(&[("GAUNTLET_CONFIG", &f)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gauntlet.toml: n"), "{err}");
+    }
+}

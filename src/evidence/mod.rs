@@ -1,0 +1,108 @@
+//! Raw evidence and the pure parsers that read it.
+//!
+//! Raw bytes (agent stdout/stderr, gate runs) are what records keep; everything else —
+//! events, the final message, the claim — is derived from them by pure functions here,
+//! at run time and again at rescore time.
+
+pub mod claim;
+pub mod events;
+
+use serde::{Deserialize, Serialize};
+
+pub use claim::{parse_claims, Claim, ClaimStatus, ClaimTest, ClaimsFound};
+pub use events::{parse_transcript, Event, Transcript};
+
+/// A stream of bytes an observed process wrote, kept on disk beside the record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawFile {
+    /// Path relative to the trial directory.
+    pub path: String,
+    /// Bytes kept on disk (at most the configured cap).
+    pub bytes: u64,
+    /// Bytes the process wrote in all; more than `bytes` means the rest was dropped.
+    pub bytes_seen: u64,
+    pub sha256: String,
+}
+
+impl RawFile {
+    pub fn truncated(&self) -> bool {
+        self.bytes_seen > self.bytes
+    }
+}
+
+/// How an observed process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEnd {
+    /// Exit code when it exited; `None` when killed by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The harness killed it at its deadline.
+    pub timed_out: bool,
+    pub duration_ms: u64,
+}
+
+impl ProcessEnd {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}
+
+/// One run of a claimed test, by the harness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateRun {
+    /// `app` for the frozen app, `mutant` for the capability's mutant.
+    pub target: GateTarget,
+    pub attempt: u32,
+    pub command: String,
+    pub end: ProcessEnd,
+    pub stdout: RawFile,
+    pub stderr: RawFile,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GateTarget {
+    App,
+    Mutant,
+}
+
+/// What the harness observed when it re-ran the agent's claimed test.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gate {
+    /// N: how many green runs against the app were required.
+    pub required: u32,
+    pub runs: Vec<GateRun>,
+    /// Why the gate could not run at all (test dir missing or escaping the workspace).
+    pub not_run: Option<String>,
+}
+
+impl Gate {
+    pub fn app_runs(&self) -> impl Iterator<Item = &GateRun> {
+        self.runs.iter().filter(|r| r.target == GateTarget::App)
+    }
+    pub fn mutant_run(&self) -> Option<&GateRun> {
+        self.runs.iter().find(|r| r.target == GateTarget::Mutant)
+    }
+}
+
+/// The agent process as observed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub command: Vec<String>,
+    pub end: ProcessEnd,
+    pub stdout: RawFile,
+    pub stderr: RawFile,
+    /// Processes of the agent still alive after it ended, killed by the harness.
+    pub stragglers_killed: u32,
+}
+
+/// Everything observed in one qa trial. Scoring reads this and the raw files it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QaEvidence {
+    pub agent: AgentRun,
+    pub gate: Option<Gate>,
+    /// Every model call the proxy metered, in order.
+    pub usage: Vec<crate::proxy::UsageEntry>,
+    /// Why the trial could not complete setup (app failed to start, ...), if so.
+    pub setup_error: Option<String>,
+}

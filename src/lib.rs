@@ -1,0 +1,26 @@
+//! gauntlet: an evaluation harness for AI agents that lives inside `cargo test`.
+//!
+//! The flow runs one way (see `docs/architecture.md`):
+//! data --load--> [`spec`] --plan--> [`plan::Trial`] --execute--> world + proxy + agent
+//! --observe--> [`evidence`] --score (pure)--> [`score::Verdict`] --append--> [`record`].
+//!
+//! The pure core (`spec`, `evidence` parsing, `score`) does no I/O beyond reading its
+//! input files; processes, sockets and clocks live at the edges (`world`, `proxy`,
+//! `agent`, `record`, `run`).
+
+pub mod agent;
+pub mod binaries;
+pub mod config;
+pub mod evidence;
+pub mod hash;
+pub mod plan;
+pub mod proxy;
+pub mod record;
+pub mod report;
+pub mod run;
+pub mod score;
+pub mod spec;
+pub mod world;
+
+/// The harness version written into every record.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
