@@ -1,1 +1,8 @@
-fn main() {}
+//! The qa suite: one test per capability of every app under `apps/`.
+//!
+//! `cargo test --test qa -- balance` runs one trial;
+//! `cargo nextest run -E 'test(api-ledger)'` runs an app's.
+
+fn main() -> std::process::ExitCode {
+    gauntlet::plan::harness::qa_main()
+}

@@ -1,1 +1,75 @@
-//! (in progress)
+//! Planning trials and handing them to libtest-mimic.
+//!
+//! Listing parses data only (manifests, corpora, flows): no process, socket or
+//! workspace exists until a trial runs, because nextest lists every test binary before
+//! each run and then runs each trial in its own process.
+
+pub mod harness;
+
+use std::path::Path;
+
+use crate::config::{Config, Mode};
+use crate::run::qa::trial_name;
+use crate::spec::{LoadedApp, SpecError};
+
+/// A planned trial, before it runs.
+#[derive(Debug, Clone)]
+pub struct PlannedQa {
+    pub name: String,
+    pub app: usize,
+    pub capability: String,
+    /// Decided at list time, with the reason, so that a skipped trial is reported as
+    /// ignored and never as a silent pass.
+    pub skip: Option<String>,
+}
+
+/// The qa plan: every capability of every app, in corpus order, apps sorted by name.
+pub fn plan_qa(apps: &[LoadedApp], cfg: &Config) -> Vec<PlannedQa> {
+    let mut out = Vec::new();
+    for (i, app) in apps.iter().enumerate() {
+        for cap in &app.corpus.capabilities {
+            let skip =
+                (cfg.mode == Mode::Scripted && !app.flows.contains_key(&cap.id)).then(|| {
+                    format!(
+                        "no scripted flow apps/{}/flows/{}.json",
+                        app.app.name, cap.id
+                    )
+                });
+            out.push(PlannedQa {
+                name: trial_name(&app.app.name, &cap.id),
+                app: i,
+                capability: cap.id.clone(),
+                skip,
+            });
+        }
+    }
+    out
+}
+
+/// Load the apps the qa suite runs on: `GAUNTLET_APPS_DIR`, or `apps/` at the root.
+pub fn load_qa_apps() -> Result<Vec<LoadedApp>, SpecError> {
+    let dir = std::env::var_os("GAUNTLET_APPS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::binaries::repo_root().join("apps"));
+    load_apps_checked(&dir)
+}
+
+/// Load apps and refuse any frozen app whose content no longer matches its hash.
+pub fn load_apps_checked(dir: &Path) -> Result<Vec<LoadedApp>, SpecError> {
+    let apps = crate::spec::load_apps(dir)?;
+    for a in &apps {
+        if a.app.frozen {
+            let now = a.app.compute_content_hash()?;
+            if now != a.app.content_hash {
+                return Err(SpecError::Invalid {
+                    file: a.app.dir.join("app.json"),
+                    field: "content_hash".into(),
+                    reason: format!(
+                        "frozen app changed: content hashes to {now}; changing a frozen app's behaviour means a new app"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(apps)
+}

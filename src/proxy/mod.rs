@@ -30,3 +30,29 @@ pub struct UsageEntry {
     /// What went wrong, as observed (bad request body, upstream error, cut stream).
     pub error: Option<String>,
 }
+// STUB-BEGIN
+pub enum ProxyMode {
+    Scripted {
+        flow: crate::spec::Flow,
+        model: String,
+    },
+    Byok {
+        upstream: String,
+        api_key: String,
+    },
+}
+pub struct Proxy;
+impl Proxy {
+    pub async fn start(_m: ProxyMode) -> std::io::Result<Proxy> {
+        Err(std::io::Error::other("stub"))
+    }
+    pub fn base_url(&self) -> String {
+        String::new()
+    }
+    pub fn usage(&self) -> Vec<UsageEntry> {
+        vec![]
+    }
+    pub async fn shutdown(self) -> Vec<UsageEntry> {
+        vec![]
+    }
+}

@@ -1,1 +1,245 @@
-//! (in progress)
+//! Append-only records: one `record.json` per trial, beside the raw evidence it names.
+//!
+//! A record is created with create-new semantics and written atomically (a temporary
+//! file hard-linked into place, which fails if the name exists), so a record is never
+//! overwritten and never seen half-written.
+
+pub mod rescore;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Mode;
+use crate::evidence::QaEvidence;
+use crate::score::Verdict;
+use crate::spec::CapabilityKind;
+
+pub const RECORD_FILE: &str = "record.json";
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{file}: {source}")]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: already exists; records are never overwritten")]
+    Exists { file: PathBuf },
+    #[error("{file}: not a gauntlet record: {reason}")]
+    Invalid { file: PathBuf, reason: String },
+}
+
+fn io(file: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
+    move |source| RecordError::Io {
+        file: file.to_path_buf(),
+        source,
+    }
+}
+
+/// The harness configuration a trial ran under, as it matters to comparing results.
+/// No secret is ever part of it: byok records the variable name, never the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordConfig {
+    pub agent: String,
+    pub agent_version: String,
+    pub model: String,
+    pub mode: Mode,
+    pub n: u32,
+    pub timeout_secs: f64,
+    pub gate_timeout_secs: f64,
+    pub output_cap_bytes: u64,
+    /// byok only: where calls were forwarded.
+    pub upstream_url: Option<String>,
+}
+
+/// Which piece of data a trial was planned from, by hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QaSpecRef {
+    pub app: String,
+    pub capability: String,
+    pub kind: CapabilityKind,
+    pub app_content_hash: String,
+    /// SHA-256 of the capability as written in the corpus (canonical JSON).
+    pub capability_sha256: String,
+    /// SHA-256 of the flow file used by scripted mode, if any.
+    pub flow_sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QaRecord {
+    pub schema_version: u32,
+    pub suite: String,
+    /// The test name, e.g. `qa::api-ledger::balance`.
+    pub trial: String,
+    pub run_id: String,
+    pub gauntlet_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_ms: u64,
+    pub config: RecordConfig,
+    pub spec: QaSpecRef,
+    pub evidence: QaEvidence,
+    pub verdict: Verdict,
+}
+
+impl QaRecord {
+    pub fn tokens(&self) -> (u64, u64) {
+        self.evidence.usage.iter().fold((0, 0), |(i, o), u| {
+            (
+                i + u.input_tokens.unwrap_or(0),
+                o + u.output_tokens.unwrap_or(0),
+            )
+        })
+    }
+}
+
+/// Create a fresh directory for a trial under `run_dir`: `<name>`, or `<name>.2`,
+/// `<name>.3`… when a retry already used the name. Never reuses a directory.
+pub fn create_trial_dir(run_dir: &Path, trial: &str) -> Result<PathBuf, RecordError> {
+    std::fs::create_dir_all(run_dir).map_err(io(run_dir))?;
+    let base = trial.replace("::", ".");
+    for attempt in 1..10_000u32 {
+        let dir = if attempt == 1 {
+            run_dir.join(&base)
+        } else {
+            run_dir.join(format!("{base}.{attempt}"))
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&dir)(e)),
+        }
+    }
+    Err(RecordError::Exists {
+        file: run_dir.join(base),
+    })
+}
+
+/// Write `value` as `dir/name` atomically and only if `dir/name` does not exist.
+pub fn write_new_json<T: Serialize>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> Result<PathBuf, RecordError> {
+    let target = dir.join(name);
+    let mut tmp = tempfile_in(dir)?;
+    let bytes = serde_json::to_vec_pretty(value).map_err(|e| RecordError::Invalid {
+        file: target.clone(),
+        reason: e.to_string(),
+    })?;
+    tmp.1.write_all(&bytes).map_err(io(&tmp.0))?;
+    tmp.1.write_all(b"\n").map_err(io(&tmp.0))?;
+    tmp.1.sync_all().map_err(io(&tmp.0))?;
+    let linked = std::fs::hard_link(&tmp.0, &target);
+    let _ = std::fs::remove_file(&tmp.0);
+    match linked {
+        Ok(()) => Ok(target),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(RecordError::Exists { file: target })
+        }
+        Err(e) => Err(io(&target)(e)),
+    }
+}
+
+fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File), RecordError> {
+    for i in 0..1000u32 {
+        let path = dir.join(format!(".tmp-{}-{i}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&path)(e)),
+        }
+    }
+    Err(RecordError::Exists {
+        file: dir.join(".tmp"),
+    })
+}
+
+/// Read one record file.
+pub fn load(file: &Path) -> Result<QaRecord, RecordError> {
+    let bytes = std::fs::read(file).map_err(io(file))?;
+    let rec: QaRecord = serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+        file: file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if rec.schema_version != SCHEMA_VERSION {
+        return Err(RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: format!(
+                "schema_version {} (expected {SCHEMA_VERSION})",
+                rec.schema_version
+            ),
+        });
+    }
+    Ok(rec)
+}
+
+/// Every record file under `path`: `path` itself if it is a record, otherwise each
+/// `*/record.json` below it (sorted, so output is deterministic).
+pub fn find_records(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if path.join(RECORD_FILE).is_file() {
+        return Ok(vec![path.join(RECORD_FILE)]);
+    }
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(path).map_err(io(path))? {
+        let e = e.map_err(io(path))?;
+        let f = e.path().join(RECORD_FILE);
+        if f.is_file() {
+            out.push(f);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The id of the run this process belongs to: nextest's run id when under nextest
+/// (every test process of one run shares it), otherwise one generated per process.
+pub fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| match std::env::var("NEXTEST_RUN_ID") {
+        Ok(id) if !id.is_empty() => id,
+        _ => format!(
+            "local-{}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+            std::process::id()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        write_new_json(dir.path(), "r.json", &serde_json::json!({"a": 1})).unwrap();
+        let err = write_new_json(dir.path(), "r.json", &serde_json::json!({"a": 2})).unwrap_err();
+        assert!(matches!(err, RecordError::Exists { .. }));
+        let kept: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+        assert_eq!(kept["a"], 1);
+        // No temporary files left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn trial_dirs_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = create_trial_dir(dir.path(), "qa::x::y").unwrap();
+        let b = create_trial_dir(dir.path(), "qa::x::y").unwrap();
+        assert_ne!(a, b);
+        assert!(a.ends_with("qa.x.y") && b.ends_with("qa.x.y.2"));
+    }
+}

@@ -1,1 +1,15 @@
-//! (in progress)
+//! Executing trials: world + proxy + agent → evidence → verdict → record.
+//!
+//! The libtest-mimic harness and the `gauntlet run` command both call [`qa::execute`],
+//! so a trial under `cargo test` and under the CLI take one code path.
+
+pub mod qa;
+
+/// One line per trial that nextest keeps in JUnit `system-out`, for dashboards.
+pub fn summary_line(rec: &crate::record::QaRecord) -> String {
+    let (tin, tout) = rec.tokens();
+    format!(
+        "gauntlet: {} verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
+        rec.trial, rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
+    )
+}

@@ -1,0 +1,148 @@
+//! Re-deriving verdicts from recorded evidence, offline.
+//!
+//! The run itself calls [`derive_qa_verdict`] too, so a verdict at run time and at
+//! rescore time come from one code path over the same bytes.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::evidence::{parse_transcript, QaEvidence, RawFile};
+use crate::hash::Sha256Stream;
+use crate::score::qa::{score, QaInputs};
+use crate::score::Verdict;
+
+use super::{QaRecord, QaSpecRef, RecordError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RescoreError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(
+        "{file}: evidence does not match its recorded hash (recorded {recorded}, found {found})"
+    )]
+    Altered {
+        file: PathBuf,
+        recorded: String,
+        found: String,
+    },
+    #[error("{file}: cannot read evidence: {source}")]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Open a raw evidence file and check it is byte for byte what was recorded.
+fn open_checked(trial_dir: &Path, raw: &RawFile) -> Result<Vec<u8>, RescoreError> {
+    let file = trial_dir.join(&raw.path);
+    if Path::new(&raw.path).is_absolute() || raw.path.split('/').any(|s| s == "..") {
+        return Err(RescoreError::Io {
+            file,
+            source: std::io::Error::other("evidence path leaves the trial directory"),
+        });
+    }
+    let mut f = std::fs::File::open(&file).map_err(|source| RescoreError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|source| RescoreError::Io {
+            file: file.clone(),
+            source,
+        })?;
+    let mut h = Sha256Stream::default();
+    h.update(&bytes);
+    let found = h.finish();
+    if found != raw.sha256 {
+        return Err(RescoreError::Altered {
+            file,
+            recorded: raw.sha256.clone(),
+            found,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The verdict the evidence in `trial_dir` supports.
+pub fn derive_qa_verdict(
+    trial_dir: &Path,
+    spec: &QaSpecRef,
+    evidence: &QaEvidence,
+) -> Result<Verdict, RescoreError> {
+    let stdout = open_checked(trial_dir, &evidence.agent.stdout)?;
+    let transcript = parse_transcript(&stdout[..]);
+    Ok(score(&QaInputs {
+        capability: &spec.capability,
+        kind: spec.kind,
+        setup_error: evidence.setup_error.as_deref(),
+        agent_end: &evidence.agent.end,
+        transcript: &transcript,
+        gate: evidence.gate.as_ref(),
+    }))
+}
+
+/// One line of a rescore table.
+#[derive(Debug, Clone)]
+pub struct RescoreRow {
+    pub file: PathBuf,
+    pub trial: String,
+    pub stored: Option<Verdict>,
+    pub derived: Result<Verdict, String>,
+}
+
+impl RescoreRow {
+    pub fn agrees(&self) -> bool {
+        matches!((&self.stored, &self.derived), (Some(s), Ok(d)) if s == d)
+    }
+}
+
+/// Rescore one record file.
+pub fn rescore_file(file: &Path) -> RescoreRow {
+    let rec: QaRecord = match super::load(file) {
+        Ok(r) => r,
+        Err(e) => {
+            return RescoreRow {
+                file: file.to_path_buf(),
+                trial: "?".into(),
+                stored: None,
+                derived: Err(e.to_string()),
+            }
+        }
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    RescoreRow {
+        file: file.to_path_buf(),
+        trial: rec.trial.clone(),
+        derived: derive_qa_verdict(dir, &rec.spec, &rec.evidence).map_err(|e| e.to_string()),
+        stored: Some(rec.verdict),
+    }
+}
+
+/// Render rows as a plain table.
+pub fn render_table(rows: &[RescoreRow]) -> String {
+    let mut out = format!(
+        "{:<44} {:<20} {:<20} {}\n",
+        "trial", "stored", "rescored", "status"
+    );
+    for r in rows {
+        let stored = r.stored.as_ref().map(|v| v.outcome.as_str()).unwrap_or("-");
+        let (derived, status) = match &r.derived {
+            Ok(d) if r.agrees() => (d.outcome.as_str().to_string(), "agrees".to_string()),
+            Ok(d) => (
+                d.outcome.as_str().to_string(),
+                format!(
+                    "DISAGREES: stored verdict does not follow from the evidence ({})",
+                    d.reason
+                ),
+            ),
+            Err(e) => ("-".to_string(), format!("UNREADABLE: {e}")),
+        };
+        out.push_str(&format!(
+            "{:<44} {:<20} {:<20} {}\n",
+            r.trial, stored, derived, status
+        ));
+    }
+    out
+}

@@ -1,0 +1,400 @@
+//! One qa trial, end to end.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::agent::process::{self, ProcessSpec};
+use crate::agent::{adapter_for, base_env, RunSpec};
+use crate::config::{Config, Mode};
+use crate::evidence::{
+    parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, ProcessEnd,
+    QaEvidence, RawFile,
+};
+use crate::proxy::{Proxy, ProxyMode};
+use crate::record::rescore::derive_qa_verdict;
+use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
+use crate::spec::LoadedApp;
+use crate::world::app::AppProcess;
+
+/// How long an app may take to print its port.
+const APP_STARTUP: Duration = Duration::from_secs(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What to run: one capability of one app, optionally one repeat of it.
+#[derive(Debug, Clone)]
+pub struct QaTrial {
+    pub name: String,
+    pub capability: String,
+}
+
+/// The test name of a qa trial.
+pub fn trial_name(app: &str, capability: &str) -> String {
+    format!("qa::{app}::{capability}")
+}
+
+/// Run one trial and append its record to `run_dir`. Returns the record and the
+/// directory it was written to. Only a failure to write the record is an `Err`:
+/// everything that goes wrong with the world or the agent is evidence.
+pub async fn execute(
+    app: &LoadedApp,
+    capability: &str,
+    cfg: &Config,
+    run_dir: &Path,
+) -> Result<(QaRecord, PathBuf), TrialError> {
+    let name = trial_name(&app.app.name, capability);
+    let cap = app.capability(capability).ok_or_else(|| {
+        TrialError::Setup(format!(
+            "app `{}` has no capability `{capability}`",
+            app.app.name
+        ))
+    })?;
+    let started_at = chrono::Utc::now();
+    let t0 = Instant::now();
+    let trial_dir = record::create_trial_dir(run_dir, &name)?;
+    let adapter = adapter_for(&cfg.agent);
+    let spec = spec_ref(app, capability);
+
+    let mut evidence = QaEvidence {
+        agent: AgentRun {
+            command: vec![],
+            end: ProcessEnd {
+                exit_code: None,
+                signal: None,
+                timed_out: false,
+                duration_ms: 0,
+            },
+            stdout: empty_raw("agent.stdout"),
+            stderr: empty_raw("agent.stderr"),
+            stragglers_killed: 0,
+        },
+        gate: None,
+        usage: vec![],
+        setup_error: None,
+    };
+
+    match observe(
+        app,
+        cap.id.as_str(),
+        cfg,
+        &trial_dir,
+        adapter.as_ref(),
+        &mut evidence,
+    )
+    .await
+    {
+        Ok(()) => {}
+        Err(setup) => evidence.setup_error = Some(setup),
+    }
+    // Files the setup never got to write still need to exist for rescore.
+    for raw in [&evidence.agent.stdout, &evidence.agent.stderr] {
+        let f = trial_dir.join(&raw.path);
+        if !f.exists() {
+            let _ = std::fs::write(&f, b"");
+        }
+    }
+
+    let verdict = derive_qa_verdict(&trial_dir, &spec, &evidence)
+        .map_err(|e| TrialError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
+    let rec = QaRecord {
+        schema_version: record::SCHEMA_VERSION,
+        suite: "qa".into(),
+        trial: name,
+        run_id: record::run_id().to_string(),
+        gauntlet_version: crate::VERSION.into(),
+        started_at: started_at.to_rfc3339(),
+        finished_at: chrono::Utc::now().to_rfc3339(),
+        wall_ms: t0.elapsed().as_millis() as u64,
+        config: record_config(cfg, adapter.name(), adapter.version()),
+        spec,
+        evidence,
+        verdict,
+    };
+    record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)?;
+    Ok((rec, trial_dir))
+}
+
+fn empty_raw(path: &str) -> RawFile {
+    RawFile {
+        path: path.into(),
+        bytes: 0,
+        bytes_seen: 0,
+        sha256: crate::hash::sha256(b""),
+    }
+}
+
+pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> RecordConfig {
+    RecordConfig {
+        agent: agent.into(),
+        agent_version,
+        model: cfg.model.clone(),
+        mode: cfg.mode,
+        n: cfg.n,
+        timeout_secs: cfg.timeout.as_secs_f64(),
+        gate_timeout_secs: cfg.gate_timeout.as_secs_f64(),
+        output_cap_bytes: cfg.output_cap_bytes,
+        upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
+    }
+}
+
+/// The hashes that pin what a trial was planned from.
+pub fn spec_ref(app: &LoadedApp, capability: &str) -> QaSpecRef {
+    let cap = app.capability(capability);
+    QaSpecRef {
+        app: app.app.name.clone(),
+        capability: capability.into(),
+        kind: cap
+            .map(|c| c.kind)
+            .unwrap_or(crate::spec::CapabilityKind::Feature),
+        app_content_hash: app.app.content_hash.clone(),
+        capability_sha256: crate::hash::sha256(&serde_json::to_vec(&cap).unwrap_or_default()),
+        flow_sha256: app
+            .flows
+            .get(capability)
+            .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
+    }
+}
+
+/// Start the world and the proxy, run the agent, re-run its claimed test. Fills
+/// `evidence` as it goes, so a failure part-way keeps what was observed.
+async fn observe(
+    app: &LoadedApp,
+    capability: &str,
+    cfg: &Config,
+    trial_dir: &Path,
+    adapter: &dyn crate::agent::Adapter,
+    evidence: &mut QaEvidence,
+) -> Result<(), String> {
+    let workspace = mkdir(&trial_dir.join("workspace"))?;
+    let home = mkdir(&trial_dir.join("home"))?;
+    let tmp = mkdir(&trial_dir.join("tmp"))?;
+    let graph_file = trial_dir.join("graph.json");
+    std::fs::copy(app.app.dir.join("corpus.json"), &graph_file)
+        .map_err(|e| format!("cannot copy the corpus graph: {e}"))?;
+    let binary = crate::binaries::bin_path(&app.app.binary);
+
+    let mode =
+        match cfg.mode {
+            Mode::Scripted => ProxyMode::Scripted {
+                flow: app.flows.get(capability).cloned().ok_or_else(|| {
+                    format!("scripted mode: no flow for capability `{capability}`")
+                })?,
+                model: cfg.model.clone(),
+            },
+            Mode::Byok => ProxyMode::Byok {
+                upstream: cfg.upstream_url.clone(),
+                api_key: std::env::var(&cfg.api_key_env)
+                    .map_err(|_| format!("byok mode: {} is not set", cfg.api_key_env))?,
+            },
+        };
+    let proxy = Proxy::start(mode)
+        .await
+        .map_err(|e| format!("metering proxy failed to start: {e}"))?;
+
+    let result = async {
+        let mut world = AppProcess::start(&binary, &[], &trial_dir.join("app"), "app", APP_STARTUP)
+            .await
+            .map_err(|e| format!("app failed to start: {e}"))?;
+        let run = RunSpec {
+            graph_file: graph_file.clone(),
+            url: world.url().to_string(),
+            capability: capability.into(),
+            n: cfg.n,
+            workspace: workspace.clone(),
+        };
+        let inv = adapter.invocation(&run);
+        let mut env = base_env(&home, &tmp);
+        env.insert("APP_URL".into(), run.url.clone());
+        env.insert("GAUNTLET_CAPABILITY".into(), capability.into());
+        env.insert(
+            "GAUNTLET_GRAPH_FILE".into(),
+            graph_file.to_string_lossy().into(),
+        );
+        env.insert("GAUNTLET_N".into(), cfg.n.to_string());
+        env.insert("OPENAI_BASE_URL".into(), proxy.base_url());
+        // The agent never holds the provider key: the proxy adds it upstream.
+        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
+        env.insert("OPENAI_MODEL".into(), cfg.model.clone());
+        let mut command = vec![inv.program.to_string_lossy().into_owned()];
+        command.extend(inv.args.iter().cloned());
+        evidence.agent.command = command;
+        let outcome = process::run(ProcessSpec {
+            program: inv.program,
+            args: inv.args,
+            cwd: workspace.clone(),
+            env,
+            deadline: cfg.timeout,
+            stdout_path: trial_dir.join("agent.stdout"),
+            stderr_path: trial_dir.join("agent.stderr"),
+            rel_base: trial_dir.to_path_buf(),
+            output_cap: cfg.output_cap_bytes,
+            marker: marker(trial_dir),
+        })
+        .await;
+        world.stop().await;
+        let outcome = outcome.map_err(|e| format!("agent could not be run: {e}"))?;
+        evidence.agent.end = outcome.end;
+        evidence.agent.stdout = outcome.stdout;
+        evidence.agent.stderr = outcome.stderr;
+        evidence.agent.stragglers_killed = outcome.stragglers_killed;
+        Ok::<_, String>(())
+    }
+    .await;
+    evidence.usage = proxy.shutdown().await;
+    result?;
+
+    // Re-run the claimed test only where it can change the verdict.
+    let cap = app.capability(capability).map(|c| c.kind);
+    if !evidence.agent.end.success() || !cap.is_some_and(|k| k.is_verifiable()) {
+        return Ok(());
+    }
+    let transcript = adapter
+        .parse(&trial_dir.join(&evidence.agent.stdout.path))
+        .map_err(|e| format!("cannot read agent output: {e}"))?;
+    let ClaimsFound::One(claim) = parse_claims(transcript.final_message.as_deref().unwrap_or(""))
+    else {
+        return Ok(());
+    };
+    if claim.status != ClaimStatus::Verified || claim.capability != capability {
+        return Ok(());
+    }
+    let Some(test) = claim.test else {
+        return Ok(());
+    };
+    evidence.gate = Some(
+        gate(
+            &binary, capability, &test, &workspace, cfg, trial_dir, &home, &tmp,
+        )
+        .await,
+    );
+    Ok(())
+}
+
+/// A unique value put into every process a trial starts, so stragglers can be found.
+fn marker(trial_dir: &Path) -> String {
+    format!("{}:{}", std::process::id(), trial_dir.display())
+}
+
+fn mkdir(p: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(p.to_path_buf())
+}
+
+/// The claimed test directory, if it is a directory inside the workspace.
+pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, String> {
+    let rel = Path::new(dir);
+    if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(format!(
+            "test dir `{dir}` is not a relative path inside the workspace"
+        ));
+    }
+    let full = workspace.join(rel);
+    let canon = full
+        .canonicalize()
+        .map_err(|e| format!("test dir `{dir}`: {e}"))?;
+    let ws = workspace
+        .canonicalize()
+        .map_err(|e| format!("workspace: {e}"))?;
+    if !canon.starts_with(&ws) {
+        return Err(format!("test dir `{dir}` leaves the workspace"));
+    }
+    if !canon.is_dir() {
+        return Err(format!("test dir `{dir}` is not a directory"));
+    }
+    Ok(canon)
+}
+
+/// The harness's own verification: N runs against a fresh app, one against the mutant.
+#[allow(clippy::too_many_arguments)]
+async fn gate(
+    binary: &Path,
+    capability: &str,
+    test: &crate::evidence::ClaimTest,
+    workspace: &Path,
+    cfg: &Config,
+    trial_dir: &Path,
+    home: &Path,
+    tmp: &Path,
+) -> Gate {
+    let mut gate = Gate {
+        required: cfg.n,
+        runs: vec![],
+        not_run: None,
+    };
+    let dir = match resolve_test_dir(workspace, &test.dir) {
+        Ok(d) => d,
+        Err(e) => {
+            gate.not_run = Some(e);
+            return gate;
+        }
+    };
+    let gate_dir = trial_dir.join("gate");
+    if let Err(e) = std::fs::create_dir_all(&gate_dir) {
+        gate.not_run = Some(format!("{}: {e}", gate_dir.display()));
+        return gate;
+    }
+    let targets: Vec<(GateTarget, Vec<String>, u32)> = vec![
+        (GateTarget::App, vec![], cfg.n),
+        (
+            GateTarget::Mutant,
+            vec!["--mutant".into(), capability.into()],
+            1,
+        ),
+    ];
+    for (target, args, count) in targets {
+        let label = match target {
+            GateTarget::App => "app",
+            GateTarget::Mutant => "mutant",
+        };
+        let mut world = match AppProcess::start(binary, &args, &gate_dir, label, APP_STARTUP).await
+        {
+            Ok(w) => w,
+            Err(e) => {
+                gate.not_run = Some(format!("{label} failed to start: {e}"));
+                return gate;
+            }
+        };
+        for attempt in 1..=count {
+            let mut env: BTreeMap<String, String> = base_env(home, tmp);
+            env.insert("APP_URL".into(), world.url().to_string());
+            let stem = format!("{label}-{attempt}");
+            let outcome = process::run(ProcessSpec {
+                program: PathBuf::from("sh"),
+                args: vec!["-c".into(), test.command.clone()],
+                cwd: dir.clone(),
+                env,
+                deadline: cfg.gate_timeout,
+                stdout_path: gate_dir.join(format!("{stem}.stdout")),
+                stderr_path: gate_dir.join(format!("{stem}.stderr")),
+                rel_base: trial_dir.to_path_buf(),
+                output_cap: 1 << 20,
+                marker: format!("{}:{stem}", marker(trial_dir)),
+            })
+            .await;
+            match outcome {
+                Ok(o) => gate.runs.push(GateRun {
+                    target,
+                    attempt,
+                    command: test.command.clone(),
+                    end: o.end,
+                    stdout: o.stdout,
+                    stderr: o.stderr,
+                }),
+                Err(e) => {
+                    gate.not_run = Some(format!("{label} run {attempt}: {e}"));
+                    world.stop().await;
+                    return gate;
+                }
+            }
+        }
+        world.stop().await;
+    }
+    gate
+}

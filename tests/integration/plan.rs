@@ -1,0 +1,170 @@
+//! Planning: names, determinism, list-time validation of bad data, `--exact` misses.
+
+use std::path::Path;
+
+use gauntlet::config::Config;
+use gauntlet::plan::{load_apps_checked, plan_qa};
+
+use crate::support::root;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+fn temp_apps() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(
+        &root().join("apps/api-ledger"),
+        &dir.path().join("api-ledger"),
+    );
+    dir
+}
+
+#[test]
+fn the_ledger_plans_six_named_trials_deterministically() {
+    let apps = load_apps_checked(&root().join("apps")).expect("apps load");
+    let cfg = Config::default();
+    let names: Vec<String> = plan_qa(&apps, &cfg).into_iter().map(|p| p.name).collect();
+    let ledger: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("qa::api-ledger::"))
+        .collect();
+    assert_eq!(
+        ledger,
+        [
+            "qa::api-ledger::health",
+            "qa::api-ledger::record-transaction",
+            "qa::api-ledger::balance",
+            "qa::api-ledger::reject-invalid-amount",
+            "qa::api-ledger::reject-unknown-id",
+            "qa::api-ledger::prompt-under-load",
+        ]
+    );
+    let again: Vec<String> = plan_qa(
+        &load_apps_checked(&root().join("apps")).expect("apps"),
+        &cfg,
+    )
+    .into_iter()
+    .map(|p| p.name)
+    .collect();
+    assert_eq!(names, again);
+    assert_eq!(names.iter().filter(|n| n.contains("balance")).count(), 1);
+}
+
+#[test]
+fn a_plan_is_built_from_any_apps_directory() {
+    let dir = temp_apps();
+    let apps = load_apps_checked(dir.path()).expect("copied app loads");
+    assert_eq!(plan_qa(&apps, &Config::default()).len(), 6);
+}
+
+#[test]
+fn a_changed_frozen_app_is_refused_at_list_time() {
+    let dir = temp_apps();
+    let main = dir.path().join("api-ledger/src/main.rs");
+    let mut src = std::fs::read_to_string(&main).expect("src");
+    src.push_str("\n// an edit\n");
+    std::fs::write(&main, src).expect("write");
+    let err = load_apps_checked(dir.path())
+        .expect_err("hash mismatch")
+        .to_string();
+    assert!(
+        err.contains("app.json") && err.contains("content_hash"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_data_fails_at_load_time_naming_file_and_field() {
+    // Malformed app.json.
+    let dir = temp_apps();
+    std::fs::write(
+        dir.path().join("api-ledger/app.json"),
+        "{\"schema_version\": 1,",
+    )
+    .expect("w");
+    let err = load_apps_checked(dir.path())
+        .expect_err("malformed")
+        .to_string();
+    assert!(err.contains("app.json"), "{err}");
+
+    // A corpus capability with an unknown kind.
+    let dir = temp_apps();
+    let corpus = dir.path().join("api-ledger/corpus.json");
+    let text = std::fs::read_to_string(&corpus).expect("corpus");
+    std::fs::write(&corpus, text.replacen("\"feature\"", "\"featur\"", 1)).expect("w");
+    let err = gauntlet::spec::load_app(&dir.path().join("api-ledger"))
+        .expect_err("kind")
+        .to_string();
+    assert!(
+        err.contains("corpus.json") && err.contains("featur"),
+        "{err}"
+    );
+
+    // A flow with an unknown step.
+    let dir = temp_apps();
+    let flow = dir.path().join("api-ledger/flows/health.json");
+    std::fs::write(
+        &flow,
+        r#"{"capability":"health","steps":[{"teleport":{}},{"final":{"text":"x"}}]}"#,
+    )
+    .expect("w");
+    let err = gauntlet::spec::load_app(&dir.path().join("api-ledger"))
+        .expect_err("step")
+        .to_string();
+    assert!(
+        err.contains("health.json") && err.contains("teleport"),
+        "{err}"
+    );
+
+    // A flow for a capability the app does not have.
+    let dir = temp_apps();
+    std::fs::write(
+        dir.path().join("api-ledger/flows/fly.json"),
+        r#"{"capability":"fly","steps":[{"final":{"text":"x"}}]}"#,
+    )
+    .expect("w");
+    let err = gauntlet::spec::load_app(&dir.path().join("api-ledger"))
+        .expect_err("cap")
+        .to_string();
+    assert!(
+        err.contains("fly.json") && err.contains("capability"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_exact_filter_that_names_no_trial_fails() {
+    let args = libtest_mimic::Arguments {
+        exact: true,
+        filter: Some("qa::api-ledger::nope".into()),
+        ..Default::default()
+    };
+    let trials = vec![libtest_mimic::Trial::test("qa::api-ledger::health", || {
+        Ok(())
+    })];
+    assert_ne!(
+        gauntlet::plan::harness::run(args, trials),
+        std::process::ExitCode::SUCCESS
+    );
+    let args = libtest_mimic::Arguments {
+        exact: true,
+        filter: Some("qa::api-ledger::health".into()),
+        ..Default::default()
+    };
+    let trials = vec![libtest_mimic::Trial::test("qa::api-ledger::health", || {
+        Ok(())
+    })];
+    assert_eq!(
+        gauntlet::plan::harness::run(args, trials),
+        std::process::ExitCode::SUCCESS
+    );
+}

@@ -1,0 +1,43 @@
+//! Records re-derive offline, and tampering is caught.
+
+use gauntlet::record::rescore::rescore_file;
+
+use crate::support::*;
+
+#[test]
+fn a_record_rescores_to_its_verdict_and_tampering_is_caught() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = config(fixture_agent("true-test.sh"), out.path());
+    let (rec, dir) = run_trial(&ledger(), "balance", &cfg);
+    let file = dir.join("record.json");
+    let row = rescore_file(&file);
+    assert!(row.agrees(), "{row:?}");
+
+    // A stored verdict changed by hand no longer follows from the evidence.
+    let text = std::fs::read_to_string(&file).expect("record");
+    let forged = text
+        .replace("\"false_verification\"", "\"verified\"")
+        .replace("\"passed\": false", "\"passed\": true");
+    assert_ne!(text, forged);
+    std::fs::remove_file(&file).expect("rm");
+    std::fs::write(&file, forged).expect("write");
+    assert!(!rescore_file(&file).agrees());
+
+    // Altered raw evidence is refused by hash.
+    std::fs::write(&file, &text).expect("restore");
+    assert!(rescore_file(&file).agrees());
+    std::fs::write(dir.join(&rec.evidence.agent.stdout.path), b"{}").expect("alter");
+    let row = rescore_file(&file);
+    assert!(!row.agrees());
+    assert!(format!("{:?}", row.derived).contains("does not match its recorded hash"));
+}
+
+#[test]
+fn a_truncated_record_is_unreadable_not_a_crash() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let file = out.path().join("record.json");
+    std::fs::write(&file, b"{\"schema_version\": 1, \"suite\": \"qa\"").expect("write");
+    let row = rescore_file(&file);
+    assert!(!row.agrees());
+    assert!(format!("{:?}", row.derived).contains("record.json"));
+}

@@ -1,0 +1,85 @@
+//! Shared helpers for integration tests: real apps, real processes, temp run dirs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gauntlet::config::{AgentChoice, Config};
+use gauntlet::record::QaRecord;
+use gauntlet::spec::LoadedApp;
+
+pub fn root() -> PathBuf {
+    gauntlet::binaries::repo_root()
+}
+
+pub fn ledger() -> LoadedApp {
+    gauntlet::spec::load_app(&root().join("apps/api-ledger")).expect("api-ledger loads")
+}
+
+pub fn fixture_agent(name: &str) -> AgentChoice {
+    AgentChoice::Command {
+        argv: vec![
+            "sh".into(),
+            root()
+                .join("tests/fixtures/agents")
+                .join(name)
+                .to_string_lossy()
+                .into_owned(),
+        ],
+    }
+}
+
+pub fn config(agent: AgentChoice, out: &Path) -> Config {
+    Config {
+        agent,
+        n: 2,
+        timeout: Duration::from_secs(30),
+        gate_timeout: Duration::from_secs(20),
+        out_dir: out.to_path_buf(),
+        ..Config::default()
+    }
+}
+
+/// Run one qa trial to completion on a fresh runtime.
+pub fn run_trial(app: &LoadedApp, capability: &str, cfg: &Config) -> (QaRecord, PathBuf) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let run_dir = cfg.out_dir.join("run");
+    rt.block_on(gauntlet::run::qa::execute(app, capability, cfg, &run_dir))
+        .expect("trial writes its record")
+}
+
+/// Processes whose environment mentions `needle` (the trial marker holds the trial dir).
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let me = std::process::id();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            if let Ok(env) = std::fs::read(e.path().join("environ")) {
+                if env.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    out.push(pid);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Peak resident memory of this process, in bytes.
+pub fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
