@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::evidence::{parse_transcript, QaEvidence, RawFile};
+use crate::evidence::{parse_transcript, QaEvidence, RawFile, Transcript};
 use crate::hash::Sha256Stream;
 use crate::score::qa::{score, QaInputs};
 use crate::score::Verdict;
@@ -33,8 +33,23 @@ pub enum RescoreError {
     },
 }
 
-/// Open a raw evidence file and check it is byte for byte what was recorded.
-fn open_checked(trial_dir: &Path, raw: &RawFile) -> Result<Vec<u8>, RescoreError> {
+/// Reads through to an inner reader, hashing every byte that passes.
+struct HashingReader<R> {
+    inner: R,
+    hash: Sha256Stream,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Parse a raw evidence file as an event stream, streaming (never holding the file),
+/// and check that it is byte for byte what was recorded.
+fn parse_checked(trial_dir: &Path, raw: &RawFile) -> Result<Transcript, RescoreError> {
     let file = trial_dir.join(&raw.path);
     if Path::new(&raw.path).is_absolute() || raw.path.split('/').any(|s| s == "..") {
         return Err(RescoreError::Io {
@@ -42,19 +57,24 @@ fn open_checked(trial_dir: &Path, raw: &RawFile) -> Result<Vec<u8>, RescoreError
             source: std::io::Error::other("evidence path leaves the trial directory"),
         });
     }
-    let mut f = std::fs::File::open(&file).map_err(|source| RescoreError::Io {
+    let f = std::fs::File::open(&file).map_err(|source| RescoreError::Io {
         file: file.clone(),
         source,
     })?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
-        .map_err(|source| RescoreError::Io {
-            file: file.clone(),
-            source,
-        })?;
-    let mut h = Sha256Stream::default();
-    h.update(&bytes);
-    let found = h.finish();
+    let mut reader = std::io::BufReader::with_capacity(
+        64 << 10,
+        HashingReader {
+            inner: f,
+            hash: Sha256Stream::default(),
+        },
+    );
+    let transcript = parse_transcript(&mut reader);
+    // Drain whatever the parser left (it stops early only on an I/O error).
+    std::io::copy(&mut reader, &mut std::io::sink()).map_err(|source| RescoreError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let found = reader.into_inner().hash.finish();
     if found != raw.sha256 {
         return Err(RescoreError::Altered {
             file,
@@ -62,7 +82,7 @@ fn open_checked(trial_dir: &Path, raw: &RawFile) -> Result<Vec<u8>, RescoreError
             found,
         });
     }
-    Ok(bytes)
+    Ok(transcript)
 }
 
 /// The verdict the evidence in `trial_dir` supports.
@@ -71,8 +91,7 @@ pub fn derive_qa_verdict(
     spec: &QaSpecRef,
     evidence: &QaEvidence,
 ) -> Result<Verdict, RescoreError> {
-    let stdout = open_checked(trial_dir, &evidence.agent.stdout)?;
-    let transcript = parse_transcript(&stdout[..]);
+    let transcript = parse_checked(trial_dir, &evidence.agent.stdout)?;
     Ok(score(&QaInputs {
         capability: &spec.capability,
         kind: spec.kind,

@@ -1,0 +1,78 @@
+//! The tool-calling loop: ask the model, carry out the tools it asks for, hand back the
+//! results, until it answers without tool calls. That answer is the final message.
+
+use std::io::Write;
+
+use gauntlet::evidence::Event;
+use serde_json::{json, Value};
+
+use crate::events::Emitter;
+use crate::model::{ChatClient, ModelError};
+use crate::prompt::Prompt;
+use crate::tools::{definitions, input_value, Toolbox};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("no final message after {0} model turns (--max-turns)")]
+    MaxTurns(u32),
+    #[error("cannot write an event to stdout: {0}")]
+    Emit(#[from] std::io::Error),
+}
+
+pub struct AgentLoop<'a, W: Write> {
+    pub client: &'a ChatClient,
+    pub toolbox: &'a Toolbox,
+    pub emitter: &'a mut Emitter<W>,
+    pub max_turns: u32,
+}
+
+impl<W: Write> AgentLoop<'_, W> {
+    /// Runs the conversation; returns the final message's text.
+    pub fn run(&mut self, prompt: &Prompt) -> Result<String, LoopError> {
+        let tools = definitions();
+        let mut messages: Vec<Value> = vec![
+            json!({"role": "system", "content": prompt.system}),
+            json!({"role": "user", "content": prompt.user}),
+        ];
+        for turn in 0..self.max_turns {
+            let mut reply = self.client.complete(&messages, &tools)?;
+            reply.fill_missing_ids(turn);
+            if let Some(u) = reply.usage {
+                self.emitter.emit(&Event::Usage {
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                })?;
+            }
+            let text = reply.content.clone().unwrap_or_default();
+            if reply.tool_calls.is_empty() {
+                return Ok(text);
+            }
+            if !text.trim().is_empty() {
+                self.emitter.emit(&Event::Message { text })?;
+            }
+            messages.push(reply.assistant_message());
+            for call in &reply.tool_calls {
+                self.emitter.emit(&Event::ToolCall {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    input: input_value(&call.arguments),
+                })?;
+                let outcome = self.toolbox.run(&call.name, &call.arguments);
+                self.emitter.emit(&Event::ToolResult {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    output: outcome.output.clone(),
+                    failed: outcome.failed,
+                })?;
+                messages.push(json!({
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": outcome.output,
+                }));
+            }
+        }
+        Err(LoopError::MaxTurns(self.max_turns))
+    }
+}

@@ -1,0 +1,140 @@
+//! Rendering a scripted reply as a Chat Completions response, whole or streamed.
+
+use bytes::Bytes;
+use hyper::body::Frame;
+use hyper::{Response, StatusCode};
+use serde_json::{json, Value};
+
+use super::request::ChatRequest;
+use crate::proxy::body::{self, Body};
+use crate::proxy::log::Tokens;
+use crate::proxy::script::Reply;
+
+/// Characters per streamed delta: small enough that every reply spans several chunks,
+/// so clients' reassembly is exercised as it is with a real model.
+const PIECE_CHARS: usize = 16;
+
+pub(crate) fn respond(
+    request: &ChatRequest,
+    reply: &Reply,
+    model: &str,
+    seq: u64,
+    tokens: Tokens,
+) -> Response<Body> {
+    let head = Head {
+        id: format!("chatcmpl-gauntlet-{seq}"),
+        created: chrono::Utc::now().timestamp(),
+        model,
+    };
+    if request.stream {
+        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = chunks(&head, reply, tokens)
+            .iter()
+            .map(|chunk| format!("data: {chunk}\n\n"))
+            .chain(std::iter::once("data: [DONE]\n\n".to_owned()))
+            .map(|event| Ok(Frame::data(Bytes::from(event))))
+            .collect();
+        body::sse(StatusCode::OK, None, futures_util::stream::iter(frames))
+    } else {
+        body::json(StatusCode::OK, &completion(&head, reply, tokens))
+    }
+}
+
+struct Head<'a> {
+    id: String,
+    created: i64,
+    model: &'a str,
+}
+
+fn usage(tokens: Tokens) -> Value {
+    let input = tokens.input.unwrap_or(0);
+    let output = tokens.output.unwrap_or(0);
+    json!({"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output})
+}
+
+fn finish_reason(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Text(_) => "stop",
+        Reply::ToolCall(_) => "tool_calls",
+    }
+}
+
+/// The non-streaming `chat.completion` object.
+fn completion(head: &Head, reply: &Reply, tokens: Tokens) -> Value {
+    let message = match reply {
+        Reply::Text(text) => json!({"role": "assistant", "content": text}),
+        Reply::ToolCall(call) => json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments}
+            }]
+        }),
+    };
+    json!({
+        "id": head.id,
+        "object": "chat.completion",
+        "created": head.created,
+        "model": head.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply)}],
+        "usage": usage(tokens),
+    })
+}
+
+/// The `chat.completion.chunk` objects of a streamed reply: role, content pieces,
+/// finish reason, then the usage chunk (always sent by the scripted model).
+fn chunks(head: &Head, reply: &Reply, tokens: Tokens) -> Vec<Value> {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({
+            "id": head.id,
+            "object": "chat.completion.chunk",
+            "created": head.created,
+            "model": head.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+    };
+    let mut out = Vec::new();
+    match reply {
+        Reply::Text(text) => {
+            out.push(chunk(json!({"role": "assistant", "content": ""}), None));
+            for piece in pieces(text) {
+                out.push(chunk(json!({"content": piece}), None));
+            }
+        }
+        Reply::ToolCall(call) => {
+            out.push(chunk(
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "index": 0, "id": call.id, "type": "function",
+                    "function": {"name": call.name, "arguments": ""}
+                }]}),
+                None,
+            ));
+            for piece in pieces(&call.arguments) {
+                out.push(chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+                    None,
+                ));
+            }
+        }
+    }
+    out.push(chunk(json!({}), Some(finish_reason(reply))));
+    out.push(json!({
+        "id": head.id,
+        "object": "chat.completion.chunk",
+        "created": head.created,
+        "model": head.model,
+        "choices": [],
+        "usage": usage(tokens),
+    }));
+    out
+}
+
+/// `text` cut into pieces of at most [`PIECE_CHARS`] characters.
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(PIECE_CHARS)
+        .map(|piece| piece.iter().collect())
+        .collect()
+}

@@ -1,0 +1,78 @@
+//! The usage log shared by every wire protocol.
+//!
+//! A call gets its sequence number when it arrives but is recorded when it ends (a
+//! stream's usage is only known at its end), so the snapshot sorts by sequence number to
+//! give arrival order regardless of which call finished first.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use super::UsageEntry;
+
+#[derive(Debug, Default)]
+pub(crate) struct UsageLog {
+    next_seq: AtomicU64,
+    entries: Mutex<Vec<UsageEntry>>,
+}
+
+impl UsageLog {
+    /// Open an entry for a call that just arrived.
+    pub(crate) fn begin(&self, protocol: &str, path: &str) -> Pending {
+        Pending {
+            entry: UsageEntry {
+                seq: self.next_seq.fetch_add(1, Ordering::SeqCst),
+                protocol: protocol.to_owned(),
+                path: path.to_owned(),
+                ..UsageEntry::default()
+            },
+            started: Instant::now(),
+        }
+    }
+
+    pub(crate) fn record(&self, pending: Pending) {
+        let mut entry = pending.entry;
+        entry.duration_ms =
+            u64::try_from(pending.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.lock().push(entry);
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<UsageEntry> {
+        let mut entries = self.lock().clone();
+        entries.sort_by_key(|e| e.seq);
+        entries
+    }
+
+    /// A panic while holding the lock cannot leave a half-written entry (pushes are
+    /// atomic), so a poisoned lock is still safe to use: never lose the other entries.
+    fn lock(&self) -> MutexGuard<'_, Vec<UsageEntry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// An entry being filled in while its call runs.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) entry: UsageEntry,
+    started: Instant,
+}
+
+/// Token counts of one call, however they were obtained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tokens {
+    pub(crate) input: Option<u64>,
+    pub(crate) output: Option<u64>,
+    pub(crate) cached_input: Option<u64>,
+    pub(crate) reasoning: Option<u64>,
+}
+
+impl Pending {
+    pub(crate) fn set_tokens(&mut self, tokens: Tokens) {
+        self.entry.input_tokens = tokens.input;
+        self.entry.output_tokens = tokens.output;
+        self.entry.cached_input_tokens = tokens.cached_input;
+        self.entry.reasoning_tokens = tokens.reasoning;
+    }
+}

@@ -1,0 +1,164 @@
+//! The accept loop, per-connection tasks, routing, and shutdown.
+//!
+//! Routing is by path to one module per wire protocol; everything not protocol-specific
+//! (`/v1/models`, unknown paths) is answered here.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::body::{self, Body};
+use super::chat;
+use super::log::UsageLog;
+use super::upstream::Upstream;
+use super::ProxyMode;
+use crate::spec::Flow;
+
+/// How long shutdown waits for in-flight calls before cutting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// How the proxy answers, with what it needs to do so.
+pub(crate) enum Mode {
+    Scripted { flow: Flow, model: String },
+    Byok(Arc<Upstream>),
+}
+
+pub(crate) struct State {
+    pub(crate) mode: Mode,
+    pub(crate) log: Arc<UsageLog>,
+}
+
+impl State {
+    pub(crate) fn new(mode: ProxyMode, log: Arc<UsageLog>) -> std::io::Result<State> {
+        let mode = match mode {
+            ProxyMode::Scripted { flow, model } => Mode::Scripted { flow, model },
+            ProxyMode::Byok { upstream, api_key } => {
+                Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
+            }
+        };
+        Ok(State { mode, log })
+    }
+
+    /// `source` of an entry the proxy answered itself, without a provider.
+    pub(crate) fn local_source(&self) -> &'static str {
+        match self.mode {
+            Mode::Scripted { .. } => "scripted",
+            Mode::Byok(_) => "proxy",
+        }
+    }
+}
+
+/// Accept until `stop` changes (or its sender is dropped), then drain connections.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    state: Arc<State>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(connection(stream, Arc::clone(&state), stop.clone()));
+                }
+                // Out of file descriptors and the like: back off instead of spinning.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            _ = stop.changed() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        // Aborting drops the in-flight bodies; a cut stream records itself on drop.
+        connections.shutdown().await;
+    }
+}
+
+async fn connection(
+    stream: tokio::net::TcpStream,
+    state: Arc<State>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let service = service_fn(move |request| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(route(&state, request).await) }
+    });
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    // Connection errors (the agent hung up) end this connection only; any call it was
+    // making has already been recorded or records itself when its body is dropped.
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+async fn route(state: &State, request: Request<hyper::body::Incoming>) -> Response<Body> {
+    let path = request.uri().path().to_owned();
+    match (request.method(), path.as_str()) {
+        (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
+            chat::handle(state, &path, request.into_body()).await
+        }
+        (&Method::GET, "/v1/models" | "/models") => models(state).await,
+        (&Method::POST, _) => {
+            // Record it: an agent speaking a protocol we do not serve is evidence.
+            let message = format!("no wire protocol is served at `{path}`");
+            let mut pending = state.log.begin("unsupported", &path);
+            pending.entry.status = StatusCode::NOT_FOUND.as_u16();
+            pending.entry.source = state.local_source().to_owned();
+            pending.entry.error = Some(message.clone());
+            state.log.record(pending);
+            body::openai_error(StatusCode::NOT_FOUND, "not_found_error", &message)
+        }
+        _ => body::openai_error(
+            StatusCode::NOT_FOUND,
+            "not_found_error",
+            &format!("no route for {} `{path}`", request.method()),
+        ),
+    }
+}
+
+/// The model list: the configured model when scripted, the provider's list when byok.
+/// Not a model call, so not metered.
+async fn models(state: &State) -> Response<Body> {
+    match &state.mode {
+        Mode::Scripted { model, .. } => body::json(
+            StatusCode::OK,
+            &json!({"object": "list", "data": [
+                {"id": model, "object": "model", "created": 0, "owned_by": "gauntlet"}
+            ]}),
+        ),
+        Mode::Byok(upstream) => match upstream.get("models").await {
+            Ok(response) => {
+                let status = response.status();
+                let content_type = response.headers().get(hyper::header::CONTENT_TYPE).cloned();
+                match response.bytes().await {
+                    Ok(bytes) => body::bytes(status, content_type, bytes),
+                    Err(e) => body::openai_error(
+                        StatusCode::BAD_GATEWAY,
+                        "upstream_error",
+                        &upstream.redact(&format!("upstream model list cut: {e}")),
+                    ),
+                }
+            }
+            Err(message) => body::openai_error(StatusCode::BAD_GATEWAY, "upstream_error", &message),
+        },
+    }
+}

@@ -1,0 +1,397 @@
+//! Subprocess control against real processes (`sh -c`): exit codes, deadlines,
+//! signals, stragglers, output caps, and app startup.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use gauntlet::agent::process::{
+    group_members, marker_holders, run, sweep_marker, ProcessOutcome, ProcessSpec, MARKER_VAR,
+};
+use gauntlet::world::app::{AppError, AppProcess};
+
+/// A marker unique to this test process and call, so parallel tests never sweep each
+/// other's processes.
+fn marker(name: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "test-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn spec(dir: &Path, name: &str, script: &str, deadline: Duration, cap: u64) -> ProcessSpec {
+    let mut env = BTreeMap::new();
+    env.insert(
+        "PATH".to_string(),
+        "/usr/local/bin:/usr/bin:/bin".to_string(),
+    );
+    env.insert("FOO".to_string(), "bar".to_string());
+    ProcessSpec {
+        program: PathBuf::from("/bin/sh"),
+        args: vec!["-c".to_string(), script.to_string()],
+        cwd: dir.to_path_buf(),
+        env,
+        deadline,
+        stdout_path: dir.join("out").join("agent.stdout"),
+        stderr_path: dir.join("out").join("agent.stderr"),
+        rel_base: dir.to_path_buf(),
+        output_cap: cap,
+        marker: marker(name),
+    }
+}
+
+async fn run_sh(name: &str, script: &str, deadline: Duration, cap: u64) -> (ProcessOutcome, Ran) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = spec(dir.path(), name, script, deadline, cap);
+    let marker = spec.marker.clone();
+    let outcome = run(spec).await.expect("run succeeds");
+    (outcome, Ran { dir, marker })
+}
+
+struct Ran {
+    dir: tempfile::TempDir,
+    marker: String,
+}
+
+impl Ran {
+    fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.dir.path().join(rel)).expect("output file exists")
+    }
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.read("out/agent.stdout")).into_owned()
+    }
+}
+
+/// Whether `pid` is a running (non-zombie) process.
+fn alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next())
+        .unwrap_or("");
+    !matches!(state, "Z" | "X")
+}
+
+fn pids_in(stdout: &str) -> Vec<i32> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("pid="))
+        .map(|p| p.trim().parse().expect("pid line"))
+        .collect()
+}
+
+/// Peak resident memory of this test process, from /proc/self/status, in kB.
+fn vm_hwm_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM line")
+}
+
+const LONG: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn normal_command_exit_code_output_and_env() {
+    let (out, ran) = run_sh(
+        "normal",
+        r#"printf 'hello\nworld\n'; echo "home=[$HOME] foo=[$FOO] marker=[$GAUNTLET_TRIAL_MARKER]"; printf oops >&2; exit 3"#,
+        LONG,
+        1 << 20,
+    )
+    .await;
+    assert_eq!(out.end.exit_code, Some(3));
+    assert_eq!(out.end.signal, None);
+    assert!(!out.end.timed_out);
+    assert_eq!(out.stragglers_killed, 0);
+
+    assert_eq!(out.stdout.path, "out/agent.stdout");
+    assert_eq!(out.stderr.path, "out/agent.stderr");
+    let stdout = ran.read(&out.stdout.path);
+    let expected = format!("hello\nworld\nhome=[] foo=[bar] marker=[{}]\n", ran.marker);
+    assert_eq!(String::from_utf8_lossy(&stdout), expected);
+    assert_eq!(out.stdout.bytes, stdout.len() as u64);
+    assert_eq!(out.stdout.bytes_seen, stdout.len() as u64);
+    assert_eq!(out.stdout.sha256, gauntlet::hash::sha256(&stdout));
+
+    let stderr = ran.read(&out.stderr.path);
+    assert_eq!(stderr, b"oops");
+    assert_eq!(out.stderr.sha256, gauntlet::hash::sha256(b"oops"));
+    assert!(!out.stdout.truncated());
+}
+
+#[tokio::test]
+async fn hang_is_killed_at_deadline_with_partial_output() {
+    let (out, ran) = run_sh(
+        "hang",
+        "echo before; sleep 1000 & echo pid=$!; wait",
+        Duration::from_secs(1),
+        1 << 20,
+    )
+    .await;
+    assert!(out.end.timed_out);
+    assert_eq!(out.end.exit_code, None);
+    assert_eq!(out.end.signal, Some(libc::SIGKILL));
+    assert!(!out.end.success());
+    let stdout = ran.stdout();
+    assert!(stdout.starts_with("before\n"), "partial output: {stdout:?}");
+    assert_eq!(out.stdout.bytes, stdout.len() as u64);
+    // The group (sh and its sleep) was killed at the deadline, not left as stragglers.
+    let pids = pids_in(&stdout);
+    assert_eq!(pids.len(), 1);
+    assert!(!alive(pids[0]), "sleep {} survived the deadline", pids[0]);
+    assert!(marker_holders(&ran.marker).is_empty());
+}
+
+#[tokio::test]
+async fn crash_reports_signal() {
+    let (out, _ran) = run_sh("crash", "kill -SEGV $$", LONG, 1 << 20).await;
+    assert_eq!(out.end.signal, Some(libc::SIGSEGV));
+    assert_eq!(out.end.exit_code, None);
+    assert!(!out.end.timed_out);
+}
+
+#[tokio::test]
+async fn forked_child_left_running_is_killed() {
+    let (out, ran) = run_sh("fork", "sleep 1000 & echo pid=$!; exit 0", LONG, 1 << 20).await;
+    assert_eq!(out.end.exit_code, Some(0));
+    assert!(!out.end.timed_out);
+    assert!(out.stragglers_killed >= 1, "{out:?}");
+    let pids = pids_in(&ran.stdout());
+    assert_eq!(pids.len(), 1);
+    assert!(!alive(pids[0]));
+    assert!(marker_holders(&ran.marker).is_empty());
+}
+
+#[tokio::test]
+async fn setsid_escapee_is_caught_by_marker() {
+    // Wait until the escapee really is in another process group (field 5 of stat),
+    // so that only the marker sweep can find it.
+    let script = r#"setsid sleep 1000 & p=$!
+while [ "$(cut -d' ' -f5 /proc/$p/stat)" = "$$" ]; do :; done
+echo pid=$p
+echo pgrp=$(cut -d' ' -f5 /proc/$p/stat) own=$$
+exit 0"#;
+    let (out, ran) = run_sh("setsid", script, LONG, 1 << 20).await;
+    assert_eq!(out.end.exit_code, Some(0), "{}", ran.stdout());
+    assert!(out.stragglers_killed >= 1, "{out:?}");
+    let stdout = ran.stdout();
+    let pids = pids_in(&stdout);
+    assert_eq!(pids.len(), 1, "{stdout}");
+    assert!(!alive(pids[0]), "escapee {} survived", pids[0]);
+    assert!(marker_holders(&ran.marker).is_empty());
+}
+
+#[tokio::test]
+async fn deadline_kills_group_and_counts_only_escapees_as_stragglers() {
+    let script = r#"setsid sleep 1000 & p=$!
+while [ "$(cut -d' ' -f5 /proc/$p/stat)" = "$$" ]; do :; done
+echo pid=$p
+sleep 1000 & echo pid=$!
+wait"#;
+    let (out, ran) = run_sh("deadline-setsid", script, Duration::from_secs(1), 1 << 20).await;
+    assert!(out.end.timed_out);
+    // sh and its in-group sleep died with the group at the deadline; only the
+    // escapee outlived the child.
+    assert_eq!(out.stragglers_killed, 1, "{out:?}");
+    let pids = pids_in(&ran.stdout());
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        assert!(!alive(pid), "{pid} survived");
+    }
+    assert!(marker_holders(&ran.marker).is_empty());
+}
+
+#[tokio::test]
+async fn flood_is_capped_and_memory_stays_bounded() {
+    let cap = 1 << 20;
+    let (out, ran) = run_sh("flood", "head -c 100000000 /dev/zero", LONG, cap).await;
+    assert_eq!(out.end.exit_code, Some(0));
+    assert_eq!(out.stdout.bytes, cap);
+    assert_eq!(out.stdout.bytes_seen, 100_000_000);
+    assert!(out.stdout.truncated());
+    let kept = ran.read(&out.stdout.path);
+    assert_eq!(kept.len() as u64, cap);
+    assert_eq!(out.stdout.sha256, gauntlet::hash::sha256(&kept));
+    let hwm = vm_hwm_kb();
+    assert!(
+        hwm < 100_000,
+        "peak memory {hwm} kB: output was held in memory"
+    );
+}
+
+#[test]
+fn sweep_marker_kills_only_marked_processes() {
+    let m = marker("sweep");
+    let mut marked = std::process::Command::new("setsid")
+        .args(["sleep", "1000"])
+        .env(MARKER_VAR, &m)
+        .spawn()
+        .expect("spawn marked");
+    let mut other = std::process::Command::new("sleep")
+        .arg("1000")
+        .env(MARKER_VAR, format!("{m}-other"))
+        .spawn()
+        .expect("spawn other");
+    // The marker is in the environment from exec on; wait for it to be visible.
+    while marker_holders(&m).is_empty() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(sweep_marker(&m), 1);
+    assert!(marker_holders(&m).is_empty());
+    let status = marked.wait().expect("wait marked");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    let other_pid = i32::try_from(other.id()).expect("pid");
+    assert!(alive(other_pid), "a process with another marker was killed");
+    other.kill().expect("kill other");
+    other.wait().expect("wait other");
+    assert_eq!(sweep_marker(""), 0);
+}
+
+#[tokio::test]
+async fn missing_cwd_and_program_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = spec(dir.path(), "cwd", "true", LONG, 1024);
+    s.cwd = dir.path().join("nope");
+    let err = run(s).await.expect_err("missing cwd").to_string();
+    assert!(err.contains("nope"), "{err}");
+
+    let mut s = spec(dir.path(), "prog", "true", LONG, 1024);
+    s.program = dir.path().join("no-such-agent");
+    let err = run(s).await.expect_err("missing program").to_string();
+    assert!(
+        err.contains("cannot spawn") && err.contains("no-such-agent"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// AppProcess
+// ---------------------------------------------------------------------------
+
+async fn start_sh(dir: &Path, script: &str, startup: Duration) -> Result<AppProcess, AppError> {
+    let args = vec!["-c".to_string(), script.to_string()];
+    AppProcess::start(Path::new("/bin/sh"), &args, dir, "app", startup).await
+}
+
+#[tokio::test]
+async fn app_url_parsed_and_stop_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut app = start_sh(
+        dir.path(),
+        "echo booting; echo to-stderr >&2; echo listening on http://127.0.0.1:4321; exec sleep 1000",
+        LONG,
+    )
+    .await
+    .expect("app starts");
+    assert_eq!(app.url(), "http://127.0.0.1:4321");
+    let pid = i32::try_from(app.pid()).expect("pid");
+    assert!(alive(pid));
+    app.stop().await;
+    assert!(!alive(pid), "app {pid} survived stop");
+    assert!(group_members(pid).is_empty());
+    app.stop().await; // idempotent
+    let log = std::fs::read_to_string(dir.path().join("app.stdout")).expect("stdout log");
+    assert_eq!(log, "booting\nlistening on http://127.0.0.1:4321\n");
+    let err = std::fs::read_to_string(dir.path().join("app.stderr")).expect("stderr log");
+    assert_eq!(err, "to-stderr\n");
+}
+
+#[tokio::test]
+async fn app_dropped_without_stop_is_killed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = start_sh(
+        dir.path(),
+        "echo listening on http://127.0.0.1:4322; exec sleep 1000",
+        LONG,
+    )
+    .await
+    .expect("app starts");
+    let pid = i32::try_from(app.pid()).expect("pid");
+    drop(app);
+    // SIGKILL is asynchronous: poll (bounded by the test harness, not asserted on time).
+    while alive(pid) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn app_that_exits_at_once_reports_exit_code_and_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = start_sh(dir.path(), "echo 'bind failed: boom' >&2; exit 3", LONG)
+        .await
+        .err()
+        .expect("start fails");
+    match &err {
+        AppError::ExitedEarly {
+            exit_code,
+            stderr_tail,
+            ..
+        } => {
+            assert_eq!(*exit_code, Some(3));
+            assert!(stderr_tail.contains("bind failed: boom"), "{stderr_tail}");
+        }
+        other => panic!("expected ExitedEarly, got {other}"),
+    }
+    assert!(err.to_string().contains("exit code 3"), "{err}");
+}
+
+#[tokio::test]
+async fn app_that_never_listens_times_out_and_is_killed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = "echo pid=$$; exec sleep 1000";
+    let err = start_sh(dir.path(), script, Duration::from_secs(1))
+        .await
+        .err()
+        .expect("start fails");
+    assert!(
+        matches!(err, AppError::StartupTimeout { .. }),
+        "expected timeout, got {err}"
+    );
+    assert!(err.to_string().contains("listening on"), "{err}");
+    let log = std::fs::read_to_string(dir.path().join("app.stdout")).expect("stdout log");
+    let pids = pids_in(&log);
+    assert_eq!(pids.len(), 1);
+    assert!(!alive(pids[0]), "app {} survived the timeout", pids[0]);
+}
+
+#[tokio::test]
+async fn app_not_on_loopback_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = start_sh(
+        dir.path(),
+        "echo listening on http://0.0.0.0:4323; exec sleep 1000",
+        LONG,
+    )
+    .await
+    .err()
+    .expect("start fails");
+    assert!(
+        matches!(&err, AppError::NotLoopback { url, .. } if url == "http://0.0.0.0:4323"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn app_binary_missing_says_how_to_build() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("api-ledger");
+    let err = AppProcess::start(&missing, &[], dir.path(), "app", LONG)
+        .await
+        .err()
+        .expect("start fails");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cargo build --bins") && msg.contains("api-ledger"),
+        "{msg}"
+    );
+}
