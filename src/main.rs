@@ -65,13 +65,16 @@ fn error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The config and the apps it plans over; both fail before anything starts.
+fn load() -> Result<(Config, Vec<gauntlet::spec::LoadedApp>), String> {
+    let cfg = Config::from_env().map_err(|e| e.to_string())?;
+    let apps = gauntlet::plan::load_qa_apps().map_err(|e| e.to_string())?;
+    Ok((cfg, apps))
+}
+
 fn list() -> ExitCode {
-    let cfg = match Config::from_env() {
-        Ok(c) => c,
-        Err(e) => return error(e),
-    };
-    let apps = match gauntlet::plan::load_qa_apps() {
-        Ok(a) => a,
+    let (cfg, apps) = match load() {
+        Ok(x) => x,
         Err(e) => return error(e),
     };
     for p in gauntlet::plan::plan_qa(&apps, &cfg) {
@@ -84,12 +87,8 @@ fn list() -> ExitCode {
 }
 
 fn run(filter: Option<String>, jobs: usize) -> ExitCode {
-    let cfg = match Config::from_env() {
-        Ok(c) => c,
-        Err(e) => return error(e),
-    };
-    let apps = match gauntlet::plan::load_qa_apps() {
-        Ok(a) => a,
+    let (cfg, apps) = match load() {
+        Ok(x) => x,
         Err(e) => return error(e),
     };
     if let Err(e) = build_siblings() {
