@@ -39,6 +39,7 @@ fn main() {
     let _ = rt.block_on(gauntlet::run::qa::execute(
         &app,
         "balance",
+        None,
         &cfg,
         &out.path().join("warm"),
     ));
@@ -51,6 +52,7 @@ fn main() {
             .block_on(gauntlet::run::qa::execute(
                 &app,
                 "balance",
+                None,
                 &cfg,
                 &out.path().join(format!("r{i}")),
             ))

@@ -11,6 +11,7 @@
 //! | `GAUNTLET_MODE` | `scripted` or `byok` | `scripted` |
 //! | `GAUNTLET_MODEL` | model name sent to the provider | `scripted-model` |
 //! | `GAUNTLET_N` | green re-runs a verified claim needs | `3` |
+//! | `GAUNTLET_REPEATS` | independent trials per capability (K); names gain `::r1`…`::rK` when K > 1 | `1` |
 //! | `GAUNTLET_TIMEOUT_SECS` | the agent's deadline per trial | `600` |
 //! | `GAUNTLET_GATE_TIMEOUT_SECS` | deadline of each re-run of a claimed test | `60` |
 //! | `GAUNTLET_OUT` | where run directories go | `target/gauntlet/runs` |
@@ -58,6 +59,8 @@ pub struct Config {
     pub mode: Mode,
     pub model: String,
     pub n: u32,
+    /// K: independent trials per capability.
+    pub repeats: u32,
     #[serde(with = "secs")]
     pub timeout: Duration,
     #[serde(with = "secs")]
@@ -87,6 +90,7 @@ impl Default for Config {
             mode: Mode::Scripted,
             model: "scripted-model".into(),
             n: 3,
+            repeats: 1,
             timeout: Duration::from_secs(600),
             gate_timeout: Duration::from_secs(60),
             out_dir: crate::binaries::repo_root().join("target/gauntlet/runs"),
@@ -117,6 +121,7 @@ const KEYS: &[&str] = &[
     "mode",
     "model",
     "n",
+    "repeats",
     "timeout_secs",
     "gate_timeout_secs",
     "out",
@@ -216,12 +221,16 @@ impl Config {
                 }
                 self.model = value.to_string();
             }
-            "n" => {
+            "n" | "repeats" => {
                 let n: u32 = value.parse().map_err(|_| bad("expected a whole number"))?;
                 if !(1..=100).contains(&n) {
                     return Err(bad("expected 1 to 100"));
                 }
-                self.n = n;
+                if key == "n" {
+                    self.n = n;
+                } else {
+                    self.repeats = n;
+                }
             }
             "timeout_secs" | "gate_timeout_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
@@ -291,6 +300,7 @@ mod tests {
         for (var, value) in [
             ("GAUNTLET_N", "three"),
             ("GAUNTLET_N", "0"),
+            ("GAUNTLET_REPEATS", "0"),
             ("GAUNTLET_MODE", "live"),
             ("GAUNTLET_AGENT", "gpt"),
             ("GAUNTLET_TIMEOUT_SECS", "-1"),

@@ -132,7 +132,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
             let sem = sem.clone();
             handles.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
-                gauntlet::run::qa::execute(&app, &p.capability, &cfg, &run_dir).await
+                gauntlet::run::qa::execute(&app, &p.capability, p.repeat, &cfg, &run_dir).await
             }));
         }
         let mut out = Vec::new();

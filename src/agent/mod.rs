@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 
 use crate::config::AgentChoice;
 use crate::evidence::{parse_transcript, Transcript};
+use crate::world::target::Locator;
 
 /// What one qa trial asks of an agent.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub graph_file: PathBuf,
-    pub url: String,
+    /// What the agent is pointed at: the app's URL, or a CLI app's binary.
+    pub target: Locator,
     pub capability: String,
     pub n: u32,
     pub workspace: PathBuf,
@@ -61,8 +63,11 @@ impl Adapter for Reference {
                 "qa".into(),
                 "--graph-file".into(),
                 run.graph_file.to_string_lossy().into_owned(),
-                "--url".into(),
-                run.url.clone(),
+                match &run.target {
+                    Locator::Url(_) => "--url".into(),
+                    Locator::Bin(_) => "--bin".into(),
+                },
+                run.target.to_string(),
                 "--capability".into(),
                 run.capability.clone(),
                 "--n".into(),
@@ -73,8 +78,9 @@ impl Adapter for Reference {
 }
 
 /// Any executable that speaks docs/agent-protocol.md on stdout. Placeholders in its
-/// arguments (`{graph_file}`, `{url}`, `{capability}`, `{n}`, `{workspace}`) are filled
-/// per trial; the same values are in its environment either way.
+/// arguments (`{graph_file}`, `{target}` — the URL or the binary —, `{url}`, `{bin}`,
+/// `{capability}`, `{n}`, `{workspace}`) are filled per trial; the same values are in
+/// its environment either way.
 pub struct Command {
     pub argv: Vec<String>,
 }
@@ -88,8 +94,14 @@ impl Adapter for Command {
     }
     fn invocation(&self, run: &RunSpec) -> Invocation {
         let fill = |s: &String| {
+            let (url, bin) = match &run.target {
+                Locator::Url(u) => (u.clone(), String::new()),
+                Locator::Bin(b) => (String::new(), b.to_string_lossy().into_owned()),
+            };
             s.replace("{graph_file}", &run.graph_file.to_string_lossy())
-                .replace("{url}", &run.url)
+                .replace("{target}", &run.target.to_string())
+                .replace("{url}", &url)
+                .replace("{bin}", &bin)
                 .replace("{capability}", &run.capability)
                 .replace("{n}", &run.n.to_string())
                 .replace("{workspace}", &run.workspace.to_string_lossy())

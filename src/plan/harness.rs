@@ -32,8 +32,10 @@ pub fn qa_main() -> ExitCode {
             }
             let apps = Arc::clone(&apps);
             let cfg = Arc::clone(&cfg);
-            Trial::test(p.name, move || run_qa(&apps[p.app], &p.capability, &cfg))
-                .with_ignored_flag(ignored)
+            Trial::test(p.name, move || {
+                run_qa(&apps[p.app], &p.capability, p.repeat, &cfg)
+            })
+            .with_ignored_flag(ignored)
         })
         .collect();
     run(args, trials)
@@ -57,7 +59,12 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn run_qa(app: &LoadedApp, capability: &str, cfg: &Config) -> Result<(), Failed> {
+fn run_qa(
+    app: &LoadedApp,
+    capability: &str,
+    repeat: Option<u32>,
+    cfg: &Config,
+) -> Result<(), Failed> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -65,7 +72,7 @@ fn run_qa(app: &LoadedApp, capability: &str, cfg: &Config) -> Result<(), Failed>
         .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
     let run_dir = cfg.out_dir.join(crate::record::run_id());
     let (rec, dir) = rt
-        .block_on(execute(app, capability, cfg, &run_dir))
+        .block_on(execute(app, capability, repeat, cfg, &run_dir))
         .map_err(|e| {
             eprintln!("Error: {e}");
             Failed::from(e.to_string())

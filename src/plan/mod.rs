@@ -18,14 +18,22 @@ pub struct PlannedQa {
     pub name: String,
     pub app: usize,
     pub capability: String,
+    /// `Some(k)` for repeat k when the config asks for more than one.
+    pub repeat: Option<u32>,
     /// Decided at list time, with the reason, so that a skipped trial is reported as
     /// ignored and never as a silent pass.
     pub skip: Option<String>,
 }
 
-/// The qa plan: every capability of every app, in corpus order, apps sorted by name.
+/// The qa plan: every capability of every app, in corpus order, apps sorted by name,
+/// each repeated K times (stable names `::r1`…`::rK` when K > 1).
 pub fn plan_qa(apps: &[LoadedApp], cfg: &Config) -> Vec<PlannedQa> {
     let mut out = Vec::new();
+    let repeats: Vec<Option<u32>> = if cfg.repeats > 1 {
+        (1..=cfg.repeats).map(Some).collect()
+    } else {
+        vec![None]
+    };
     for (i, app) in apps.iter().enumerate() {
         for cap in &app.corpus.capabilities {
             let skip =
@@ -35,12 +43,15 @@ pub fn plan_qa(apps: &[LoadedApp], cfg: &Config) -> Vec<PlannedQa> {
                         app.app.name, cap.id
                     )
                 });
-            out.push(PlannedQa {
-                name: trial_name(&app.app.name, &cap.id),
-                app: i,
-                capability: cap.id.clone(),
-                skip,
-            });
+            for &repeat in &repeats {
+                out.push(PlannedQa {
+                    name: trial_name(&app.app.name, &cap.id, repeat),
+                    app: i,
+                    capability: cap.id.clone(),
+                    repeat,
+                    skip: skip.clone(),
+                });
+            }
         }
     }
     out

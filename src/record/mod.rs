@@ -73,8 +73,10 @@ pub struct QaSpecRef {
 pub struct QaRecord {
     pub schema_version: u32,
     pub suite: String,
-    /// The test name, e.g. `qa::api-ledger::balance`.
+    /// The test name, e.g. `qa::api-ledger::balance` (`::r2` for a repeat).
     pub trial: String,
+    /// Which repeat of the capability this is (1-based; 1 when not repeated).
+    pub repeat: u32,
     pub run_id: String,
     pub gauntlet_version: String,
     pub started_at: String,

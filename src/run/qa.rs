@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::agent::process::{self, ProcessSpec};
 use crate::agent::{adapter_for, base_env, RunSpec};
@@ -15,10 +15,7 @@ use crate::proxy::{Proxy, ProxyMode};
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
-use crate::world::app::AppProcess;
-
-/// How long an app may take to print its port.
-const APP_STARTUP: Duration = Duration::from_secs(20);
+use crate::world::target::Target;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrialError {
@@ -28,16 +25,13 @@ pub enum TrialError {
     Setup(String),
 }
 
-/// What to run: one capability of one app, optionally one repeat of it.
-#[derive(Debug, Clone)]
-pub struct QaTrial {
-    pub name: String,
-    pub capability: String,
-}
-
-/// The test name of a qa trial.
-pub fn trial_name(app: &str, capability: &str) -> String {
-    format!("qa::{app}::{capability}")
+/// The test name of a qa trial: `qa::<app>::<capability>`, and `::r<k>` for repeat k
+/// when a capability is run more than once.
+pub fn trial_name(app: &str, capability: &str, repeat: Option<u32>) -> String {
+    match repeat {
+        None => format!("qa::{app}::{capability}"),
+        Some(k) => format!("qa::{app}::{capability}::r{k}"),
+    }
 }
 
 /// Run one trial and append its record to `run_dir`. Returns the record and the
@@ -46,10 +40,11 @@ pub fn trial_name(app: &str, capability: &str) -> String {
 pub async fn execute(
     app: &LoadedApp,
     capability: &str,
+    repeat: Option<u32>,
     cfg: &Config,
     run_dir: &Path,
 ) -> Result<(QaRecord, PathBuf), TrialError> {
-    let name = trial_name(&app.app.name, capability);
+    let name = trial_name(&app.app.name, capability, repeat);
     let cap = app.capability(capability).ok_or_else(|| {
         TrialError::Setup(format!(
             "app `{}` has no capability `{capability}`",
@@ -107,6 +102,7 @@ pub async fn execute(
         schema_version: record::SCHEMA_VERSION,
         suite: "qa".into(),
         trial: name,
+        repeat: repeat.unwrap_or(1),
         run_id: record::run_id().to_string(),
         gauntlet_version: crate::VERSION.into(),
         started_at: started_at.to_rfc3339(),
@@ -178,7 +174,6 @@ async fn observe(
     let graph_file = trial_dir.join("graph.json");
     std::fs::copy(app.app.dir.join("corpus.json"), &graph_file)
         .map_err(|e| format!("cannot copy the corpus graph: {e}"))?;
-    let binary = crate::binaries::bin_path(&app.app.binary);
 
     let mode =
         match cfg.mode {
@@ -199,19 +194,19 @@ async fn observe(
         .map_err(|e| format!("metering proxy failed to start: {e}"))?;
 
     let result = async {
-        let mut world = AppProcess::start(&binary, &[], &trial_dir.join("app"), "app", APP_STARTUP)
+        let mut world = Target::start(&app.app, None, &trial_dir.join("app"), "app")
             .await
             .map_err(|e| format!("app failed to start: {e}"))?;
         let run = RunSpec {
             graph_file: graph_file.clone(),
-            url: world.url().to_string(),
+            target: world.locator(),
             capability: capability.into(),
             n: cfg.n,
             workspace: workspace.clone(),
         };
         let inv = adapter.invocation(&run);
         let mut env = base_env(&home, &tmp);
-        env.insert("APP_URL".into(), run.url.clone());
+        env.extend(world.env().clone());
         env.insert("GAUNTLET_CAPABILITY".into(), capability.into());
         env.insert(
             "GAUNTLET_GRAPH_FILE".into(),
@@ -270,7 +265,7 @@ async fn observe(
     };
     evidence.gate = Some(
         gate(
-            &binary, capability, &test, &workspace, cfg, trial_dir, &home, &tmp,
+            app, capability, &test, &workspace, cfg, trial_dir, &home, &tmp,
         )
         .await,
     );
@@ -314,7 +309,7 @@ pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, String> 
 /// The harness's own verification: N runs against a fresh app, one against the mutant.
 #[allow(clippy::too_many_arguments)]
 async fn gate(
-    binary: &Path,
+    app: &LoadedApp,
     capability: &str,
     test: &crate::evidence::ClaimTest,
     workspace: &Path,
@@ -340,21 +335,16 @@ async fn gate(
         gate.not_run = Some(format!("{}: {e}", gate_dir.display()));
         return gate;
     }
-    let targets: Vec<(GateTarget, Vec<String>, u32)> = vec![
-        (GateTarget::App, vec![], cfg.n),
-        (
-            GateTarget::Mutant,
-            vec!["--mutant".into(), capability.into()],
-            1,
-        ),
+    let targets = [
+        (GateTarget::App, None, cfg.n),
+        (GateTarget::Mutant, Some(capability), 1),
     ];
-    for (target, args, count) in targets {
+    for (target, mutant, count) in targets {
         let label = match target {
             GateTarget::App => "app",
             GateTarget::Mutant => "mutant",
         };
-        let mut world = match AppProcess::start(binary, &args, &gate_dir, label, APP_STARTUP).await
-        {
+        let mut world = match Target::start(&app.app, mutant, &gate_dir, label).await {
             Ok(w) => w,
             Err(e) => {
                 gate.not_run = Some(format!("{label} failed to start: {e}"));
@@ -363,7 +353,7 @@ async fn gate(
         };
         for attempt in 1..=count {
             let mut env: BTreeMap<String, String> = base_env(home, tmp);
-            env.insert("APP_URL".into(), world.url().to_string());
+            env.extend(world.env().clone());
             let stem = format!("{label}-{attempt}");
             let outcome = process::run(ProcessSpec {
                 program: PathBuf::from("sh"),

@@ -1,3 +1,4 @@
-//! What agents act on: app processes now; sinks and workspaces as suites need them.
+//! What agents act on: app processes and modality-aware targets; sinks as suites need them.
 
 pub mod app;
+pub mod target;

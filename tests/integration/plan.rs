@@ -168,3 +168,27 @@ fn an_exact_filter_that_names_no_trial_fails() {
         std::process::ExitCode::SUCCESS
     );
 }
+
+#[test]
+fn repeats_give_one_stable_trial_per_repeat() {
+    let apps = load_apps_checked(&root().join("apps")).expect("apps load");
+    let cfg = Config {
+        repeats: 3,
+        ..Config::default()
+    };
+    let plan = plan_qa(&apps, &cfg);
+    let balance: Vec<&str> = plan
+        .iter()
+        .filter(|p| p.capability == "balance" && p.name.starts_with("qa::api-ledger::"))
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        balance,
+        [
+            "qa::api-ledger::balance::r1",
+            "qa::api-ledger::balance::r2",
+            "qa::api-ledger::balance::r3"
+        ]
+    );
+    assert_eq!(plan.iter().filter(|p| p.name.starts_with("qa::api-ledger::")).count(), 18);
+}

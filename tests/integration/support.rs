@@ -47,8 +47,10 @@ pub fn run_trial(app: &LoadedApp, capability: &str, cfg: &Config) -> (QaRecord, 
         .build()
         .expect("runtime");
     let run_dir = cfg.out_dir.join("run");
-    rt.block_on(gauntlet::run::qa::execute(app, capability, cfg, &run_dir))
-        .expect("trial writes its record")
+    rt.block_on(gauntlet::run::qa::execute(
+        app, capability, None, cfg, &run_dir,
+    ))
+    .expect("trial writes its record")
 }
 
 /// Processes whose environment mentions `needle` (the trial marker holds the trial dir).
