@@ -1,0 +1,2 @@
+//! Placeholder until the app lands; no app.json, so gauntlet does not discover it.
+fn main() {}
