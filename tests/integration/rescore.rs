@@ -41,3 +41,38 @@ fn a_truncated_record_is_unreadable_not_a_crash() {
     assert!(!row.agrees());
     assert!(format!("{:?}", row.derived).contains("record.json"));
 }
+
+#[test]
+fn the_rescore_command_exits_one_on_disagreement_and_zero_on_agreement() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = config(fixture_agent("claims-ambiguous.sh"), out.path());
+    let (_, dir) = run_trial(&ledger(), "prompt-under-load", &cfg);
+    let run_dir = dir.parent().expect("run dir").to_path_buf();
+    let rescore = |path: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+            .arg("rescore")
+            .arg(path)
+            .output()
+            .expect("gauntlet runs")
+    };
+    let ok = rescore(&run_dir);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("agrees"));
+
+    let file = dir.join("record.json");
+    let text = std::fs::read_to_string(&file).expect("record");
+    std::fs::remove_file(&file).expect("rm");
+    std::fs::write(
+        &file,
+        text.replace("\"false_verification\"", "\"unverified\""),
+    )
+    .expect("w");
+    let bad = rescore(&run_dir);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("DISAGREES"));
+}
