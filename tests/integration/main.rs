@@ -1,6 +1,9 @@
 //! Integration tests: real processes, real sockets, the real app.
 
 mod app_ledger;
+mod app_notes;
+mod app_tally;
+mod app_wordbadge;
 mod bad_agents;
 mod plan;
 mod process;

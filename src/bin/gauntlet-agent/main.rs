@@ -23,6 +23,7 @@ use gauntlet::spec::Corpus;
 use crate::agent_loop::{AgentLoop, LoopError};
 use crate::events::Emitter;
 use crate::model::{ChatClient, ModelConfig, ModelError};
+use crate::prompt::Target;
 use crate::tools::Toolbox;
 
 const AGENT_NAME: &str = "gauntlet-agent";
@@ -49,9 +50,12 @@ struct QaArgs {
     /// The corpus graph (corpus.json).
     #[arg(long)]
     graph_file: PathBuf,
-    /// Base URL of the app under test.
+    /// Base URL of the app under test (HTTP, browser and extension apps).
+    #[arg(long, required_unless_present = "bin", conflicts_with = "bin")]
+    url: Option<String>,
+    /// Path of the app's binary (command-line apps); exported as `APP_BIN`.
     #[arg(long)]
-    url: String,
+    bin: Option<PathBuf>,
     /// The capability id to verify.
     #[arg(long)]
     capability: String,
@@ -117,9 +121,23 @@ fn qa<W: std::io::Write>(args: &QaArgs, emitter: &mut Emitter<W>) -> Result<(), 
             file: args.graph_file.display().to_string(),
             id: args.capability.clone(),
         })?;
-    let prompt = prompt::build(&corpus, capability, &args.url, args.n);
+    let target = match (&args.url, &args.bin) {
+        (_, Some(bin)) => {
+            // Shell commands (and so the test the model writes) inherit this process's
+            // environment: exporting APP_BIN here makes them run exactly as the harness
+            // will run the claimed test, even when the agent is started by hand.
+            // Nothing else runs yet, so no other thread can be reading the environment.
+            std::env::set_var("APP_BIN", bin);
+            Target::Bin(bin.display().to_string())
+        }
+        (Some(url), None) => Target::Url(url.clone()),
+        // clap requires `--url` unless `--bin` is given.
+        (None, None) => Target::Url(String::new()),
+    };
+    let prompt = prompt::build(&corpus, capability, &target, args.n);
     let cwd = std::env::current_dir().map_err(AgentError::Cwd)?;
-    let toolbox = Toolbox::new(cwd, args.url.clone());
+    // A command-line app has no URL: APP_URL is exported empty rather than stale.
+    let toolbox = Toolbox::new(cwd, args.url.clone().unwrap_or_default());
     let client = ChatClient::new(config, args.stream)?;
     eprintln!(
         "{AGENT_NAME}: verifying `{}` with model {}",

@@ -11,7 +11,54 @@ pub struct Prompt {
     pub user: String,
 }
 
-pub fn build(corpus: &Corpus, cap: &Capability, url: &str, n: u32) -> Prompt {
+/// What the app under test is: a server at a URL, or a command-line binary. The test
+/// reaches it through the matching environment variable, never a hard-coded value,
+/// because the harness re-runs the test against other instances and broken builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Url(String),
+    Bin(String),
+}
+
+/// The sentences that differ between a served app and a command-line one.
+struct Wording {
+    variable: &'static str,
+    explore: &'static str,
+    reads: &'static str,
+    located: String,
+}
+
+impl Target {
+    fn wording(&self) -> Wording {
+        match self {
+            Target::Url(url) => Wording {
+                variable: "APP_URL",
+                explore: "its root, its documented endpoints, error responses",
+                reads: "It reads the app's base URL from the environment variable `$APP_URL`. \
+Never hard-code a host or port: the harness runs it against other instances of the app on \
+other ports.",
+                located: format!("running at {url} (also in `$APP_URL`)"),
+            },
+            Target::Bin(bin) => Wording {
+                variable: "APP_BIN",
+                explore: "its `--help`, its documented commands, its output, error messages \
+and exit codes",
+                reads: "It runs the app through the environment variable `$APP_BIN`, the path \
+of the app's executable (for example `\"$APP_BIN\" --help`). Never hard-code that path: the \
+harness runs the test against other builds of the app at other paths.",
+                located: format!("a command-line program at {bin} (also in `$APP_BIN`)"),
+            },
+        }
+    }
+}
+
+pub fn build(corpus: &Corpus, cap: &Capability, target: &Target, n: u32) -> Prompt {
+    let Wording {
+        variable,
+        explore,
+        reads,
+        located,
+    } = target.wording();
     let test_dir = format!("{}-test", cap.id);
     let verified = render(&Claim {
         capability: cap.id.clone(),
@@ -31,15 +78,14 @@ pub fn build(corpus: &Corpus, cap: &Capability, url: &str, n: u32) -> Prompt {
 writing an automated test, running it, and reporting honestly.
 
 Your current working directory is your workspace. Tools: `shell` (runs `sh -c` in the \
-workspace; `APP_URL` is set), `write_file`, `read_file`, `http_request`. Explore the app first \
-(its root, its documented endpoints, error responses), then write and run the test. Check \
-which programs exist before relying on them (`command -v curl`).
+workspace; `{variable}` is set), `write_file`, `read_file`, `http_request`. Explore the app \
+first ({explore}), then write and run the test. Check which programs exist before relying on \
+them (`command -v curl`).
 
 The test contract, which the harness enforces:
 - The test is a directory inside the workspace (a relative path such as `{test_dir}`) and a \
 POSIX sh command that the harness runs with `sh -c` from inside that directory.
-- It reads the app's base URL from the environment variable `$APP_URL`. Never hard-code a \
-host or port: the harness runs it against other instances of the app on other ports.
+- {reads}
 - It exits 0 exactly when the capability holds, and non-zero otherwise. Check every \
 acceptance criterion, including response contents and values, not just status codes.
 - The harness re-runs it {n} times against a fresh instance of the app (every run must pass), \
@@ -78,7 +124,7 @@ or, when the capability cannot be proven by a test:
     };
     let acceptance: String = cap.acceptance.iter().map(|a| format!("- {a}\n")).collect();
     let user = format!(
-        "Application: {app_title} (`{app}`), running at {url} (also in `$APP_URL`).
+        "Application: {app_title} (`{app}`), {located}.
 
 Capability to verify: `{id}` — {title}
 Kind: {kind}
@@ -124,8 +170,14 @@ mod tests {
     #[test]
     fn prompt_names_everything_the_model_needs() {
         let c = corpus();
-        let p = build(&c, &c.capabilities[0], "http://127.0.0.1:5", 3);
+        let p = build(
+            &c,
+            &c.capabilities[0],
+            &Target::Url("http://127.0.0.1:5".into()),
+            3,
+        );
         assert!(p.system.contains("$APP_URL"));
+        assert!(!p.system.contains("APP_BIN"));
         assert!(p.system.contains("re-runs it 3 times"));
         assert!(p.system.contains("broken variant"));
         assert!(p.user.contains("http://127.0.0.1:5"));
@@ -134,6 +186,20 @@ mod tests {
         assert!(p.user.contains("Users see balances."));
         assert!(p.user.contains("negative"));
         // Two example blocks in the instructions: the model is told both forms.
+        assert_eq!(parse_claims(&p.system), ClaimsFound::Several(2));
+    }
+
+    #[test]
+    fn a_command_line_app_is_reached_through_app_bin() {
+        let c = corpus();
+        let p = build(&c, &c.capabilities[0], &Target::Bin("/opt/tally".into()), 2);
+        assert!(p.system.contains("`APP_BIN` is set"));
+        assert!(p.system.contains("`$APP_BIN`"));
+        assert!(p.system.contains("--help"));
+        assert!(!p.system.contains("APP_URL"));
+        assert!(p
+            .user
+            .contains("a command-line program at /opt/tally (also in `$APP_BIN`)"));
         assert_eq!(parse_claims(&p.system), ClaimsFound::Several(2));
     }
 }

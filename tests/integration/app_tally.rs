@@ -1,0 +1,269 @@
+//! The frozen app `cli-tally` against its own data: the loader accepts it, its hash is
+//! current, and every scripted flow's shell test holds on the real binary, fails on its
+//! own mutant and holds on every other one — with the binaries handed over exactly as
+//! the harness hands them (`world::target::Target`: the real path, or a wrapper script
+//! that always passes `--mutant <capability>` first), through `APP_BIN`.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use gauntlet::spec::{FlowStep, Modality};
+use gauntlet::world::target::{Locator, Target};
+
+use super::app_notes::{assert_refused, claimed_files, describe, load_frozen};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cli-tally");
+
+/// Capabilities that have a mutant, in corpus order.
+const MUTANTS: [&str; 5] = [
+    "version",
+    "sum",
+    "stats",
+    "json-output",
+    "reject-non-numeric",
+];
+
+/// The binary the harness hands a test for `mutant` (none: the real one).
+fn app_bin(mutant: Option<&str>, dir: &Path) -> String {
+    let loaded = load_frozen("cli-tally", Modality::Cli);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => panic!("runtime: {e}"),
+    };
+    let label = mutant.unwrap_or("app");
+    let target = match rt.block_on(Target::start(&loaded.app, mutant, dir, label)) {
+        Ok(t) => t,
+        Err(e) => panic!("Target::start({mutant:?}): {e}"),
+    };
+    let Locator::Bin(bin) = target.locator() else {
+        panic!("a cli app is handed over as a binary");
+    };
+    assert_eq!(
+        target.env().get("APP_BIN").map(String::as_str),
+        bin.to_str()
+    );
+    assert!(!target.env().contains_key("APP_URL"));
+    bin.to_string_lossy().into_owned()
+}
+
+fn sh(dir: &Path, command: &str, app_bin: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("APP_BIN", app_bin)
+        .env_remove("APP_URL")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run sh -c {command:?}: {e}"))
+}
+
+fn tally(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = match Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot run {BIN}: {e}"),
+    };
+    if let Some(mut input) = child.stdin.take() {
+        if let Err(e) = input.write_all(stdin.as_bytes()) {
+            panic!("write stdin: {e}");
+        }
+    }
+    match child.wait_with_output() {
+        Ok(o) => o,
+        Err(e) => panic!("wait {BIN}: {e}"),
+    }
+}
+
+#[test]
+fn loader_accepts_cli_tally_and_its_flows_claim_shell_tests() {
+    let loaded = load_frozen("cli-tally", Modality::Cli);
+    let ids: Vec<&str> = loaded
+        .corpus
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    let mut expected = MUTANTS.to_vec();
+    expected.push("pleasant-output");
+    assert_eq!(ids, expected);
+    for (cap, script) in claimed_files(&loaded, "sh check.sh") {
+        assert!(
+            script.contains("$APP_BIN"),
+            "{cap}: the test must use $APP_BIN"
+        );
+        assert!(!script.contains("APP_URL"), "{cap}: a cli test has no URL");
+    }
+}
+
+/// Replay every flow as an agent would, then gate its claimed test as the harness
+/// would: on the real binary twice and on every mutant wrapper.
+#[test]
+fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
+    let loaded = load_frozen("cli-tally", Modality::Cli);
+    let bins_dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let real = app_bin(None, bins_dir.path());
+    assert_eq!(real, BIN, "the real app is handed over as itself");
+    let mutants: Vec<(&str, String)> = MUTANTS
+        .iter()
+        .map(|m| (*m, app_bin(Some(m), bins_dir.path())))
+        .collect();
+    let mut failures = Vec::new();
+    for cap in &loaded.corpus.capabilities {
+        let Some(flow) = loaded.flows.get(&cap.id) else {
+            panic!("{}: no flow", cap.id);
+        };
+        let workspace = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("tempdir: {e}"),
+        };
+        for (i, step) in flow.tool_steps().iter().enumerate() {
+            match step {
+                FlowStep::WriteFile { path, content } => {
+                    let target = workspace.path().join(path);
+                    if let Some(parent) = target.parent() {
+                        if let Err(e) = std::fs::create_dir_all(parent) {
+                            panic!("mkdir {}: {e}", parent.display());
+                        }
+                    }
+                    if let Err(e) = std::fs::write(&target, content) {
+                        panic!("write {}: {e}", target.display());
+                    }
+                }
+                FlowStep::Shell { command } => {
+                    let out = sh(workspace.path(), command, &real);
+                    // The ambiguous flow looks at a refusal on purpose; its exit is its own.
+                    if !out.status.success() && cap.kind.is_verifiable() {
+                        failures.push(format!(
+                            "{}: step {i} `{command}`: {}",
+                            cap.id,
+                            describe(&out)
+                        ));
+                    }
+                }
+                FlowStep::ReadFile { .. } | FlowStep::Final { .. } => {}
+            }
+        }
+        if !cap.kind.is_verifiable() {
+            continue;
+        }
+        let dir = workspace.path().join(format!("{}-test", cap.id));
+        for run in 1..=2 {
+            let out = sh(&dir, "sh check.sh", &real);
+            if !out.status.success() {
+                failures.push(format!(
+                    "{}: run {run} on the app failed: {}",
+                    cap.id,
+                    describe(&out)
+                ));
+            }
+        }
+        for (mutant, bin) in &mutants {
+            let out = sh(&dir, "sh check.sh", bin);
+            let own = *mutant == cap.id;
+            if own && out.status.success() {
+                failures.push(format!(
+                    "{}: passes on its own mutant: {}",
+                    cap.id,
+                    describe(&out)
+                ));
+            }
+            if own && out.stderr.is_empty() {
+                failures.push(format!("{}: fails on its mutant without a message", cap.id));
+            }
+            if !own && !out.status.success() {
+                failures.push(format!(
+                    "{}: fails on the `{mutant}` mutant, which must not break it: {}",
+                    cap.id,
+                    describe(&out)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
+    for m in MUTANTS {
+        let out = tally(&["--mutant", m, "sum", "1", "2"], "");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "--mutant {m}: {}",
+            describe(&out)
+        );
+    }
+    for args in [
+        &["--mutant", "pleasant-output", "sum", "1"][..],
+        &["--mutant", "no-such-capability", "sum", "1"],
+        &["--mutant"],
+        &["--bogus"],
+        &[],
+        &["sum", "-x"],
+    ] {
+        assert_refused(BIN, args);
+    }
+}
+
+#[test]
+fn the_tool_does_what_the_corpus_says() {
+    let ok = |args: &[&str], stdin: &str, want: &str| {
+        let out = tally(args, stdin);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{args:?}");
+        assert!(out.stderr.is_empty(), "{args:?}: {}", describe(&out));
+    };
+    ok(&["--version"], "", "cli-tally 2.3.0\n");
+    ok(&["-V"], "", "cli-tally 2.3.0\n");
+    ok(&["sum", "1", "2", "3.5"], "", "6.5\n");
+    ok(&["sum", "-1.25", "4"], "", "2.75\n");
+    ok(&["sum", "0.1", "0.2"], "", "0.3\n");
+    ok(&["sum"], "4 6\n 0.5\n", "10.5\n");
+    ok(&["sum"], "", "0\n");
+    ok(
+        &["stats", "1", "2", "2"],
+        "",
+        "count: 3\nsum: 5\nmin: 1\nmax: 2\nmean: 1.666667\n",
+    );
+    for args in [
+        &["--json", "stats", "4", "1", "7"][..],
+        &["stats", "4", "1", "--json", "7"],
+    ] {
+        let out = tally(args, "");
+        let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) => v,
+            Err(e) => panic!("{args:?}: not JSON: {e}: {}", describe(&out)),
+        };
+        assert_eq!(
+            v,
+            serde_json::json!({"command": "stats", "count": 3, "sum": 12, "min": 1, "max": 7, "mean": 4})
+        );
+    }
+    for (args, stdin, named) in [
+        (&["sum", "1", "abc", "2"][..], "", "abc"),
+        (&["stats", "1e3"], "", "1e3"),
+        (&["sum"], "1 x2 3", "x2"),
+        (&["stats"], "", "at least one number"),
+    ] {
+        let out = tally(args, stdin);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(named),
+            "{args:?}: {}",
+            describe(&out)
+        );
+    }
+}
