@@ -6,7 +6,7 @@
 //! | variable | meaning | default |
 //! | --- | --- | --- |
 //! | `GAUNTLET_CONFIG` | path of a TOML file with the keys below (lowercase, no prefix) | none |
-//! | `GAUNTLET_AGENT` | `reference` or `command` | `reference` |
+//! | `GAUNTLET_AGENT` | `reference`, `command`, or a pinned CLI: `opencode`, `claude-code`, `codex` (docs/agents.md) | `reference` |
 //! | `GAUNTLET_AGENT_CMD` | the command line for the `command` adapter | none |
 //! | `GAUNTLET_MODE` | `scripted` or `byok` | `scripted` |
 //! | `GAUNTLET_MODEL` | model name sent to the provider | `scripted-model` |
@@ -33,6 +33,14 @@ pub enum AgentChoice {
     /// Any executable; `{graph_file}`, `{url}`, `{capability}`, `{n}` and `{workspace}`
     /// in its arguments are replaced per trial.
     Command { argv: Vec<String> },
+    /// OpenCode, pinned in `workspace/` (`opencode run --format json`).
+    #[serde(rename = "opencode")]
+    OpenCode,
+    /// Claude Code, pinned in `workspace/` (`claude -p --output-format stream-json`).
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
+    /// Codex, pinned in `workspace/` (`codex exec --json`).
+    Codex,
 }
 
 impl AgentChoice {
@@ -40,6 +48,9 @@ impl AgentChoice {
         match self {
             AgentChoice::Reference => "reference",
             AgentChoice::Command { .. } => "command",
+            AgentChoice::OpenCode => "opencode",
+            AgentChoice::ClaudeCode => "claude-code",
+            AgentChoice::Codex => "codex",
         }
     }
 }
@@ -192,14 +203,20 @@ impl Config {
         };
         match key {
             "agent" => {
-                self.agent = match value {
-                    "reference" => AgentChoice::Reference,
-                    "command" => match &self.agent {
-                        AgentChoice::Command { .. } => self.agent.clone(),
-                        AgentChoice::Reference => AgentChoice::Command { argv: vec![] },
-                    },
-                    _ => return Err(bad("expected `reference` or `command`")),
-                }
+                self.agent =
+                    match value {
+                        "reference" => AgentChoice::Reference,
+                        "command" => match &self.agent {
+                            AgentChoice::Command { .. } => self.agent.clone(),
+                            _ => AgentChoice::Command { argv: vec![] },
+                        },
+                        "opencode" => AgentChoice::OpenCode,
+                        "claude-code" => AgentChoice::ClaudeCode,
+                        "codex" => AgentChoice::Codex,
+                        _ => return Err(bad(
+                            "expected `reference`, `command`, `opencode`, `claude-code` or `codex`",
+                        )),
+                    }
             }
             "agent_cmd" => {
                 let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;
@@ -311,6 +328,19 @@ mod tests {
                 .to_string();
             assert!(err.starts_with(var), "{err}");
             assert!(err.contains(value), "{err}");
+        }
+    }
+
+    #[test]
+    fn cli_agents_by_name() {
+        for (value, choice) in [
+            ("opencode", AgentChoice::OpenCode),
+            ("claude-code", AgentChoice::ClaudeCode),
+            ("codex", AgentChoice::Codex),
+        ] {
+            let c = Config::from_sources(&env(&[("GAUNTLET_AGENT", value)])).unwrap();
+            assert_eq!(c.agent, choice);
+            assert_eq!(c.agent.name(), value);
         }
     }
 

@@ -1,16 +1,29 @@
 //! The adapter seam: how gauntlet starts an agent and reads what it did.
 //!
-//! An adapter builds a command line from a [`RunSpec`] and parses the agent's own raw
-//! output into a [`Transcript`]. Everything else — workspaces, the environment, the
-//! deadline, process groups — is the harness's ([`process`]), the same for every agent.
+//! An adapter builds a command line from a [`RunSpec`], prepares what its agent needs
+//! in the trial's scratch HOME ([`Adapter::launch`]: config files, variables pointing it
+//! at the metering proxy), and parses the agent's own raw output into a [`Transcript`]
+//! and normalized evidence ([`Adapter::stream_parser`]). Everything else — workspaces,
+//! the scrubbed environment, the deadline, process groups — is the harness's
+//! ([`process`]), the same for every agent.
+//!
+//! Adapters: [`Reference`] (`gauntlet-agent`), [`Command`] (any executable speaking
+//! docs/agent-protocol.md), and the real CLIs pinned in `workspace/`:
+//! [`opencode::OpenCode`], [`claude_code::ClaudeCode`], [`codex::Codex`].
 
+pub mod claude_code;
+pub mod cli;
+pub mod codex;
+pub mod opencode;
 pub mod process;
+pub mod prompt;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::AgentChoice;
-use crate::evidence::{parse_transcript, Transcript};
+use crate::evidence::normalize::{parse_gauntlet, Parsed, StreamParser};
+use crate::evidence::Transcript;
 use crate::world::target::Locator;
 
 /// What one qa trial asks of an agent.
@@ -31,16 +44,81 @@ pub struct Invocation {
     pub args: Vec<String>,
 }
 
+/// Why an agent could not be prepared for its trial.
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    #[error("{path}: cannot write the agent's config: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{agent}: {program} is not installed (run `npm ci` in workspace/)")]
+    NotInstalled { agent: String, program: PathBuf },
+}
+
+/// Where an agent is about to run, as the harness set it up.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchContext<'a> {
+    /// The trial's scratch HOME: agent config goes here, never in the caller's HOME.
+    pub home: &'a Path,
+    pub workspace: &'a Path,
+    /// The metering proxy, `http://127.0.0.1:PORT/v1`.
+    pub proxy_url: &'a str,
+    /// The model name to ask the proxy for.
+    pub model: &'a str,
+}
+
+/// A prepared agent: its command line and the variables it needs beyond the
+/// harness's own (which it cannot override: see `run::qa`).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub invocation: Invocation,
+    pub env: BTreeMap<String, String>,
+}
+
 pub trait Adapter: Send + Sync {
-    /// Stable name written into records (`reference`, `command`).
+    /// Stable name written into records (`reference`, `command`, `opencode`,
+    /// `claude-code`, `codex`); rescore picks the stream parser by it.
     fn name(&self) -> &str;
     /// The agent's version, recorded per run.
     fn version(&self) -> String;
+    /// The command line, from the run spec alone.
     fn invocation(&self, run: &RunSpec) -> Invocation;
+    /// Everything the agent needs before it starts: config written into the scratch
+    /// HOME, variables pointing it at the proxy. The default needs nothing beyond the
+    /// harness's environment.
+    fn launch(&self, run: &RunSpec, _ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
+        Ok(Launch {
+            invocation: self.invocation(run),
+            env: BTreeMap::new(),
+        })
+    }
+    /// The parser of this agent's stdout dialect.
+    fn stream_parser(&self) -> StreamParser {
+        parse_gauntlet
+    }
+    /// Parse the agent's raw stdout into the transcript and the normalized report.
+    fn read(&self, stdout: &Path) -> std::io::Result<Parsed> {
+        let file = std::fs::File::open(stdout)?;
+        let mut reader = std::io::BufReader::new(file);
+        Ok((self.stream_parser())(&mut reader))
+    }
     /// Parse the agent's raw stdout.
     fn parse(&self, stdout: &Path) -> std::io::Result<Transcript> {
-        let file = std::fs::File::open(stdout)?;
-        Ok(parse_transcript(std::io::BufReader::new(file)))
+        Ok(self.read(stdout)?.transcript)
+    }
+}
+
+/// The stream parser for records written by the adapter named `agent`, or `None` for
+/// a name no adapter has.
+pub fn stream_parser_for(agent: &str) -> Option<StreamParser> {
+    match agent {
+        "reference" | "command" => Some(parse_gauntlet),
+        opencode::NAME => Some(opencode::parse_stream),
+        claude_code::NAME => Some(claude_code::parse_stream),
+        codex::NAME => Some(codex::parse_stream),
+        _ => None,
     }
 }
 
@@ -121,6 +199,9 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
             program: crate::binaries::bin_path("gauntlet-agent"),
         }),
         AgentChoice::Command { argv } => Box::new(Command { argv: argv.clone() }),
+        AgentChoice::OpenCode => Box::new(opencode::OpenCode::new(cli::npm_bin("opencode"))),
+        AgentChoice::ClaudeCode => Box::new(claude_code::ClaudeCode::new(cli::npm_bin("claude"))),
+        AgentChoice::Codex => Box::new(codex::Codex::new(cli::npm_bin("codex"))),
     }
 }
 
