@@ -105,4 +105,9 @@ pub struct QaEvidence {
     pub usage: Vec<crate::proxy::UsageEntry>,
     /// Why the trial could not complete setup (app failed to start, ...), if so.
     pub setup_error: Option<String>,
+    /// The limit the trial hit, if any: the proxy's refusal once the token budget was
+    /// spent, or the agent's wall-clock deadline. The trial is still scored from the
+    /// evidence it has; this says why that evidence may be short.
+    #[serde(default)]
+    pub budget_hit: Option<String>,
 }
