@@ -5,6 +5,7 @@ mod bad_agents;
 mod plan;
 mod process;
 mod proxy;
+mod proxy_wire;
 mod reference_agent;
 mod rescore;
 mod support;
