@@ -13,8 +13,14 @@ use super::wire::Auth;
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Client headers a provider needs to answer as the client expects (API version and
-/// beta features); everything else, the client's own placeholder key included, stays.
-const PASSED_CLIENT_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta", "openai-beta"];
+/// beta features), per auth style (that is, per provider family); everything else, the
+/// client's own placeholder key included, stays with the proxy.
+fn passed_client_headers(auth: Auth) -> &'static [&'static str] {
+    match auth {
+        Auth::Bearer => &["openai-beta"],
+        Auth::XApiKey => &["anthropic-version", "anthropic-beta"],
+    }
+}
 
 pub(crate) struct Upstream {
     base: String,
@@ -60,7 +66,7 @@ impl Upstream {
         auth: Auth,
     ) -> Result<reqwest::Response, String> {
         let mut headers = HeaderMap::new();
-        for name in PASSED_CLIENT_HEADERS {
+        for name in passed_client_headers(auth) {
             for value in client_headers.get_all(*name) {
                 headers.append(HeaderName::from_static(name), value.clone());
             }

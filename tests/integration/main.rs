@@ -5,6 +5,8 @@ mod bad_agents;
 mod plan;
 mod process;
 mod proxy;
+mod proxy_byok;
+mod proxy_provider;
 mod proxy_wire;
 mod reference_agent;
 mod rescore;
