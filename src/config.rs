@@ -18,6 +18,7 @@
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
 //! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
 //! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
+//! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -80,6 +81,9 @@ pub struct Config {
     pub upstream_url: String,
     pub api_key_env: String,
     pub output_cap_bytes: u64,
+    /// The per-trial token budget the metering proxy enforces (`None`: no limit).
+    #[serde(default)]
+    pub max_tokens_per_trial: Option<u64>,
 }
 
 mod secs {
@@ -108,6 +112,7 @@ impl Default for Config {
             upstream_url: "https://api.openai.com/v1".into(),
             api_key_env: "OPENAI_API_KEY".into(),
             output_cap_bytes: 32 << 20,
+            max_tokens_per_trial: None,
         }
     }
 }
@@ -139,6 +144,7 @@ const KEYS: &[&str] = &[
     "upstream_url",
     "api_key_env",
     "output_cap_bytes",
+    "max_tokens_per_trial",
 ];
 
 impl Config {
@@ -286,6 +292,15 @@ impl Config {
                 }
                 self.output_cap_bytes = n;
             }
+            "max_tokens_per_trial" => {
+                self.max_tokens_per_trial = match value.trim() {
+                    "" | "0" | "none" => None,
+                    n => Some(
+                        n.parse()
+                            .map_err(|_| bad("expected a token count, or `none`"))?,
+                    ),
+                };
+            }
             _ => return Err(bad("unknown key")),
         }
         Ok(())
@@ -322,6 +337,7 @@ mod tests {
             ("GAUNTLET_AGENT", "gpt"),
             ("GAUNTLET_TIMEOUT_SECS", "-1"),
             ("GAUNTLET_UPSTREAM_URL", "ftp://x"),
+            ("GAUNTLET_MAX_TOKENS_PER_TRIAL", "lots"),
         ] {
             let err = Config::from_sources(&env(&[(var, value)]))
                 .unwrap_err()
@@ -342,6 +358,17 @@ mod tests {
             assert_eq!(c.agent, choice);
             assert_eq!(c.agent.name(), value);
         }
+    }
+
+    #[test]
+    fn token_budgets_are_counts_or_none() {
+        let c = Config::from_sources(&env(&[("GAUNTLET_MAX_TOKENS_PER_TRIAL", "5000")])).unwrap();
+        assert_eq!(c.max_tokens_per_trial, Some(5000));
+        for off in ["0", "none", ""] {
+            let c = Config::from_sources(&env(&[("GAUNTLET_MAX_TOKENS_PER_TRIAL", off)])).unwrap();
+            assert_eq!(c.max_tokens_per_trial, None);
+        }
+        assert_eq!(Config::default().max_tokens_per_trial, None);
     }
 
     #[test]

@@ -113,4 +113,9 @@ pub struct QaEvidence {
     /// reports are the proxy's `usage`, never these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_report: Option<AgentReport>,
+    /// The limit the trial hit, if any: the proxy's refusal once the token budget was
+    /// spent, or the agent's wall-clock deadline. The trial is still scored from the
+    /// evidence it has; this says why that evidence may be short.
+    #[serde(default)]
+    pub budget_hit: Option<String>,
 }

@@ -11,7 +11,7 @@ use crate::evidence::{
     parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, ProcessEnd,
     QaEvidence, RawFile,
 };
-use crate::proxy::{Proxy, ProxyMode};
+use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::record::rescore::derive_qa_verdict_as;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
@@ -74,6 +74,7 @@ pub async fn execute(
         usage: vec![],
         setup_error: None,
         agent_report: None,
+        budget_hit: None,
     };
 
     match observe(
@@ -138,6 +139,7 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         gate_timeout_secs: cfg.gate_timeout.as_secs_f64(),
         output_cap_bytes: cfg.output_cap_bytes,
         upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
+        max_tokens_per_trial: cfg.max_tokens_per_trial,
     }
 }
 
@@ -190,7 +192,10 @@ async fn observe(
                     .map_err(|_| format!("byok mode: {} is not set", cfg.api_key_env))?,
             },
         };
-    let proxy = Proxy::start(mode)
+    let budget = Budget {
+        max_tokens: cfg.max_tokens_per_trial,
+    };
+    let proxy = Proxy::start_with_budget(mode, budget)
         .await
         .map_err(|e| format!("metering proxy failed to start: {e}"))?;
 
@@ -265,6 +270,14 @@ async fn observe(
     }
     .await;
     evidence.usage = proxy.shutdown().await;
+    evidence.budget_hit = crate::proxy::budget_hit(&evidence.usage).or_else(|| {
+        evidence.agent.end.timed_out.then(|| {
+            format!(
+                "wall-clock: the agent's deadline of {} s",
+                cfg.timeout.as_secs_f64()
+            )
+        })
+    });
     result?;
     // The agent's own account, beside the proxy's metering (never instead of it).
     evidence.agent_report = adapter
