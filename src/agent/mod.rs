@@ -218,3 +218,96 @@ pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
     env.insert("LANG".into(), "C.UTF-8".into());
     env
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_name_has_a_stream_parser() {
+        for choice in [
+            AgentChoice::Reference,
+            AgentChoice::Command {
+                argv: vec!["true".into()],
+            },
+            AgentChoice::OpenCode,
+            AgentChoice::ClaudeCode,
+            AgentChoice::Codex,
+        ] {
+            let adapter = adapter_for(&choice);
+            assert_eq!(adapter.name(), choice.name());
+            assert!(
+                stream_parser_for(adapter.name()).is_some(),
+                "{}",
+                adapter.name()
+            );
+        }
+        assert!(stream_parser_for("mystery").is_none());
+    }
+
+    #[test]
+    fn a_missing_cli_is_a_clear_launch_error_that_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = RunSpec {
+            graph_file: dir.path().join("graph.json"),
+            target: Locator::Url("http://127.0.0.1:1".into()),
+            capability: "health".into(),
+            n: 1,
+            workspace: dir.path().to_path_buf(),
+        };
+        let ctx = LaunchContext {
+            home: dir.path(),
+            workspace: dir.path(),
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        };
+        let missing = PathBuf::from("/nonexistent/bin/agent");
+        let adapters: [Box<dyn Adapter>; 3] = [
+            Box::new(opencode::OpenCode::new(missing.clone())),
+            Box::new(claude_code::ClaudeCode::new(missing.clone())),
+            Box::new(codex::Codex::new(missing.clone())),
+        ];
+        for adapter in adapters {
+            let err = adapter
+                .launch(&run, &ctx)
+                .err()
+                .unwrap_or_else(|| panic!("{} launched without its binary", adapter.name()));
+            let msg = err.to_string();
+            assert!(
+                msg.contains("/nonexistent/bin/agent") && msg.contains("npm ci"),
+                "{msg}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path())
+                .map(|d| d.count())
+                .unwrap_or(1),
+            0
+        );
+    }
+
+    #[test]
+    fn the_prompt_reaches_the_command_line_last_after_a_separator() {
+        let run = RunSpec {
+            graph_file: PathBuf::from("/g.json"),
+            target: Locator::Url("http://127.0.0.1:1".into()),
+            capability: "health".into(),
+            n: 1,
+            workspace: PathBuf::from("/w"),
+        };
+        for adapter in [
+            Box::new(claude_code::ClaudeCode::new("claude".into())) as Box<dyn Adapter>,
+            Box::new(codex::Codex::new("codex".into())),
+        ] {
+            let args = adapter.invocation(&run).args;
+            let n = args.len();
+            assert_eq!(args[n - 2], "--", "{}", adapter.name());
+            assert!(args[n - 1].contains("`health`"));
+        }
+        let args = opencode::OpenCode::new("opencode".into())
+            .invocation(&run)
+            .args;
+        assert_eq!(&args[..3], ["run", "--format", "json"]);
+        assert!(args.last().is_some_and(|p| p.contains("/g.json")));
+    }
+}

@@ -5,6 +5,8 @@
 //! `OPENCODE_DISABLE_MODELS_FETCH=1` stops it fetching the models catalogue; `--title`
 //! skips the side request that would name the session. It retries a refused connection
 //! forever and prints nothing meanwhile, so the harness's deadline is what ends it.
+//! At start it tries to npm-install its plugin package into its config directory;
+//! npm is told to stay offline, so that fails fast and nothing leaves the machine.
 //!
 //! Its stdout is one JSON object per line: `step_start`, `tool_use` (the whole call,
 //! with its state, once it ended), `text` (a finished text part of a message),
@@ -122,6 +124,11 @@ impl Adapter for OpenCode {
             ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
             ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
             ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
+            // offline, npm fails at once from its empty cache instead of reaching the
+            // registry, and OpenCode goes on without it.
+            ("npm_config_offline".into(), "true".into()),
+            ("npm_config_update_notifier".into(), "false".into()),
             (
                 "XDG_CONFIG_HOME".into(),
                 config_dir.to_string_lossy().into_owned(),
