@@ -6,7 +6,7 @@
 //! | variable | meaning | default |
 //! | --- | --- | --- |
 //! | `GAUNTLET_CONFIG` | path of a TOML file with the keys below (lowercase, no prefix) | none |
-//! | `GAUNTLET_AGENT` | `reference` or `command` | `reference` |
+//! | `GAUNTLET_AGENT` | `reference`, `command`, or a pinned CLI: `opencode`, `claude-code`, `codex` (docs/agents.md) | `reference` |
 //! | `GAUNTLET_AGENT_CMD` | the command line for the `command` adapter | none |
 //! | `GAUNTLET_MODE` | `scripted` or `byok` | `scripted` |
 //! | `GAUNTLET_MODEL` | model name sent to the provider | `scripted-model` |
@@ -18,6 +18,7 @@
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
 //! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
 //! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
+//! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,6 +34,14 @@ pub enum AgentChoice {
     /// Any executable; `{graph_file}`, `{url}`, `{capability}`, `{n}` and `{workspace}`
     /// in its arguments are replaced per trial.
     Command { argv: Vec<String> },
+    /// OpenCode, pinned in `workspace/` (`opencode run --format json`).
+    #[serde(rename = "opencode")]
+    OpenCode,
+    /// Claude Code, pinned in `workspace/` (`claude -p --output-format stream-json`).
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
+    /// Codex, pinned in `workspace/` (`codex exec --json`).
+    Codex,
 }
 
 impl AgentChoice {
@@ -40,6 +49,9 @@ impl AgentChoice {
         match self {
             AgentChoice::Reference => "reference",
             AgentChoice::Command { .. } => "command",
+            AgentChoice::OpenCode => "opencode",
+            AgentChoice::ClaudeCode => "claude-code",
+            AgentChoice::Codex => "codex",
         }
     }
 }
@@ -69,6 +81,9 @@ pub struct Config {
     pub upstream_url: String,
     pub api_key_env: String,
     pub output_cap_bytes: u64,
+    /// The per-trial token budget the metering proxy enforces (`None`: no limit).
+    #[serde(default)]
+    pub max_tokens_per_trial: Option<u64>,
 }
 
 mod secs {
@@ -97,6 +112,7 @@ impl Default for Config {
             upstream_url: "https://api.openai.com/v1".into(),
             api_key_env: "OPENAI_API_KEY".into(),
             output_cap_bytes: 32 << 20,
+            max_tokens_per_trial: None,
         }
     }
 }
@@ -128,6 +144,7 @@ const KEYS: &[&str] = &[
     "upstream_url",
     "api_key_env",
     "output_cap_bytes",
+    "max_tokens_per_trial",
 ];
 
 impl Config {
@@ -192,14 +209,20 @@ impl Config {
         };
         match key {
             "agent" => {
-                self.agent = match value {
-                    "reference" => AgentChoice::Reference,
-                    "command" => match &self.agent {
-                        AgentChoice::Command { .. } => self.agent.clone(),
-                        AgentChoice::Reference => AgentChoice::Command { argv: vec![] },
-                    },
-                    _ => return Err(bad("expected `reference` or `command`")),
-                }
+                self.agent =
+                    match value {
+                        "reference" => AgentChoice::Reference,
+                        "command" => match &self.agent {
+                            AgentChoice::Command { .. } => self.agent.clone(),
+                            _ => AgentChoice::Command { argv: vec![] },
+                        },
+                        "opencode" => AgentChoice::OpenCode,
+                        "claude-code" => AgentChoice::ClaudeCode,
+                        "codex" => AgentChoice::Codex,
+                        _ => return Err(bad(
+                            "expected `reference`, `command`, `opencode`, `claude-code` or `codex`",
+                        )),
+                    }
             }
             "agent_cmd" => {
                 let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;
@@ -269,6 +292,15 @@ impl Config {
                 }
                 self.output_cap_bytes = n;
             }
+            "max_tokens_per_trial" => {
+                self.max_tokens_per_trial = match value.trim() {
+                    "" | "0" | "none" => None,
+                    n => Some(
+                        n.parse()
+                            .map_err(|_| bad("expected a token count, or `none`"))?,
+                    ),
+                };
+            }
             _ => return Err(bad("unknown key")),
         }
         Ok(())
@@ -305,6 +337,7 @@ mod tests {
             ("GAUNTLET_AGENT", "gpt"),
             ("GAUNTLET_TIMEOUT_SECS", "-1"),
             ("GAUNTLET_UPSTREAM_URL", "ftp://x"),
+            ("GAUNTLET_MAX_TOKENS_PER_TRIAL", "lots"),
         ] {
             let err = Config::from_sources(&env(&[(var, value)]))
                 .unwrap_err()
@@ -312,6 +345,30 @@ mod tests {
             assert!(err.starts_with(var), "{err}");
             assert!(err.contains(value), "{err}");
         }
+    }
+
+    #[test]
+    fn cli_agents_by_name() {
+        for (value, choice) in [
+            ("opencode", AgentChoice::OpenCode),
+            ("claude-code", AgentChoice::ClaudeCode),
+            ("codex", AgentChoice::Codex),
+        ] {
+            let c = Config::from_sources(&env(&[("GAUNTLET_AGENT", value)])).unwrap();
+            assert_eq!(c.agent, choice);
+            assert_eq!(c.agent.name(), value);
+        }
+    }
+
+    #[test]
+    fn token_budgets_are_counts_or_none() {
+        let c = Config::from_sources(&env(&[("GAUNTLET_MAX_TOKENS_PER_TRIAL", "5000")])).unwrap();
+        assert_eq!(c.max_tokens_per_trial, Some(5000));
+        for off in ["0", "none", ""] {
+            let c = Config::from_sources(&env(&[("GAUNTLET_MAX_TOKENS_PER_TRIAL", off)])).unwrap();
+            assert_eq!(c.max_tokens_per_trial, None);
+        }
+        assert_eq!(Config::default().max_tokens_per_trial, None);
     }
 
     #[test]

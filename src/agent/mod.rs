@@ -1,16 +1,29 @@
 //! The adapter seam: how gauntlet starts an agent and reads what it did.
 //!
-//! An adapter builds a command line from a [`RunSpec`] and parses the agent's own raw
-//! output into a [`Transcript`]. Everything else — workspaces, the environment, the
-//! deadline, process groups — is the harness's ([`process`]), the same for every agent.
+//! An adapter builds a command line from a [`RunSpec`], prepares what its agent needs
+//! in the trial's scratch HOME ([`Adapter::launch`]: config files, variables pointing it
+//! at the metering proxy), and parses the agent's own raw output into a [`Transcript`]
+//! and normalized evidence ([`Adapter::stream_parser`]). Everything else — workspaces,
+//! the scrubbed environment, the deadline, process groups — is the harness's
+//! ([`process`]), the same for every agent.
+//!
+//! Adapters: [`Reference`] (`gauntlet-agent`), [`Command`] (any executable speaking
+//! docs/agent-protocol.md), and the real CLIs pinned in `workspace/`:
+//! [`opencode::OpenCode`], [`claude_code::ClaudeCode`], [`codex::Codex`].
 
+pub mod claude_code;
+pub mod cli;
+pub mod codex;
+pub mod opencode;
 pub mod process;
+pub mod prompt;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::AgentChoice;
-use crate::evidence::{parse_transcript, Transcript};
+use crate::evidence::normalize::{parse_gauntlet, Parsed, StreamParser};
+use crate::evidence::Transcript;
 use crate::world::target::Locator;
 
 /// What one qa trial asks of an agent.
@@ -31,16 +44,81 @@ pub struct Invocation {
     pub args: Vec<String>,
 }
 
+/// Why an agent could not be prepared for its trial.
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    #[error("{path}: cannot write the agent's config: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{agent}: {program} is not installed (run `npm ci` in workspace/)")]
+    NotInstalled { agent: String, program: PathBuf },
+}
+
+/// Where an agent is about to run, as the harness set it up.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchContext<'a> {
+    /// The trial's scratch HOME: agent config goes here, never in the caller's HOME.
+    pub home: &'a Path,
+    pub workspace: &'a Path,
+    /// The metering proxy, `http://127.0.0.1:PORT/v1`.
+    pub proxy_url: &'a str,
+    /// The model name to ask the proxy for.
+    pub model: &'a str,
+}
+
+/// A prepared agent: its command line and the variables it needs beyond the
+/// harness's own (which it cannot override: see `run::qa`).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub invocation: Invocation,
+    pub env: BTreeMap<String, String>,
+}
+
 pub trait Adapter: Send + Sync {
-    /// Stable name written into records (`reference`, `command`).
+    /// Stable name written into records (`reference`, `command`, `opencode`,
+    /// `claude-code`, `codex`); rescore picks the stream parser by it.
     fn name(&self) -> &str;
     /// The agent's version, recorded per run.
     fn version(&self) -> String;
+    /// The command line, from the run spec alone.
     fn invocation(&self, run: &RunSpec) -> Invocation;
+    /// Everything the agent needs before it starts: config written into the scratch
+    /// HOME, variables pointing it at the proxy. The default needs nothing beyond the
+    /// harness's environment.
+    fn launch(&self, run: &RunSpec, _ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
+        Ok(Launch {
+            invocation: self.invocation(run),
+            env: BTreeMap::new(),
+        })
+    }
+    /// The parser of this agent's stdout dialect.
+    fn stream_parser(&self) -> StreamParser {
+        parse_gauntlet
+    }
+    /// Parse the agent's raw stdout into the transcript and the normalized report.
+    fn read(&self, stdout: &Path) -> std::io::Result<Parsed> {
+        let file = std::fs::File::open(stdout)?;
+        let mut reader = std::io::BufReader::new(file);
+        Ok((self.stream_parser())(&mut reader))
+    }
     /// Parse the agent's raw stdout.
     fn parse(&self, stdout: &Path) -> std::io::Result<Transcript> {
-        let file = std::fs::File::open(stdout)?;
-        Ok(parse_transcript(std::io::BufReader::new(file)))
+        Ok(self.read(stdout)?.transcript)
+    }
+}
+
+/// The stream parser for records written by the adapter named `agent`, or `None` for
+/// a name no adapter has.
+pub fn stream_parser_for(agent: &str) -> Option<StreamParser> {
+    match agent {
+        "reference" | "command" => Some(parse_gauntlet),
+        opencode::NAME => Some(opencode::parse_stream),
+        claude_code::NAME => Some(claude_code::parse_stream),
+        codex::NAME => Some(codex::parse_stream),
+        _ => None,
     }
 }
 
@@ -121,6 +199,9 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
             program: crate::binaries::bin_path("gauntlet-agent"),
         }),
         AgentChoice::Command { argv } => Box::new(Command { argv: argv.clone() }),
+        AgentChoice::OpenCode => Box::new(opencode::OpenCode::new(cli::npm_bin("opencode"))),
+        AgentChoice::ClaudeCode => Box::new(claude_code::ClaudeCode::new(cli::npm_bin("claude"))),
+        AgentChoice::Codex => Box::new(codex::Codex::new(cli::npm_bin("codex"))),
     }
 }
 
@@ -136,4 +217,97 @@ pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
     env.insert("LANG".into(), "C.UTF-8".into());
     env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_name_has_a_stream_parser() {
+        for choice in [
+            AgentChoice::Reference,
+            AgentChoice::Command {
+                argv: vec!["true".into()],
+            },
+            AgentChoice::OpenCode,
+            AgentChoice::ClaudeCode,
+            AgentChoice::Codex,
+        ] {
+            let adapter = adapter_for(&choice);
+            assert_eq!(adapter.name(), choice.name());
+            assert!(
+                stream_parser_for(adapter.name()).is_some(),
+                "{}",
+                adapter.name()
+            );
+        }
+        assert!(stream_parser_for("mystery").is_none());
+    }
+
+    #[test]
+    fn a_missing_cli_is_a_clear_launch_error_that_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = RunSpec {
+            graph_file: dir.path().join("graph.json"),
+            target: Locator::Url("http://127.0.0.1:1".into()),
+            capability: "health".into(),
+            n: 1,
+            workspace: dir.path().to_path_buf(),
+        };
+        let ctx = LaunchContext {
+            home: dir.path(),
+            workspace: dir.path(),
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        };
+        let missing = PathBuf::from("/nonexistent/bin/agent");
+        let adapters: [Box<dyn Adapter>; 3] = [
+            Box::new(opencode::OpenCode::new(missing.clone())),
+            Box::new(claude_code::ClaudeCode::new(missing.clone())),
+            Box::new(codex::Codex::new(missing.clone())),
+        ];
+        for adapter in adapters {
+            let err = adapter
+                .launch(&run, &ctx)
+                .err()
+                .unwrap_or_else(|| panic!("{} launched without its binary", adapter.name()));
+            let msg = err.to_string();
+            assert!(
+                msg.contains("/nonexistent/bin/agent") && msg.contains("npm ci"),
+                "{msg}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path())
+                .map(|d| d.count())
+                .unwrap_or(1),
+            0
+        );
+    }
+
+    #[test]
+    fn the_prompt_reaches_the_command_line_last_after_a_separator() {
+        let run = RunSpec {
+            graph_file: PathBuf::from("/g.json"),
+            target: Locator::Url("http://127.0.0.1:1".into()),
+            capability: "health".into(),
+            n: 1,
+            workspace: PathBuf::from("/w"),
+        };
+        for adapter in [
+            Box::new(claude_code::ClaudeCode::new("claude".into())) as Box<dyn Adapter>,
+            Box::new(codex::Codex::new("codex".into())),
+        ] {
+            let args = adapter.invocation(&run).args;
+            let n = args.len();
+            assert_eq!(args[n - 2], "--", "{}", adapter.name());
+            assert!(args[n - 1].contains("`health`"));
+        }
+        let args = opencode::OpenCode::new("opencode".into())
+            .invocation(&run)
+            .args;
+        assert_eq!(&args[..3], ["run", "--format", "json"]);
+        assert!(args.last().is_some_and(|p| p.contains("/g.json")));
+    }
 }

@@ -123,7 +123,10 @@ pub fn parse_transcript<R: BufRead>(mut reader: R) -> Transcript {
 
 /// Read one line into `buf`, keeping at most [`MAX_LINE`] bytes. Returns `None` at end
 /// of stream, `Some(false)` for a line that was too long (its bytes are discarded).
-fn read_line_bounded<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+pub(crate) fn read_line_bounded<R: BufRead + ?Sized>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
     let mut too_long = false;
     let mut read_any = false;
     loop {

@@ -6,11 +6,13 @@
 
 pub mod claim;
 pub mod events;
+pub mod normalize;
 
 use serde::{Deserialize, Serialize};
 
 pub use claim::{parse_claims, Claim, ClaimStatus, ClaimTest, ClaimsFound};
 pub use events::{parse_transcript, Event, Transcript};
+pub use normalize::{AgentReport, Parsed, StreamParser};
 
 /// A stream of bytes an observed process wrote, kept on disk beside the record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,4 +107,15 @@ pub struct QaEvidence {
     pub usage: Vec<crate::proxy::UsageEntry>,
     /// Why the trial could not complete setup (app failed to start, ...), if so.
     pub setup_error: Option<String>,
+    /// The agent's own account of its run, normalized from its stdout: steps, tool
+    /// calls, texts, errors, and the tokens and cost it reported. Derived evidence kept
+    /// for reading and comparing; verdicts never depend on it, and the tokens gauntlet
+    /// reports are the proxy's `usage`, never these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_report: Option<AgentReport>,
+    /// The limit the trial hit, if any: the proxy's refusal once the token budget was
+    /// spent, or the agent's wall-clock deadline. The trial is still scored from the
+    /// evidence it has; this says why that evidence may be short.
+    #[serde(default)]
+    pub budget_hit: Option<String>,
 }

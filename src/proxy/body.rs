@@ -7,7 +7,7 @@ use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Every response body the proxy sends: whole, or streamed frame by frame.
 pub(crate) type Body = UnsyncBoxBody<Bytes, std::io::Error>;
@@ -48,14 +48,6 @@ pub(crate) fn json(status: StatusCode, value: &Value) -> Response<Body> {
         status,
         Some(HeaderValue::from_static("application/json")),
         Bytes::from(value.to_string()),
-    )
-}
-
-/// An error in the shape OpenAI clients parse: `{"error": {"message", "type", ...}}`.
-pub(crate) fn openai_error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
-    json(
-        status,
-        &json!({"error": {"message": message, "type": kind, "param": null, "code": null}}),
     )
 }
 

@@ -13,6 +13,9 @@ use super::UsageEntry;
 #[derive(Debug, Default)]
 pub(crate) struct UsageLog {
     next_seq: AtomicU64,
+    /// Input plus output tokens of every recorded call: what a token budget is
+    /// checked against, kept apart so the check does not walk the log.
+    metered: AtomicU64,
     entries: Mutex<Vec<UsageEntry>>,
 }
 
@@ -34,7 +37,19 @@ impl UsageLog {
         let mut entry = pending.entry;
         entry.duration_ms =
             u64::try_from(pending.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.lock().push(entry);
+        let tokens = entry
+            .input_tokens
+            .unwrap_or(0)
+            .saturating_add(entry.output_tokens.unwrap_or(0));
+        let mut entries = self.lock();
+        // Under the lock, so a snapshot never shows entries the total does not count.
+        self.metered.fetch_add(tokens, Ordering::SeqCst);
+        entries.push(entry);
+    }
+
+    /// Input plus output tokens of every call recorded so far.
+    pub(crate) fn metered(&self) -> u64 {
+        self.metered.load(Ordering::SeqCst)
     }
 
     pub(crate) fn snapshot(&self) -> Vec<UsageEntry> {
@@ -66,6 +81,7 @@ pub(crate) struct Tokens {
     pub(crate) output: Option<u64>,
     pub(crate) cached_input: Option<u64>,
     pub(crate) reasoning: Option<u64>,
+    pub(crate) cache_write: Option<u64>,
 }
 
 impl Pending {
@@ -74,5 +90,6 @@ impl Pending {
         self.entry.output_tokens = tokens.output;
         self.entry.cached_input_tokens = tokens.cached_input;
         self.entry.reasoning_tokens = tokens.reasoning;
+        self.entry.cache_write_tokens = tokens.cache_write;
     }
 }

@@ -18,6 +18,7 @@ pub(crate) fn scripted(input_bytes: usize, output_bytes: usize) -> Tokens {
         output: Some(tokens_for_bytes(output_bytes)),
         cached_input: None,
         reasoning: None,
+        cache_write: None,
     }
 }
 

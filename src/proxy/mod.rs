@@ -5,21 +5,31 @@
 //! from a [`Flow`](crate::spec::Flow); in `byok` mode it forwards to a real provider and
 //! records the usage block of every call.
 //!
-//! Layout: one module per wire protocol ([`chat`] today; `responses` and `messages`
-//! later), all sharing the usage log ([`log`]), the protocol-neutral choice of the
-//! scripted reply ([`script`], [`mapping`], [`meter`]), the SSE scanner ([`sse`]) and
-//! the metered pass-through of upstream streams ([`relay`]).
+//! It speaks OpenAI Chat Completions (`/v1/chat/completions`), OpenAI Responses
+//! (`/v1/responses`) and Anthropic Messages (`/v1/messages`), each streaming and not.
+//!
+//! Layout: one module per wire protocol ([`chat`], [`responses`], [`messages`]: request
+//! fields, scripted rendering, usage), the table of their differences ([`wire`]), and
+//! what every call shares: the call itself ([`call`]), byok forwarding ([`forward`],
+//! [`upstream`]) with the metered pass-through of streams ([`relay`], [`sse`]), the
+//! protocol-neutral choice of the scripted reply ([`script`], [`mapping`], [`meter`]),
+//! and the usage log ([`log`]) that a token budget is checked against.
 
 mod body;
+mod call;
 mod chat;
+mod forward;
 mod log;
 mod mapping;
+mod messages;
 mod meter;
 mod relay;
+mod responses;
 mod script;
 mod server;
 mod sse;
 mod upstream;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,8 +45,9 @@ use crate::spec::Flow;
 pub struct UsageEntry {
     /// Order in which the proxy received the call (0-based).
     pub seq: u64,
-    /// Wire protocol: `chat` (OpenAI Chat Completions), later `responses`, `messages`.
-    /// `unsupported` for a POST to a path no protocol serves (answered 404).
+    /// Wire protocol: `chat` (OpenAI Chat Completions), `responses` (OpenAI Responses),
+    /// `messages` (Anthropic Messages); `unsupported` for a POST to a path no protocol
+    /// serves (answered 404).
     pub protocol: String,
     /// Request path as received, e.g. `/v1/chat/completions`.
     pub path: String,
@@ -46,15 +57,31 @@ pub struct UsageEntry {
     pub status: u16,
     /// `scripted` when the proxy answered, `upstream` when a provider did; in byok mode
     /// `proxy` when the proxy answered without reaching the provider (bad request body,
-    /// provider unreachable).
+    /// provider unreachable); `budget` when the proxy refused the call because the
+    /// trial's token budget was spent.
     pub source: String,
+    /// All input tokens of the call, cached and cache-written ones included, so the
+    /// figure means the same in every protocol: Chat's `prompt_tokens`, Responses'
+    /// `input_tokens`, and Anthropic's `input_tokens + cache_read_input_tokens +
+    /// cache_creation_input_tokens` (Anthropic counts the three apart).
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
     pub cached_input_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
+    /// Of `input_tokens`, those written to the provider's prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
     pub duration_ms: u64,
-    /// What went wrong, as observed (bad request body, upstream error, cut stream).
+    /// What went wrong, as observed (bad request body, upstream error, cut stream,
+    /// token budget spent).
     pub error: Option<String>,
+    /// Scripted mode: what the scripted model chose and why (`step 1 (shell) as bash`,
+    /// `final`, `side request: ...`), so a flow that does not fit a real CLI's requests
+    /// can be diagnosed from the record.
+    #[serde(default)]
+    pub reply: Option<String>,
 }
 
 /// How the proxy answers model calls.
@@ -62,8 +89,11 @@ pub struct UsageEntry {
 pub enum ProxyMode {
     /// Answer from a flow.
     Scripted { flow: Flow, model: String },
-    /// Forward to `upstream` (an OpenAI-compatible base URL such as
-    /// "https://api.openai.com/v1"), adding `Authorization: Bearer <api_key>`.
+    /// Forward to `upstream`, a base URL ending in the API version such as
+    /// "https://api.openai.com/v1" or "https://api.anthropic.com/v1": a call to
+    /// `/v1/<path>` goes to `<upstream>/<path>`. The key goes as
+    /// `Authorization: Bearer <api_key>` for the OpenAI protocols and as
+    /// `x-api-key: <api_key>` for Anthropic Messages.
     Byok { upstream: String, api_key: String },
 }
 
@@ -86,6 +116,25 @@ impl std::fmt::Debug for ProxyMode {
     }
 }
 
+/// Per-trial limits the proxy enforces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// Once the metered input plus output tokens of the trial reach this, every further
+    /// call is refused (in its protocol's error shape) and recorded with `source:
+    /// "budget"`. Calls already running finish, so the total may end a little above.
+    pub max_tokens: Option<u64>,
+}
+
+/// The first budget refusal in a usage log, if any: what a record keeps as the limit
+/// the trial hit.
+pub fn budget_hit(entries: &[UsageEntry]) -> Option<String> {
+    entries.iter().find(|e| e.source == "budget").map(|e| {
+        e.error
+            .clone()
+            .unwrap_or_else(|| "token budget spent".to_owned())
+    })
+}
+
 /// A running proxy. Dropping it stops the accept loop; [`Proxy::shutdown`] also waits
 /// for in-flight calls so that the returned log is final.
 pub struct Proxy {
@@ -96,12 +145,17 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Bind 127.0.0.1 port 0 and serve on the calling tokio runtime.
+    /// Bind 127.0.0.1 port 0 and serve on the calling tokio runtime, without limits.
     pub async fn start(mode: ProxyMode) -> std::io::Result<Proxy> {
+        Proxy::start_with_budget(mode, Budget::default()).await
+    }
+
+    /// [`Proxy::start`], refusing calls once `budget` is spent.
+    pub async fn start_with_budget(mode: ProxyMode, budget: Budget) -> std::io::Result<Proxy> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let log = Arc::new(log::UsageLog::default());
-        let state = server::State::new(mode, Arc::clone(&log))?;
+        let state = server::State::new(mode, Arc::clone(&log), budget)?;
         let (stop, stopped) = watch::channel(false);
         let accept = tokio::spawn(server::serve(listener, Arc::new(state), stopped));
         Ok(Proxy {
@@ -112,9 +166,15 @@ impl Proxy {
         })
     }
 
-    /// "http://127.0.0.1:PORT/v1"
+    /// "http://127.0.0.1:PORT/v1": for OpenAI clients (`OPENAI_BASE_URL`).
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// "http://127.0.0.1:PORT": for Anthropic clients (`ANTHROPIC_BASE_URL`), which
+    /// add `/v1/messages` themselves.
+    pub fn root_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// Snapshot of every call metered so far, in arrival order.

@@ -28,6 +28,10 @@ pub(crate) trait StreamMeter: Send + 'static {
     fn tokens(&self) -> Tokens;
     /// Whether the protocol's end-of-stream marker was seen.
     fn complete(&self) -> bool;
+    /// A failure the stream itself reported (an `error` event, a failed response).
+    fn problem(&self) -> Option<String> {
+        None
+    }
 }
 
 type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
@@ -110,8 +114,10 @@ impl Stream for Relay {
                     let rest = this.scanner.finish();
                     let filters = this.meter.filters();
                     let out = this.pass(rest.into_iter().collect());
-                    let error = (!this.meter.complete())
-                        .then(|| "upstream stream ended before its end marker".to_owned());
+                    let error = this.meter.problem().or_else(|| {
+                        (!this.meter.complete())
+                            .then(|| "upstream stream ended before its end marker".to_owned())
+                    });
                     this.record(error);
                     // Unfiltered bytes were all forwarded as they came.
                     return Poll::Ready(
@@ -127,8 +133,11 @@ impl Drop for Relay {
     /// The agent closed its connection, or the proxy shut down, mid-stream.
     fn drop(&mut self) {
         if self.finish.is_some() {
-            let error = (!self.meter.complete()).then(|| {
-                "stream cut before it ended: the agent went away or the proxy shut down".to_owned()
+            let error = self.meter.problem().or_else(|| {
+                (!self.meter.complete()).then(|| {
+                    "stream cut before it ended: the agent went away or the proxy shut down"
+                        .to_owned()
+                })
             });
             self.record(error);
         }

@@ -4,7 +4,7 @@
 //! once, so request order says nothing about where the agent is in the flow. What the
 //! request carries does: whether it offers tools at all, and how many tool results the
 //! conversation already holds. This module is protocol-neutral; each wire protocol
-//! extracts the offered tools and the tool-result count from its own request shape.
+//! extracts an [`Asked`] from its own request shape.
 
 use serde_json::Value;
 
@@ -48,38 +48,63 @@ impl Reply {
     }
 }
 
-/// A reply plus what went wrong choosing it (recorded in the usage entry).
+/// What a request asks of the scripted model, whatever its wire protocol.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Asked {
+    /// The tools it offers, in the request's order.
+    pub(crate) tools: Vec<OfferedTool>,
+    /// How many tool results its conversation already holds.
+    pub(crate) tool_results: usize,
+    /// Its system prompt (instructions), joined: side requests show themselves there.
+    pub(crate) system: String,
+}
+
+/// A reply plus how it was chosen (recorded in the usage entry's `reply`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Choice {
     pub(crate) reply: Reply,
-    pub(crate) error: Option<String>,
+    pub(crate) note: String,
 }
 
-/// Choose the reply to a request offering `tools` whose conversation already holds
-/// `tool_results` tool results.
-pub(crate) fn choose(flow: &Flow, tools: &[OfferedTool], tool_results: usize) -> Choice {
-    if tools.is_empty() {
-        return Choice {
-            reply: Reply::Text(SIDE_REPLY.to_owned()),
-            error: None,
-        };
+/// A system prompt at most this long that mentions a title is a side request: agents'
+/// main prompts run to many kilobytes, their title prompts to a few sentences.
+const SIDE_PROMPT_MAX_BYTES: usize = 4096;
+
+/// Choose the reply to a request.
+///
+/// A request is a side request (a title, a summary, a quota probe) when it offers no
+/// tool, when its short system prompt asks for a title, or when none of its tools can
+/// perform the flow's next step: it gets a short text and advances nothing, because
+/// agents such as Claude Code send side requests that offer tools too.
+pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
+    let side = |why: String| Choice {
+        reply: Reply::Text(SIDE_REPLY.to_owned()),
+        note: format!("side request: {why}"),
+    };
+    if asked.tools.is_empty() {
+        return side("no tools offered".to_owned());
     }
-    let Some(step) = flow.tool_steps().get(tool_results) else {
+    if asks_for_a_title(&asked.system) {
+        return side("the system prompt asks for a title".to_owned());
+    }
+    let k = asked.tool_results;
+    let Some(step) = flow.tool_steps().get(k) else {
         return Choice {
             reply: Reply::Text(flow.final_text().to_owned()),
-            error: None,
+            note: format!("final (after {k} tool results)"),
         };
     };
-    match mapping::tool_call(step, tool_results, tools) {
+    match mapping::tool_call(step, k, &asked.tools) {
         Ok(call) => Choice {
+            note: format!("step {k} as `{}`", call.name),
             reply: Reply::ToolCall(call),
-            error: None,
         },
-        Err(why) => Choice {
-            reply: Reply::Text(format!("gauntlet scripted model: {why}")),
-            error: Some(why),
-        },
+        Err(why) => side(why),
     }
+}
+
+fn asks_for_a_title(system: &str) -> bool {
+    system.len() <= SIDE_PROMPT_MAX_BYTES && system.to_ascii_lowercase().contains("title")
 }
 
 #[cfg(test)]
@@ -102,42 +127,55 @@ mod tests {
         }
     }
 
-    fn bash() -> Vec<OfferedTool> {
-        vec![OfferedTool {
-            name: "bash".into(),
-            parameters: json!({}),
-        }]
+    fn asked(tools: &[&str], tool_results: usize, system: &str) -> Asked {
+        Asked {
+            tools: tools
+                .iter()
+                .map(|name| OfferedTool {
+                    name: (*name).into(),
+                    parameters: json!({}),
+                })
+                .collect(),
+            tool_results,
+            system: system.into(),
+        }
     }
 
     #[test]
     fn no_tools_is_a_side_request() {
-        assert_eq!(choose(&flow(), &[], 0).reply, Reply::Text("ok".into()));
+        let choice = choose(&flow(), &asked(&[], 0, ""));
+        assert_eq!(choice.reply, Reply::Text("ok".into()));
+        assert!(choice.note.starts_with("side request"));
     }
 
     #[test]
     fn tool_results_pick_the_step() {
-        let first = choose(&flow(), &bash(), 0);
+        let first = choose(&flow(), &asked(&["bash"], 0, "you are an agent"));
         assert!(
             matches!(first.reply, Reply::ToolCall(ref c) if c.name == "bash" && c.id == "call_0")
         );
-        assert_eq!(
-            choose(&flow(), &bash(), 1).reply,
-            Reply::Text("done".into())
-        );
-        assert_eq!(
-            choose(&flow(), &bash(), 7).reply,
-            Reply::Text("done".into())
-        );
+        assert_eq!(first.note, "step 0 as `bash`");
+        for k in [1, 7] {
+            let choice = choose(&flow(), &asked(&["bash"], k, ""));
+            assert_eq!(choice.reply, Reply::Text("done".into()));
+        }
     }
 
     #[test]
-    fn an_unexpressible_step_is_text_and_an_error() {
-        let tools = vec![OfferedTool {
-            name: "web_search".into(),
-            parameters: Value::Null,
-        }];
-        let choice = choose(&flow(), &tools, 0);
-        assert!(matches!(choice.reply, Reply::Text(_)));
-        assert!(choice.error.is_some_and(|e| e.contains("web_search")));
+    fn an_unexpressible_step_is_a_side_request_naming_the_tools() {
+        let choice = choose(&flow(), &asked(&["web_search"], 0, ""));
+        assert_eq!(choice.reply, Reply::Text("ok".into()));
+        assert!(choice.note.contains("web_search"), "{}", choice.note);
+    }
+
+    #[test]
+    fn a_short_title_prompt_with_tools_is_a_side_request() {
+        let title = "Generate a concise title for this coding session.";
+        let choice = choose(&flow(), &asked(&["Bash"], 0, title));
+        assert_eq!(choice.reply, Reply::Text("ok".into()));
+        // A long main prompt that happens to mention titles is not a side request.
+        let main = format!("{} Use the page title when useful.", "x".repeat(5000));
+        let choice = choose(&flow(), &asked(&["Bash"], 0, &main));
+        assert!(matches!(choice.reply, Reply::ToolCall(_)));
     }
 }

@@ -1,7 +1,7 @@
 //! The accept loop, per-connection tasks, routing, and shutdown.
 //!
-//! Routing is by path to one module per wire protocol; everything not protocol-specific
-//! (`/v1/models`, unknown paths) is answered here.
+//! Routing is by path to one wire protocol each (all handled by [`call`]); everything
+//! not protocol-specific (`/v1/models`, `HEAD /`, unknown paths) is answered here.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,10 +17,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::body::{self, Body};
-use super::chat;
+use super::call;
 use super::log::UsageLog;
 use super::upstream::Upstream;
-use super::ProxyMode;
+use super::wire::{ErrorKind, Protocol};
+use super::{Budget, ProxyMode};
 use crate::spec::Flow;
 
 /// How long shutdown waits for in-flight calls before cutting them.
@@ -35,17 +36,34 @@ pub(crate) enum Mode {
 pub(crate) struct State {
     pub(crate) mode: Mode,
     pub(crate) log: Arc<UsageLog>,
+    budget: Budget,
 }
 
 impl State {
-    pub(crate) fn new(mode: ProxyMode, log: Arc<UsageLog>) -> std::io::Result<State> {
+    pub(crate) fn new(
+        mode: ProxyMode,
+        log: Arc<UsageLog>,
+        budget: Budget,
+    ) -> std::io::Result<State> {
         let mode = match mode {
             ProxyMode::Scripted { flow, model } => Mode::Scripted { flow, model },
             ProxyMode::Byok { upstream, api_key } => {
                 Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
             }
         };
-        Ok(State { mode, log })
+        Ok(State { mode, log, budget })
+    }
+
+    /// Why no further call may be made, once the metered total reached the budget.
+    pub(crate) fn budget_spent(&self) -> Option<String> {
+        let limit = self.budget.max_tokens?;
+        let metered = self.log.metered();
+        (metered >= limit).then(|| {
+            format!(
+                "gauntlet token budget spent: {metered} tokens metered, the trial's limit \
+                 (max_tokens_per_trial) is {limit}; no further model calls are answered"
+            )
+        })
     }
 
     /// `source` of an entry the proxy answered itself, without a provider.
@@ -114,7 +132,20 @@ async fn route(state: &State, request: Request<hyper::body::Incoming>) -> Respon
     let path = request.uri().path().to_owned();
     match (request.method(), path.as_str()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
-            chat::handle(state, &path, request.into_body()).await
+            call::handle(state, Protocol::Chat, request).await
+        }
+        (&Method::POST, "/v1/responses" | "/responses") => {
+            call::handle(state, Protocol::Responses, request).await
+        }
+        (&Method::POST, "/v1/messages" | "/messages") => {
+            call::handle(state, Protocol::Messages, request).await
+        }
+        (&Method::POST, "/v1/messages/count_tokens" | "/messages/count_tokens") => {
+            call::count_tokens(state, request).await
+        }
+        // Claude Code probes its base URL before the first call.
+        (&Method::HEAD | &Method::GET, "/") => {
+            body::bytes(StatusCode::OK, None, Default::default())
         }
         (&Method::GET, "/v1/models" | "/models") => models(state).await,
         (&Method::POST, _) => {
@@ -125,11 +156,10 @@ async fn route(state: &State, request: Request<hyper::body::Incoming>) -> Respon
             pending.entry.source = state.local_source().to_owned();
             pending.entry.error = Some(message.clone());
             state.log.record(pending);
-            body::openai_error(StatusCode::NOT_FOUND, "not_found_error", &message)
+            Protocol::Chat.error(ErrorKind::NotFound, &message)
         }
-        _ => body::openai_error(
-            StatusCode::NOT_FOUND,
-            "not_found_error",
+        _ => Protocol::Chat.error(
+            ErrorKind::NotFound,
             &format!("no route for {} `{path}`", request.method()),
         ),
     }
@@ -151,14 +181,13 @@ async fn models(state: &State) -> Response<Body> {
                 let content_type = response.headers().get(hyper::header::CONTENT_TYPE).cloned();
                 match response.bytes().await {
                     Ok(bytes) => body::bytes(status, content_type, bytes),
-                    Err(e) => body::openai_error(
-                        StatusCode::BAD_GATEWAY,
-                        "upstream_error",
+                    Err(e) => Protocol::Chat.error(
+                        ErrorKind::Upstream,
                         &upstream.redact(&format!("upstream model list cut: {e}")),
                     ),
                 }
             }
-            Err(message) => body::openai_error(StatusCode::BAD_GATEWAY, "upstream_error", &message),
+            Err(message) => Protocol::Chat.error(ErrorKind::Upstream, &message),
         },
     }
 }

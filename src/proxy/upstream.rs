@@ -1,11 +1,26 @@
 //! The provider a byok proxy forwards to, and the one place its API key is used.
 //!
-//! The key goes into the `Authorization` header of outgoing requests and nowhere else:
-//! every message that could reach a usage entry or a log line passes through
+//! The key goes into the auth header of outgoing requests and nowhere else: every
+//! message that could reach a usage entry or a log line passes through
 //! [`Upstream::redact`] first, because provider errors sometimes echo the key back.
 
 use bytes::Bytes;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+
+use super::wire::Auth;
+
+/// The Messages API version sent when the client named none.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Client headers a provider needs to answer as the client expects (API version and
+/// beta features), per auth style (that is, per provider family); everything else, the
+/// client's own placeholder key included, stays with the proxy.
+fn passed_client_headers(auth: Auth) -> &'static [&'static str] {
+    match auth {
+        Auth::Bearer => &["openai-beta"],
+        Auth::XApiKey => &["anthropic-version", "anthropic-beta"],
+    }
+}
 
 pub(crate) struct Upstream {
     base: String,
@@ -42,25 +57,54 @@ impl Upstream {
         })
     }
 
-    /// POST a JSON body to `{base}/{path}` with the configured key.
-    pub(crate) async fn post(&self, path: &str, body: Bytes) -> Result<reqwest::Response, String> {
+    /// POST a JSON body to `{base}/{path}` (path may carry a query) with the key.
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        body: Bytes,
+        client_headers: &HeaderMap,
+        auth: Auth,
+    ) -> Result<reqwest::Response, String> {
+        let mut headers = HeaderMap::new();
+        for name in passed_client_headers(auth) {
+            for value in client_headers.get_all(*name) {
+                headers.append(HeaderName::from_static(name), value.clone());
+            }
+        }
+        if auth == Auth::XApiKey && !headers.contains_key("anthropic-version") {
+            headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
+        }
         let request = self
             .client
             .post(format!("{}/{path}", self.base))
+            .headers(headers)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        self.send(request).await
+        self.send(request, auth).await
     }
 
-    /// GET `{base}/{path}` with the configured key.
+    /// GET `{base}/{path}` with the key.
     pub(crate) async fn get(&self, path: &str) -> Result<reqwest::Response, String> {
-        self.send(self.client.get(format!("{}/{path}", self.base)))
-            .await
+        self.send(
+            self.client.get(format!("{}/{path}", self.base)),
+            Auth::Bearer,
+        )
+        .await
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, String> {
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        auth: Auth,
+    ) -> Result<reqwest::Response, String> {
+        let request = match auth {
+            Auth::Bearer => request.header(AUTHORIZATION, format!("Bearer {}", self.api_key)),
+            Auth::XApiKey => request.header("x-api-key", &self.api_key),
+        };
         request
-            .header(AUTHORIZATION, format!("Bearer {}", self.api_key))
             .send()
             .await
             .map_err(|e| self.redact(&format!("upstream {} unreachable: {e}", self.base)))

@@ -54,6 +54,9 @@ pub struct RecordConfig {
     pub output_cap_bytes: u64,
     /// byok only: where calls were forwarded.
     pub upstream_url: Option<String>,
+    /// The per-trial token budget the proxy enforced, if any.
+    #[serde(default)]
+    pub max_tokens_per_trial: Option<u64>,
 }
 
 /// Which piece of data a trial was planned from, by hash.

@@ -6,7 +6,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::evidence::{parse_transcript, QaEvidence, RawFile, Transcript};
+use crate::evidence::normalize::{parse_gauntlet, StreamParser};
+use crate::evidence::{QaEvidence, RawFile, Transcript};
 use crate::hash::Sha256Stream;
 use crate::score::qa::{score, QaInputs};
 use crate::score::Verdict;
@@ -25,6 +26,8 @@ pub enum RescoreError {
         recorded: String,
         found: String,
     },
+    #[error("{file}: agent `{agent}` has no stream parser; cannot read its output")]
+    UnknownAgent { file: PathBuf, agent: String },
     #[error("{file}: cannot read evidence: {source}")]
     Io {
         file: PathBuf,
@@ -49,7 +52,11 @@ impl<R: Read> Read for HashingReader<R> {
 
 /// Parse a raw evidence file as an event stream, streaming (never holding the file),
 /// and check that it is byte for byte what was recorded.
-fn parse_checked(trial_dir: &Path, raw: &RawFile) -> Result<Transcript, RescoreError> {
+fn parse_checked(
+    trial_dir: &Path,
+    raw: &RawFile,
+    parser: StreamParser,
+) -> Result<Transcript, RescoreError> {
     let file = trial_dir.join(&raw.path);
     if Path::new(&raw.path).is_absolute() || raw.path.split('/').any(|s| s == "..") {
         return Err(RescoreError::Io {
@@ -68,7 +75,7 @@ fn parse_checked(trial_dir: &Path, raw: &RawFile) -> Result<Transcript, RescoreE
             hash: Sha256Stream::default(),
         },
     );
-    let transcript = parse_transcript(&mut reader);
+    let transcript = parser(&mut reader).transcript;
     // Drain whatever the parser left (it stops early only on an I/O error).
     std::io::copy(&mut reader, &mut std::io::sink()).map_err(|source| RescoreError::Io {
         file: file.clone(),
@@ -85,13 +92,39 @@ fn parse_checked(trial_dir: &Path, raw: &RawFile) -> Result<Transcript, RescoreE
     Ok(transcript)
 }
 
-/// The verdict the evidence in `trial_dir` supports.
+/// The verdict the evidence in `trial_dir` supports, for an agent speaking the gauntlet
+/// protocol (docs/agent-protocol.md).
 pub fn derive_qa_verdict(
     trial_dir: &Path,
     spec: &QaSpecRef,
     evidence: &QaEvidence,
 ) -> Result<Verdict, RescoreError> {
-    let transcript = parse_checked(trial_dir, &evidence.agent.stdout)?;
+    derive_with(trial_dir, parse_gauntlet, spec, evidence)
+}
+
+/// The verdict the evidence in `trial_dir` supports, reading the agent's stdout with the
+/// stream parser of the adapter named `agent` (as recorded in `config.agent`).
+pub fn derive_qa_verdict_as(
+    trial_dir: &Path,
+    agent: &str,
+    spec: &QaSpecRef,
+    evidence: &QaEvidence,
+) -> Result<Verdict, RescoreError> {
+    let parser =
+        crate::agent::stream_parser_for(agent).ok_or_else(|| RescoreError::UnknownAgent {
+            file: trial_dir.join(&evidence.agent.stdout.path),
+            agent: agent.to_owned(),
+        })?;
+    derive_with(trial_dir, parser, spec, evidence)
+}
+
+fn derive_with(
+    trial_dir: &Path,
+    parser: StreamParser,
+    spec: &QaSpecRef,
+    evidence: &QaEvidence,
+) -> Result<Verdict, RescoreError> {
+    let transcript = parse_checked(trial_dir, &evidence.agent.stdout, parser)?;
     Ok(score(&QaInputs {
         capability: &spec.capability,
         kind: spec.kind,
@@ -134,7 +167,8 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
     RescoreRow {
         file: file.to_path_buf(),
         trial: rec.trial.clone(),
-        derived: derive_qa_verdict(dir, &rec.spec, &rec.evidence).map_err(|e| e.to_string()),
+        derived: derive_qa_verdict_as(dir, &rec.config.agent, &rec.spec, &rec.evidence)
+            .map_err(|e| e.to_string()),
         stored: Some(rec.verdict),
     }
 }

@@ -8,8 +8,12 @@ pub mod qa;
 /// One line per trial that nextest keeps in JUnit `system-out`, for dashboards.
 pub fn summary_line(rec: &crate::record::QaRecord) -> String {
     let (tin, tout) = rec.tokens();
-    format!(
+    let mut line = format!(
         "gauntlet: {} verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
         rec.trial, rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
-    )
+    );
+    if let Some(limit) = &rec.evidence.budget_hit {
+        line.push_str(&format!(" budget_hit={limit:?}"));
+    }
+    line
 }

@@ -5,14 +5,14 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::process::{self, ProcessSpec};
-use crate::agent::{adapter_for, base_env, RunSpec};
+use crate::agent::{adapter_for, base_env, LaunchContext, RunSpec};
 use crate::config::{Config, Mode};
 use crate::evidence::{
     parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, ProcessEnd,
     QaEvidence, RawFile,
 };
-use crate::proxy::{Proxy, ProxyMode};
-use crate::record::rescore::derive_qa_verdict;
+use crate::proxy::{Budget, Proxy, ProxyMode};
+use crate::record::rescore::derive_qa_verdict_as;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
 use crate::world::target::Target;
@@ -73,6 +73,8 @@ pub async fn execute(
         gate: None,
         usage: vec![],
         setup_error: None,
+        agent_report: None,
+        budget_hit: None,
     };
 
     match observe(
@@ -96,7 +98,7 @@ pub async fn execute(
         }
     }
 
-    let verdict = derive_qa_verdict(&trial_dir, &spec, &evidence)
+    let verdict = derive_qa_verdict_as(&trial_dir, adapter.name(), &spec, &evidence)
         .map_err(|e| TrialError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
     let rec = QaRecord {
         schema_version: record::SCHEMA_VERSION,
@@ -137,6 +139,7 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         gate_timeout_secs: cfg.gate_timeout.as_secs_f64(),
         output_cap_bytes: cfg.output_cap_bytes,
         upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
+        max_tokens_per_trial: cfg.max_tokens_per_trial,
     }
 }
 
@@ -189,7 +192,10 @@ async fn observe(
                     .map_err(|_| format!("byok mode: {} is not set", cfg.api_key_env))?,
             },
         };
-    let proxy = Proxy::start(mode)
+    let budget = Budget {
+        max_tokens: cfg.max_tokens_per_trial,
+    };
+    let proxy = Proxy::start_with_budget(mode, budget)
         .await
         .map_err(|e| format!("metering proxy failed to start: {e}"))?;
 
@@ -204,8 +210,29 @@ async fn observe(
             n: cfg.n,
             workspace: workspace.clone(),
         };
-        let inv = adapter.invocation(&run);
-        let mut env = base_env(&home, &tmp);
+        let proxy_url = proxy.base_url();
+        let launch = adapter
+            .launch(
+                &run,
+                &LaunchContext {
+                    home: &home,
+                    workspace: &workspace,
+                    proxy_url: &proxy_url,
+                    model: &cfg.model,
+                },
+            )
+            .map_err(|e| format!("agent `{}` could not be prepared: {e}", adapter.name()));
+        let launch = match launch {
+            Ok(l) => l,
+            Err(e) => {
+                world.stop().await;
+                return Err(e);
+            }
+        };
+        let inv = launch.invocation;
+        // The adapter's variables first: the harness's own below always win.
+        let mut env = launch.env;
+        env.extend(base_env(&home, &tmp));
         env.extend(world.env().clone());
         env.insert("GAUNTLET_CAPABILITY".into(), capability.into());
         env.insert(
@@ -243,7 +270,20 @@ async fn observe(
     }
     .await;
     evidence.usage = proxy.shutdown().await;
+    evidence.budget_hit = crate::proxy::budget_hit(&evidence.usage).or_else(|| {
+        evidence.agent.end.timed_out.then(|| {
+            format!(
+                "wall-clock: the agent's deadline of {} s",
+                cfg.timeout.as_secs_f64()
+            )
+        })
+    });
     result?;
+    // The agent's own account, beside the proxy's metering (never instead of it).
+    evidence.agent_report = adapter
+        .read(&trial_dir.join(&evidence.agent.stdout.path))
+        .ok()
+        .map(|parsed| parsed.report);
 
     // Re-run the claimed test only where it can change the verdict.
     let cap = app.capability(capability).map(|c| c.kind);

@@ -374,20 +374,22 @@ async fn generic_steps_map_onto_the_offered_tools() {
     let command = args["command"].as_str().expect("a command");
     assert!(command.starts_with("mkdir -p -- out && cat > out/a.txt <<'GAUNTLET_EOF'\nhello\n"));
 
-    // Nothing can run the step: text, and the entry says why.
+    // Nothing can run the step: a side request, answered text; the entry says why.
     let (status, reply) = post(&base, &chat_request(&["web_search"], 1, false)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(said(&reply).tool_call, None);
+    assert_eq!(said(&reply).content.as_deref(), Some("ok"));
     assert_eq!(said(&reply).finish_reason, "stop");
     let entries = proxy.shutdown().await;
     let last = entries.last().expect("entries");
     assert!(last
-        .error
+        .reply
         .as_deref()
-        .is_some_and(|e| e.contains("web_search")));
+        .is_some_and(|e| e.starts_with("side request") && e.contains("web_search")));
+    assert!(entries.iter().all(|e| e.error.is_none()));
     assert!(entries[..entries.len() - 1]
         .iter()
-        .all(|e| e.error.is_none()));
+        .all(|e| e.reply.as_deref().is_some_and(|r| r.starts_with("step "))));
 }
 
 #[tokio::test]

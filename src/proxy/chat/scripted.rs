@@ -5,17 +5,17 @@ use hyper::body::Frame;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::request::ChatRequest;
 use crate::proxy::body::{self, Body};
 use crate::proxy::log::Tokens;
 use crate::proxy::script::Reply;
+use crate::proxy::wire;
 
 /// Characters per streamed delta: small enough that every reply spans several chunks,
 /// so clients' reassembly is exercised as it is with a real model.
 const PIECE_CHARS: usize = 16;
 
-pub(crate) fn respond(
-    request: &ChatRequest,
+pub(crate) fn render(
+    stream: bool,
     reply: &Reply,
     model: &str,
     seq: u64,
@@ -26,7 +26,7 @@ pub(crate) fn respond(
         created: chrono::Utc::now().timestamp(),
         model,
     };
-    if request.stream {
+    if stream {
         let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = chunks(&head, reply, tokens)
             .iter()
             .map(|chunk| format!("data: {chunk}\n\n"))
@@ -130,11 +130,6 @@ fn chunks(head: &Head, reply: &Reply, tokens: Tokens) -> Vec<Value> {
     out
 }
 
-/// `text` cut into pieces of at most [`PIECE_CHARS`] characters.
 fn pieces(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    chars
-        .chunks(PIECE_CHARS)
-        .map(|piece| piece.iter().collect())
-        .collect()
+    wire::pieces(text, PIECE_CHARS)
 }

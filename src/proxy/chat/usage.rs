@@ -17,6 +17,7 @@ pub(crate) fn tokens(value: &Value) -> Option<Tokens> {
         reasoning: usage
             .pointer("/completion_tokens_details/reasoning_tokens")
             .and_then(Value::as_u64),
+        cache_write: None,
     })
 }
 
@@ -89,6 +90,7 @@ mod tests {
             output: Some(5),
             cached_input: Some(4),
             reasoning: Some(2),
+            cache_write: None,
         };
         assert_eq!(tokens(&response), Some(expected));
         assert_eq!(tokens(&json!({"usage": null})), None);

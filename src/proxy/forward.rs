@@ -1,54 +1,63 @@
-//! Forwarding a Chat Completions call to the provider and metering its answer.
+//! byok: forwarding a call to the provider and metering its answer, for every protocol.
+//!
+//! The provider's answer reaches the agent as it was sent: status, body, the headers an
+//! agent acts on, and a stream chunk by chunk as it arrives. Usage is read only from
+//! what the provider sent (never estimated), and every failure is recorded as observed.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use hyper::header::CONTENT_TYPE;
 use hyper::{HeaderMap, Response, StatusCode};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
-use super::request::ChatRequest;
-use super::usage::{self, ChatStreamMeter};
-use crate::proxy::body::{self, Body};
-use crate::proxy::log::{Pending, UsageLog};
-use crate::proxy::relay::Relay;
-use crate::proxy::upstream::Upstream;
+use super::body::{self, Body};
+use super::log::{Pending, UsageLog};
+use super::relay::Relay;
+use super::upstream::Upstream;
+use super::wire::{self, ErrorKind, Protocol};
 
 /// Longest excerpt of an upstream error body kept in a usage entry.
 const ERROR_EXCERPT_CHARS: usize = 300;
+
+/// One call to forward.
+pub(crate) struct Outgoing<'a> {
+    pub(crate) protocol: Protocol,
+    /// Path under the upstream base, with the query as received (`messages?beta=true`).
+    pub(crate) path: String,
+    pub(crate) client_headers: &'a HeaderMap,
+    /// The body as received, forwarded unchanged unless usage had to be asked for.
+    pub(crate) raw: Bytes,
+    pub(crate) body: Map<String, Value>,
+    pub(crate) stream: bool,
+}
 
 pub(crate) async fn forward(
     upstream: &Arc<Upstream>,
     log: &Arc<UsageLog>,
     mut pending: Pending,
-    mut request: ChatRequest,
+    call: Outgoing<'_>,
 ) -> Response<Body> {
-    // Without include_usage a provider sends no usage on a stream: ask for it.
-    let injected = request.stream && !request.include_usage;
+    let protocol = call.protocol;
+    let mut body = call.body;
+    let injected = call.stream && protocol.ask_for_stream_usage(&mut body);
     let outgoing = if injected {
-        let options = request
-            .body
-            .entry("stream_options")
-            .or_insert_with(|| json!({}));
-        if !options.is_object() {
-            *options = json!({});
-        }
-        if let Some(options) = options.as_object_mut() {
-            options.insert("include_usage".to_owned(), Value::Bool(true));
-        }
-        Bytes::from(Value::Object(request.body.clone()).to_string())
+        Bytes::from(Value::Object(body).to_string())
     } else {
-        request.raw.clone()
+        call.raw
     };
 
-    let response = match upstream.post("chat/completions", outgoing).await {
+    let response = match upstream
+        .post(&call.path, outgoing, call.client_headers, protocol.auth())
+        .await
+    {
         Ok(response) => response,
         Err(message) => {
             pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
             pending.entry.source = "proxy".to_owned();
             pending.entry.error = Some(message.clone());
             log.record(pending);
-            return body::openai_error(StatusCode::BAD_GATEWAY, "upstream_error", &message);
+            return protocol.error(ErrorKind::Upstream, &message);
         }
     };
     let status = response.status();
@@ -57,11 +66,10 @@ pub(crate) async fn forward(
     pending.entry.status = status.as_u16();
     pending.entry.source = "upstream".to_owned();
 
-    if request.stream && status.is_success() {
-        let meter = ChatStreamMeter::new(injected);
+    if call.stream && status.is_success() {
         let relay = Relay::new(
             response,
-            Box::new(meter),
+            protocol.stream_meter(injected),
             Arc::clone(log),
             pending,
             Arc::clone(upstream),
@@ -78,17 +86,29 @@ pub(crate) async fn forward(
             pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
             pending.entry.error = Some(message.clone());
             log.record(pending);
-            return body::openai_error(StatusCode::BAD_GATEWAY, "upstream_error", &message);
+            return protocol.error(ErrorKind::Upstream, &message);
         }
     };
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
-    if let Some(tokens) = parsed.as_ref().and_then(usage::tokens) {
+    let tokens = parsed.as_ref().and_then(|v| protocol.usage(v));
+    if let Some(tokens) = tokens {
         pending.set_tokens(tokens);
     }
-    if !status.is_success() {
-        pending.entry.error =
-            Some(upstream.redact(&error_summary(status, parsed.as_ref(), &bytes)));
+    pending.entry.error = if !status.is_success() {
+        Some(error_summary(status, parsed.as_ref(), &bytes))
+    } else if parsed.is_none() {
+        Some(format!(
+            "upstream answered status {} with a body that is not json ({} bytes): {}",
+            status.as_u16(),
+            bytes.len(),
+            excerpt(&String::from_utf8_lossy(&bytes))
+        ))
+    } else if tokens.is_none() {
+        Some("upstream response carries no usage block".to_owned())
+    } else {
+        None
     }
+    .map(|e| upstream.redact(&e));
     log.record(pending);
     let mut whole = body::bytes(status, content_type, bytes);
     whole.headers_mut().extend(passed);
@@ -104,19 +124,22 @@ fn passed_headers(headers: &HeaderMap) -> HeaderMap {
             let name = name.as_str();
             name == "retry-after"
                 || name.starts_with("x-ratelimit-")
+                || name.starts_with("anthropic-ratelimit-")
                 || name.ends_with("request-id")
         })
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }
 
-/// `upstream status 429: <message>`, from the OpenAI error shape when there is one.
+/// `upstream status 429: <message>`, from the provider's error shape when there is one.
 fn error_summary(status: StatusCode, parsed: Option<&Value>, bytes: &[u8]) -> String {
     let message = parsed
-        .and_then(|v| v.pointer("/error/message"))
-        .and_then(Value::as_str)
+        .and_then(wire::error_message)
         .map(str::to_owned)
         .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
-    let excerpt: String = message.chars().take(ERROR_EXCERPT_CHARS).collect();
-    format!("upstream status {}: {excerpt}", status.as_u16())
+    format!("upstream status {}: {}", status.as_u16(), excerpt(&message))
+}
+
+fn excerpt(text: &str) -> String {
+    text.chars().take(ERROR_EXCERPT_CHARS).collect()
 }

@@ -1,0 +1,137 @@
+//! What the three npm-installed agent CLIs have in common: where their binaries are,
+//! how their version is read, and how their config files are written.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::AdapterError;
+
+/// How long `<cli> --version` may take before it is killed and the version recorded
+/// as unknown: a version probe must never hang a trial.
+const VERSION_DEADLINE: Duration = Duration::from_secs(20);
+
+/// `workspace/node_modules/.bin` of the repository: where `npm ci` in `workspace/`
+/// puts the pinned CLIs.
+pub fn npm_bin_dir() -> PathBuf {
+    crate::binaries::repo_root().join("workspace/node_modules/.bin")
+}
+
+/// The pinned binary `name` (`opencode`, `claude`, `codex`).
+pub fn npm_bin(name: &str) -> PathBuf {
+    npm_bin_dir().join(name)
+}
+
+/// Whether the pinned binary `name` is installed.
+pub fn installed(name: &str) -> bool {
+    npm_bin(name).is_file()
+}
+
+/// The first line `program --version` prints, or why there is none. Bounded in time;
+/// run once per adapter (adapters cache it).
+pub fn probe_version(program: &Path) -> String {
+    match run_version(program) {
+        Ok(v) => v,
+        Err(why) => format!("unknown ({}: {why})", program.display()),
+    }
+}
+
+fn run_version(program: &Path) -> Result<String, String> {
+    use std::io::Read;
+    // A scratch HOME: a version probe must not read or write the caller's config.
+    let home = std::env::temp_dir().join(format!(
+        "gauntlet-version-{}-{}",
+        std::process::id(),
+        program
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let spawned = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env("HOME", &home)
+        .spawn();
+    let result = spawned.map_err(|e| e.to_string()).and_then(|mut child| {
+        let until = Instant::now() + VERSION_DEADLINE;
+        // A version line fits in the pipe buffer, so waiting before reading cannot
+        // deadlock on a well-behaved CLI; a misbehaving one meets the deadline.
+        let status = loop {
+            match child.try_wait().map_err(|e| e.to_string())? {
+                Some(status) => break status,
+                None if Instant::now() >= until => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("no answer within {VERSION_DEADLINE:?}"));
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        let mut text = String::new();
+        if let Some(out) = child.stdout.as_mut() {
+            out.take(64 << 10)
+                .read_to_string(&mut text)
+                .map_err(|e| e.to_string())?;
+        }
+        let line = text.lines().map(str::trim).find(|l| !l.is_empty());
+        match (status.success(), line) {
+            (true, Some(line)) => Ok(line.chars().take(200).collect()),
+            (true, None) => Err("printed nothing".into()),
+            (false, _) => Err(format!("exited with {status}")),
+        }
+    });
+    let _ = std::fs::remove_dir_all(&home);
+    result
+}
+
+/// Write `contents` to `path`, creating its parent directories.
+pub fn write_config(path: &Path, contents: &str) -> Result<(), AdapterError> {
+    let fail = |source| AdapterError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    std::fs::write(path, contents).map_err(fail)
+}
+
+/// `http://127.0.0.1:PORT` from the proxy's `http://127.0.0.1:PORT/v1`: Anthropic
+/// clients append `/v1/messages` themselves.
+pub fn origin(base_url: &str) -> &str {
+    base_url.trim_end_matches('/').trim_end_matches("/v1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_strips_the_version_segment() {
+        assert_eq!(origin("http://127.0.0.1:9/v1"), "http://127.0.0.1:9");
+        assert_eq!(origin("http://127.0.0.1:9/v1/"), "http://127.0.0.1:9");
+        assert_eq!(origin("http://127.0.0.1:9"), "http://127.0.0.1:9");
+    }
+
+    #[test]
+    fn a_missing_binary_has_an_unknown_version_naming_it() {
+        let v = probe_version(Path::new("/nonexistent/gauntlet-cli"));
+        assert!(v.starts_with("unknown (/nonexistent/gauntlet-cli:"), "{v}");
+    }
+
+    #[test]
+    fn the_first_line_of_version_output_is_kept() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let script = dir.path().join("fake");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\necho\necho 'fake-cli 1.2.3'\necho more\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let _ = Command::new("chmod").arg("+x").arg(&script).status();
+        assert_eq!(probe_version(&script), "fake-cli 1.2.3");
+    }
+}

@@ -1,0 +1,184 @@
+//! One model call, whatever its protocol: read and parse the body, check the budget,
+//! then answer from the flow or forward to the provider, and record the call.
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use serde_json::{json, Map, Value};
+
+use super::body::{self, Body};
+use super::forward::{self, Outgoing};
+use super::log::Pending;
+use super::server::{Mode, State};
+use super::wire::{ErrorKind, Protocol, RequestError};
+use super::{messages, meter, script};
+
+/// How much of a malformed body its usage entry quotes.
+const BODY_EXCERPT_CHARS: usize = 120;
+
+pub(crate) async fn handle(
+    state: &State,
+    protocol: Protocol,
+    request: Request<Incoming>,
+) -> Response<Body> {
+    let (parts, incoming) = request.into_parts();
+    let path = parts.uri.path().to_owned();
+    let mut pending = state.log.begin(protocol.name(), &path);
+    let (raw, body) = match read_object(incoming).await {
+        Ok(read) => read,
+        Err(message) => return refuse(state, protocol, pending, ErrorKind::BadRequest, message),
+    };
+    let parsed = match protocol.parse(&body) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            return refuse(
+                state,
+                protocol,
+                pending,
+                ErrorKind::BadRequest,
+                e.to_string(),
+            )
+        }
+    };
+    pending.entry.stream = parsed.stream;
+    pending.entry.model = parsed.model.clone();
+    if let Some(message) = state.budget_spent() {
+        return refuse(state, protocol, pending, ErrorKind::Budget, message);
+    }
+    match &state.mode {
+        Mode::Scripted { flow, model } => {
+            if pending.entry.model.is_none() {
+                pending.entry.model = Some(model.clone());
+            }
+            let choice = script::choose(flow, &parsed.asked);
+            let tokens = meter::scripted(parsed.input_bytes, choice.reply.output_bytes());
+            let response =
+                protocol.render(&parsed, &choice.reply, model, pending.entry.seq, tokens);
+            pending.entry.status = response.status().as_u16();
+            pending.entry.source = "scripted".to_owned();
+            pending.entry.reply = Some(choice.note);
+            pending.set_tokens(tokens);
+            state.log.record(pending);
+            response
+        }
+        Mode::Byok(upstream) => {
+            let call = Outgoing {
+                protocol,
+                path: upstream_path(&parts.uri),
+                client_headers: &parts.headers,
+                raw,
+                body,
+                stream: parsed.stream,
+            };
+            forward::forward(upstream, &state.log, pending, call).await
+        }
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: Claude Code asks before long requests. Not a model
+/// call, so not metered: scripted mode answers the count it would meter, byok mode
+/// passes the provider's answer through.
+pub(crate) async fn count_tokens(state: &State, request: Request<Incoming>) -> Response<Body> {
+    let protocol = Protocol::Messages;
+    let (parts, incoming) = request.into_parts();
+    let (raw, body) = match read_object(incoming).await {
+        Ok(read) => read,
+        Err(message) => return protocol.error(ErrorKind::BadRequest, &message),
+    };
+    match &state.mode {
+        Mode::Scripted { .. } => match messages::count_tokens(&body) {
+            Ok(n) => body::json(hyper::StatusCode::OK, &json!({"input_tokens": n})),
+            Err(e) => protocol.error(ErrorKind::BadRequest, &e.to_string()),
+        },
+        Mode::Byok(upstream) => {
+            let path = upstream_path(&parts.uri);
+            match upstream
+                .post(&path, raw, &parts.headers, protocol.auth())
+                .await
+            {
+                Ok(response) => {
+                    let status = response.status();
+                    let content_type = response.headers().get(hyper::header::CONTENT_TYPE).cloned();
+                    match response.bytes().await {
+                        Ok(bytes) => body::bytes(status, content_type, bytes),
+                        Err(e) => protocol.error(
+                            ErrorKind::Upstream,
+                            &upstream.redact(&format!("upstream token count cut: {e}")),
+                        ),
+                    }
+                }
+                Err(message) => protocol.error(ErrorKind::Upstream, &message),
+            }
+        }
+    }
+}
+
+/// Answer an error the proxy decided itself, and record the call with it.
+fn refuse(
+    state: &State,
+    protocol: Protocol,
+    mut pending: Pending,
+    kind: ErrorKind,
+    message: String,
+) -> Response<Body> {
+    let response = protocol.error(kind, &message);
+    pending.entry.status = response.status().as_u16();
+    pending.entry.source = if kind == ErrorKind::Budget {
+        "budget".to_owned()
+    } else {
+        state.local_source().to_owned()
+    };
+    pending.entry.error = Some(message);
+    state.log.record(pending);
+    response
+}
+
+/// The request body as received and as a JSON object, or why it is neither.
+async fn read_object(incoming: Incoming) -> Result<(Bytes, Map<String, Value>), String> {
+    let raw = body::read(incoming).await?;
+    let fail = |e: RequestError| {
+        let start: String = String::from_utf8_lossy(&raw)
+            .chars()
+            .take(BODY_EXCERPT_CHARS)
+            .collect();
+        format!("{e} (body of {} bytes starts: {start:?})", raw.len())
+    };
+    match serde_json::from_slice::<Value>(&raw) {
+        Ok(Value::Object(body)) => Ok((raw, body)),
+        Ok(_) => Err(fail(RequestError::NotObject)),
+        Err(e) => Err(fail(RequestError::NotJson(e))),
+    }
+}
+
+/// The path under the upstream base: the request path without its `/v1/` (the base
+/// carries the version), with the query as received (`messages?beta=true`).
+fn upstream_path(uri: &hyper::Uri) -> String {
+    let path = uri.path();
+    let path = path
+        .strip_prefix("/v1/")
+        .or_else(|| path.strip_prefix('/'))
+        .unwrap_or(path);
+    match uri.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_paths_drop_the_version_and_keep_the_query() {
+        let cases = [
+            ("/v1/messages?beta=true", "messages?beta=true"),
+            ("/v1/chat/completions", "chat/completions"),
+            ("/chat/completions", "chat/completions"),
+            ("/v1/responses", "responses"),
+        ];
+        for (uri, expected) in cases {
+            let uri: hyper::Uri = uri.parse().unwrap_or_default();
+            assert_eq!(upstream_path(&uri), expected);
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! byok against a real local upstream (the fake provider in `proxy_provider`), with
+//! golden cases per protocol: usage in the last chunk or event, cached, cache-write and
+//! reasoning tokens, a stream passed on before it ends, a stream cut mid-way, a 429,
+//! garbage; and a full qa trial in byok mode whose run directory never holds the key.
+
+use std::path::Path;
+
+use gauntlet::proxy::{Proxy, ProxyMode, UsageEntry};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::proxy_provider::{self as provider, Golden, Tokens, ALL, KEY};
+
+async fn byok() -> (Proxy, std::sync::Arc<provider::Provider>) {
+    let (upstream, fake) = provider::start().await;
+    let proxy = Proxy::start(ProxyMode::Byok {
+        upstream,
+        api_key: KEY.into(),
+    })
+    .await
+    .expect("proxy starts");
+    (proxy, fake)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("http client")
+}
+
+/// A minimal request of `golden`'s protocol for `model`.
+fn request(golden: &Golden, model: &str, stream: bool) -> Value {
+    match golden.protocol {
+        "chat" => json!({"model": model, "stream": stream,
+            "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "hi"}]}),
+        "responses" => json!({"model": model, "stream": stream, "input": "hi"}),
+        _ => json!({"model": model, "stream": stream, "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}]}),
+    }
+}
+
+/// Send as an agent would, with its placeholder credentials and protocol headers.
+async fn send(proxy: &Proxy, golden: &Golden, body: &Value) -> reqwest::Response {
+    client()
+        .post(format!("{}/{}", proxy.base_url(), golden.path))
+        .bearer_auth("gauntlet-proxy")
+        .header("x-api-key", "gauntlet-proxy")
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "claude-code-20250219")
+        .json(body)
+        .send()
+        .await
+        .expect("request sent")
+}
+
+fn tokens(entry: &UsageEntry) -> Tokens {
+    (
+        entry.input_tokens,
+        entry.output_tokens,
+        entry.cached_input_tokens,
+        entry.reasoning_tokens,
+        entry.cache_write_tokens,
+    )
+}
+
+fn assert_no_key(entries: &[UsageEntry]) {
+    let text = serde_json::to_string(entries).expect("entries serialize");
+    assert!(
+        !text.contains(KEY),
+        "the key leaked into the usage log: {text}"
+    );
+}
+
+#[tokio::test]
+async fn golden_usage_of_every_protocol_is_metered_and_bodies_pass_unchanged() {
+    let (proxy, fake) = byok().await;
+    for golden in ALL {
+        let response = send(&proxy, golden, &request(golden, "golden", false)).await;
+        assert_eq!(response.status(), StatusCode::OK, "{}", golden.protocol);
+        assert_eq!(response.text().await.expect("body"), golden.whole);
+        let response = send(&proxy, golden, &request(golden, "golden", true)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers().get("content-type").map(|v| v.as_bytes()),
+            Some(&b"text/event-stream"[..])
+        );
+        assert_eq!(
+            response.text().await.expect("stream"),
+            golden.stream,
+            "{}: the stream passes byte for byte",
+            golden.protocol
+        );
+    }
+
+    // The key went the protocol's way; the agent's placeholder and nothing else of
+    // its credentials did; Anthropic's version, beta header and query went through.
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 6);
+    for s in &seen[..4] {
+        assert!(s.target == "/v1/chat/completions" || s.target == "/v1/responses");
+        assert!(s.headers.get("anthropic-beta").is_none());
+    }
+    for s in &seen[4..] {
+        assert_eq!(s.target, "/v1/messages?beta=true");
+        assert_eq!(s.headers["x-api-key"], KEY);
+        assert_eq!(s.headers["anthropic-version"], "2023-06-01");
+        assert_eq!(s.headers["anthropic-beta"], "claude-code-20250219");
+    }
+    assert_eq!(seen[0].body, request(&provider::CHAT, "golden", false));
+
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), 6);
+    for (entry, golden) in entries.iter().zip(ALL.iter().flat_map(|g| [g, g])) {
+        assert_eq!(entry.protocol, golden.protocol);
+        assert_eq!(
+            (entry.source.as_str(), entry.status, entry.error.as_deref()),
+            ("upstream", 200, None),
+            "{entry:?}"
+        );
+        assert_eq!(tokens(entry), golden.tokens, "{}", golden.protocol);
+    }
+    assert_no_key(&entries);
+}
+
+/// Read from `response` until `n` bytes have come.
+async fn read_at_least(response: &mut reqwest::Response, n: usize) -> Vec<u8> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        match response.chunk().await {
+            Ok(Some(chunk)) => got.extend_from_slice(&chunk),
+            Ok(None) => break,
+            Err(e) => panic!("stream broke after {} bytes: {e}", got.len()),
+        }
+    }
+    got
+}
+
+#[tokio::test]
+async fn a_stream_reaches_the_agent_before_the_provider_finishes_it() {
+    let (proxy, fake) = byok().await;
+    for golden in ALL {
+        let mut response = send(&proxy, golden, &request(golden, "gated", true)).await;
+        let (first, rest) = provider::split_first_event(golden.stream);
+        // The provider holds everything after its first event until released, so the
+        // agent can only read that event if the proxy passed it on at once. (The
+        // timeout only turns a would-be hang into a failure; nothing is timed.)
+        let got = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            read_at_least(&mut response, first.len()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{}: the first event was held back", golden.protocol));
+        assert_eq!(String::from_utf8_lossy(&got), first);
+        assert!(
+            proxy.usage().iter().all(|e| e.protocol != golden.protocol),
+            "recorded when the stream ends, not before"
+        );
+        fake.release.notify_one();
+        let tail = response.text().await.expect("the rest of the stream");
+        assert_eq!(tail, rest);
+    }
+    let entries = proxy.shutdown().await;
+    for (entry, golden) in entries.iter().zip(ALL) {
+        assert_eq!(tokens(entry), golden.tokens);
+        assert_eq!(entry.error, None);
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_cut_streams_and_garbage_pass_through_and_are_recorded() {
+    let (proxy, fake) = byok().await;
+    for golden in ALL {
+        // 429: status, body and the headers an agent backs off by reach it unchanged.
+        let response = send(&proxy, golden, &request(golden, "rate-limited", true)).await;
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()["retry-after"], "3");
+        assert_eq!(response.headers()["x-request-id"], "req_42");
+        assert!(response.headers().get("x-internal-route").is_none());
+        assert_eq!(response.text().await.expect("body"), golden.rate_limited);
+
+        // A stream cut mid-way: the agent sees the cut too.
+        let mut response = send(&proxy, golden, &request(golden, "cut", true)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let (first, _) = provider::split_first_event(golden.stream);
+        let got = read_at_least(&mut response, first.len()).await;
+        assert_eq!(String::from_utf8_lossy(&got), first);
+        fake.release.notify_one();
+        assert!(response.chunk().await.is_err(), "the cut reaches the agent");
+
+        // Garbage, whole and streamed: passed as it came, named in the evidence.
+        let response = send(&proxy, golden, &request(golden, "garbage", false)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.text().await.expect("body"), provider::GARBAGE);
+        let response = send(&proxy, golden, &request(golden, "garbage", true)).await;
+        assert_eq!(
+            response.text().await.expect("body"),
+            provider::GARBAGE_STREAM
+        );
+
+        // And a good call after all that is metered as ever.
+        let response = send(&proxy, golden, &request(golden, "golden", true)).await;
+        assert_eq!(response.text().await.expect("stream"), golden.stream);
+    }
+
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), 15);
+    for (calls, golden) in entries.chunks(5).zip(ALL) {
+        let p = golden.protocol;
+        assert!(calls
+            .iter()
+            .all(|e| e.protocol == p && e.source == "upstream"));
+        let [limited, cut, garbage, garbage_stream, good] = calls else {
+            panic!("five calls per protocol")
+        };
+        assert_eq!(limited.status, 429);
+        assert!(
+            limited
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("upstream status 429: ")
+                    && e.to_lowercase().contains("rate limit")),
+            "{p}: {limited:?}"
+        );
+        assert_eq!(
+            tokens(limited),
+            (None, None, None, None, None),
+            "{p}: never invented"
+        );
+        assert!(
+            cut.error.as_deref().is_some_and(|e| e.contains("cut")),
+            "{p}: {cut:?}"
+        );
+        assert_eq!(
+            tokens(cut),
+            golden.first_event_tokens,
+            "{p}: only what was sent"
+        );
+        assert!(
+            garbage
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("not json") && e.contains("502 Bad Gateway")),
+            "{p}: {garbage:?}"
+        );
+        assert!(
+            garbage_stream
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("end marker")),
+            "{p}: {garbage_stream:?}"
+        );
+        assert_eq!(tokens(garbage_stream), (None, None, None, None, None));
+        assert_eq!((tokens(good), good.error.as_deref()), (golden.tokens, None));
+    }
+    assert_no_key(&entries);
+}
+
+#[tokio::test]
+async fn anthropic_token_counts_are_forwarded_with_the_key_and_not_metered() {
+    let (proxy, fake) = byok().await;
+    let response = client()
+        .post(format!(
+            "{}/v1/messages/count_tokens?beta=true",
+            proxy.root_url()
+        ))
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.text().await.expect("body"),
+        r#"{"input_tokens":4242}"#
+    );
+    let seen = fake.seen();
+    assert_eq!(seen[0].target, "/v1/messages/count_tokens?beta=true");
+    // The client sent no version: the proxy names the stable one.
+    assert_eq!(seen[0].headers["anthropic-version"], "2023-06-01");
+    assert!(proxy.shutdown().await.is_empty());
+}
+
+// ---- the key never reaches an artifact ----
+
+/// An agent that calls all three protocols through the proxy with curl, streaming and
+/// not, then gives up honestly.
+const CURL_AGENT: &str = r#"
+set -u
+root="${OPENAI_BASE_URL%/v1}"
+call() { curl -sS -X POST "$1" -H 'content-type: application/json' \
+  -H "authorization: Bearer $OPENAI_API_KEY" -H 'anthropic-version: 2023-06-01' -d "$2"; echo; }
+call "$OPENAI_BASE_URL/chat/completions" '{"model":"golden","messages":[{"role":"user","content":"hi"}]}'
+call "$OPENAI_BASE_URL/chat/completions" '{"model":"golden","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+call "$OPENAI_BASE_URL/responses" '{"model":"golden","stream":true,"input":"hi"}'
+call "$root/v1/messages?beta=true" '{"model":"golden","stream":true,"max_tokens":9,"messages":[{"role":"user","content":"hi"}]}'
+call "$root/v1/messages" '{"model":"rate-limited","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}'
+env | sort
+printf '%s\n' '{"type":"final","text":"```gauntlet-claim\n{\"capability\":\"balance\",\"status\":\"unverified\"}\n```"}'
+"#;
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut hits = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .map(|b| b.windows(needle.len()).any(|w| w == needle))
+                .unwrap_or(false)
+            {
+                hits.push(path.display().to_string());
+            }
+        }
+    }
+    hits
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_byok_trial_never_writes_the_key_anywhere() {
+    let (upstream, _fake) = provider::start().await;
+    // A variable of this test's own: no other test reads it.
+    let key_var = format!("GAUNTLET_TEST_LEAK_KEY_{}", std::process::id());
+    std::env::set_var(&key_var, KEY);
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut cfg = super::support::config(
+        gauntlet::config::AgentChoice::Command {
+            argv: vec!["sh".into(), "-c".into(), CURL_AGENT.into()],
+        },
+        out.path(),
+    );
+    cfg.mode = gauntlet::config::Mode::Byok;
+    cfg.upstream_url = upstream;
+    cfg.api_key_env = key_var.clone();
+    let app = super::support::ledger();
+    let run_dir = out.path().join("run");
+    let (record, trial_dir) = gauntlet::run::qa::execute(&app, "balance", None, &cfg, &run_dir)
+        .await
+        .expect("the trial writes its record");
+    std::env::remove_var(&key_var);
+
+    // The trial really went through the provider with the key: calls answered 200 by
+    // a provider that refuses any other credentials, and metered.
+    let usage = &record.evidence.usage;
+    let statuses: Vec<(&str, u16)> = usage
+        .iter()
+        .map(|u| (u.protocol.as_str(), u.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("chat", 200),
+            ("chat", 200),
+            ("responses", 200),
+            ("messages", 200),
+            ("messages", 429)
+        ]
+    );
+    assert_eq!(usage[0].input_tokens, Some(1200));
+    assert_eq!(
+        usage[1].input_tokens,
+        Some(1200),
+        "usage asked for and metered"
+    );
+    assert_eq!(usage[3].cache_write_tokens, Some(500));
+    assert_eq!(record.verdict.outcome.to_string(), "unverified");
+    let stdout = std::fs::read_to_string(trial_dir.join(&record.evidence.agent.stdout.path))
+        .expect("agent stdout");
+    assert!(
+        stdout.contains("Hello") && stdout.contains("OPENAI_BASE_URL="),
+        "{stdout}"
+    );
+
+    // What else a run leaves: the report page and the per-trial line nextest puts into
+    // JUnit (the trial's stdout and its `Error:` line are all JUnit holds).
+    let page = gauntlet::report::qa_markdown(&run_dir, std::slice::from_ref(&record));
+    std::fs::write(run_dir.join("report.md"), page).expect("report written");
+    let junit_text = format!(
+        "{}\nError: {}: {}\n",
+        gauntlet::run::summary_line(&record),
+        record.verdict.outcome,
+        record.verdict.reason
+    );
+    std::fs::write(run_dir.join("junit-system-out.txt"), junit_text).expect("written");
+
+    let hits = files_containing(out.path(), KEY.as_bytes());
+    assert!(hits.is_empty(), "the key reached: {hits:?}");
+    // The search itself works: it finds what it looks for.
+    assert!(!files_containing(out.path(), b"gauntlet-proxy").is_empty());
+}
