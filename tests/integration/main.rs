@@ -2,6 +2,7 @@
 
 mod app_ledger;
 mod bad_agents;
+mod browser;
 mod plan;
 mod process;
 mod proxy;

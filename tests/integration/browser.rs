@@ -1,0 +1,333 @@
+//! The browser driver against real Chromium: a page served by the test on 127.0.0.1,
+//! a tiny MV3 extension written by the test, and the ways a launch or a page can fail.
+//! After every test, no Chromium process with that test's profile is left.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gauntlet::world::browser::{Browser, BrowserError, LaunchOptions};
+
+/// The page under test: a form that adds items to a list, and a console error on load.
+pub const PAGE: &str = r##"<!doctype html>
+<html><head><title>items</title></head><body>
+<h1>Items list for testing</h1>
+<input id="name"><button id="add">add</button>
+<ul id="items"></ul>
+<p>count: <span id="count">0</span></p>
+<script>
+  console.error("boom from the page");
+  document.getElementById("add").addEventListener("click", () => {
+    const li = document.createElement("li");
+    li.textContent = document.getElementById("name").value;
+    document.getElementById("items").appendChild(li);
+    document.getElementById("count").textContent =
+      String(document.querySelectorAll("#items li").length);
+  });
+</script>
+</body></html>"##;
+
+/// A tiny HTTP/1.0 server on 127.0.0.1 answering every request with `body`. Runs
+/// until the test process ends.
+pub fn serve(body: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || answer(stream, body));
+        }
+    });
+    url
+}
+
+fn answer(mut stream: TcpStream, body: &str) {
+    let mut buf = [0u8; 4096];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let _ = write!(
+        stream,
+        "HTTP/1.0 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// A server that accepts connections and never answers: a page that never loads.
+pub fn serve_nothing() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    url
+}
+
+/// An MV3 extension whose content script counts the words of the page and whose
+/// service worker shows the count as the tab's badge.
+pub fn write_extension(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir extension");
+    std::fs::write(
+        dir.join("manifest.json"),
+        r#"{
+  "manifest_version": 3,
+  "name": "word count test",
+  "version": "1.0",
+  "action": {},
+  "background": {"service_worker": "bg.js"},
+  "content_scripts": [{"matches": ["http://127.0.0.1/*"], "js": ["content.js"]}]
+}"#,
+    )
+    .expect("write manifest");
+    std::fs::write(
+        dir.join("content.js"),
+        "chrome.runtime.sendMessage({words: document.body.innerText.split(/\\s+/).filter(Boolean).length});\n",
+    )
+    .expect("write content.js");
+    std::fs::write(
+        dir.join("bg.js"),
+        "chrome.runtime.onMessage.addListener((msg, sender) => {\n  if (sender.tab) chrome.action.setBadgeText({tabId: sender.tab.id, text: String(msg.words)});\n});\n",
+    )
+    .expect("write bg.js");
+}
+
+/// Processes whose command line or environment mentions `needle` (a profile
+/// directory, or the browser's temp root it lives in).
+pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next().map(str::to_string));
+        if state.as_deref() == Some("Z") {
+            continue;
+        }
+        let mentions = |file: &str| {
+            std::fs::read(e.path().join(file))
+                .map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+                .unwrap_or(false)
+        };
+        if mentions("cmdline") || mentions("environ") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn opts(tmp: &Path) -> LaunchOptions {
+    LaunchOptions {
+        tmp_root: Some(tmp.to_path_buf()),
+        ..LaunchOptions::default()
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Close the browser and check that nothing of it is left.
+async fn close_and_check(b: Browser) {
+    let profile = b.profile_dir().to_string_lossy().into_owned();
+    let pid = b.pid();
+    assert!(
+        !processes_mentioning(&profile).is_empty(),
+        "chromium with profile {profile} should run before close"
+    );
+    b.close().await;
+    let left = processes_mentioning(&profile);
+    assert!(
+        left.is_empty(),
+        "chromium survived close: {left:?} (browser pid {pid})"
+    );
+    assert!(
+        !Path::new(&profile).exists(),
+        "profile {profile} not removed"
+    );
+}
+
+#[test]
+fn drives_a_page_goto_click_type_text_count_and_console() {
+    let url = serve(PAGE);
+    let dir = tmp();
+    rt().block_on(async {
+        let b = Browser::launch(opts(dir.path())).await.expect("launch");
+        b.goto(&format!("{url}/")).await.expect("goto");
+        assert_eq!(b.text("h1").await.expect("text"), "Items list for testing");
+        assert_eq!(b.count("#items li").await.expect("count"), 0);
+        b.type_text("#name", "milk").await.expect("type");
+        b.click("#add").await.expect("click");
+        b.type_text("#name", "").await.expect("type nothing");
+        b.click("#add").await.expect("click again");
+        b.wait_for("#items li").await.expect("wait_for");
+        assert_eq!(b.count("#items li").await.expect("count"), 2);
+        assert_eq!(b.text("#items li").await.expect("text"), "milk");
+        assert_eq!(b.text("#count").await.expect("text"), "2");
+        let err = b.text("#nope").await.expect_err("no match");
+        assert!(matches!(err, BrowserError::NoMatch { .. }), "{err}");
+        let err = b.count("#[").await.expect_err("bad selector");
+        assert!(err.to_string().contains("`#[`"), "{err}");
+        let console = b.console_errors();
+        assert!(
+            console.iter().any(|l| l.contains("boom from the page")),
+            "{console:?}"
+        );
+        close_and_check(b).await;
+    });
+}
+
+#[test]
+fn reads_the_badge_an_extension_sets_for_the_current_tab() {
+    let url = serve(PAGE);
+    let dir = tmp();
+    let ext = dir.path().join("ext");
+    write_extension(&ext);
+    rt().block_on(async {
+        let mut b = Browser::launch(LaunchOptions {
+            extension_dir: Some(ext.clone()),
+            ..opts(dir.path())
+        })
+        .await
+        .expect("launch with extension");
+        b.goto(&format!("{url}/")).await.expect("goto");
+        let words = b
+            .text("body")
+            .await
+            .expect("body text")
+            .split_whitespace()
+            .count();
+        // The content script reports asynchronously; poll like a flow's expect does.
+        let mut badge = String::new();
+        for _ in 0..100 {
+            badge = b.badge().await.expect("badge");
+            if !badge.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(badge, words.to_string());
+        close_and_check(b).await;
+    });
+}
+
+#[test]
+fn an_invalid_manifest_is_an_error_naming_manifest_json() {
+    let dir = tmp();
+    let ext = dir.path().join("ext");
+    write_extension(&ext);
+    std::fs::write(
+        ext.join("manifest.json"),
+        r#"{"manifest_version": 2, "name": "x", "version": "1"}"#,
+    )
+    .expect("write");
+    let err = rt()
+        .block_on(Browser::launch(LaunchOptions {
+            extension_dir: Some(ext.clone()),
+            ..opts(dir.path())
+        }))
+        .err()
+        .expect("invalid manifest refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("manifest.json") && msg.contains("manifest_version"),
+        "{msg}"
+    );
+    std::fs::write(ext.join("manifest.json"), "{ nope").expect("write");
+    let msg = rt()
+        .block_on(Browser::launch(LaunchOptions {
+            extension_dir: Some(ext),
+            ..opts(dir.path())
+        }))
+        .err()
+        .expect("unparsable manifest refused")
+        .to_string();
+    assert!(msg.contains("manifest.json"), "{msg}");
+    // Refused before anything started: no profile was made.
+    assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 1);
+}
+
+#[test]
+fn a_page_that_never_loads_fails_after_its_deadline() {
+    let url = serve_nothing();
+    let dir = tmp();
+    rt().block_on(async {
+        let b = Browser::launch(LaunchOptions {
+            goto_timeout: Duration::from_secs(2),
+            ..opts(dir.path())
+        })
+        .await
+        .expect("launch");
+        let err = b.goto(&format!("{url}/")).await.expect_err("never loads");
+        assert!(
+            matches!(err, BrowserError::GotoTimeout { .. }),
+            "expected a goto timeout, got {err}"
+        );
+        assert!(err.to_string().contains(&url), "{err}");
+        close_and_check(b).await;
+    });
+}
+
+#[test]
+fn a_bad_chromium_binary_is_a_launch_error() {
+    let dir = tmp();
+    let missing = PathBuf::from("/nonexistent/chromium");
+    let err = rt()
+        .block_on(Browser::launch(LaunchOptions {
+            chromium: Some(missing.clone()),
+            ..opts(dir.path())
+        }))
+        .err()
+        .expect("missing binary refused");
+    assert!(
+        matches!(err, BrowserError::NotFound { .. }) && err.to_string().contains("/nonexistent"),
+        "{err}"
+    );
+    // A binary that exists but is not a browser: it exits before DevTools is ready.
+    let err = rt()
+        .block_on(Browser::launch(LaunchOptions {
+            chromium: Some(PathBuf::from("/bin/false")),
+            ..opts(dir.path())
+        }))
+        .err()
+        .expect("not a browser");
+    let msg = err.to_string();
+    assert!(
+        matches!(err, BrowserError::Start { .. })
+            && msg.contains("/bin/false")
+            && msg.contains("exited"),
+        "{msg}"
+    );
+    // The failed launch removed its profile.
+    assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 0);
+}
+
+#[test]
+fn dropping_a_browser_kills_it_too() {
+    let dir = tmp();
+    let profile = rt().block_on(async {
+        let b = Browser::launch(opts(dir.path())).await.expect("launch");
+        let p = b.profile_dir().to_string_lossy().into_owned();
+        assert!(!processes_mentioning(&p).is_empty());
+        drop(b);
+        p
+    });
+    assert!(processes_mentioning(&profile).is_empty());
+}
