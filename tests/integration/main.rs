@@ -3,6 +3,7 @@
 mod app_ledger;
 mod bad_agents;
 mod browser;
+mod flowtest;
 mod plan;
 mod process;
 mod proxy;
