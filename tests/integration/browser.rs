@@ -331,3 +331,153 @@ fn dropping_a_browser_kills_it_too() {
     });
     assert!(processes_mentioning(&profile).is_empty());
 }
+
+/// A fake chat-completions endpoint: the reply to a request is `script[k]`, k being the
+/// number of tool results the request carries. A tool step is (tool, arguments); the
+/// last reply is the final text.
+fn fake_model(script: Vec<(&'static str, serde_json::Value)>, last: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 65536];
+            let (head_end, length) = loop {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break (0, 0),
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+                if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&got[..i]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break (i + 4, len);
+                }
+            };
+            while got.len() < head_end + length {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let req: serde_json::Value =
+                serde_json::from_slice(&got[head_end.min(got.len())..]).unwrap_or_default();
+            let k = req["messages"]
+                .as_array()
+                .map(|m| m.iter().filter(|m| m["role"] == "tool").count())
+                .unwrap_or(0);
+            let message = match script.get(k) {
+                Some((name, args)) => serde_json::json!({"role": "assistant", "content": null,
+                    "tool_calls": [{"id": format!("call_{k}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}}]}),
+                None => serde_json::json!({"role": "assistant", "content": last}),
+            };
+            let body = serde_json::json!({"id": "c", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+            .to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn the_reference_agent_drives_the_browser_tool_and_leaves_no_browser() {
+    use serde_json::json;
+    let url = serve(PAGE);
+    let dir = tmp();
+    let ext = dir.path().join("ext");
+    write_extension(&ext);
+    let agent_tmp = dir.path().join("agent-tmp");
+    std::fs::create_dir(&agent_tmp).expect("mkdir");
+    let graph = dir.path().join("corpus.json");
+    std::fs::write(
+        &graph,
+        json!({
+            "schema_version": 1, "app": "items", "title": "Items",
+            "requirements": [{"id": "r1", "title": "Items", "text": "Items can be added."}],
+            "capabilities": [{"id": "add-item", "requirement": "r1", "title": "Add an item",
+                "kind": "feature", "difficulty": "easy", "acceptance": ["the count goes up"]}],
+        })
+        .to_string(),
+    )
+    .expect("write corpus");
+    let model = fake_model(
+        vec![
+            ("browser", json!({"action": "goto", "url": "/"})),
+            (
+                "browser",
+                json!({"action": "type", "selector": "#name", "text": "tea"}),
+            ),
+            ("browser", json!({"action": "click", "selector": "#add"})),
+            ("browser", json!({"action": "text", "selector": "#count"})),
+            (
+                "browser",
+                json!({"action": "count", "selector": "#items li"}),
+            ),
+            ("browser", json!({"action": "badge"})),
+            (
+                "browser",
+                json!({"action": "click", "selector": "#missing"}),
+            ),
+        ],
+        "Done; nothing to claim here.".into(),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet-agent"))
+        .args(["qa", "--graph-file"])
+        .arg(&graph)
+        .args(["--url", &url, "--capability", "add-item", "--n", "1"])
+        .current_dir(dir.path())
+        .env("OPENAI_BASE_URL", &model)
+        .env("OPENAI_API_KEY", "k")
+        .env("OPENAI_MODEL", "fake")
+        .env("EXTENSION_DIR", &ext)
+        .env("TMPDIR", &agent_tmp)
+        .output()
+        .expect("run the agent");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<(String, bool)> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| {
+            (
+                e["output"].as_str().unwrap_or("").to_string(),
+                e["failed"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 7, "{stdout}");
+    assert!(
+        results[0].0.starts_with(&format!("loaded {url}/")) && !results[0].1,
+        "{results:?}"
+    );
+    assert!(
+        results[0].0.contains("boom from the page"),
+        "console errors are reported: {results:?}"
+    );
+    assert_eq!(results[3], ("1".to_string(), false));
+    assert_eq!(results[4], ("1".to_string(), false));
+    assert_eq!(results[5], ("7".to_string(), false));
+    assert!(
+        results[6].1 && results[6].0.contains("#missing"),
+        "{results:?}"
+    );
+    let tmp = agent_tmp.to_string_lossy().into_owned();
+    let left = processes_mentioning(&tmp);
+    assert!(left.is_empty(), "the agent's chromium survived: {left:?}");
+}
