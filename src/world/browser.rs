@@ -118,6 +118,28 @@ pub fn chromium_available() -> Option<PathBuf> {
     (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(p)
 }
 
+/// Before an agent meets a browser trial: start the browser the trial's tests will get
+/// (with the target's extension) and load the target's page once. A broken extension,
+/// a browser that cannot start, or a page that never loads is then the trial's setup
+/// error, naming its cause, instead of an agent failing in ways nobody can read.
+pub async fn preflight(
+    target_env: &std::collections::BTreeMap<String, String>,
+    tmp_root: &Path,
+) -> Result<(), BrowserError> {
+    let browser = Browser::launch(LaunchOptions {
+        extension_dir: target_env.get("EXTENSION_DIR").map(PathBuf::from),
+        tmp_root: Some(tmp_root.to_path_buf()),
+        ..LaunchOptions::default()
+    })
+    .await?;
+    let loaded = match target_env.get("APP_URL") {
+        Some(url) => browser.goto(url).await,
+        None => Ok(()),
+    };
+    browser.close().await;
+    loaded
+}
+
 /// One running browser with one tab under test.
 pub struct Browser {
     // Field order is drop order: CDP first, then the process.

@@ -481,3 +481,122 @@ fn the_reference_agent_drives_the_browser_tool_and_leaves_no_browser() {
     let left = processes_mentioning(&tmp);
     assert!(left.is_empty(), "the agent's chromium survived: {left:?}");
 }
+
+/// A copy of the frozen ledger app whose manifest says it is driven through a browser
+/// (the modality is not part of the content hash): the smallest browser trial.
+fn browser_apps(modality: &str) -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+            if e.path().is_dir() {
+                copy(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
+            }
+        }
+    }
+    let dir = tmp();
+    let app = dir.path().join("api-ledger");
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/api-ledger"),
+        &app,
+    );
+    let manifest = app.join("app.json");
+    let text = std::fs::read_to_string(&manifest).expect("read app.json");
+    std::fs::write(
+        &manifest,
+        text.replace("\"http-api\"", &format!("\"{modality}\"")),
+    )
+    .expect("write app.json");
+    dir
+}
+
+fn gauntlet(apps: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    cmd.env("GAUNTLET_APPS_DIR", apps)
+        .env_remove("CARGO")
+        .env_remove("CI")
+        .env_remove("GAUNTLET_CONFIG");
+    cmd
+}
+
+#[test]
+fn without_chromium_browser_trials_are_listed_ignored_except_in_ci() {
+    let apps = browser_apps("browser-flow");
+    let out = gauntlet(apps.path())
+        .arg("list")
+        .env("GAUNTLET_CHROMIUM", "/nonexistent/chromium")
+        .output()
+        .expect("gauntlet list");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{stdout}");
+    for l in &lines {
+        assert!(
+            l.contains("(ignored: chromium not found at /nonexistent/chromium"),
+            "{l}"
+        );
+    }
+    let out = gauntlet(apps.path())
+        .arg("list")
+        .env("GAUNTLET_CHROMIUM", "/nonexistent/chromium")
+        .env("CI", "true")
+        .output()
+        .expect("gauntlet list in CI");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 6, "{stdout}");
+    assert!(
+        !stdout.contains("ignored"),
+        "in CI nothing is ignored: {stdout}"
+    );
+    // With Chromium present, nothing is ignored either.
+    let out = gauntlet(apps.path()).arg("list").output().expect("list");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ignored"));
+}
+
+/// In CI a missing browser is an error: the trial runs, fails with an `error` verdict
+/// naming the browser, and still writes its record.
+#[test]
+fn a_browser_that_cannot_start_is_the_trials_error_verdict() {
+    let apps = browser_apps("browser-flow");
+    let out_dir = tmp();
+    let out = gauntlet(apps.path())
+        .args(["run", "--filter", "qa::api-ledger::health", "--jobs", "1"])
+        .env("CI", "true")
+        .env("GAUNTLET_CHROMIUM", "/bin/false")
+        .env("GAUNTLET_OUT", out_dir.path())
+        .env("GAUNTLET_N", "1")
+        .output()
+        .expect("gauntlet run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_dir = std::fs::read_dir(out_dir.path())
+        .expect("out dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a run directory");
+    let records = gauntlet::record::find_records(&run_dir).expect("records");
+    assert_eq!(records.len(), 1, "{stdout}");
+    let rec = gauntlet::record::load(&records[0]).expect("record loads");
+    assert_eq!(
+        rec.verdict.outcome.to_string(),
+        "error",
+        "{:?}",
+        rec.verdict
+    );
+    assert!(
+        rec.verdict.reason.contains("browser check failed")
+            && rec.verdict.reason.contains("/bin/false"),
+        "{}",
+        rec.verdict.reason
+    );
+    // The agent never ran.
+    assert!(rec.evidence.agent.command.is_empty());
+}
