@@ -112,10 +112,13 @@ pub fn chromium_path() -> PathBuf {
 /// The Chromium binary, if it exists and is executable: decided at list time, so that
 /// browser trials on a machine without it are ignored with a reason.
 pub fn chromium_available() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let p = chromium_path();
-    let meta = std::fs::metadata(&p).ok()?;
-    (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(p)
+    is_executable(&p).then_some(p)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Before an agent meets a browser trial: start the browser the trial's tests will get
@@ -626,10 +629,15 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_binary_is_not_available() {
-        // Only the shape is checked here; the env override is exercised by the
-        // integration tests in their own processes.
-        let p = chromium_path();
-        assert!(p.is_absolute() || std::env::var_os("GAUNTLET_CHROMIUM").is_some());
+    fn only_an_executable_file_counts_as_a_browser() {
+        let dir = std::env::temp_dir().join(format!("gauntlet-exec-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let f = dir.join("chromium");
+        std::fs::write(&f, "").expect("write");
+        assert!(!is_executable(&f), "not executable");
+        assert!(!is_executable(&dir), "a directory");
+        assert!(!is_executable(&dir.join("missing")));
+        assert!(is_executable(Path::new("/bin/sh")));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
