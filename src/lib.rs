@@ -12,6 +12,7 @@ pub mod agent;
 pub mod binaries;
 pub mod config;
 pub mod evidence;
+pub mod flowtest;
 pub mod hash;
 pub mod plan;
 pub mod proxy;

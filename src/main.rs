@@ -41,12 +41,24 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Test flows (docs/test-flows.md).
+    Flow {
+        #[command(subcommand)]
+        command: FlowCommand,
+    },
     /// Print an app's content hash (and with --check, compare it with app.json).
     HashApp {
         dir: PathBuf,
         #[arg(long)]
         check: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum FlowCommand {
+    /// Run a flow against APP_URL / APP_BIN / EXTENSION_DIR: exit 0 when every step
+    /// holds, 1 at the first that does not, 2 when the file is not a valid flow.
+    Run { file: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -57,6 +69,9 @@ fn main() -> ExitCode {
         Command::Rescore { path } => rescore(&path),
         Command::Report { run_dir, out } => report(&run_dir, out.as_deref()),
         Command::HashApp { dir, check } => hash_app(&dir, check),
+        Command::Flow {
+            command: FlowCommand::Run { file },
+        } => gauntlet::flowtest::main(&file),
     }
 }
 

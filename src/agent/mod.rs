@@ -206,13 +206,21 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
 }
 
 /// The scrubbed environment every agent starts from: nothing of the caller's leaks in
-/// but a sane PATH and locale; the trial adds what the agent needs.
+/// but a sane PATH (gauntlet's binaries first) and locale; the trial adds what the
+/// agent needs.
 pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
+    // gauntlet's own binaries come first, so that a claimed test can be
+    // `gauntlet flow run check.json` (docs/test-flows.md).
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
     env.insert(
         "PATH".into(),
-        std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+        format!("{}:{path}", crate::binaries::bin_dir().display()),
     );
+    // The browser the harness was told to use is the one its flow runs use too.
+    if let Ok(chromium) = std::env::var("GAUNTLET_CHROMIUM") {
+        env.insert("GAUNTLET_CHROMIUM".into(), chromium);
+    }
     env.insert("HOME".into(), home.to_string_lossy().into_owned());
     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
     env.insert("LANG".into(), "C.UTF-8".into());

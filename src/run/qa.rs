@@ -203,6 +203,13 @@ async fn observe(
         let mut world = Target::start(&app.app, None, &trial_dir.join("app"), "app")
             .await
             .map_err(|e| format!("app failed to start: {e}"))?;
+        if crate::plan::needs_browser(app.app.modality) {
+            let checked = crate::world::browser::preflight(world.env(), &tmp).await;
+            if let Err(e) = checked {
+                world.stop().await;
+                return Err(format!("browser check failed: {e}"));
+            }
+        }
         let run = RunSpec {
             graph_file: graph_file.clone(),
             target: world.locator(),

@@ -5,6 +5,8 @@ mod app_notes;
 mod app_tally;
 mod app_wordbadge;
 mod bad_agents;
+mod browser;
+mod flowtest;
 mod plan;
 mod process;
 mod proxy;

@@ -408,7 +408,16 @@ fn check_happy_path(stream: bool) {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["shell", "write_file", "read_file", "http_request"]);
+    assert_eq!(
+        tools,
+        [
+            "shell",
+            "write_file",
+            "read_file",
+            "http_request",
+            "browser"
+        ]
+    );
     assert_eq!(first["messages"][0]["role"], "system");
     let user = first["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("`greet`") && user.contains(APP_URL), "{user}");

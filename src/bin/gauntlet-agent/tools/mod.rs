@@ -4,11 +4,13 @@
 //! command that cannot start — becomes a tool result the model can read and react to;
 //! nothing a model asks for may crash the agent.
 
+mod browser;
 mod files;
 mod http;
 mod shell;
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -90,6 +92,27 @@ pub fn definitions() -> Value {
                             "description": "extra request headers"}
             }, "required": ["method", "url"]}),
         ),
+        function(
+            "browser",
+            "Drive one headless Chromium tab (started on first use, kept for the whole run; the \
+             extension in EXTENSION_DIR is loaded when that is set). Actions: `goto` (url; a path \
+             is joined to the app URL; waits for the page to load), `click` (selector), `type` \
+             (selector, text), `text` (selector: the first match's innerText), `count` (selector: \
+             how many match), `badge` (the extension's action badge text for this tab). New \
+             console errors of the page are appended to each result. For a test the harness can \
+             re-run, write a flow file and run it with `gauntlet flow run check.json`: \
+             {\"steps\": [{\"browser\": {\"goto\": \"/\"}}, {\"browser\": {\"click\": \"#add\"}}, \
+             {\"browser\": {\"text\": \"#count\"}, \"expect\": {\"equals\": \"1\"}}, \
+             {\"browser\": {\"badge\": {}}, \"expect\": {\"equals\": \"3\"}}]} (also `type`, \
+             `wait_for`, `count`, and `http`/`cli` steps; see `gauntlet flow run --help`); it exits 0 \
+             when every expectation holds.",
+            json!({"type": "object", "properties": {
+                "action": {"type": "string", "enum": ["goto", "click", "type", "text", "count", "badge"]},
+                "url": {"type": "string", "description": "for goto"},
+                "selector": {"type": "string", "description": "a CSS selector, for click, type, text, count"},
+                "text": {"type": "string", "description": "for type"}
+            }, "required": ["action"]}),
+        ),
     ])
 }
 
@@ -99,6 +122,7 @@ pub struct Toolbox {
     app_url: String,
     http: Option<http::Clients>,
     shell_timeout: Duration,
+    browser: Mutex<browser::Session>,
 }
 
 impl Toolbox {
@@ -108,7 +132,11 @@ impl Toolbox {
         let http = http::Clients::new(HTTP_TIMEOUT)
             .map_err(|e| eprintln!("gauntlet-agent: http_request tool unavailable: {e}"))
             .ok();
+        let extension_dir = std::env::var_os("EXTENSION_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         Toolbox {
+            browser: Mutex::new(browser::Session::new(app_url.clone(), extension_dir)),
             cwd,
             app_url,
             http,
@@ -136,8 +164,13 @@ impl Toolbox {
                 (Ok(_), None) => ToolOutcome::failed("http_request: no http client available"),
                 (Ok(a), Some(clients)) => http::call(clients, &a),
             },
+            "browser" => match (parse_args::<browser::Args>(name, arguments), self.browser.lock()) {
+                (Err(e), _) => e,
+                (Ok(_), Err(_)) => ToolOutcome::failed("browser: unavailable after an earlier crash"),
+                (Ok(a), Ok(mut session)) => session.call(&a),
+            },
             other => ToolOutcome::failed(format!(
-                "unknown tool `{other}`; the tools are shell, write_file, read_file, http_request"
+                "unknown tool `{other}`; the tools are shell, write_file, read_file, http_request, browser"
             )),
         }
     }
@@ -200,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn definitions_name_the_four_tools() {
+    fn definitions_name_the_five_tools() {
         let defs = definitions();
         let names: Vec<&str> = defs
             .as_array()
@@ -208,7 +241,16 @@ mod tests {
             .iter()
             .map(|d| d["function"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["shell", "write_file", "read_file", "http_request"]);
+        assert_eq!(
+            names,
+            [
+                "shell",
+                "write_file",
+                "read_file",
+                "http_request",
+                "browser"
+            ]
+        );
     }
 
     #[test]

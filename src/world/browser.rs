@@ -1,0 +1,643 @@
+//! A real browser for browser trials: Debian's Chromium, headless, driven over CDP
+//! (chromiumoxide), one per trial or flow run, with a fresh profile, killed with its
+//! whole process group when done.
+//!
+//! The driver is deliberately small — navigate, click, type, wait, read text, count,
+//! read the extension's action badge — because it is what agents and test flows get,
+//! and every one of these must fail with a reason a reader can act on (which selector,
+//! which URL, which manifest field), never hang: each call has a deadline.
+
+mod extension;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::cdp::browser_protocol::log::{EventEntryAdded, LogEntryLevel};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CloseTargetParams, CreateTargetParams, GetTargetsParams, TargetInfo,
+};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    ConsoleApiCalledType, EvaluateParams, EventConsoleApiCalled, EventExceptionThrown, RemoteObject,
+};
+use chromiumoxide::Page;
+use futures_util::StreamExt;
+use tokio::task::JoinHandle;
+
+pub use extension::Extension;
+pub use process::ChromiumProcess;
+
+/// Where Debian's package puts the real binary; `/usr/bin/chromium` is a wrapper script
+/// that adds flags of its own.
+pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    #[error("chromium not found at {path}: install Debian's `chromium` package or set GAUNTLET_CHROMIUM")]
+    NotFound { path: PathBuf },
+    #[error("chromium {path} failed to start: {reason}")]
+    Start { path: PathBuf, reason: String },
+    #[error("invalid extension: {file}: {field}: {reason}")]
+    Manifest {
+        file: PathBuf,
+        field: String,
+        reason: String,
+    },
+    #[error("extension {dir} did not load: {reason}")]
+    ExtensionNotLoaded { dir: PathBuf, reason: String },
+    #[error("page {url} did not load within {timeout:?}")]
+    GotoTimeout { url: String, timeout: Duration },
+    #[error("page {url} failed to load: {reason}")]
+    Goto { url: String, reason: String },
+    #[error("no element matches `{selector}`")]
+    NoMatch { selector: String },
+    #[error("nothing matched `{selector}` within {timeout:?}")]
+    WaitTimeout { selector: String, timeout: Duration },
+    #[error("`{selector}`: {reason}")]
+    Selector { selector: String, reason: String },
+    #[error("badge: {0}")]
+    Badge(String),
+    #[error("browser: {what}: {reason}")]
+    Cdp { what: String, reason: String },
+    #[error("{path}: {reason}")]
+    Io { path: PathBuf, reason: String },
+}
+
+fn cdp(what: &str) -> impl FnOnce(chromiumoxide::error::CdpError) -> BrowserError + '_ {
+    move |e| BrowserError::Cdp {
+        what: what.into(),
+        reason: e.to_string(),
+    }
+}
+
+/// How to launch. `Default` gives the deadlines a trial uses.
+#[derive(Debug, Clone)]
+pub struct LaunchOptions {
+    /// An unpacked MV3 extension to load (validated first).
+    pub extension_dir: Option<PathBuf>,
+    /// The Chromium binary; `None`: [`chromium_path`].
+    pub chromium: Option<PathBuf>,
+    /// Where the fresh profile is made; `None`: the system temp dir.
+    pub tmp_root: Option<PathBuf>,
+    /// Until the DevTools endpoint (and the extension's worker) is up.
+    pub startup_timeout: Duration,
+    /// Until a navigation's load event.
+    pub goto_timeout: Duration,
+    /// `wait_for`, and the wait before click/type find their element.
+    pub wait_timeout: Duration,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            extension_dir: None,
+            chromium: None,
+            tmp_root: None,
+            startup_timeout: Duration::from_secs(30),
+            goto_timeout: Duration::from_secs(15),
+            wait_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The Chromium binary gauntlet would use: `GAUNTLET_CHROMIUM`, or Debian's.
+pub fn chromium_path() -> PathBuf {
+    std::env::var_os("GAUNTLET_CHROMIUM")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CHROMIUM))
+}
+
+/// The Chromium binary, if it exists and is executable: decided at list time, so that
+/// browser trials on a machine without it are ignored with a reason.
+pub fn chromium_available() -> Option<PathBuf> {
+    let p = chromium_path();
+    is_executable(&p).then_some(p)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Before an agent meets a browser trial: start the browser the trial's tests will get
+/// (with the target's extension) and load the target's page once. A broken extension,
+/// a browser that cannot start, or a page that never loads is then the trial's setup
+/// error, naming its cause, instead of an agent failing in ways nobody can read.
+pub async fn preflight(
+    target_env: &std::collections::BTreeMap<String, String>,
+    tmp_root: &Path,
+) -> Result<(), BrowserError> {
+    let browser = Browser::launch(LaunchOptions {
+        extension_dir: target_env.get("EXTENSION_DIR").map(PathBuf::from),
+        tmp_root: Some(tmp_root.to_path_buf()),
+        ..LaunchOptions::default()
+    })
+    .await?;
+    let loaded = match target_env.get("APP_URL") {
+        Some(url) => browser.goto(url).await,
+        None => Ok(()),
+    };
+    browser.close().await;
+    loaded
+}
+
+/// One running browser with one tab under test.
+pub struct Browser {
+    // Field order is drop order: CDP first, then the process.
+    page: Page,
+    badge_page: Option<Page>,
+    cdp: chromiumoxide::Browser,
+    tasks: Vec<JoinHandle<()>>,
+    console: Arc<Mutex<Vec<String>>>,
+    extension: Option<Extension>,
+    extension_id: Option<String>,
+    opts: LaunchOptions,
+    process: ChromiumProcess,
+}
+
+impl Browser {
+    /// Validate the extension (if any), start Chromium, attach over CDP, open the tab
+    /// under test, and — with an extension that has a service worker — wait until the
+    /// worker runs, so a broken extension fails here and not at the first badge read.
+    pub async fn launch(opts: LaunchOptions) -> Result<Browser, BrowserError> {
+        let extension = opts
+            .extension_dir
+            .as_deref()
+            .map(Extension::load)
+            .transpose()?;
+        let binary = opts.chromium.clone().unwrap_or_else(chromium_path);
+        let mut extra = Vec::new();
+        if let Some(ext) = &extension {
+            let dir = ext.dir.display();
+            extra.push(format!("--load-extension={dir}"));
+            extra.push(format!("--disable-extensions-except={dir}"));
+        }
+        let (process, ws) = ChromiumProcess::start(
+            &binary,
+            opts.tmp_root.as_deref(),
+            &extra,
+            opts.startup_timeout,
+        )
+        .await?;
+        let (cdp_browser, mut handler) = chromiumoxide::Browser::connect(ws.clone())
+            .await
+            .map_err(|e| BrowserError::Start {
+                path: binary.clone(),
+                reason: format!("cannot attach to {ws}: {e}"),
+            })?;
+        let mut tasks = vec![tokio::spawn(async move {
+            // A connection error ends the session; commands then fail with a reason.
+            while let Some(Ok(())) = handler.next().await {}
+        })];
+        let page = cdp_browser
+            .new_page("about:blank")
+            .await
+            .map_err(cdp("open the tab"))?;
+        close_other_pages(&cdp_browser, &page).await;
+        let console = Arc::new(Mutex::new(Vec::new()));
+        tasks.extend(console_listeners(&page, &console).await?);
+        let mut browser = Browser {
+            page,
+            badge_page: None,
+            cdp: cdp_browser,
+            tasks,
+            console,
+            extension,
+            extension_id: None,
+            opts,
+            process,
+        };
+        if let Some(ext) = browser.extension.clone() {
+            if ext.service_worker.is_some() {
+                let id = browser.wait_for_worker(&ext).await?;
+                browser.extension_id = Some(id);
+            }
+        }
+        Ok(browser)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    pub fn profile_dir(&self) -> &Path {
+        self.process.profile_dir()
+    }
+
+    /// Navigate the tab and wait for its load event, at most `goto_timeout`.
+    pub async fn goto(&self, url: &str) -> Result<(), BrowserError> {
+        match tokio::time::timeout(self.opts.goto_timeout, self.page.goto(url)).await {
+            Err(_) => Err(BrowserError::GotoTimeout {
+                url: url.into(),
+                timeout: self.opts.goto_timeout,
+            }),
+            Ok(Err(e)) => Err(BrowserError::Goto {
+                url: url.into(),
+                reason: e.to_string(),
+            }),
+            Ok(Ok(_)) => Ok(()),
+        }
+    }
+
+    /// The current URL of the tab under test.
+    pub async fn url(&self) -> Result<String, BrowserError> {
+        match eval_raw(&self.page, "location.href").await {
+            Ok(serde_json::Value::String(u)) => Ok(u),
+            Ok(other) => Err(BrowserError::Cdp {
+                what: "read the url".into(),
+                reason: format!("got {other}"),
+            }),
+            Err(reason) => Err(BrowserError::Cdp {
+                what: "read the url".into(),
+                reason,
+            }),
+        }
+    }
+
+    /// Click the first element matching `selector` (waiting for it up to
+    /// `wait_timeout`), with real mouse events at its centre.
+    pub async fn click(&self, selector: &str) -> Result<(), BrowserError> {
+        self.wait_for(selector).await?;
+        let el = self.find(selector).await?;
+        el.click().await.map_err(|e| BrowserError::Selector {
+            selector: selector.into(),
+            reason: format!("cannot click: {e}"),
+        })?;
+        Ok(())
+    }
+
+    /// Focus the first element matching `selector` and type `text` as key events.
+    pub async fn type_text(&self, selector: &str, text: &str) -> Result<(), BrowserError> {
+        self.wait_for(selector).await?;
+        let el = self.find(selector).await?;
+        let fail = |e: chromiumoxide::error::CdpError| BrowserError::Selector {
+            selector: selector.into(),
+            reason: format!("cannot type into it: {e}"),
+        };
+        el.focus().await.map_err(fail)?;
+        el.type_str(text)
+            .await
+            .map_err(|e| BrowserError::Selector {
+                selector: selector.into(),
+                reason: format!("cannot type into it: {e}"),
+            })?;
+        Ok(())
+    }
+
+    /// Wait until `selector` matches something, at most `wait_timeout`.
+    pub async fn wait_for(&self, selector: &str) -> Result<(), BrowserError> {
+        let deadline = Instant::now() + self.opts.wait_timeout;
+        loop {
+            if self.count(selector).await? > 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(BrowserError::WaitTimeout {
+                    selector: selector.into(),
+                    timeout: self.opts.wait_timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The `innerText` of the first match, trimmed.
+    pub async fn text(&self, selector: &str) -> Result<String, BrowserError> {
+        let sel = js_string(selector);
+        let v = self
+            .eval_in_page(
+                selector,
+                &format!("(() => {{ const e = document.querySelector({sel}); return e === null ? null : e.innerText; }})()"),
+            )
+            .await?;
+        match v {
+            serde_json::Value::String(s) => Ok(s.trim().to_string()),
+            _ => Err(BrowserError::NoMatch {
+                selector: selector.into(),
+            }),
+        }
+    }
+
+    /// How many elements match `selector`.
+    pub async fn count(&self, selector: &str) -> Result<usize, BrowserError> {
+        let sel = js_string(selector);
+        let v = self
+            .eval_in_page(
+                selector,
+                &format!("document.querySelectorAll({sel}).length"),
+            )
+            .await?;
+        v.as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| BrowserError::Selector {
+                selector: selector.into(),
+                reason: format!("count is not a number: {v}"),
+            })
+    }
+
+    /// The loaded extension's action badge text for the tab under test.
+    ///
+    /// Badges are not in the DOM: they are read the way the extension itself would,
+    /// with `chrome.action.getBadgeText({tabId})`, from a page of the extension opened
+    /// in its own window (so the tab under test stays the active tab of its window).
+    /// The tab id is found with `chrome.tabs.query`, matching the tab's URL.
+    pub async fn badge(&mut self) -> Result<String, BrowserError> {
+        let id = self.extension_id().await?;
+        let page_url = self.url().await?;
+        if self.badge_page.is_none() {
+            let target = CreateTargetParams::builder()
+                .url(format!("chrome-extension://{id}/manifest.json"))
+                .new_window(true)
+                .build()
+                .map_err(|e| BrowserError::Badge(format!("cannot open the extension page: {e}")))?;
+            let p =
+                self.cdp.new_page(target).await.map_err(|e| {
+                    BrowserError::Badge(format!("cannot open the extension page: {e}"))
+                })?;
+            self.badge_page = Some(p);
+        }
+        let Some(bp) = &self.badge_page else {
+            return Err(BrowserError::Badge("no extension page".into()));
+        };
+        let script = format!(
+            r#"(async () => {{
+  if (!globalThis.chrome || !chrome.tabs) return {{error: "chrome.tabs is not available to the extension's pages"}};
+  if (!chrome.action) return {{error: "the extension has no action (manifest.json declares no `action`), so it has no badge"}};
+  const want = {url};
+  const me = await chrome.tabs.getCurrent();
+  const tabs = (await chrome.tabs.query({{}})).filter(t => !me || t.id !== me.id);
+  let tab = tabs.find(t => t.url === want || t.pendingUrl === want);
+  if (!tab && tabs.length === 1) tab = tabs[0];
+  if (!tab) return {{error: "no tab shows " + want + " (" + tabs.length + " tabs)"}};
+  return {{text: await chrome.action.getBadgeText({{tabId: tab.id}})}};
+}})()"#,
+            url = js_string(&page_url)
+        );
+        let out = eval_raw(bp, &script)
+            .await
+            .map_err(|e| BrowserError::Badge(format!("reading the badge failed: {e}")))?;
+        match (out.get("text"), out.get("error")) {
+            (Some(serde_json::Value::String(t)), _) => Ok(t.clone()),
+            (_, Some(e)) => Err(BrowserError::Badge(e.as_str().unwrap_or("").to_string())),
+            _ => Err(BrowserError::Badge(format!("unexpected answer: {out}"))),
+        }
+    }
+
+    /// Console errors, uncaught exceptions and error log entries of the tab so far.
+    pub fn console_errors(&self) -> Vec<String> {
+        self.console.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Kill the browser (its whole process group) and remove the profile.
+    pub async fn close(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.process.kill();
+    }
+
+    async fn extension_id(&mut self) -> Result<String, BrowserError> {
+        if let Some(id) = &self.extension_id {
+            return Ok(id.clone());
+        }
+        let Some(ext) = self.extension.clone() else {
+            return Err(BrowserError::Badge(
+                "no extension is loaded (set EXTENSION_DIR)".into(),
+            ));
+        };
+        let id = match self.worker_target(&ext).await? {
+            Some(t) => extension_id_of(&t.url).unwrap_or_else(|| ext.id_from_path()),
+            None => ext.id_from_path(),
+        };
+        self.extension_id = Some(id.clone());
+        Ok(id)
+    }
+
+    async fn wait_for_worker(&self, ext: &Extension) -> Result<String, BrowserError> {
+        let deadline = Instant::now() + self.opts.startup_timeout;
+        loop {
+            if let Some(t) = self.worker_target(ext).await? {
+                if let Some(id) = extension_id_of(&t.url) {
+                    return Ok(id);
+                }
+            }
+            if Instant::now() >= deadline {
+                let tail = self.process.stderr_tail();
+                return Err(BrowserError::ExtensionNotLoaded {
+                    dir: ext.dir.clone(),
+                    reason: format!(
+                        "its service worker did not start within {:?}{}",
+                        self.opts.startup_timeout,
+                        if tail.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; chromium stderr: {tail}")
+                        }
+                    ),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The extension's service worker target, if it runs now.
+    async fn worker_target(&self, ext: &Extension) -> Result<Option<TargetInfo>, BrowserError> {
+        let Some(sw) = &ext.service_worker else {
+            return Ok(None);
+        };
+        let targets = self
+            .cdp
+            .execute(GetTargetsParams::default())
+            .await
+            .map_err(cdp("list targets"))?
+            .result
+            .target_infos;
+        let suffix = format!("/{}", sw.trim_start_matches("./"));
+        Ok(targets.into_iter().find(|t| {
+            t.r#type == "service_worker"
+                && t.url.starts_with("chrome-extension://")
+                && t.url.ends_with(&suffix)
+        }))
+    }
+
+    async fn find(&self, selector: &str) -> Result<chromiumoxide::Element, BrowserError> {
+        self.page
+            .find_element(selector)
+            .await
+            .map_err(|_| BrowserError::NoMatch {
+                selector: selector.into(),
+            })
+    }
+
+    /// Evaluate `expr` in the tab; a thrown exception (a malformed selector) names the
+    /// selector it was about.
+    async fn eval_in_page(
+        &self,
+        selector: &str,
+        expr: &str,
+    ) -> Result<serde_json::Value, BrowserError> {
+        eval_raw(&self.page, expr)
+            .await
+            .map_err(|reason| BrowserError::Selector {
+                selector: selector.into(),
+                reason,
+            })
+    }
+}
+
+/// `Runtime.evaluate` sent as is: no execution context id, so it runs in whatever
+/// main-world context the top frame has now, never in a cached one a navigation
+/// replaced. Promises are awaited; a thrown exception is the
+/// error, as its description.
+async fn eval_raw(page: &Page, expr: &str) -> Result<serde_json::Value, String> {
+    let params = EvaluateParams::builder()
+        .expression(expr)
+        .await_promise(true)
+        .return_by_value(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let res = page
+        .execute(params)
+        .await
+        .map_err(|e| e.to_string())?
+        .result;
+    if let Some(d) = res.exception_details {
+        return Err(d
+            .exception
+            .as_ref()
+            .and_then(|x| x.description.clone())
+            .unwrap_or(d.text));
+    }
+    Ok(res.result.value.unwrap_or(serde_json::Value::Null))
+}
+
+/// `chrome-extension://<id>/...` → `<id>`.
+fn extension_id_of(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("chrome-extension://")?;
+    let id = rest.split('/').next()?;
+    (id.len() == 32).then(|| id.to_string())
+}
+
+/// A JSON string literal is a valid JS string literal.
+fn js_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// Headless Chromium opens an `about:blank` tab of its own; one tab under test keeps
+/// "the current tab" unambiguous for badges.
+async fn close_other_pages(cdp_browser: &chromiumoxide::Browser, keep: &Page) {
+    let Ok(targets) = cdp_browser.execute(GetTargetsParams::default()).await else {
+        return;
+    };
+    for t in targets.result.target_infos {
+        if t.r#type == "page" && &t.target_id != keep.target_id() {
+            let _ = cdp_browser
+                .execute(CloseTargetParams::new(t.target_id.clone()))
+                .await;
+        }
+    }
+}
+
+/// Collect `console.error`, uncaught exceptions and error log entries of `page`.
+async fn console_listeners(
+    page: &Page,
+    sink: &Arc<Mutex<Vec<String>>>,
+) -> Result<Vec<JoinHandle<()>>, BrowserError> {
+    let mut tasks = Vec::new();
+    let mut calls = page
+        .event_listener::<EventConsoleApiCalled>()
+        .await
+        .map_err(cdp("listen to the console"))?;
+    let s = Arc::clone(sink);
+    tasks.push(tokio::spawn(async move {
+        while let Some(ev) = calls.next().await {
+            if ev.r#type == ConsoleApiCalledType::Error {
+                let text: Vec<String> = ev.args.iter().map(remote_text).collect();
+                push(&s, format!("console.error: {}", text.join(" ")));
+            }
+        }
+    }));
+    let mut thrown = page
+        .event_listener::<EventExceptionThrown>()
+        .await
+        .map_err(cdp("listen to exceptions"))?;
+    let s = Arc::clone(sink);
+    tasks.push(tokio::spawn(async move {
+        while let Some(ev) = thrown.next().await {
+            let d = &ev.exception_details;
+            let text = d
+                .exception
+                .as_ref()
+                .and_then(|x| x.description.clone())
+                .unwrap_or_else(|| d.text.clone());
+            push(&s, format!("uncaught: {text}"));
+        }
+    }));
+    page.enable_log().await.map_err(cdp("enable the log"))?;
+    let mut log = page
+        .event_listener::<EventEntryAdded>()
+        .await
+        .map_err(cdp("listen to the log"))?;
+    let s = Arc::clone(sink);
+    tasks.push(tokio::spawn(async move {
+        while let Some(ev) = log.next().await {
+            if ev.entry.level == LogEntryLevel::Error {
+                let at = ev.entry.url.clone().unwrap_or_default();
+                push(
+                    &s,
+                    format!("log: {} {at}", ev.entry.text).trim().to_string(),
+                );
+            }
+        }
+    }));
+    Ok(tasks)
+}
+
+fn push(sink: &Mutex<Vec<String>>, line: String) {
+    if let Ok(mut v) = sink.lock() {
+        v.push(line);
+    }
+}
+
+fn remote_text(o: &RemoteObject) -> String {
+    match &o.value {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => o.description.clone().unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_ids_come_from_extension_urls() {
+        let id = "abcdefghijklmnopabcdefghijklmnop";
+        assert_eq!(
+            extension_id_of(&format!("chrome-extension://{id}/bg.js")).as_deref(),
+            Some(id)
+        );
+        assert_eq!(extension_id_of("http://127.0.0.1/"), None);
+        assert_eq!(js_string("a\"b"), r#""a\"b""#);
+    }
+
+    #[test]
+    fn only_an_executable_file_counts_as_a_browser() {
+        let dir = std::env::temp_dir().join(format!("gauntlet-exec-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let f = dir.join("chromium");
+        std::fs::write(&f, "").expect("write");
+        assert!(!is_executable(&f), "not executable");
+        assert!(!is_executable(&dir), "a directory");
+        assert!(!is_executable(&dir.join("missing")));
+        assert!(is_executable(Path::new("/bin/sh")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

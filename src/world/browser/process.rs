@@ -1,0 +1,260 @@
+//! The Chromium process: spawned by us (not by chromiumoxide) so that it gets its own
+//! process group and exactly our flags, and killed with its whole group by pid.
+//!
+//! Chromium forks a zygote, renderers, a GPU and a network process into its group;
+//! killing only the browser pid leaves them to exit on their own time. Killing the
+//! group and waiting until /proc shows none of it is what makes "no chromium survives"
+//! true when [`ChromiumProcess`] is gone.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::BrowserError;
+
+/// The flags verified in DESIGN.md, plus quiet defaults. (`--disable-crashpad-for-testing`
+/// would keep the crash handler from starting, but Debian's build then crashes its
+/// network service: "FD ownership violation".)
+pub const FLAGS: &[&str] = &[
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-breakpad",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+];
+
+/// Put into Chromium's environment with the browser's own temp root as value.
+const MARKER_VAR: &str = "GAUNTLET_BROWSER_ROOT";
+
+/// How long the group may take to vanish after SIGKILL before we stop waiting.
+const REAP_LIMIT: Duration = Duration::from_secs(5);
+
+/// A running Chromium with its fresh profile. Dropping it kills the group and removes
+/// the profile.
+pub struct ChromiumProcess {
+    child: Child,
+    pgid: i32,
+    /// Holds `profile/` and `chromium.stderr`; removed on drop.
+    root: PathBuf,
+    profile: PathBuf,
+    binary: PathBuf,
+    killed: bool,
+}
+
+impl ChromiumProcess {
+    /// Start `binary` with a fresh profile under `tmp_root` (the system temp dir when
+    /// `None`) and `extra` flags; wait up to `startup` for its DevTools endpoint.
+    /// Returns the process and the browser's websocket URL.
+    pub async fn start(
+        binary: &Path,
+        tmp_root: Option<&Path>,
+        extra: &[String],
+        startup: Duration,
+    ) -> Result<(ChromiumProcess, String), BrowserError> {
+        if !binary.is_file() {
+            return Err(BrowserError::NotFound {
+                path: binary.to_path_buf(),
+            });
+        }
+        let root = fresh_dir(tmp_root)?;
+        let profile = root.join("profile");
+        let stderr_path = root.join("chromium.stderr");
+        let start_err = |reason: String| BrowserError::Start {
+            path: binary.to_path_buf(),
+            reason,
+        };
+        let io = |p: &Path, e: std::io::Error| BrowserError::Io {
+            path: p.to_path_buf(),
+            reason: e.to_string(),
+        };
+        std::fs::create_dir(&profile).map_err(|e| io(&profile, e))?;
+        let stderr = std::fs::File::create(&stderr_path).map_err(|e| io(&stderr_path, e))?;
+        let mut cmd = Command::new(binary);
+        cmd.args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg("about:blank")
+            // Found again by this even where it leaves the group (crashpad's handler
+            // starts a session of its own); its crash database stays in `root`.
+            .env(MARKER_VAR, &root)
+            .env("XDG_CONFIG_HOME", root.join("config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&root);
+                return Err(start_err(e.to_string()));
+            }
+        };
+        let pgid = child.id() as i32;
+        let mut proc = ChromiumProcess {
+            child,
+            pgid,
+            root,
+            profile,
+            binary: binary.to_path_buf(),
+            killed: false,
+        };
+        let ws = proc.devtools_url(startup).await?;
+        Ok((proc, ws))
+    }
+
+    /// Chromium writes `DevToolsActivePort` (port, then path) into the profile once the
+    /// endpoint listens; reading it avoids parsing a log line.
+    async fn devtools_url(&mut self, startup: Duration) -> Result<String, BrowserError> {
+        let file = self.profile.join("DevToolsActivePort");
+        let deadline = Instant::now() + startup;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                let mut lines = text.lines();
+                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
+                    if port.trim().parse::<u16>().is_ok() && path.starts_with('/') {
+                        return Ok(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()));
+                    }
+                }
+            }
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    return Err(self.start_error(format!(
+                        "exited ({status}) before its DevTools endpoint was ready"
+                    )))
+                }
+                Ok(None) => {}
+                Err(e) => return Err(self.start_error(format!("cannot wait for it: {e}"))),
+            }
+            if Instant::now() >= deadline {
+                return Err(self.start_error(format!("no DevTools endpoint after {:.0?}", startup)));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn start_error(&self, what: String) -> BrowserError {
+        let tail = self.stderr_tail();
+        BrowserError::Start {
+            path: self.binary.clone(),
+            reason: if tail.is_empty() {
+                what
+            } else {
+                format!("{what}; stderr: {tail}")
+            },
+        }
+    }
+
+    /// The last lines Chromium wrote to stderr, minus the D-Bus noise every headless
+    /// run on a machine without a session bus prints.
+    pub fn stderr_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.root.join("chromium.stderr")).unwrap_or_default();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.contains("dbus/") && !l.trim().is_empty())
+            .collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The fresh profile (`--user-data-dir`); gone once the process is killed.
+    pub fn profile_dir(&self) -> &Path {
+        &self.profile
+    }
+
+    /// SIGKILL the whole group, reap the browser, wait (bounded) until no member of the
+    /// group is alive, remove the profile. Idempotent.
+    pub fn kill(&mut self) {
+        if self.killed {
+            return;
+        }
+        self.killed = true;
+        crate::agent::process::kill_group(self.pgid);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let limit = Instant::now() + REAP_LIMIT;
+        loop {
+            let strays = marked(&self.root);
+            for &pid in &strays {
+                // SAFETY: kill has no memory-safety preconditions; ESRCH is fine.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            let done =
+                strays.is_empty() && crate::agent::process::group_members(self.pgid).is_empty();
+            if done || Instant::now() >= limit {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+impl Drop for ChromiumProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Live processes carrying `GAUNTLET_BROWSER_ROOT=<root>` in their environment.
+fn marked(root: &Path) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut entry = format!("{MARKER_VAR}=").into_bytes();
+    entry.extend_from_slice(root.as_os_str().as_bytes());
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| {
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rfind(')')
+                        .map(|i| s[i + 1..].trim_start().starts_with('Z'))
+                })
+                .unwrap_or(true);
+            !zombie
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .map(|env| env.split(|&b| b == 0).any(|e| e == entry.as_slice()))
+                    .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// A new, empty directory that no other browser of this or another process uses.
+fn fresh_dir(tmp_root: Option<&Path>) -> Result<PathBuf, BrowserError> {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let base = tmp_root
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = base.join(format!(
+        "gauntlet-browser-{}-{}-{nanos}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&base)
+        .and_then(|()| std::fs::create_dir(&dir))
+        .map_err(|e| BrowserError::Io {
+            path: dir.clone(),
+            reason: e.to_string(),
+        })?;
+    Ok(dir)
+}
