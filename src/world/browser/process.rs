@@ -87,6 +87,8 @@ impl ChromiumProcess {
             // starts a session of its own); its crash database stays in `root`.
             .env(MARKER_VAR, &root)
             .env("XDG_CONFIG_HOME", root.join("config"))
+            // Chromium puts its singleton socket under TMPDIR: keep it short and ours.
+            .env("TMPDIR", &root)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
@@ -235,12 +237,23 @@ fn marked(root: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// Longest root that leaves room for Chromium's singleton socket
+/// (`<root>/org.chromium.Chromium.XXXXXX/SingletonSocket`) inside the 108-byte limit of
+/// a Unix socket path; a deeper root makes Chromium abort at start.
+const MAX_ROOT_LEN: usize = 60;
+
 /// A new, empty directory that no other browser of this or another process uses.
 fn fresh_dir(tmp_root: Option<&Path>) -> Result<PathBuf, BrowserError> {
     static SEQ: AtomicU32 = AtomicU32::new(0);
-    let base = tmp_root
+    let preferred = tmp_root
         .map(Path::to_path_buf)
         .unwrap_or_else(std::env::temp_dir);
+    // Trial temp dirs are deep; fall back to /tmp rather than crash Chromium.
+    let base = if preferred.as_os_str().len() + 40 > MAX_ROOT_LEN {
+        PathBuf::from("/tmp")
+    } else {
+        preferred
+    };
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
