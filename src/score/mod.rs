@@ -2,6 +2,8 @@
 //! verdict re-derives identically offline from the recorded evidence.
 
 pub mod qa;
+#[cfg(test)]
+mod qa_rules;
 
 use serde::{Deserialize, Serialize};
 
