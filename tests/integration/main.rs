@@ -5,6 +5,7 @@ mod bad_agents;
 mod plan;
 mod process;
 mod proxy;
+mod proxy_budget;
 mod proxy_byok;
 mod proxy_provider;
 mod proxy_wire;
