@@ -113,7 +113,7 @@ async fn scripted_calls_are_refused_once_the_budget_is_spent() {
             assert_eq!(entry.input_tokens, None);
             assert_eq!(entry.protocol, protocol);
         }
-        assert_eq!(refused[1].stream, true);
+        assert!(refused[1].stream);
         assert!(budget_hit(&entries).is_some_and(|b| b.contains("12")));
         assert_eq!(budget_hit(&entries[..answered]), None);
     }
