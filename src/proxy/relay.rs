@@ -1,7 +1,8 @@
 //! Passing an upstream SSE stream through to the agent while metering it.
 //!
 //! Chunks go to the agent as they arrive (the relay is the response body itself, so
-//! nothing is buffered beyond one unfinished event). Each event is shown to a
+//! nothing is buffered beyond one unfinished event); chunks that have already arrived
+//! together go out in one write. Each event is shown to a
 //! protocol-specific [`StreamMeter`]; the entry is recorded exactly once, when the
 //! stream ends, breaks, or is dropped because the agent went away.
 
@@ -9,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 use hyper::body::Frame;
 
@@ -43,6 +44,9 @@ pub(crate) struct Relay {
     /// Where the entry goes; `None` once recorded.
     finish: Option<(Arc<UsageLog>, Pending)>,
     redactor: Arc<Upstream>,
+    /// The end (or break) of the upstream stream, seen while gathering chunks that had
+    /// already arrived, and handled on the next poll after those were passed on.
+    held: Option<Polled>,
 }
 
 impl Relay {
@@ -59,6 +63,7 @@ impl Relay {
             meter,
             finish: Some((log, pending)),
             redactor,
+            held: None,
         }
     }
 
@@ -82,6 +87,22 @@ impl Relay {
     }
 }
 
+/// One poll of the upstream byte stream.
+type Polled = Option<Result<Bytes, reqwest::Error>>;
+
+impl Relay {
+    /// Meter one upstream chunk; append what the agent gets to `out`.
+    fn take_chunk(&mut self, chunk: Bytes, out: &mut BytesMut) {
+        let events = self.scanner.push(&chunk);
+        if self.meter.filters() {
+            out.extend_from_slice(&self.pass(events));
+        } else {
+            self.pass(events);
+            out.extend_from_slice(&chunk);
+        }
+    }
+}
+
 impl Stream for Relay {
     type Item = Result<Frame<Bytes>, std::io::Error>;
 
@@ -91,16 +112,28 @@ impl Stream for Relay {
             if this.finish.is_none() {
                 return Poll::Ready(None);
             }
-            match ready!(this.upstream.as_mut().poll_next(cx)) {
+            let item: Polled = match this.held.take() {
+                Some(item) => item,
+                None => ready!(this.upstream.as_mut().poll_next(cx)),
+            };
+            match item {
                 Some(Ok(chunk)) => {
-                    let events = this.scanner.push(&chunk);
-                    if !this.meter.filters() {
-                        this.pass(events);
-                        return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                    let mut out = BytesMut::new();
+                    this.take_chunk(chunk, &mut out);
+                    // Whatever else has already arrived goes in the same write; nothing
+                    // waits for what has not.
+                    loop {
+                        match this.upstream.as_mut().poll_next(cx) {
+                            Poll::Ready(Some(Ok(more))) => this.take_chunk(more, &mut out),
+                            Poll::Ready(end) => {
+                                this.held = Some(end);
+                                break;
+                            }
+                            Poll::Pending => break,
+                        }
                     }
-                    let out = this.pass(events);
                     if !out.is_empty() {
-                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                        return Poll::Ready(Some(Ok(Frame::data(out.freeze()))));
                     }
                 }
                 Some(Err(e)) => {

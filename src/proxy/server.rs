@@ -86,6 +86,9 @@ pub(crate) async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    // Streamed events are small writes: without this, Nagle's algorithm
+                    // holds each back until the agent acknowledges the last one.
+                    let _ = stream.set_nodelay(true);
                     connections.spawn(connection(stream, Arc::clone(&state), stop.clone()));
                 }
                 // Out of file descriptors and the like: back off instead of spinning.

@@ -10,6 +10,7 @@ mod flowtest;
 mod plan;
 mod process;
 mod proxy;
+mod proxy_budget;
 mod proxy_byok;
 mod proxy_provider;
 mod proxy_wire;

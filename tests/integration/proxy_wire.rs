@@ -152,7 +152,6 @@ fn responses_streamed(text: &str) -> (Value, Value) {
     }
     let completed = &events.last().expect("events").1["response"];
     let (item, usage) = responses_whole(completed);
-    let mut done_item = done_item;
     done_item.as_object_mut().map(|o| o.remove("id"));
     assert_eq!(item, done_item);
     (item, usage)
