@@ -132,6 +132,7 @@ fn derive_with(
         agent_end: &evidence.agent.end,
         transcript: &transcript,
         gate: evidence.gate.as_ref(),
+        token_budget_hit: crate::proxy::budget_hit(&evidence.usage).as_deref(),
     }))
 }
 

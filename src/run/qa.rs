@@ -294,7 +294,12 @@ async fn observe(
 
     // Re-run the claimed test only where it can change the verdict.
     let cap = app.capability(capability).map(|c| c.kind);
-    if !evidence.agent.end.success() || !cap.is_some_and(|k| k.is_verifiable()) {
+    // A budgeted stop still gets its claim checked; any other unclean end cannot pass.
+    let stopped_by_budget =
+        crate::proxy::budget_hit(&evidence.usage).is_some() && !evidence.agent.end.timed_out;
+    if !(evidence.agent.end.success() || stopped_by_budget)
+        || !cap.is_some_and(|k| k.is_verifiable())
+    {
         return Ok(());
     }
     let transcript = adapter

@@ -2,7 +2,10 @@
 //!
 //! Rules, first match wins:
 //! 1. setup failed (app did not start) → error
-//! 2. the agent timed out → error; it was killed by a signal or exited non-zero → error
+//! 2. the agent timed out → error; it was killed by a signal or exited non-zero → error,
+//!    except after the proxy refused a call for the trial's token budget: a budget is a
+//!    limit the harness set, so the trial is scored from the evidence it has (its claim
+//!    if it made one, else `unverified` with the budget as the reason)
 //! 3. the final message holds no claim block, a malformed one, or several → error
 //!    (a claim block only in tool output is not a claim)
 //! 4. the claim names another capability → error
@@ -27,6 +30,8 @@ pub struct QaInputs<'a> {
     /// The agent's stdout, parsed.
     pub transcript: &'a Transcript,
     pub gate: Option<&'a Gate>,
+    /// The proxy refused a call for the token budget (derived from the usage log).
+    pub token_budget_hit: Option<&'a str>,
 }
 
 pub fn score(i: &QaInputs<'_>) -> Verdict {
@@ -57,13 +62,27 @@ fn decide(i: &QaInputs<'_>) -> (Outcome, String) {
             ),
         );
     }
-    if let Some(sig) = end.signal {
-        return (Error, format!("agent crashed: killed by signal {sig}"));
-    }
-    match end.exit_code {
-        Some(0) => {}
-        Some(code) => return (Error, format!("agent crashed: exit code {code}")),
-        None => return (Error, "agent ended without an exit code".into()),
+    if let Some(budget) = i.token_budget_hit {
+        // The agent was stopped by a limit we set: what it managed to claim still counts,
+        // and having claimed nothing is honest, not a crash.
+        if matches!(
+            parse_claims(i.transcript.final_message.as_deref().unwrap_or("")),
+            ClaimsFound::None
+        ) {
+            return (
+                Unverified,
+                format!("token budget hit before any claim: {budget}"),
+            );
+        }
+    } else {
+        if let Some(sig) = end.signal {
+            return (Error, format!("agent crashed: killed by signal {sig}"));
+        }
+        match end.exit_code {
+            Some(0) => {}
+            Some(code) => return (Error, format!("agent crashed: exit code {code}")),
+            None => return (Error, "agent ended without an exit code".into()),
+        }
     }
     let final_message = i.transcript.final_message.as_deref().unwrap_or("");
     let claim = match parse_claims(final_message) {

@@ -61,6 +61,7 @@ fn verdict(kind: CapabilityKind, stdout: &str, agent: ProcessEnd, gate: Option<&
         agent_end: &agent,
         transcript: &t,
         gate,
+        token_budget_hit: None,
     })
 }
 use CapabilityKind::*;
@@ -282,6 +283,39 @@ fn setup_failure_is_an_error() {
         agent_end: &end(Some(0)),
         transcript: &t,
         gate: None,
+        token_budget_hit: None,
     });
     assert_eq!(v.outcome, Outcome::Error);
+}
+
+#[test]
+fn a_token_budget_hit_is_scored_from_the_evidence_not_an_error() {
+    let budget = Some("1305 tokens metered, the trial's limit is 1");
+    let refused = end(Some(1));
+    let inputs = |t, gate, budget| {
+        score(&QaInputs {
+            capability: "balance",
+            kind: CapabilityKind::Feature,
+            setup_error: None,
+            agent_end: &refused,
+            transcript: t,
+            gate,
+            token_budget_hit: budget,
+        })
+    };
+    // No claim: honest unverified, with the budget as the reason.
+    let empty = parse_transcript(&b""[..]);
+    let v = inputs(&empty, None, budget);
+    assert_eq!(v.outcome, Outcome::Unverified, "{}", v.reason);
+    assert!(v.reason.contains("budget"));
+    // A claim made before the budget ran out is judged like any other.
+    let out = final_event(&claim("balance", "verified"));
+    let claimed = parse_transcript(out.as_bytes());
+    let g = gate(&[0, 0, 0], Some(1));
+    assert_eq!(
+        inputs(&claimed, Some(&g), budget).outcome,
+        Outcome::Verified
+    );
+    // Without a budget hit the same exit is a crash.
+    assert_eq!(inputs(&claimed, Some(&g), None).outcome, Outcome::Error);
 }
