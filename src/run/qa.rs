@@ -137,6 +137,7 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         gate_timeout_secs: cfg.gate_timeout.as_secs_f64(),
         output_cap_bytes: cfg.output_cap_bytes,
         upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
+        commit: record::gauntlet_commit(),
     }
 }
 

@@ -2,9 +2,11 @@
 
 mod app_ledger;
 mod bad_agents;
+mod merge;
 mod plan;
 mod process;
 mod proxy;
 mod reference_agent;
+mod report;
 mod rescore;
 mod support;
