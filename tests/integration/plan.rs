@@ -190,10 +190,5 @@ fn repeats_give_one_stable_trial_per_repeat() {
             "qa::api-ledger::balance::r3"
         ]
     );
-    assert_eq!(
-        plan.iter()
-            .filter(|p| p.name.starts_with("qa::api-ledger::"))
-            .count(),
-        18
-    );
+    assert_eq!(plan.iter().filter(|p| p.name.starts_with("qa::api-ledger::")).count(), 18);
 }
