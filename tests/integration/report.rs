@@ -388,3 +388,19 @@ fn the_junit_summary_line_carries_the_figures() {
     // One line, so that JUnit system-out keeps it whole and a grep finds it.
     assert!(!line.contains('\n'));
 }
+
+#[test]
+fn the_committed_illustration_run_rescores_and_is_never_ranked() {
+    let results = root().join("results");
+    let run = results.join("runs/scripted-illustration-k3");
+    let loaded = load_run(&run).expect("committed run loads");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    assert!(!loaded.records.is_empty());
+    let pages = report::render(&loaded, &Options::default());
+    assert!(pages.summary.illustration);
+    let index = std::fs::read_to_string(results.join("published/index.md")).expect("index");
+    let (board, _) = index
+        .split_once("## Harness illustrations")
+        .expect("two sections");
+    assert!(!board.contains("scripted-illustration-k3"), "{index}");
+}
