@@ -123,9 +123,20 @@ fn main() {
     }
     let (b, r) = (median(base), median(rep));
     let mbs = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
-    println!("  plain serde_json (read + parse), median: {:>8.1} ms  {:>8.1} MB/s", b.as_secs_f64() * 1e3, mbs(b));
-    println!("  rescore + report (md, html, json), median: {:>6.1} ms  {:>8.1} MB/s", r.as_secs_f64() * 1e3, mbs(r));
-    println!("  report time / serde_json time:            {:>8.2}x", r.as_secs_f64() / b.as_secs_f64());
+    println!(
+        "  plain serde_json (read + parse), median: {:>8.1} ms  {:>8.1} MB/s",
+        b.as_secs_f64() * 1e3,
+        mbs(b)
+    );
+    println!(
+        "  rescore + report (md, html, json), median: {:>6.1} ms  {:>8.1} MB/s",
+        r.as_secs_f64() * 1e3,
+        mbs(r)
+    );
+    println!(
+        "  report time / serde_json time:            {:>8.2}x",
+        r.as_secs_f64() / b.as_secs_f64()
+    );
 
     // --list of a 10,000-trial plan.
     let root = gauntlet::binaries::repo_root();
@@ -181,7 +192,16 @@ fn main() {
     }
     let (p, b) = (median(plan_time), median(bare_time));
     println!("list bench: {listed} trials");
-    println!("  qa plan --list (load + plan + list), median: {:>7.1} ms", p.as_secs_f64() * 1e3);
-    println!("  empty libtest-mimic --list, median:          {:>7.1} ms", b.as_secs_f64() * 1e3);
-    println!("  ratio:                                       {:>7.2}x", p.as_secs_f64() / b.as_secs_f64());
+    println!(
+        "  qa plan --list (load + plan + list), median: {:>7.1} ms",
+        p.as_secs_f64() * 1e3
+    );
+    println!(
+        "  empty libtest-mimic --list, median:          {:>7.1} ms",
+        b.as_secs_f64() * 1e3
+    );
+    println!(
+        "  ratio:                                       {:>7.2}x",
+        p.as_secs_f64() / b.as_secs_f64()
+    );
 }

@@ -95,6 +95,19 @@ pub struct ThresholdResult {
     pub met: bool,
 }
 
+/// How many capabilities with a threshold met it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThresholdsMet {
+    pub met: usize,
+    pub of: usize,
+}
+
+impl std::fmt::Display for ThresholdsMet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.met, self.of)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapabilityFigures {
     pub app: String,
@@ -110,7 +123,7 @@ pub struct CapabilityFigures {
 pub struct AppFigures {
     pub app: String,
     pub capabilities: usize,
-    pub thresholds_met: Option<(usize, usize)>,
+    pub thresholds_met: Option<ThresholdsMet>,
     pub figures: Figures,
 }
 
@@ -141,8 +154,8 @@ pub struct Summary {
     pub prices: Option<String>,
     pub thresholds: Vec<String>,
     pub run: Figures,
-    /// (met, with a threshold) over capabilities.
-    pub thresholds_met: Option<(usize, usize)>,
+    /// Over capabilities that have a threshold.
+    pub thresholds_met: Option<ThresholdsMet>,
     pub apps: Vec<AppFigures>,
     pub capabilities: Vec<CapabilityFigures>,
     pub trials: Vec<TrialRow>,
@@ -204,7 +217,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
             kind: recs[0].spec.kind,
             outcomes: recs.iter().map(|r| r.verdict.outcome).collect(),
             threshold,
-            figures: figures(recs, &[recs.clone()], k, opts),
+            figures: figures(recs, std::slice::from_ref(recs), k, opts),
         });
     }
 
@@ -270,9 +283,12 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
     }
 }
 
-fn thresholds_met(caps: &[&CapabilityFigures]) -> Option<(usize, usize)> {
+fn thresholds_met(caps: &[&CapabilityFigures]) -> Option<ThresholdsMet> {
     let with: Vec<_> = caps.iter().filter_map(|c| c.threshold.as_ref()).collect();
-    (!with.is_empty()).then(|| (with.iter().filter(|t| t.met).count(), with.len()))
+    (!with.is_empty()).then(|| ThresholdsMet {
+        met: with.iter().filter(|t| t.met).count(),
+        of: with.len(),
+    })
 }
 
 /// A record's cost, or the models it used that have no price.

@@ -105,7 +105,7 @@ pub fn render(s: &Summary) -> String {
         (
             "capabilities meeting their threshold",
             s.thresholds_met
-                .map(|(m, n)| format!("{m}/{n}"))
+                .map(|t| t.to_string())
                 .unwrap_or_else(|| "no thresholds configured".into()),
         ),
     ];

@@ -91,7 +91,7 @@ pub fn render(s: &Summary) -> String {
         (
             "capabilities meeting their threshold",
             s.thresholds_met
-                .map(|(m, n)| format!("{m}/{n}"))
+                .map(|t| t.to_string())
                 .unwrap_or_else(|| "no thresholds configured".into()),
         ),
     ];
@@ -125,7 +125,7 @@ pub fn render(s: &Summary) -> String {
             ms(f.wall_ms_median),
             ms(f.wall_ms_max.map(|v| v as f64)),
             a.thresholds_met
-                .map(|(m, n)| format!("{m}/{n}"))
+                .map(|t| t.to_string())
                 .unwrap_or_else(|| "-".into()),
         );
     }

@@ -88,8 +88,11 @@ fn legend_row(o: &mut String, legend: &[(&str, &str)], x0: f64, y: f64) {
     }
 }
 
+/// One line of a chart: name, colour, (k, value) points.
+pub type Series<'a> = (&'a str, &'static str, Vec<(u32, f64)>);
+
 /// A line chart of series over k = 1..=K, values in [0, 1].
-pub fn lines_over_k(title: &str, series: &[(&str, &'static str, Vec<(u32, f64)>)]) -> String {
+pub fn lines_over_k(title: &str, series: &[Series<'_>]) -> String {
     let (w, h) = (520.0, 240.0);
     let (l, r, t, b) = (44.0, 16.0, 28.0, 46.0);
     let kmax = series
