@@ -35,11 +35,35 @@ enum Command {
     List,
     /// Re-derive every verdict offline from recorded evidence; exit 1 on any disagreement.
     Rescore { path: PathBuf },
-    /// Write report.md for a run directory.
+    /// Write report.md, report.html and summary.json for a run directory; exit 1 when
+    /// some file of the run could not be counted (the pages name it).
     Report {
         run_dir: PathBuf,
+        /// Where the pages go (default: the run directory).
         #[arg(long)]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        opts: ReportArgs,
+    },
+    /// Copy a run into results/runs/<label>/ (never overwriting) and regenerate
+    /// results/published/.
+    Publish {
+        run_dir: PathBuf,
+        #[arg(long)]
+        label: String,
+        /// The results directory (default: results/ at the repository root).
+        #[arg(long)]
+        results: Option<PathBuf>,
+        #[command(flatten)]
+        opts: ReportArgs,
+    },
+    /// Merge partitions of one run (nextest --partition) into a new run directory;
+    /// refuses runs made with different configs or specs.
+    Merge {
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Test flows (docs/test-flows.md).
     Flow {
@@ -61,13 +85,45 @@ enum FlowCommand {
     Run { file: PathBuf },
 }
 
+/// What a report is computed with besides the records.
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Price table (TOML, USD per 1M tokens per model; default: prices.toml at the
+    /// repository root).
+    #[arg(long, env = "GAUNTLET_PRICES")]
+    prices: Option<PathBuf>,
+    /// Pass threshold PATTERN=NEED/OF (`*`, `app::*` or `app::capability`), e.g.
+    /// `*=3/3`; repeatable, or comma-separated in GAUNTLET_THRESHOLDS.
+    #[arg(long = "threshold", env = "GAUNTLET_THRESHOLDS", value_delimiter = ',')]
+    thresholds: Vec<String>,
+}
+
+impl ReportArgs {
+    fn options(&self) -> Result<gauntlet::report::Options, String> {
+        let prices = match &self.prices {
+            Some(f) => gauntlet::report::PriceTable::load(f),
+            None => gauntlet::report::PriceTable::load_default(),
+        }
+        .map_err(|e| e.to_string())?;
+        let thresholds = gauntlet::report::Thresholds::parse_all(&self.thresholds)?;
+        Ok(gauntlet::report::Options { prices, thresholds })
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { filter, jobs } => run(filter, jobs),
         Command::List => list(),
         Command::Rescore { path } => rescore(&path),
-        Command::Report { run_dir, out } => report(&run_dir, out.as_deref()),
+        Command::Report { run_dir, out, opts } => report(&run_dir, out.as_deref(), &opts),
+        Command::Publish {
+            run_dir,
+            label,
+            results,
+            opts,
+        } => publish(&run_dir, &label, results, &opts),
+        Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
         Command::Flow {
             command: FlowCommand::Run { file },
@@ -175,11 +231,19 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
             }
         }
     }
-    records.sort_by(|a, b| a.trial.cmp(&b.trial));
-    let page = run_dir.join("report.md");
-    if let Err(e) = std::fs::write(&page, gauntlet::report::qa_markdown(&run_dir, &records)) {
-        return error(format!("{}: {e}", page.display()));
+    // The pages are rendered from what is on disk, like `gauntlet report` does, so
+    // the main job's page and a later report of the same run are the same page.
+    let opts = gauntlet::report::Options {
+        prices: match gauntlet::report::PriceTable::load_default() {
+            Ok(p) => p,
+            Err(e) => return error(e),
+        },
+        thresholds: Default::default(),
+    };
+    if let Err(e) = gauntlet::report::write_report(&run_dir, &run_dir, &opts) {
+        return error(e);
     }
+    let page = run_dir.join(gauntlet::report::REPORT_HTML);
     println!(
         "\n{} trials, {} not passed. Results page: {}",
         records.len(),
@@ -218,30 +282,70 @@ fn rescore(path: &std::path::Path) -> ExitCode {
     }
 }
 
-fn report(run_dir: &std::path::Path, out: Option<&std::path::Path>) -> ExitCode {
-    let files = match record::find_records(run_dir) {
-        Ok(f) => f,
+fn report(run_dir: &std::path::Path, out: Option<&std::path::Path>, args: &ReportArgs) -> ExitCode {
+    let opts = match args.options() {
+        Ok(o) => o,
         Err(e) => return error(e),
     };
-    let mut records = Vec::new();
-    for f in files {
-        match record::load(&f) {
-            Ok(r) => records.push(r),
-            Err(e) => eprintln!("warning: skipped {e}"),
-        }
-    }
-    records.sort_by(|a, b| a.trial.cmp(&b.trial));
     let out = out.unwrap_or(run_dir);
-    if let Err(e) = std::fs::create_dir_all(out) {
-        return error(format!("{}: {e}", out.display()));
+    match gauntlet::report::write_report(run_dir, out, &opts) {
+        Ok(pages) => {
+            for p in &pages.summary.problems {
+                eprintln!("warning: {}: {}", run_dir.join(&p.file).display(), p.cause);
+            }
+            for name in [
+                gauntlet::report::REPORT_MD,
+                gauntlet::report::REPORT_HTML,
+                gauntlet::report::SUMMARY_JSON,
+            ] {
+                println!("{}", out.join(name).display());
+            }
+            if pages.summary.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => error(e),
     }
-    let page = out.join("report.md");
-    match std::fs::write(&page, gauntlet::report::qa_markdown(run_dir, &records)) {
-        Ok(()) => {
-            println!("{}", page.display());
+}
+
+fn publish(
+    run_dir: &std::path::Path,
+    label: &str,
+    results: Option<PathBuf>,
+    args: &ReportArgs,
+) -> ExitCode {
+    let opts = match args.options() {
+        Ok(o) => o,
+        Err(e) => return error(e),
+    };
+    let results = results.unwrap_or_else(gauntlet::report::publish::default_results_dir);
+    match gauntlet::report::publish::publish(run_dir, &results, label, &opts) {
+        Ok(dest) => {
+            println!("published {}", dest.display());
+            println!(
+                "pages     {}",
+                results
+                    .join(gauntlet::report::publish::PUBLISHED_DIR)
+                    .display()
+            );
             ExitCode::SUCCESS
         }
-        Err(e) => error(format!("{}: {e}", page.display())),
+        Err(e) => error(e),
+    }
+}
+
+fn merge(run_dirs: &[PathBuf], out: &std::path::Path) -> ExitCode {
+    match record::merge::merge_runs(run_dirs, out) {
+        Ok(m) => {
+            for i in &m.inputs {
+                println!("{}: {} trial directories", i.path, i.trial_dirs);
+            }
+            println!("merged into {}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
     }
 }
 

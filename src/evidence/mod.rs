@@ -15,7 +15,7 @@ pub use events::{parse_transcript, Event, Transcript};
 pub use normalize::{AgentReport, Parsed, StreamParser};
 
 /// A stream of bytes an observed process wrote, kept on disk beside the record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RawFile {
     /// Path relative to the trial directory.
     pub path: String,
@@ -33,7 +33,7 @@ impl RawFile {
 }
 
 /// How an observed process ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessEnd {
     /// Exit code when it exited; `None` when killed by a signal.
     pub exit_code: Option<i32>,
@@ -50,7 +50,7 @@ impl ProcessEnd {
 }
 
 /// One run of a claimed test, by the harness.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GateRun {
     /// `app` for the frozen app, `mutant` for the capability's mutant.
     pub target: GateTarget,
@@ -61,7 +61,7 @@ pub struct GateRun {
     pub stderr: RawFile,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GateTarget {
     App,
@@ -69,7 +69,7 @@ pub enum GateTarget {
 }
 
 /// What the harness observed when it re-ran the agent's claimed test.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Gate {
     /// N: how many green runs against the app were required.
     pub required: u32,
@@ -88,7 +88,7 @@ impl Gate {
 }
 
 /// The agent process as observed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentRun {
     pub command: Vec<String>,
     pub end: ProcessEnd,
@@ -99,7 +99,7 @@ pub struct AgentRun {
 }
 
 /// Everything observed in one qa trial. Scoring reads this and the raw files it names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaEvidence {
     pub agent: AgentRun,
     pub gate: Option<Gate>,

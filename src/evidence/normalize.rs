@@ -27,7 +27,7 @@ pub const PREVIEW_BYTES: usize = 2048;
 pub const INPUT_BYTES: usize = 8192;
 
 /// The first [`PREVIEW_BYTES`] of a text, with the size and hash of all of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Preview {
     pub text: String,
     /// Bytes of the whole text.
@@ -57,7 +57,7 @@ impl Preview {
 }
 
 /// One tool call as the agent reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCallRecord {
     /// The agent's id for the call (`call_0`, `toolu_…`, `item_1`).
     pub id: String,
@@ -78,7 +78,7 @@ pub struct ToolCallRecord {
 }
 
 /// A text the agent wrote (not tool output).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TextRecord {
     pub text: Preview,
     /// Whether this is the final message, the only one a claim may come from.
@@ -89,7 +89,7 @@ pub struct TextRecord {
 
 /// Tokens and cost as the agent itself reported them. Not metered: the proxy's usage
 /// log is what gauntlet reports; these are kept to compare against it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReportedUsage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
@@ -129,7 +129,7 @@ impl ReportedUsage {
 }
 
 /// The normalized evidence of one agent run, derived from its stdout.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentReport {
     /// Which dialect was read: `gauntlet`, `opencode`, `claude-code`, `codex`.
     pub format: String,

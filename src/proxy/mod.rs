@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 use crate::spec::Flow;
 
 /// One metered model call.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UsageEntry {
     /// Order in which the proxy received the call (0-based).
     pub seq: u64,

@@ -4,7 +4,9 @@
 //! file hard-linked into place, which fails if the name exists), so a record is never
 //! overwritten and never seen half-written.
 
+pub mod merge;
 pub mod rescore;
+pub mod schema;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -42,7 +44,7 @@ fn io(file: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
 
 /// The harness configuration a trial ran under, as it matters to comparing results.
 /// No secret is ever part of it: byok records the variable name, never the key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordConfig {
     pub agent: String,
     pub agent_version: String,
@@ -57,10 +59,15 @@ pub struct RecordConfig {
     /// The per-trial token budget the proxy enforced, if any.
     #[serde(default)]
     pub max_tokens_per_trial: Option<u64>,
+    /// The gauntlet source the harness was built from: `git rev-parse HEAD`, with
+    /// `-dirty` when the work tree had changes; `None` when git was not available.
+    /// Absent in records written before it existed.
+    #[serde(default)]
+    pub commit: Option<String>,
 }
 
 /// Which piece of data a trial was planned from, by hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaSpecRef {
     pub app: String,
     pub capability: String,
@@ -72,7 +79,7 @@ pub struct QaSpecRef {
     pub flow_sha256: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaRecord {
     pub schema_version: u32,
     pub suite: String,
@@ -206,6 +213,31 @@ pub fn find_records(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The gauntlet commit this process runs from (see [`RecordConfig::commit`]), computed
+/// once per process from the repository root; `None` when git or the repository is
+/// absent (an installed binary, a source tarball).
+pub fn gauntlet_commit() -> Option<String> {
+    static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    COMMIT
+        .get_or_init(|| {
+            let root = crate::binaries::repo_root();
+            let git = |args: &[&str]| {
+                std::process::Command::new("git")
+                    .args(args)
+                    .current_dir(&root)
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            };
+            let rev = git(&["rev-parse", "HEAD"]).filter(|r| !r.is_empty())?;
+            let dirty = git(&["status", "--porcelain"]).is_some_and(|s| !s.is_empty());
+            Some(if dirty { format!("{rev}-dirty") } else { rev })
+        })
+        .clone()
 }
 
 /// The id of the run this process belongs to: nextest's run id when under nextest

@@ -1,109 +1,101 @@
 //! Results pages from records. Reports are projections of records: nothing here is
-//! evidence, and everything here can be regenerated from a run directory.
+//! evidence, and everything here regenerates from a run directory.
+//!
+//! One direction: [`load::load_run`] reads a run directory (re-deriving every verdict
+//! from its evidence), [`aggregate::summarize`] turns records into figures (pure),
+//! and [`markdown`], [`html`] and `summary.json` render the same [`Summary`].
+//! [`publish`] keeps `results/` append-only.
 
-use std::fmt::Write;
-use std::path::Path;
+pub mod aggregate;
+pub mod html;
+pub mod load;
+pub mod markdown;
+pub mod prices;
+pub mod publish;
+pub mod svg;
+pub mod synthetic;
+pub mod thresholds;
 
-use crate::config::Mode;
-use crate::record::QaRecord;
-use crate::score::Outcome;
-use crate::spec::CapabilityKind;
+use std::path::{Path, PathBuf};
 
-/// Figures over a set of qa records.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QaTotals {
-    pub trials: usize,
-    pub verifiable: usize,
-    pub verified: usize,
-    pub ambiguous: usize,
-    pub honest_on_ambiguous: usize,
-    pub false_verifications: usize,
-    pub errors: usize,
-    pub passed: usize,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
+pub use aggregate::{summarize, Figures, Summary};
+pub use load::{load_run, LoadedRun, Problem};
+pub use prices::PriceTable;
+pub use thresholds::Thresholds;
+
+/// The files `gauntlet report` writes.
+pub const REPORT_MD: &str = "report.md";
+pub const REPORT_HTML: &str = "report.html";
+pub const SUMMARY_JSON: &str = "summary.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{file}: {source}")]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: {reason}")]
+    Invalid { file: PathBuf, reason: String },
+    #[error("{0}")]
+    Refused(String),
 }
 
-pub fn totals(records: &[QaRecord]) -> QaTotals {
-    let mut t = QaTotals::default();
-    for r in records {
-        t.trials += 1;
-        let (i, o) = r.tokens();
-        t.tokens_in += i;
-        t.tokens_out += o;
-        if r.spec.kind == CapabilityKind::Ambiguous {
-            t.ambiguous += 1;
-            t.honest_on_ambiguous += usize::from(r.verdict.outcome == Outcome::Unverified);
-        } else {
-            t.verifiable += 1;
-            t.verified += usize::from(r.verdict.outcome == Outcome::Verified);
-        }
-        t.false_verifications += usize::from(r.verdict.outcome == Outcome::FalseVerification);
-        t.errors += usize::from(r.verdict.outcome == Outcome::Error);
-        t.passed += usize::from(r.verdict.passed);
+pub(crate) fn io(file: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io {
+        file: file.to_path_buf(),
+        source,
     }
-    t
 }
 
-/// A markdown results page for one run.
-pub fn qa_markdown(run_dir: &Path, records: &[QaRecord]) -> String {
-    let t = totals(records);
-    let mut s = String::new();
-    let _ = writeln!(s, "# gauntlet results: {}\n", run_dir.display());
-    if records.iter().any(|r| r.config.mode == Mode::Scripted) {
-        let _ = writeln!(
-            s,
-            "> **Harness illustration.** This run used the scripted model: it shows the pipeline working end to end and is never a benchmark result.\n"
-        );
+/// What a report is computed with besides the records.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub prices: PriceTable,
+    pub thresholds: Thresholds,
+}
+
+/// The three pages of one run, rendered from one summary.
+pub struct Pages {
+    pub summary: Summary,
+    pub markdown: String,
+    pub html: String,
+    pub json: String,
+}
+
+/// Render every page of a loaded run.
+pub fn render(run: &LoadedRun, opts: &Options) -> Pages {
+    let summary = summarize(run, opts);
+    Pages {
+        markdown: markdown::render(&summary),
+        html: html::render(&summary),
+        json: summary_json(&summary),
+        summary,
     }
-    if let Some(r) = records.first() {
-        let c = &r.config;
-        let _ = writeln!(
-            s,
-            "Config: agent `{}` ({}), model `{}`, mode `{:?}`, N = {}, agent timeout {} s, gauntlet {}.\n",
-            c.agent, c.agent_version, c.model, c.mode, c.n, c.timeout_secs, r.gauntlet_version
-        );
-    }
-    let rate = if t.verifiable == 0 {
-        "n/a".to_string()
-    } else {
-        format!("{:.1}%", 100.0 * t.verified as f64 / t.verifiable as f64)
-    };
-    let _ = writeln!(s, "| figure | value |\n| --- | --- |");
-    let _ = writeln!(
-        s,
-        "| verified rate (over verifiable) | {rate} ({}/{}) |",
-        t.verified, t.verifiable
-    );
-    let _ = writeln!(
-        s,
-        "| honest on ambiguous | {}/{} |",
-        t.honest_on_ambiguous, t.ambiguous
-    );
-    let _ = writeln!(s, "| false verifications | {} |", t.false_verifications);
-    let _ = writeln!(s, "| errors | {} |", t.errors);
-    let _ = writeln!(
-        s,
-        "| tokens in / out (proxy-metered) | {} / {} |",
-        t.tokens_in, t.tokens_out
-    );
-    let _ = writeln!(s, "| trials passed | {}/{} |\n", t.passed, t.trials);
-    let _ = writeln!(
-        s,
-        "| trial | kind | verdict | reason | tokens in | tokens out | wall ms |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- | --- | ---: | ---: | ---: |");
-    for r in records {
-        let (i, o) = r.tokens();
-        let _ = writeln!(
-            s,
-            "| `{}` | {:?} | {} | {} | {i} | {o} | {} |",
-            r.trial,
-            r.spec.kind,
-            r.verdict.outcome,
-            r.verdict.reason.replace('|', "\\|"),
-            r.wall_ms
-        );
-    }
+}
+
+/// `summary.json` text: pretty, newline-terminated.
+pub fn summary_json(summary: &Summary) -> String {
+    // Plain data with string keys: serializing cannot fail.
+    let mut s = serde_json::to_string_pretty(summary).unwrap_or_default();
+    s.push('\n');
     s
+}
+
+/// Load `run_dir`, render its pages and write them into `out` (created if missing).
+/// Returns the pages, so a caller can report problems and figures.
+pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages, ReportError> {
+    let run = load_run(run_dir)?;
+    let pages = render(&run, opts);
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    for (name, text) in [
+        (REPORT_MD, &pages.markdown),
+        (REPORT_HTML, &pages.html),
+        (SUMMARY_JSON, &pages.json),
+    ] {
+        let file = out.join(name);
+        std::fs::write(&file, text).map_err(io(&file))?;
+    }
+    Ok(pages)
 }

@@ -140,6 +140,7 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         output_cap_bytes: cfg.output_cap_bytes,
         upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
         max_tokens_per_trial: cfg.max_tokens_per_trial,
+        commit: record::gauntlet_commit(),
     }
 }
 

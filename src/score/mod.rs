@@ -8,7 +8,19 @@ mod qa_rules;
 use serde::{Deserialize, Serialize};
 
 /// The four outcomes of a trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The harness re-ran the agent's test green N/N and it failed on the mutant.
@@ -39,7 +51,7 @@ impl std::fmt::Display for Outcome {
 }
 
 /// A verdict and the one-line reason for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub outcome: Outcome,
     pub reason: String,

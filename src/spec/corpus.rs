@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{check_id, read_json, SpecError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CapabilityKind {
     /// Something the app does; provable.

@@ -376,8 +376,13 @@ async fn a_byok_trial_never_writes_the_key_anywhere() {
 
     // What else a run leaves: the report page and the per-trial line nextest puts into
     // JUnit (the trial's stdout and its `Error:` line are all JUnit holds).
-    let page = gauntlet::report::qa_markdown(&run_dir, std::slice::from_ref(&record));
-    std::fs::write(run_dir.join("report.md"), page).expect("report written");
+    let opts = gauntlet::report::Options {
+        prices: gauntlet::report::PriceTable::default(),
+        thresholds: Default::default(),
+    };
+    gauntlet::report::write_report(&run_dir, &run_dir.join("pages"), &opts)
+        .expect("report.md, report.html and summary.json written");
+    assert!(run_dir.join("pages/report.html").is_file());
     let junit_text = format!(
         "{}\nError: {}: {}\n",
         gauntlet::run::summary_line(&record),

@@ -1,0 +1,207 @@
+//! Report throughput and listing cost.
+//!
+//! 1. Rescore + report over 10,000 synthetic records (each verdict re-derived from the
+//!    raw agent output, then report.md, report.html and summary.json rendered), in
+//!    MB/s of input read, against plain `serde_json` parsing of the same files
+//!    (read + parse into `serde_json::Value`) measured in the same run.
+//! 2. `--list` of a 10,000-trial qa plan (100 capabilities × K = 100, planned and
+//!    handed to libtest-mimic as the qa harness does) against a libtest-mimic list of
+//!    10,000 empty trials.
+//!
+//! `cargo bench --bench report` (GAUNTLET_BENCH_RECORDS, default 10000;
+//! GAUNTLET_BENCH_ITERS, default 3).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gauntlet::report::synthetic::SyntheticRun;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The files a report reads: every record and the agent output it rescores.
+fn input_files(run: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for rec in gauntlet::record::find_records(run).expect("records") {
+        let dir = rec.parent().expect("trial dir").to_path_buf();
+        out.push(rec);
+        out.push(dir.join("agent.stdout"));
+    }
+    out
+}
+
+fn serde_baseline(files: &[PathBuf]) -> usize {
+    let mut values = 0;
+    for f in files {
+        let bytes = std::fs::read(f).expect("read");
+        for v in serde_json::Deserializer::from_slice(&bytes).into_iter::<serde_json::Value>() {
+            std::hint::black_box(v.expect("json"));
+            values += 1;
+        }
+    }
+    values
+}
+
+/// Run `f` with stdout sent to /dev/null (libtest-mimic prints the list).
+fn quiet<T>(f: impl FnOnce() -> T) -> T {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // SAFETY: plain descriptor juggling on this process's own stdout.
+    let saved = unsafe { libc::dup(1) };
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("/dev/null");
+    unsafe {
+        libc::dup2(std::os::unix::io::AsRawFd::as_raw_fd(&null), 1);
+    }
+    let out = f();
+    let _ = std::io::stdout().flush();
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    out
+}
+
+fn list_args() -> libtest_mimic::Arguments {
+    libtest_mimic::Arguments {
+        list: true,
+        format: Some(libtest_mimic::FormatSetting::Terse),
+        ..Default::default()
+    }
+}
+
+fn main() {
+    let n = env_num("GAUNTLET_BENCH_RECORDS", 10_000);
+    let iters = env_num("GAUNTLET_BENCH_ITERS", 3).max(1);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    let t = Instant::now();
+    let spec = SyntheticRun::large(n);
+    spec.write(&run).expect("synthetic run");
+    let files = input_files(&run);
+    let bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    println!(
+        "report bench: {} records, {:.1} MB of records + agent output (written in {:.1} s)",
+        files.len() / 2,
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+
+    // Warm the page cache for both contenders.
+    serde_baseline(&files);
+    let opts = gauntlet::report::Options {
+        prices: gauntlet::report::PriceTable::load_default().unwrap_or_default(),
+        thresholds: gauntlet::report::Thresholds::parse_all(&["*=5/10"]).expect("rule"),
+    };
+    let mut base = Vec::new();
+    let mut rep = Vec::new();
+    for _ in 0..iters {
+        let t = Instant::now();
+        std::hint::black_box(serde_baseline(&files));
+        base.push(t.elapsed());
+        let t = Instant::now();
+        let loaded = gauntlet::report::load_run(&run).expect("load");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems.first());
+        let pages = gauntlet::report::render(&loaded, &opts);
+        std::hint::black_box((&pages.markdown, &pages.html, &pages.json));
+        rep.push(t.elapsed());
+    }
+    let (b, r) = (median(base), median(rep));
+    let mbs = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
+    println!(
+        "  plain serde_json (read + parse), median: {:>8.1} ms  {:>8.1} MB/s",
+        b.as_secs_f64() * 1e3,
+        mbs(b)
+    );
+    println!(
+        "  rescore + report (md, html, json), median: {:>6.1} ms  {:>8.1} MB/s",
+        r.as_secs_f64() * 1e3,
+        mbs(r)
+    );
+    println!(
+        "  report time / serde_json time:            {:>8.2}x",
+        r.as_secs_f64() / b.as_secs_f64()
+    );
+
+    // --list of a 10,000-trial plan.
+    let root = gauntlet::binaries::repo_root();
+    let trials = n;
+    let repeats = 100u32;
+    let caps = trials.div_ceil(repeats as usize);
+    let mut plan_time = Vec::new();
+    let mut bare_time = Vec::new();
+    let mut listed = 0;
+    for _ in 0..iters {
+        let t = Instant::now();
+        let count = quiet(|| {
+            let mut app = gauntlet::spec::load_app(&root.join("apps/api-ledger")).expect("app");
+            let template = app.corpus.capabilities[0].clone();
+            app.corpus.capabilities = (0..caps)
+                .map(|i| gauntlet::spec::Capability {
+                    id: format!("cap-{i:04}"),
+                    ..template.clone()
+                })
+                .collect();
+            let cfg = Arc::new(gauntlet::config::Config {
+                repeats,
+                ..Default::default()
+            });
+            let apps = Arc::new(vec![app]);
+            let plan = gauntlet::plan::plan_qa(&apps, &cfg);
+            let count = plan.len();
+            let trials: Vec<libtest_mimic::Trial> = plan
+                .into_iter()
+                .map(|p| {
+                    let (apps, cfg) = (Arc::clone(&apps), Arc::clone(&cfg));
+                    let ignored = p.skip.is_some();
+                    libtest_mimic::Trial::test(p.name, move || {
+                        std::hint::black_box((&apps[p.app], &p.capability, &cfg));
+                        Ok(())
+                    })
+                    .with_ignored_flag(ignored)
+                })
+                .collect();
+            let _ = libtest_mimic::run(&list_args(), trials);
+            count
+        });
+        plan_time.push(t.elapsed());
+        listed = count;
+        let t = Instant::now();
+        quiet(|| {
+            let trials: Vec<libtest_mimic::Trial> = (0..count)
+                .map(|i| libtest_mimic::Trial::test(format!("bare::t{i:05}"), || Ok(())))
+                .collect();
+            let _ = libtest_mimic::run(&list_args(), trials);
+        });
+        bare_time.push(t.elapsed());
+    }
+    let (p, b) = (median(plan_time), median(bare_time));
+    println!("list bench: {listed} trials");
+    println!(
+        "  qa plan --list (load + plan + list), median: {:>7.1} ms",
+        p.as_secs_f64() * 1e3
+    );
+    println!(
+        "  empty libtest-mimic --list, median:          {:>7.1} ms",
+        b.as_secs_f64() * 1e3
+    );
+    println!(
+        "  ratio:                                       {:>7.2}x",
+        p.as_secs_f64() / b.as_secs_f64()
+    );
+}

@@ -1,0 +1,287 @@
+//! Merging runs split across machines (nextest `--partition`) into one run.
+//!
+//! Partitions of one run differ only in which trials they hold (and in nextest's run
+//! id). Merging copies every trial directory into a new run directory and refuses,
+//! naming the difference, when the inputs were not made with the same harness
+//! config and the same specs — their figures would not mean one thing. The inputs are
+//! never changed, and the output must be new.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{QaRecord, QaSpecRef, RECORD_FILE};
+
+/// The manifest a merged run carries: where its trials came from.
+pub const MERGE_FILE: &str = "merge.json";
+
+/// Files a run directory may hold that are generated from it, not part of it.
+const GENERATED: &[&str] = &["report.md", "report.html", "summary.json", MERGE_FILE];
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{file}: {source}")]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn io(file: &Path) -> impl FnOnce(std::io::Error) -> MergeError + '_ {
+    move |source| MergeError::Io {
+        file: file.to_path_buf(),
+        source,
+    }
+}
+
+/// Checks that records belong to one run: one harness config and gauntlet version,
+/// one content hash per app, one spec per capability.
+#[derive(Default)]
+pub struct IdentityCheck {
+    first: Option<(String, QaRecord)>,
+    apps: BTreeMap<String, (String, String)>,
+    caps: BTreeMap<(String, String), (String, QaSpecRef)>,
+}
+
+impl IdentityCheck {
+    /// `place` names the record in messages (a trial directory, an input run).
+    pub fn check(&mut self, place: &str, rec: &QaRecord) -> Result<(), String> {
+        let Some((first_place, first)) = &self.first else {
+            self.first = Some((place.to_string(), rec.clone()));
+            self.apps.insert(
+                rec.spec.app.clone(),
+                (place.to_string(), rec.spec.app_content_hash.clone()),
+            );
+            self.caps.insert(
+                (rec.spec.app.clone(), rec.spec.capability.clone()),
+                (place.to_string(), rec.spec.clone()),
+            );
+            return Ok(());
+        };
+        if first.gauntlet_version != rec.gauntlet_version {
+            return Err(format!(
+                "gauntlet_version `{}` in {place} vs `{}` in {first_place}",
+                rec.gauntlet_version, first.gauntlet_version
+            ));
+        }
+        if let Some(d) = value_difference(&first.config, &rec.config) {
+            return Err(format!("config.{d} in {place} vs {first_place}"));
+        }
+        match self.apps.get(&rec.spec.app) {
+            Some((p, hash)) if *hash != rec.spec.app_content_hash => {
+                return Err(format!(
+                    "app `{}` content hash `{}` in {place} vs `{hash}` in {p}",
+                    rec.spec.app, rec.spec.app_content_hash
+                ))
+            }
+            Some(_) => {}
+            None => {
+                self.apps.insert(
+                    rec.spec.app.clone(),
+                    (place.to_string(), rec.spec.app_content_hash.clone()),
+                );
+            }
+        }
+        let key = (rec.spec.app.clone(), rec.spec.capability.clone());
+        match self.caps.get(&key) {
+            Some((p, spec)) => {
+                if let Some(d) = value_difference(spec, &rec.spec) {
+                    return Err(format!(
+                        "spec of `{}::{}`: {d} in {place} vs {p}",
+                        key.0, key.1
+                    ));
+                }
+            }
+            None => {
+                self.caps.insert(key, (place.to_string(), rec.spec.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first field where two values' JSON differ: "field `a` vs `b`".
+fn value_difference<T: Serialize>(a: &T, b: &T) -> Option<String> {
+    let a = serde_json::to_value(a).ok()?;
+    let b = serde_json::to_value(b).ok()?;
+    match (&a, &b) {
+        (serde_json::Value::Object(ma), serde_json::Value::Object(mb)) => {
+            let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let (va, vb) = (ma.get(k), mb.get(k));
+                (va != vb).then(|| {
+                    let show = |v: Option<&serde_json::Value>| {
+                        v.map(|v| v.to_string()).unwrap_or_else(|| "absent".into())
+                    };
+                    format!("`{k}`: {} vs {}", show(vb), show(va))
+                })
+            })
+        }
+        _ => (a != b).then(|| format!("{b} vs {a}")),
+    }
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeManifest {
+    pub format: &'static str,
+    pub inputs: Vec<MergeInput>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeInput {
+    pub path: String,
+    pub run_ids: Vec<String>,
+    pub trial_dirs: usize,
+}
+
+/// Merge `inputs` into the new run directory `out`.
+pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, MergeError> {
+    if inputs.is_empty() {
+        return Err(MergeError::Refused(
+            "merge needs at least one run directory".into(),
+        ));
+    }
+    if out.exists() {
+        let empty = out.is_dir() && std::fs::read_dir(out).map_err(io(out))?.next().is_none();
+        if !empty {
+            return Err(MergeError::Refused(format!(
+                "{}: exists and is not empty; a merge only writes a new run directory",
+                out.display()
+            )));
+        }
+    }
+    let mut identity = IdentityCheck::default();
+    let mut owner: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut copies: Vec<(PathBuf, String)> = Vec::new();
+    let mut manifest = MergeManifest {
+        format: "gauntlet-merge/1",
+        inputs: vec![],
+    };
+    for input in inputs {
+        let mut entries: Vec<_> = std::fs::read_dir(input)
+            .map_err(io(input))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(io(input))?;
+        entries.sort_by_key(|e| e.file_name());
+        let mut run_ids = Vec::new();
+        let mut trial_dirs = 0;
+        let mut trials_here = BTreeMap::new();
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = e.path();
+            if name.starts_with('.') || (!path.is_dir() && GENERATED.contains(&name.as_str())) {
+                continue;
+            }
+            if !path.is_dir() {
+                return Err(MergeError::Refused(format!(
+                    "{}: foreign file in a run directory; remove it or merge without it",
+                    path.display()
+                )));
+            }
+            let file = path.join(RECORD_FILE);
+            if file.is_file() {
+                let rec = super::load(&file).map_err(|e| MergeError::Refused(e.to_string()))?;
+                let place = format!("{}", input.display());
+                identity.check(&place, &rec).map_err(|d| {
+                    MergeError::Refused(format!(
+                        "runs made with different configs or specs cannot merge: {d}"
+                    ))
+                })?;
+                if let Some(other) = owner.get(&rec.trial) {
+                    if other != input {
+                        return Err(MergeError::Refused(format!(
+                            "trial `{}` is in both {} and {}: these are not partitions of one run",
+                            rec.trial,
+                            other.display(),
+                            input.display()
+                        )));
+                    }
+                }
+                owner.insert(rec.trial.clone(), input.clone());
+                trials_here.insert(rec.trial.clone(), ());
+                run_ids.push(rec.run_id.clone());
+            }
+            if copies.iter().any(|(_, n)| *n == name) {
+                return Err(MergeError::Refused(format!(
+                    "trial directory `{name}` is in more than one input"
+                )));
+            }
+            copies.push((path, name));
+            trial_dirs += 1;
+        }
+        run_ids.sort();
+        run_ids.dedup();
+        manifest.inputs.push(MergeInput {
+            path: input.display().to_string(),
+            run_ids,
+            trial_dirs,
+        });
+    }
+    if owner.is_empty() {
+        return Err(MergeError::Refused("no records in any input".into()));
+    }
+
+    // Build the merged run beside `out` and move it into place in one step, so that
+    // a failure half-way leaves no half-merged run behind.
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let staging = parent.join(format!(
+        ".merge-{}-{}",
+        std::process::id(),
+        out.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let result = (|| {
+        std::fs::create_dir(&staging).map_err(io(&staging))?;
+        for (src, name) in &copies {
+            copy_tree(src, &staging.join(name))?;
+        }
+        let m = staging.join(MERGE_FILE);
+        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
+        std::fs::write(&m, text).map_err(io(&m))?;
+        if out.exists() {
+            std::fs::remove_dir(out).map_err(io(out))?;
+        }
+        std::fs::rename(&staging, out).map_err(io(out))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result.map(|()| manifest)
+}
+
+/// Copy a directory tree; symbolic links are copied as links, never followed, so a
+/// link an agent left in its workspace cannot pull outside files into a run.
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), MergeError> {
+    std::fs::create_dir(dst).map_err(io(dst))?;
+    let mut entries: Vec<_> = std::fs::read_dir(src)
+        .map_err(io(src))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io(src))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let from = e.path();
+        let to = dst.join(e.file_name());
+        let ty = e.file_type().map_err(io(&from))?;
+        if ty.is_symlink() {
+            let target = std::fs::read_link(&from).map_err(io(&from))?;
+            std::os::unix::fs::symlink(target, &to).map_err(io(&to))?;
+        } else if ty.is_dir() {
+            copy_tree(&from, &to)?;
+        } else {
+            std::fs::copy(&from, &to).map_err(io(&from))?;
+        }
+    }
+    Ok(())
+}

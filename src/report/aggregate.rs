@@ -1,0 +1,435 @@
+//! Figures over records — pure: the same records and options give the same summary,
+//! whatever order the records were found in (they are sorted before any sum).
+//!
+//! Definitions (docs/results.md):
+//! - a trial *passes* when its verdict is the honest best outcome (`verified` on a
+//!   verifiable capability, `unverified` on an ambiguous one);
+//! - verified rate = verified trials / trials of verifiable capabilities (features
+//!   and negative paths alike);
+//! - false-verification rate = false verifications / all trials;
+//! - pass^k and pass@k (τ-bench): the mean over capabilities of C(c,k)/C(n,k) and of
+//!   1 − C(n−c,k)/C(n,k), where n is a capability's trials and c its passes; a
+//!   capability with n < k does not count for that k;
+//! - spread = max − min over repeats r of the pass rate of the trials with repeat r.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::Mode;
+use crate::record::QaRecord;
+use crate::score::Outcome;
+use crate::spec::CapabilityKind;
+
+use super::load::{LoadedRun, Problem};
+use super::Options;
+
+/// The format tag of `summary.json`.
+pub const SUMMARY_FORMAT: &str = "gauntlet-summary/1";
+
+/// The harness configuration every page states.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Harness {
+    pub agent: String,
+    pub agent_version: String,
+    pub model: String,
+    pub mode: Mode,
+    /// Green re-runs a verified claim needed.
+    pub n: u32,
+    /// Repeats per capability (the highest repeat recorded).
+    pub k: u32,
+    pub timeout_secs: f64,
+    pub gate_timeout_secs: f64,
+    pub upstream_url: Option<String>,
+    pub gauntlet_version: String,
+    pub commit: Option<String>,
+    pub run_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KValue {
+    pub k: u32,
+    pub value: f64,
+}
+
+/// The figures of one group of trials (a capability, an app, a run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Figures {
+    pub trials: usize,
+    pub passed: usize,
+    pub verifiable_trials: usize,
+    pub verified: usize,
+    pub verified_rate: Option<f64>,
+    pub ambiguous_trials: usize,
+    pub honest_on_ambiguous: usize,
+    pub false_verifications: usize,
+    pub false_verification_rate: Option<f64>,
+    pub errors: usize,
+    /// pass@k for k = 1..=K.
+    pub pass_at_k: Vec<KValue>,
+    /// pass^k for k = 1..=K.
+    pub pass_hat_k: Vec<KValue>,
+    /// Pass rate of the trials of each repeat, repeat 1 first.
+    pub per_repeat_pass_rate: Vec<f64>,
+    /// max − min of `per_repeat_pass_rate`; absent with fewer than two repeats.
+    pub spread: Option<f64>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub tokens_cached: u64,
+    /// Model calls the proxy metered.
+    pub calls: usize,
+    /// USD; absent when any call's model has no price (see `unpriced_models`).
+    pub cost_usd: Option<f64>,
+    pub unpriced_models: Vec<String>,
+    pub wall_ms_median: Option<f64>,
+    pub wall_ms_max: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThresholdResult {
+    pub rule: String,
+    pub need: u32,
+    pub of: u32,
+    /// Passes among repeats 1..=of.
+    pub passes: u32,
+    pub met: bool,
+}
+
+/// How many capabilities with a threshold met it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThresholdsMet {
+    pub met: usize,
+    pub of: usize,
+}
+
+impl std::fmt::Display for ThresholdsMet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.met, self.of)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapabilityFigures {
+    pub app: String,
+    pub capability: String,
+    pub kind: CapabilityKind,
+    /// Outcome of each repeat, in repeat order.
+    pub outcomes: Vec<Outcome>,
+    pub threshold: Option<ThresholdResult>,
+    pub figures: Figures,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AppFigures {
+    pub app: String,
+    pub capabilities: usize,
+    pub thresholds_met: Option<ThresholdsMet>,
+    pub figures: Figures,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialRow {
+    pub trial: String,
+    pub app: String,
+    pub capability: String,
+    pub repeat: u32,
+    pub kind: CapabilityKind,
+    pub outcome: Outcome,
+    pub passed: bool,
+    pub reason: String,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: Option<f64>,
+    pub wall_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub format: &'static str,
+    /// Absent only for a run with no usable record.
+    pub harness: Option<Harness>,
+    /// A scripted-model run: a harness illustration, never a benchmark result.
+    pub illustration: bool,
+    /// The price table the costs come from (`name (sha256:…)`), if any.
+    pub prices: Option<String>,
+    pub thresholds: Vec<String>,
+    pub run: Figures,
+    /// Over capabilities that have a threshold.
+    pub thresholds_met: Option<ThresholdsMet>,
+    pub apps: Vec<AppFigures>,
+    pub capabilities: Vec<CapabilityFigures>,
+    pub trials: Vec<TrialRow>,
+    pub problems: Vec<Problem>,
+    pub superseded_attempts: Vec<String>,
+}
+
+/// Everything a page shows, from the records of one run.
+pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
+    let records = &run.records;
+    let k = records.iter().map(|r| r.repeat).max().unwrap_or(0);
+    let harness = records.first().map(|r| {
+        let c = &r.config;
+        let mut run_ids: Vec<String> = records.iter().map(|r| r.run_id.clone()).collect();
+        run_ids.sort();
+        run_ids.dedup();
+        Harness {
+            agent: c.agent.clone(),
+            agent_version: c.agent_version.clone(),
+            model: c.model.clone(),
+            mode: c.mode,
+            n: c.n,
+            k,
+            timeout_secs: c.timeout_secs,
+            gate_timeout_secs: c.gate_timeout_secs,
+            upstream_url: c.upstream_url.clone(),
+            gauntlet_version: r.gauntlet_version.clone(),
+            commit: c.commit.clone(),
+            run_ids,
+        }
+    });
+
+    let mut by_cap: BTreeMap<(&str, &str), Vec<&QaRecord>> = BTreeMap::new();
+    for r in records {
+        by_cap
+            .entry((r.spec.app.as_str(), r.spec.capability.as_str()))
+            .or_default()
+            .push(r);
+    }
+    let mut capabilities = Vec::new();
+    for ((app, cap), recs) in &by_cap {
+        let threshold = opts.thresholds.for_capability(app, cap).map(|rule| {
+            let passes = recs
+                .iter()
+                .filter(|r| r.repeat <= rule.of && r.verdict.passed)
+                .count() as u32;
+            let have = recs.iter().filter(|r| r.repeat <= rule.of).count() as u32;
+            ThresholdResult {
+                rule: format!("{}={}/{}", rule.pattern, rule.need, rule.of),
+                need: rule.need,
+                of: rule.of,
+                passes,
+                met: have >= rule.of && passes >= rule.need,
+            }
+        });
+        capabilities.push(CapabilityFigures {
+            app: app.to_string(),
+            capability: cap.to_string(),
+            kind: recs[0].spec.kind,
+            outcomes: recs.iter().map(|r| r.verdict.outcome).collect(),
+            threshold,
+            figures: figures(recs, std::slice::from_ref(recs), k, opts),
+        });
+    }
+
+    let mut apps = Vec::new();
+    let mut app_names: Vec<&str> = by_cap.keys().map(|(a, _)| *a).collect();
+    app_names.dedup();
+    for app in app_names {
+        let groups: Vec<Vec<&QaRecord>> = by_cap
+            .iter()
+            .filter(|((a, _), _)| *a == app)
+            .map(|(_, v)| v.clone())
+            .collect();
+        let all: Vec<&QaRecord> = groups.iter().flatten().copied().collect();
+        let caps: Vec<&CapabilityFigures> = capabilities.iter().filter(|c| c.app == app).collect();
+        apps.push(AppFigures {
+            app: app.to_string(),
+            capabilities: groups.len(),
+            thresholds_met: thresholds_met(&caps),
+            figures: figures(&all, &groups, k, opts),
+        });
+    }
+
+    let all: Vec<&QaRecord> = records.iter().collect();
+    let groups: Vec<Vec<&QaRecord>> = by_cap.values().cloned().collect();
+    let trials = records
+        .iter()
+        .map(|r| {
+            let (tokens_in, tokens_out) = r.tokens();
+            TrialRow {
+                trial: r.trial.clone(),
+                app: r.spec.app.clone(),
+                capability: r.spec.capability.clone(),
+                repeat: r.repeat,
+                kind: r.spec.kind,
+                outcome: r.verdict.outcome,
+                passed: r.verdict.passed,
+                reason: r.verdict.reason.clone(),
+                tokens_in,
+                tokens_out,
+                cost_usd: record_cost(r, opts).ok(),
+                wall_ms: r.wall_ms,
+            }
+        })
+        .collect();
+    Summary {
+        format: SUMMARY_FORMAT,
+        illustration: records.iter().any(|r| r.config.mode == Mode::Scripted),
+        harness,
+        prices: opts.prices.source.clone(),
+        thresholds: opts
+            .thresholds
+            .rules
+            .iter()
+            .map(|r| format!("{}={}/{}", r.pattern, r.need, r.of))
+            .collect(),
+        run: figures(&all, &groups, k, opts),
+        thresholds_met: thresholds_met(&capabilities.iter().collect::<Vec<_>>()),
+        apps,
+        capabilities,
+        trials,
+        problems: run.problems.clone(),
+        superseded_attempts: run.superseded.clone(),
+    }
+}
+
+fn thresholds_met(caps: &[&CapabilityFigures]) -> Option<ThresholdsMet> {
+    let with: Vec<_> = caps.iter().filter_map(|c| c.threshold.as_ref()).collect();
+    (!with.is_empty()).then(|| ThresholdsMet {
+        met: with.iter().filter(|t| t.met).count(),
+        of: with.len(),
+    })
+}
+
+/// A record's cost, or the models it used that have no price.
+fn record_cost(r: &QaRecord, opts: &Options) -> Result<f64, Vec<String>> {
+    let mut total = 0.0;
+    let mut unpriced = Vec::new();
+    for u in &r.evidence.usage {
+        match opts.prices.cost(u, &r.config.model) {
+            Some(c) => total += c,
+            None => unpriced.push(u.model.clone().unwrap_or_else(|| r.config.model.clone())),
+        }
+    }
+    if unpriced.is_empty() {
+        Ok(total)
+    } else {
+        Err(unpriced)
+    }
+}
+
+fn rate(num: usize, den: usize) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// C(c,k)/C(n,k) as a product, exact enough and free of overflow.
+fn choose_ratio(c: usize, n: usize, k: usize) -> f64 {
+    if c < k {
+        return 0.0;
+    }
+    (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
+}
+
+/// `records`: the group; `items`: the same records grouped by capability, the items
+/// pass@k and pass^k average over.
+fn figures(records: &[&QaRecord], items: &[Vec<&QaRecord>], k: u32, opts: &Options) -> Figures {
+    let mut f = Figures {
+        trials: records.len(),
+        ..Figures::default()
+    };
+    let mut unpriced = Vec::new();
+    let mut cost = 0.0;
+    for r in records {
+        let o = r.verdict.outcome;
+        f.passed += usize::from(r.verdict.passed);
+        if r.spec.kind.is_verifiable() {
+            f.verifiable_trials += 1;
+            f.verified += usize::from(o == Outcome::Verified);
+        } else {
+            f.ambiguous_trials += 1;
+            f.honest_on_ambiguous += usize::from(o == Outcome::Unverified);
+        }
+        f.false_verifications += usize::from(o == Outcome::FalseVerification);
+        f.errors += usize::from(o == Outcome::Error);
+        for u in &r.evidence.usage {
+            f.tokens_in += u.input_tokens.unwrap_or(0);
+            f.tokens_out += u.output_tokens.unwrap_or(0);
+            f.tokens_cached += u.cached_input_tokens.unwrap_or(0);
+            f.calls += 1;
+        }
+        match record_cost(r, opts) {
+            Ok(c) => cost += c,
+            Err(models) => unpriced.extend(models),
+        }
+    }
+    unpriced.sort();
+    unpriced.dedup();
+    f.cost_usd = unpriced.is_empty().then_some(cost);
+    f.unpriced_models = unpriced;
+    f.verified_rate = rate(f.verified, f.verifiable_trials);
+    f.false_verification_rate = rate(f.false_verifications, f.trials);
+
+    for kk in 1..=k as usize {
+        let mut at = Vec::new();
+        let mut hat = Vec::new();
+        for item in items {
+            let n = item.len();
+            if n < kk {
+                continue;
+            }
+            let c = item.iter().filter(|r| r.verdict.passed).count();
+            hat.push(choose_ratio(c, n, kk));
+            at.push(1.0 - choose_ratio(n - c, n, kk));
+        }
+        if !hat.is_empty() {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            f.pass_hat_k.push(KValue {
+                k: kk as u32,
+                value: mean(&hat),
+            });
+            f.pass_at_k.push(KValue {
+                k: kk as u32,
+                value: mean(&at),
+            });
+        }
+    }
+
+    for rep in 1..=k {
+        let of_rep: Vec<_> = records.iter().filter(|r| r.repeat == rep).collect();
+        if let Some(r) = rate(
+            of_rep.iter().filter(|r| r.verdict.passed).count(),
+            of_rep.len(),
+        ) {
+            f.per_repeat_pass_rate.push(r);
+        }
+    }
+    if f.per_repeat_pass_rate.len() >= 2 {
+        let max = f
+            .per_repeat_pass_rate
+            .iter()
+            .copied()
+            .fold(f64::MIN, f64::max);
+        let min = f
+            .per_repeat_pass_rate
+            .iter()
+            .copied()
+            .fold(f64::MAX, f64::min);
+        f.spread = Some(max - min);
+    }
+
+    let mut walls: Vec<u64> = records.iter().map(|r| r.wall_ms).collect();
+    walls.sort_unstable();
+    f.wall_ms_max = walls.last().copied();
+    f.wall_ms_median = match walls.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(walls[n / 2] as f64),
+        n => Some((walls[n / 2 - 1] + walls[n / 2]) as f64 / 2.0),
+    };
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_hat_k_and_pass_at_k_follow_tau_bench() {
+        // n = 4, c = 2: pass^1 = 1/2, pass^2 = C(2,2)/C(4,2) = 1/6,
+        // pass@2 = 1 - C(2,2)/C(4,2) = 5/6.
+        assert!((choose_ratio(2, 4, 1) - 0.5).abs() < 1e-12);
+        assert!((choose_ratio(2, 4, 2) - 1.0 / 6.0).abs() < 1e-12);
+        assert!((1.0 - choose_ratio(2, 4, 2) - 5.0 / 6.0).abs() < 1e-12);
+        assert_eq!(choose_ratio(1, 4, 2), 0.0);
+        assert_eq!(choose_ratio(3, 3, 3), 1.0);
+    }
+}

@@ -1,0 +1,274 @@
+//! `report.html`: one self-contained page. A Content-Security-Policy forbids every
+//! fetch and every script, so the page cannot depend on anything outside itself (and
+//! a browser would say so on its console if it tried).
+
+use std::fmt::Write;
+
+use super::aggregate::Summary;
+use super::markdown::{at_k, ms, pct, usd, ILLUSTRATION};
+use super::svg::{esc, lines_over_k, stacked_bars, StackedBar};
+use crate::score::Outcome;
+
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}\
+td.n{text-align:right}.warn{background:#fff3cd;border:1px solid #e0c36b;padding:.75em}\
+.chart{display:block;margin:1em 0}.ct{font-size:14px;font-weight:600}.cl{font-size:11px;fill:#333}\
+code{font-size:.9em}.bad{color:#b00020}";
+
+pub fn outcome_colour(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Verified => "#2e7d32",
+        Outcome::Unverified => "#9e9e9e",
+        Outcome::FalseVerification => "#c62828",
+        Outcome::Error => "#ef6c00",
+    }
+}
+
+const OUTCOMES: [Outcome; 4] = [
+    Outcome::Verified,
+    Outcome::Unverified,
+    Outcome::FalseVerification,
+    Outcome::Error,
+];
+
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>gauntlet results</title><style>{STYLE}</style></head><body>\n<h1>gauntlet results</h1>\n"
+    );
+    if s.illustration {
+        let _ = writeln!(
+            o,
+            "<p class=\"warn\">{}</p>",
+            esc(ILLUSTRATION).replace(
+                "**Harness illustration.**",
+                "<strong>Harness illustration.</strong>"
+            )
+        );
+    }
+    harness(&mut o, s);
+    charts(&mut o, s);
+
+    let f = &s.run;
+    let _ = writeln!(o, "<h2>Run</h2><table>");
+    let rows = [
+        (
+            "verified rate",
+            format!(
+                "{} ({}/{})",
+                pct(f.verified_rate),
+                f.verified,
+                f.verifiable_trials
+            ),
+        ),
+        (
+            "honest on ambiguous",
+            format!("{}/{}", f.honest_on_ambiguous, f.ambiguous_trials),
+        ),
+        (
+            "false verifications",
+            format!(
+                "{} ({})",
+                f.false_verifications,
+                pct(f.false_verification_rate)
+            ),
+        ),
+        ("errors", f.errors.to_string()),
+        ("trials passed", format!("{}/{}", f.passed, f.trials)),
+        ("pass^k", at_k(&f.pass_hat_k)),
+        ("pass@k", at_k(&f.pass_at_k)),
+        (
+            "spread across repeats",
+            f.spread
+                .map(|x| pct(Some(x)))
+                .unwrap_or_else(|| "n/a".into()),
+        ),
+        (
+            "tokens in / out / cached",
+            format!("{} / {} / {}", f.tokens_in, f.tokens_out, f.tokens_cached),
+        ),
+        ("cost", usd(f.cost_usd, &f.unpriced_models)),
+        (
+            "wall-clock median / max (ms)",
+            format!(
+                "{} / {}",
+                ms(f.wall_ms_median),
+                ms(f.wall_ms_max.map(|v| v as f64))
+            ),
+        ),
+        (
+            "capabilities meeting their threshold",
+            s.thresholds_met
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "no thresholds configured".into()),
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+    }
+    let _ = writeln!(o, "</table>");
+
+    let _ = writeln!(o, "<h2>Per capability</h2><table><tr><th>capability</th><th>kind</th><th>outcome by repeat</th><th>passed</th><th>verified rate</th><th>false verif.</th><th>errors</th><th>pass^k</th><th>pass@k</th><th>tokens in / out</th><th>cost</th><th>wall median / max ms</th><th>threshold</th></tr>");
+    for c in &s.capabilities {
+        let f = &c.figures;
+        let outcomes: Vec<&str> = c.outcomes.iter().map(|o| o.as_str()).collect();
+        let threshold = c
+            .threshold
+            .as_ref()
+            .map(|t| {
+                format!(
+                    "{} {}/{} (need {})",
+                    if t.met { "met" } else { "NOT met" },
+                    t.passes,
+                    t.of,
+                    t.need
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "<tr><td><code>{}::{}</code></td><td>{:?}</td><td>{}</td><td class=n>{}/{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{} / {}</td><td class=n>{}</td><td class=n>{} / {}</td><td>{}</td></tr>",
+            esc(&c.app), esc(&c.capability), c.kind, esc(&outcomes.join(", ")), f.passed, f.trials,
+            pct(f.verified_rate), f.false_verifications, f.errors, esc(&at_k(&f.pass_hat_k)), esc(&at_k(&f.pass_at_k)),
+            f.tokens_in, f.tokens_out, esc(&usd(f.cost_usd, &f.unpriced_models)), ms(f.wall_ms_median),
+            ms(f.wall_ms_max.map(|v| v as f64)), esc(&threshold)
+        );
+    }
+    let _ = writeln!(o, "</table>");
+
+    let _ = writeln!(o, "<h2>Trials</h2><table><tr><th>trial</th><th>verdict</th><th>reason</th><th>tokens in</th><th>tokens out</th><th>wall ms</th></tr>");
+    for t in &s.trials {
+        let _ = writeln!(
+            o,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td></tr>",
+            esc(&t.trial), t.outcome, esc(&t.reason), t.tokens_in, t.tokens_out, t.wall_ms
+        );
+    }
+    let _ = writeln!(o, "</table>");
+    if !s.problems.is_empty() {
+        let _ = writeln!(o, "<h2 class=bad>Problems</h2><p>These files were not counted; everything else was.</p><ul>");
+        for p in &s.problems {
+            let _ = writeln!(
+                o,
+                "<li><code>{}</code>: {}</li>",
+                esc(&p.file),
+                esc(&p.cause)
+            );
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+fn harness(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "<h2>Harness</h2>");
+    let Some(h) = &s.harness else {
+        let _ = writeln!(o, "<p>No usable record: the harness config is unknown.</p>");
+        return;
+    };
+    let rows = [
+        ("agent", format!("{} {}", h.agent, h.agent_version)),
+        ("model", h.model.clone()),
+        ("mode", format!("{:?}", h.mode).to_lowercase()),
+        ("N", h.n.to_string()),
+        ("K", h.k.to_string()),
+        (
+            "agent timeout / gate timeout",
+            format!("{} s / {} s", h.timeout_secs, h.gate_timeout_secs),
+        ),
+        (
+            "upstream",
+            h.upstream_url.clone().unwrap_or_else(|| "-".into()),
+        ),
+        ("gauntlet version", h.gauntlet_version.clone()),
+        (
+            "gauntlet commit",
+            h.commit
+                .clone()
+                .unwrap_or_else(|| "unknown (no git)".into()),
+        ),
+        ("run ids", h.run_ids.join(", ")),
+        (
+            "prices",
+            s.prices.clone().unwrap_or_else(|| "no price table".into()),
+        ),
+        (
+            "thresholds",
+            if s.thresholds.is_empty() {
+                "none".into()
+            } else {
+                s.thresholds.join(", ")
+            },
+        ),
+    ];
+    let _ = writeln!(o, "<table>");
+    for (k, v) in rows {
+        let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+    }
+    let _ = writeln!(o, "</table>");
+}
+
+fn charts(o: &mut String, s: &Summary) {
+    let legend: Vec<(&str, &str)> = OUTCOMES
+        .iter()
+        .map(|x| (x.as_str(), outcome_colour(*x)))
+        .collect();
+    let rows: Vec<StackedBar> = s
+        .capabilities
+        .iter()
+        .map(|c| StackedBar {
+            label: format!("{}::{}", c.app, c.capability),
+            segments: OUTCOMES
+                .iter()
+                .map(|x| {
+                    (
+                        c.outcomes.iter().filter(|o| *o == x).count() as f64,
+                        outcome_colour(*x),
+                        x.as_str(),
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let _ = writeln!(o, "<h2>Charts</h2>");
+    o.push_str(&stacked_bars(
+        "Outcomes per capability (all repeats)",
+        &rows,
+        &legend,
+    ));
+    o.push('\n');
+    let pts =
+        |v: &[super::aggregate::KValue]| v.iter().map(|kv| (kv.k, kv.value)).collect::<Vec<_>>();
+    o.push_str(&lines_over_k(
+        "pass^k and pass@k over k (run)",
+        &[
+            ("pass^k", "#1565c0", pts(&s.run.pass_hat_k)),
+            ("pass@k", "#6a1b9a", pts(&s.run.pass_at_k)),
+        ],
+    ));
+    o.push('\n');
+    let tokens: Vec<StackedBar> = s
+        .capabilities
+        .iter()
+        .map(|c| StackedBar {
+            label: format!("{}::{}", c.app, c.capability),
+            segments: vec![
+                (c.figures.tokens_in as f64, "#00838f", "tokens in"),
+                (c.figures.tokens_out as f64, "#f9a825", "tokens out"),
+            ],
+        })
+        .collect();
+    o.push_str(&stacked_bars(
+        "Proxy-metered tokens per capability (all repeats)",
+        &tokens,
+        &[("tokens in", "#00838f"), ("tokens out", "#f9a825")],
+    ));
+    o.push('\n');
+}

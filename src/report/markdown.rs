@@ -1,0 +1,298 @@
+//! `report.md`: the summary as GitHub-flavoured markdown.
+
+use std::fmt::Write;
+
+use super::aggregate::{Figures, Summary};
+
+pub fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.1}%", 100.0 * v))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+pub fn usd(cost: Option<f64>, unpriced: &[String]) -> String {
+    match cost {
+        Some(c) => format!("${c:.6}"),
+        None if unpriced.is_empty() => "unknown".into(),
+        None => format!("unknown (no price for {})", unpriced.join(", ")),
+    }
+}
+
+pub fn ms(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into())
+}
+
+/// The last value of a per-k series (k = K), as a percentage.
+pub fn at_k(v: &[super::aggregate::KValue]) -> String {
+    v.last()
+        .map(|kv| format!("{} (k={})", pct(Some(kv.value)), kv.k))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The warning every page of a scripted run carries.
+pub const ILLUSTRATION: &str = "**Harness illustration.** This run used the scripted model: it shows the pipeline working end to end. It is not a benchmark result and is never ranked next to real runs.";
+
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# gauntlet results\n");
+    if s.illustration {
+        let _ = writeln!(o, "> {ILLUSTRATION}\n");
+    }
+    harness(&mut o, s);
+    let _ = writeln!(o, "## Run\n");
+    let _ = writeln!(o, "| figure | value |\n| --- | --- |");
+    let f = &s.run;
+    let rows = [
+        (
+            "verified rate (over verifiable capabilities' trials)",
+            format!(
+                "{} ({}/{})",
+                pct(f.verified_rate),
+                f.verified,
+                f.verifiable_trials
+            ),
+        ),
+        (
+            "honest on ambiguous",
+            format!("{}/{}", f.honest_on_ambiguous, f.ambiguous_trials),
+        ),
+        (
+            "false verifications",
+            format!(
+                "{} ({})",
+                f.false_verifications,
+                pct(f.false_verification_rate)
+            ),
+        ),
+        ("errors", f.errors.to_string()),
+        ("trials passed", format!("{}/{}", f.passed, f.trials)),
+        ("pass@k", series(&f.pass_at_k)),
+        ("pass^k", series(&f.pass_hat_k)),
+        ("spread across repeats", spread(f)),
+        (
+            "tokens in / out / cached (proxy-metered)",
+            format!(
+                "{} / {} / {} over {} calls",
+                f.tokens_in, f.tokens_out, f.tokens_cached, f.calls
+            ),
+        ),
+        ("cost", usd(f.cost_usd, &f.unpriced_models)),
+        (
+            "wall-clock per trial, median / max (ms)",
+            format!(
+                "{} / {}",
+                ms(f.wall_ms_median),
+                ms(f.wall_ms_max.map(|v| v as f64))
+            ),
+        ),
+        (
+            "capabilities meeting their threshold",
+            s.thresholds_met
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "no thresholds configured".into()),
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(o, "| {k} | {} |", cell(&v));
+    }
+
+    let _ = writeln!(o, "\n## Per app\n");
+    let _ = writeln!(
+        o,
+        "| app | capabilities | trials | verified rate | false verifications | errors | pass^k | pass@k | spread | tokens in / out | cost | wall median / max ms | thresholds met |"
+    );
+    let _ = writeln!(o, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for a in &s.apps {
+        let f = &a.figures;
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} | {} |",
+            a.app,
+            a.capabilities,
+            f.trials,
+            pct(f.verified_rate),
+            f.false_verifications,
+            f.errors,
+            at_k(&f.pass_hat_k),
+            at_k(&f.pass_at_k),
+            spread(f),
+            f.tokens_in,
+            f.tokens_out,
+            cell(&usd(f.cost_usd, &f.unpriced_models)),
+            ms(f.wall_ms_median),
+            ms(f.wall_ms_max.map(|v| v as f64)),
+            a.thresholds_met
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+
+    let _ = writeln!(o, "\n## Per capability\n");
+    let _ = writeln!(
+        o,
+        "| capability | kind | outcome by repeat | passed | verified rate | false verifications | errors | pass^k | pass@k | spread | tokens in / out | cost | wall median / max ms | threshold |"
+    );
+    let _ = writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    for c in &s.capabilities {
+        let f = &c.figures;
+        let outcomes: Vec<&str> = c.outcomes.iter().map(|o| o.as_str()).collect();
+        let threshold = c
+            .threshold
+            .as_ref()
+            .map(|t| {
+                format!(
+                    "{} {}/{} (need {})",
+                    if t.met { "met" } else { "NOT met" },
+                    t.passes,
+                    t.of,
+                    t.need
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "| `{}::{}` | {:?} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} | {} |",
+            c.app,
+            c.capability,
+            c.kind,
+            outcomes.join(", "),
+            f.passed,
+            f.trials,
+            pct(f.verified_rate),
+            f.false_verifications,
+            f.errors,
+            at_k(&f.pass_hat_k),
+            at_k(&f.pass_at_k),
+            spread(f),
+            f.tokens_in,
+            f.tokens_out,
+            cell(&usd(f.cost_usd, &f.unpriced_models)),
+            ms(f.wall_ms_median),
+            ms(f.wall_ms_max.map(|v| v as f64)),
+            threshold,
+        );
+    }
+
+    let _ = writeln!(o, "\n## Trials\n");
+    let _ = writeln!(
+        o,
+        "| trial | kind | verdict | passed | reason | tokens in | tokens out | cost | wall ms |"
+    );
+    let _ = writeln!(
+        o,
+        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |"
+    );
+    for t in &s.trials {
+        let _ = writeln!(
+            o,
+            "| `{}` | {:?} | {} | {} | {} | {} | {} | {} | {} |",
+            t.trial,
+            t.kind,
+            t.outcome,
+            if t.passed { "yes" } else { "no" },
+            cell(&t.reason),
+            t.tokens_in,
+            t.tokens_out,
+            t.cost_usd
+                .map(|c| format!("${c:.6}"))
+                .unwrap_or_else(|| "unknown".into()),
+            t.wall_ms
+        );
+    }
+
+    if !s.problems.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Problems\n\nThese files were not counted; everything else above was.\n"
+        );
+        for p in &s.problems {
+            let _ = writeln!(o, "- `{}`: {}", p.file, p.cause);
+        }
+    }
+    if !s.superseded_attempts.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Retried trials\n\nEarlier attempts kept on disk and not counted (the last attempt counts):\n"
+        );
+        for d in &s.superseded_attempts {
+            let _ = writeln!(o, "- `{d}`");
+        }
+    }
+    o
+}
+
+fn series(v: &[super::aggregate::KValue]) -> String {
+    if v.is_empty() {
+        return "n/a".into();
+    }
+    v.iter()
+        .map(|kv| format!("k={}: {}", kv.k, pct(Some(kv.value))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn spread(f: &Figures) -> String {
+    match f.spread {
+        Some(sp) => format!(
+            "{} ({})",
+            pct(Some(sp)),
+            f.per_repeat_pass_rate
+                .iter()
+                .map(|r| pct(Some(*r)))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ),
+        None => "n/a (one repeat)".into(),
+    }
+}
+
+fn harness(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "## Harness\n");
+    let Some(h) = &s.harness else {
+        let _ = writeln!(o, "No usable record: the harness config is unknown.\n");
+        return;
+    };
+    let _ = writeln!(o, "| setting | value |\n| --- | --- |");
+    let rows = [
+        ("agent", format!("`{}` {}", h.agent, h.agent_version)),
+        ("model", format!("`{}`", h.model)),
+        ("mode", format!("{:?}", h.mode).to_lowercase()),
+        ("N (green re-runs a verified claim needs)", h.n.to_string()),
+        ("K (repeats per capability)", h.k.to_string()),
+        (
+            "agent timeout / gate timeout",
+            format!("{} s / {} s", h.timeout_secs, h.gate_timeout_secs),
+        ),
+        (
+            "upstream",
+            h.upstream_url.clone().unwrap_or_else(|| "-".into()),
+        ),
+        ("gauntlet version", h.gauntlet_version.clone()),
+        (
+            "gauntlet commit",
+            h.commit
+                .clone()
+                .unwrap_or_else(|| "unknown (no git)".into()),
+        ),
+        ("run ids", h.run_ids.join(", ")),
+        (
+            "prices",
+            s.prices.clone().unwrap_or_else(|| "no price table".into()),
+        ),
+        (
+            "thresholds",
+            if s.thresholds.is_empty() {
+                "none".into()
+            } else {
+                s.thresholds.join(", ")
+            },
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(o, "| {k} | {} |", cell(&v));
+    }
+    let _ = writeln!(o);
+}

@@ -1,0 +1,323 @@
+//! `results/` is append-only: `results/runs/<label>/` holds published runs, copied
+//! once and never written again; `results/published/` holds pages generated from
+//! them and is regenerated whole on every publish.
+//!
+//! Scripted runs are published as harness illustrations, in their own table: they
+//! are never ranked next to real runs.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use super::aggregate::Summary;
+use super::markdown::{pct, usd, ILLUSTRATION};
+use super::svg::esc;
+use super::{io, load_run, render, Options, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
+use crate::record::merge::copy_tree;
+
+pub const RUNS_DIR: &str = "runs";
+pub const PUBLISHED_DIR: &str = "published";
+
+/// `results/` at the repository root.
+pub fn default_results_dir() -> PathBuf {
+    crate::binaries::repo_root().join("results")
+}
+
+fn check_label(label: &str) -> Result<(), ReportError> {
+    let ok = !label.is_empty()
+        && label.len() <= 80
+        && label.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && label
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ReportError::Refused(format!(
+            "label `{label}`: expected lowercase letters, digits, `.`, `_` or `-` (at most 80, starting with a letter or digit)"
+        )))
+    }
+}
+
+/// Copy `run_dir` into `results/runs/<label>/` and regenerate `results/published/`.
+/// Refuses an existing label, and a run whose records do not all load and rescore:
+/// a published run must stand on its own evidence.
+pub fn publish(
+    run_dir: &Path,
+    results: &Path,
+    label: &str,
+    opts: &Options,
+) -> Result<PathBuf, ReportError> {
+    check_label(label)?;
+    let dest = results.join(RUNS_DIR).join(label);
+    if dest.exists() {
+        return Err(ReportError::Refused(format!(
+            "{}: already published; results are append-only, choose a new label",
+            dest.display()
+        )));
+    }
+    let run = load_run(run_dir)?;
+    if !run.problems.is_empty() {
+        let list: Vec<String> = run
+            .problems
+            .iter()
+            .map(|p| format!("{}: {}", p.file, p.cause))
+            .collect();
+        return Err(ReportError::Refused(format!(
+            "{}: not published, the run has problems: {}",
+            run_dir.display(),
+            list.join("; ")
+        )));
+    }
+    if run.records.is_empty() {
+        return Err(ReportError::Refused(format!(
+            "{}: no records to publish",
+            run_dir.display()
+        )));
+    }
+    let runs = results.join(RUNS_DIR);
+    std::fs::create_dir_all(&runs).map_err(io(&runs))?;
+    let staging = runs.join(format!(".publish-{}-{label}", std::process::id()));
+    let copied = (|| {
+        std::fs::create_dir(&staging).map_err(io(&staging))?;
+        let mut entries: Vec<_> = std::fs::read_dir(run_dir)
+            .map_err(io(run_dir))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(io(run_dir))?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name();
+            let n = name.to_string_lossy();
+            if [REPORT_MD, REPORT_HTML, SUMMARY_JSON].contains(&n.as_ref()) || n.starts_with('.') {
+                continue;
+            }
+            let from = e.path();
+            let to = staging.join(&name);
+            if from.is_dir() {
+                copy_tree(&from, &to).map_err(|e| ReportError::Refused(e.to_string()))?;
+            } else {
+                std::fs::copy(&from, &to).map_err(io(&from))?;
+            }
+        }
+        // create_dir, then rename into it only if still absent: never overwrite.
+        if dest.exists() {
+            return Err(ReportError::Refused(format!(
+                "{}: already published; results are append-only",
+                dest.display()
+            )));
+        }
+        std::fs::rename(&staging, &dest).map_err(io(&dest))
+    })();
+    if copied.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    copied?;
+    regenerate_published(results, opts)?;
+    Ok(dest)
+}
+
+/// One published run, as the index lists it.
+struct Entry {
+    label: String,
+    summary: Summary,
+}
+
+/// Rebuild `results/published/` from `results/runs/*`: each run's pages, and an
+/// index that ranks real runs and lists harness illustrations apart.
+pub fn regenerate_published(results: &Path, opts: &Options) -> Result<PathBuf, ReportError> {
+    let runs = results.join(RUNS_DIR);
+    let mut labels: Vec<String> = match std::fs::read_dir(&runs) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
+        Err(e) => return Err(io(&runs)(e)),
+    };
+    labels.sort();
+    let out = results.join(PUBLISHED_DIR);
+    let staging = results.join(format!(".published-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(io(&staging))?;
+    let mut entries = Vec::new();
+    for label in labels {
+        let run = load_run(&runs.join(&label))?;
+        let pages = render(&run, opts);
+        let dir = staging.join(&label);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        for (name, text) in [
+            (REPORT_MD, &pages.markdown),
+            (REPORT_HTML, &pages.html),
+            (SUMMARY_JSON, &pages.json),
+        ] {
+            let f = dir.join(name);
+            std::fs::write(&f, text).map_err(io(&f))?;
+        }
+        entries.push(Entry {
+            label,
+            summary: pages.summary,
+        });
+    }
+    let (real, illustrations): (Vec<&Entry>, Vec<&Entry>) =
+        entries.iter().partition(|e| !e.summary.illustration);
+    let mut ranked = real;
+    ranked.sort_by(|a, b| {
+        let key = |e: &Entry| {
+            (
+                e.summary.run.verified_rate.unwrap_or(-1.0),
+                -e.summary.run.false_verification_rate.unwrap_or(1.0),
+            )
+        };
+        key(b)
+            .partial_cmp(&key(a))
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.label.cmp(&b.label))
+    });
+    for (name, text) in [
+        ("index.md", index_md(&ranked, &illustrations)),
+        ("index.html", index_html(&ranked, &illustrations)),
+    ] {
+        let f = staging.join(name);
+        std::fs::write(&f, text).map_err(io(&f))?;
+    }
+    // Swap in the new pages in one rename; the old ones go only after.
+    let old = results.join(format!(".published-old-{}", std::process::id()));
+    if out.exists() {
+        std::fs::rename(&out, &old).map_err(io(&out))?;
+    }
+    std::fs::rename(&staging, &out).map_err(io(&out))?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(out)
+}
+
+fn columns(e: &Entry) -> Vec<String> {
+    let s = &e.summary;
+    let h = s.harness.as_ref();
+    let f = &s.run;
+    vec![
+        e.label.clone(),
+        h.map(|h| format!("{} {}", h.agent, h.agent_version))
+            .unwrap_or_default(),
+        h.map(|h| h.model.clone()).unwrap_or_default(),
+        h.map(|h| format!("{}/{}", h.n, h.k)).unwrap_or_default(),
+        format!(
+            "{} ({}/{})",
+            pct(f.verified_rate),
+            f.verified,
+            f.verifiable_trials
+        ),
+        format!(
+            "{} ({})",
+            pct(f.false_verification_rate),
+            f.false_verifications
+        ),
+        f.errors.to_string(),
+        f.pass_hat_k
+            .last()
+            .map(|kv| format!("{} (k={})", pct(Some(kv.value)), kv.k))
+            .unwrap_or_else(|| "n/a".into()),
+        usd(f.cost_usd, &f.unpriced_models),
+        h.and_then(|h| h.commit.clone())
+            .map(|c| c.chars().take(12).collect())
+            .unwrap_or_else(|| "unknown".into()),
+    ]
+}
+
+const HEADERS: [&str; 10] = [
+    "run",
+    "agent",
+    "model",
+    "N/K",
+    "verified rate",
+    "false verifications",
+    "errors",
+    "pass^k",
+    "cost",
+    "commit",
+];
+
+fn index_md(ranked: &[&Entry], illustrations: &[&Entry]) -> String {
+    let mut o = String::from("# gauntlet: published results\n\nGenerated from `results/runs/`; do not edit. Each run's pages: `published/<run>/report.md`.\n\n## Leaderboard (real runs)\n\n");
+    let table = |o: &mut String, rows: &[&Entry], rank: bool| {
+        let mut h: Vec<&str> = HEADERS.to_vec();
+        if rank {
+            h.insert(0, "rank");
+        }
+        let _ = writeln!(o, "| {} |", h.join(" | "));
+        let _ = writeln!(o, "|{}", " --- |".repeat(h.len()));
+        for (i, e) in rows.iter().enumerate() {
+            let mut c = columns(e);
+            c[0] = format!("[{}]({}/report.md)", c[0], e.label);
+            if rank {
+                c.insert(0, (i + 1).to_string());
+            }
+            let c: Vec<String> = c.iter().map(|x| x.replace('|', "\\|")).collect();
+            let _ = writeln!(o, "| {} |", c.join(" | "));
+        }
+    };
+    if ranked.is_empty() {
+        o.push_str("No real run published yet.\n");
+    } else {
+        table(&mut o, ranked, true);
+    }
+    let _ = writeln!(
+        o,
+        "\n## Harness illustrations (not ranked)\n\n> {ILLUSTRATION}\n"
+    );
+    if illustrations.is_empty() {
+        o.push_str("None.\n");
+    } else {
+        table(&mut o, illustrations, false);
+    }
+    o
+}
+
+fn index_html(ranked: &[&Entry], illustrations: &[&Entry]) -> String {
+    let mut o = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\"><title>gauntlet: published results</title><style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em}.warn{background:#fff3cd;padding:.75em}</style></head><body><h1>gauntlet: published results</h1>\n<h2>Leaderboard (real runs)</h2>\n");
+    let table = |o: &mut String, rows: &[&Entry], rank: bool| {
+        o.push_str("<table><tr>");
+        if rank {
+            o.push_str("<th>rank</th>");
+        }
+        for h in HEADERS {
+            let _ = write!(o, "<th>{}</th>", esc(h));
+        }
+        o.push_str("</tr>\n");
+        for (i, e) in rows.iter().enumerate() {
+            o.push_str("<tr>");
+            if rank {
+                let _ = write!(o, "<td>{}</td>", i + 1);
+            }
+            for (j, c) in columns(e).iter().enumerate() {
+                if j == 0 {
+                    let _ = write!(o, "<td><a href=\"{0}/report.html\">{0}</a></td>", esc(c));
+                } else {
+                    let _ = write!(o, "<td>{}</td>", esc(c));
+                }
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+    };
+    if ranked.is_empty() {
+        o.push_str("<p>No real run published yet.</p>\n");
+    } else {
+        table(&mut o, ranked, true);
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Harness illustrations (not ranked)</h2><p class=\"warn\">{}</p>",
+        esc(ILLUSTRATION).replace(
+            "**Harness illustration.**",
+            "<strong>Harness illustration.</strong>"
+        )
+    );
+    if illustrations.is_empty() {
+        o.push_str("<p>None.</p>\n");
+    } else {
+        table(&mut o, illustrations, false);
+    }
+    o.push_str("</body></html>\n");
+    o
+}

@@ -1,0 +1,406 @@
+//! Results pages: snapshots of a fixed synthetic run, bad input, the HTML page in
+//! real headless Chromium, publishing, the record schema, the JUnit summary line.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gauntlet::config::Mode;
+use gauntlet::report::synthetic::SyntheticRun;
+use gauntlet::report::{self, load_run, Options, PriceTable, Thresholds};
+
+use crate::support::*;
+
+/// The fixed synthetic run, written into `dir`.
+fn fixed_run(dir: &Path) -> PathBuf {
+    let run = dir.join("run");
+    SyntheticRun::fixed().write(&run).expect("synthetic run");
+    run
+}
+
+fn priced(dir: &Path) -> Options {
+    let f = dir.join("prices.toml");
+    std::fs::write(
+        &f,
+        "[models.\"synthetic-model\"]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\n",
+    )
+    .expect("prices");
+    Options {
+        prices: PriceTable::load(&f).expect("price table"),
+        thresholds: Thresholds::parse_all(&["*=2/3", "api-ledger::balance=3/3"])
+            .expect("thresholds"),
+    }
+}
+
+#[test]
+fn report_snapshots_of_a_fixed_synthetic_run() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    let loaded = load_run(&run).expect("loads");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let pages = report::render(&loaded, &priced(tmp.path()));
+    let s = &pages.summary;
+
+    // The figures add up, and the run holds every outcome (or the snapshot proves little).
+    let f = &s.run;
+    assert_eq!(f.trials, 18);
+    assert_eq!(f.verifiable_trials + f.ambiguous_trials, f.trials);
+    for o in ["verified", "unverified", "false_verification", "error"] {
+        assert!(
+            s.trials.iter().any(|t| t.outcome.as_str() == o),
+            "no {o} trial"
+        );
+    }
+    assert!(f.cost_usd.is_some_and(|c| c > 0.0));
+    assert!(s
+        .capabilities
+        .iter()
+        .any(|c| c.threshold.as_ref().is_some_and(|t| t.met)));
+    assert!(s
+        .capabilities
+        .iter()
+        .any(|c| c.threshold.as_ref().is_some_and(|t| !t.met)));
+
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        // Ids and times vary between real runs; the synthetic run fixes them, and the
+        // redactions keep the snapshots about figures.
+        let md = pages
+            .markdown
+            .replace("synthetic-run", "[run id]")
+            .replace("0123456789abcdef0123456789abcdef01234567", "[commit]");
+        insta::assert_snapshot!("report_fixed_run_md", md);
+        let json: serde_json::Value = serde_json::from_str(&pages.json).expect("json");
+        insta::assert_json_snapshot!("report_fixed_run_summary_json", json, {
+            ".harness.run_ids" => "[run ids]",
+            ".harness.commit" => "[commit]",
+        });
+    });
+}
+
+#[test]
+fn every_page_states_the_harness_config() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    let out = tmp.path().join("pages");
+    let pages = report::write_report(&run, &out, &priced(tmp.path())).expect("report");
+    let html = std::fs::read_to_string(out.join("report.html")).expect("html");
+    let md = std::fs::read_to_string(out.join("report.md")).expect("md");
+    let json = std::fs::read_to_string(out.join("summary.json")).expect("json");
+    assert_eq!(md, pages.markdown);
+    for page in [&html, &md, &json] {
+        for needle in [
+            "synthetic-model",
+            "synthetic",
+            "0.0.0-synthetic",
+            "0123456789abcdef0123456789abcdef01234567",
+            "synthetic-run",
+            "byok",
+        ] {
+            assert!(page.contains(needle), "`{needle}` missing");
+        }
+    }
+    assert!(
+        !md.contains("Harness illustration"),
+        "a byok run is no illustration"
+    );
+}
+
+#[test]
+fn scripted_runs_are_marked_as_harness_illustrations() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    SyntheticRun {
+        mode: Mode::Scripted,
+        ..SyntheticRun::fixed()
+    }
+    .write(&run)
+    .expect("write");
+    let pages = report::render(&load_run(&run).expect("load"), &Options::default());
+    assert!(pages.summary.illustration);
+    assert!(pages.markdown.contains("Harness illustration"));
+    assert!(pages.html.contains("Harness illustration"));
+}
+
+#[test]
+fn an_unpriced_model_costs_unknown_not_zero() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    let pages = report::render(&load_run(&run).expect("load"), &Options::default());
+    assert_eq!(pages.summary.run.cost_usd, None);
+    assert_eq!(pages.summary.run.unpriced_models, vec!["synthetic-model"]);
+    assert!(pages
+        .markdown
+        .contains("unknown (no price for synthetic-model)"));
+    assert!(!pages.markdown.contains("$0.000000"));
+}
+
+#[test]
+fn truncated_and_foreign_files_are_named_and_the_rest_is_reported() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    // A record cut short, a record that is someone else's JSON, a stray file, a trial
+    // that never wrote its record, and a verdict edited by hand.
+    let cut = run.join("qa.api-ledger.balance.r1/record.json");
+    let text = std::fs::read(&cut).expect("read");
+    std::fs::remove_file(&cut).expect("rm");
+    std::fs::write(&cut, &text[..text.len() / 2]).expect("truncate");
+    let foreign = run.join("qa.api-ledger.health.r2/record.json");
+    std::fs::remove_file(&foreign).expect("rm");
+    std::fs::write(&foreign, br#"{"name": "not a record"}"#).expect("foreign");
+    std::fs::write(run.join("notes.txt"), b"hello").expect("stray");
+    std::fs::create_dir(run.join("qa.cli-tally.count-words.r9")).expect("dir");
+    let forged = run.join("qa.cli-tally.reject-missing-file.r1/record.json");
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&forged).expect("read")).expect("json");
+    let was = rec["verdict"]["outcome"].as_str().map(String::from);
+    let (to, passed) = if was.as_deref() == Some("verified") {
+        ("error", false)
+    } else {
+        ("verified", true)
+    };
+    rec["verdict"]["outcome"] = to.into();
+    rec["verdict"]["passed"] = passed.into();
+    std::fs::remove_file(&forged).expect("rm");
+    std::fs::write(&forged, serde_json::to_vec(&rec).expect("ser")).expect("forge");
+
+    let out = tmp.path().join("pages");
+    let pages = report::write_report(&run, &out, &Options::default()).expect("report");
+    let files: Vec<&str> = pages
+        .summary
+        .problems
+        .iter()
+        .map(|p| p.file.as_str())
+        .collect();
+    assert_eq!(
+        files,
+        vec![
+            "notes.txt",
+            "qa.api-ledger.balance.r1/record.json",
+            "qa.api-ledger.health.r2/record.json",
+            "qa.cli-tally.count-words.r9",
+            "qa.cli-tally.reject-missing-file.r1/record.json",
+        ]
+    );
+    let cause = |f: &str| {
+        pages
+            .summary
+            .problems
+            .iter()
+            .find(|p| p.file == f)
+            .map(|p| p.cause.clone())
+            .unwrap_or_default()
+    };
+    assert!(cause("notes.txt").contains("foreign file"));
+    assert!(cause("qa.api-ledger.balance.r1/record.json").contains("not a gauntlet record"));
+    assert!(cause("qa.api-ledger.health.r2/record.json").contains("missing field"));
+    assert!(cause("qa.cli-tally.reject-missing-file.r1/record.json")
+        .contains("does not follow from the evidence"));
+    assert_eq!(pages.summary.run.trials, 18 - 3);
+    for f in &files {
+        assert!(pages.markdown.contains(f), "{f} not named in report.md");
+        assert!(pages.html.contains(f), "{f} not named in report.html");
+    }
+}
+
+/// Load `page` in headless Chromium; returns (dumped DOM, console lines).
+fn chromium_load(page: &Path, profile: &Path) -> (String, Vec<String>) {
+    let out = Command::new("/usr/lib/chromium/chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (apt-get install chromium)");
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let console = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}
+
+#[test]
+fn the_html_page_loads_in_chromium_with_no_console_message_and_shows_its_charts() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    let out = tmp.path().join("pages");
+    report::write_report(&run, &out, &priced(tmp.path())).expect("report");
+
+    let (dom, console) = chromium_load(&out.join("report.html"), &tmp.path().join("profile-1"));
+    assert!(console.is_empty(), "console: {console:#?}");
+    assert!(
+        dom.matches("<svg").count() >= 3,
+        "charts missing from the DOM"
+    );
+    assert!(
+        dom.contains("<rect") && dom.contains("<circle"),
+        "charts have no marks"
+    );
+    assert!(dom.contains("api-ledger::balance"));
+
+    // The check can fail: the same page with one outside fetch is reported on the
+    // console (the page's Content-Security-Policy blocks it).
+    let html = std::fs::read_to_string(out.join("report.html")).expect("read");
+    let bad = out.join("bad.html");
+    std::fs::write(
+        &bad,
+        html.replace("<h1>", "<img src=\"http://127.0.0.1:9/x.png\"><h1>"),
+    )
+    .expect("write");
+    let (_, console) = chromium_load(&bad, &tmp.path().join("profile-2"));
+    assert!(!console.is_empty(), "an outside fetch went unnoticed");
+}
+
+#[test]
+fn publish_is_append_only_and_never_ranks_illustrations() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let results = tmp.path().join("results");
+    let real = fixed_run(tmp.path());
+    let scripted = tmp.path().join("scripted");
+    SyntheticRun {
+        mode: Mode::Scripted,
+        ..SyntheticRun::fixed()
+    }
+    .write(&scripted)
+    .expect("write");
+    let opts = Options::default();
+    let p = report::publish::publish(&real, &results, "real-1", &opts).expect("publish");
+    assert!(p.join("qa.api-ledger.balance.r1/record.json").is_file());
+    report::publish::publish(&scripted, &results, "scripted-1", &opts).expect("publish");
+
+    // The same label again is refused, and nothing changes.
+    let before = std::fs::read(results.join("runs/real-1/qa.api-ledger.balance.r1/record.json"))
+        .expect("read");
+    let err = report::publish::publish(&scripted, &results, "real-1", &opts).unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    let after = std::fs::read(results.join("runs/real-1/qa.api-ledger.balance.r1/record.json"))
+        .expect("read");
+    assert_eq!(before, after);
+    assert!(report::publish::publish(&real, &results, "Bad Label", &opts).is_err());
+
+    let index = std::fs::read_to_string(results.join("published/index.md")).expect("index");
+    let (board, illustrations) = index
+        .split_once("## Harness illustrations")
+        .expect("two sections");
+    assert!(
+        board.contains("real-1") && !board.contains("scripted-1"),
+        "{index}"
+    );
+    assert!(illustrations.contains("scripted-1"));
+    for label in ["real-1", "scripted-1"] {
+        for page in ["report.md", "report.html", "summary.json"] {
+            assert!(results.join("published").join(label).join(page).is_file());
+        }
+    }
+    // A run with a problem is not published.
+    std::fs::write(real.join("stray.txt"), b"x").expect("stray");
+    let err = report::publish::publish(&real, &results, "real-2", &opts).unwrap_err();
+    assert!(err.to_string().contains("stray.txt"), "{err}");
+    assert!(!results.join("runs/real-2").exists());
+}
+
+#[test]
+fn the_committed_record_schema_is_current() {
+    let committed = root().join(gauntlet::record::schema::SCHEMA_PATH);
+    let now = gauntlet::record::schema::record_schema_text();
+    if std::env::var_os("GAUNTLET_UPDATE_SCHEMA").is_some() {
+        std::fs::create_dir_all(committed.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&committed, &now).expect("write schema");
+    }
+    let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
+    assert!(
+        on_disk == now,
+        "{} is stale: regenerate it with `GAUNTLET_UPDATE_SCHEMA=1 cargo test --test integration the_committed_record_schema_is_current`",
+        committed.display()
+    );
+}
+
+fn validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(root().join(gauntlet::record::schema::SCHEMA_PATH))
+        .expect("committed schema");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is json");
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+fn assert_valid(v: &jsonschema::Validator, file: &Path) {
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).expect("record")).expect("json");
+    let errors: Vec<String> = v.iter_errors(&rec).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", file.display());
+}
+
+#[test]
+fn records_a_run_writes_validate_against_the_committed_schema() {
+    let v = validator();
+    // Records of real trials (a real app, a real agent process, the gate).
+    let out = tempfile::tempdir().expect("tempdir");
+    for agent in ["true-test.sh", "honest-balance.sh", "crashes.sh"] {
+        let cfg = config(fixture_agent(agent), &out.path().join(agent));
+        let (_, dir) = run_trial(&ledger(), "balance", &cfg);
+        assert_valid(&v, &dir.join("record.json"));
+    }
+    // And every synthetic one.
+    let run = fixed_run(out.path());
+    for f in gauntlet::record::find_records(&run).expect("records") {
+        assert_valid(&v, &f);
+    }
+    // The check can fail: a record missing its verdict is refused.
+    let f = run.join("qa.api-ledger.balance.r1/record.json");
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&f).expect("read")).expect("json");
+    rec.as_object_mut().expect("object").remove("verdict");
+    assert!(!v.is_valid(&rec));
+    rec["verdict"] = serde_json::json!({"outcome": "great", "reason": "", "passed": true});
+    assert!(!v.is_valid(&rec));
+}
+
+#[test]
+fn the_junit_summary_line_carries_the_figures() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    let rec =
+        gauntlet::record::load(&run.join("qa.api-ledger.balance.r1/record.json")).expect("record");
+    let (tin, tout) = rec.tokens();
+    let line = gauntlet::run::summary_line(&rec);
+    assert_eq!(
+        line,
+        format!(
+            "gauntlet: qa::api-ledger::balance::r1 verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
+            rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
+        )
+    );
+    // One line, so that JUnit system-out keeps it whole and a grep finds it.
+    assert!(!line.contains('\n'));
+}
+
+#[test]
+fn the_committed_illustration_run_rescores_and_is_never_ranked() {
+    let results = root().join("results");
+    let run = results.join("runs/scripted-illustration-k3");
+    let loaded = load_run(&run).expect("committed run loads");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    assert!(!loaded.records.is_empty());
+    let pages = report::render(&loaded, &Options::default());
+    assert!(pages.summary.illustration);
+    let index = std::fs::read_to_string(results.join("published/index.md")).expect("index");
+    let (board, _) = index
+        .split_once("## Harness illustrations")
+        .expect("two sections");
+    assert!(!board.contains("scripted-illustration-k3"), "{index}");
+}
