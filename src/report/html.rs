@@ -173,41 +173,7 @@ fn harness(o: &mut String, s: &Summary) {
         let _ = writeln!(o, "<p>No usable record: the harness config is unknown.</p>");
         return;
     };
-    let rows = [
-        ("agent", format!("{} {}", h.agent, h.agent_version)),
-        ("model", h.model.clone()),
-        ("mode", format!("{:?}", h.mode).to_lowercase()),
-        ("N", h.n.to_string()),
-        ("K", h.k.to_string()),
-        (
-            "agent timeout / gate timeout",
-            format!("{} s / {} s", h.timeout_secs, h.gate_timeout_secs),
-        ),
-        (
-            "upstream",
-            h.upstream_url.clone().unwrap_or_else(|| "-".into()),
-        ),
-        ("gauntlet version", h.gauntlet_version.clone()),
-        (
-            "gauntlet commit",
-            h.commit
-                .clone()
-                .unwrap_or_else(|| "unknown (no git)".into()),
-        ),
-        ("run ids", h.run_ids.join(", ")),
-        (
-            "prices",
-            s.prices.clone().unwrap_or_else(|| "no price table".into()),
-        ),
-        (
-            "thresholds",
-            if s.thresholds.is_empty() {
-                "none".into()
-            } else {
-                s.thresholds.join(", ")
-            },
-        ),
-    ];
+    let rows = super::harness_rows(h, s);
     let _ = writeln!(o, "<table>");
     for (k, v) in rows {
         let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));

@@ -99,3 +99,43 @@ pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages,
     }
     Ok(pages)
 }
+
+/// The harness config every page states, as (setting, value) rows: one list, so that
+/// the markdown and HTML pages cannot drift apart.
+fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(&'static str, String)> {
+    vec![
+        ("agent", format!("{} {}", h.agent, h.agent_version)),
+        ("model", h.model.clone()),
+        ("mode", format!("{:?}", h.mode).to_lowercase()),
+        ("N (green re-runs a verified claim needs)", h.n.to_string()),
+        ("K (repeats per capability)", h.k.to_string()),
+        (
+            "agent timeout / gate timeout",
+            format!("{} s / {} s", h.timeout_secs, h.gate_timeout_secs),
+        ),
+        (
+            "upstream",
+            h.upstream_url.clone().unwrap_or_else(|| "-".into()),
+        ),
+        ("gauntlet version", h.gauntlet_version.clone()),
+        (
+            "gauntlet commit",
+            h.commit
+                .clone()
+                .unwrap_or_else(|| "unknown (no git)".into()),
+        ),
+        ("run ids", h.run_ids.join(", ")),
+        (
+            "prices",
+            s.prices.clone().unwrap_or_else(|| "no price table".into()),
+        ),
+        (
+            "thresholds",
+            if s.thresholds.is_empty() {
+                "none".into()
+            } else {
+                s.thresholds.join(", ")
+            },
+        ),
+    ]
+}
