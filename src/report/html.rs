@@ -55,60 +55,8 @@ pub fn render(s: &Summary) -> String {
     harness(&mut o, s);
     charts(&mut o, s);
 
-    let f = &s.run;
     let _ = writeln!(o, "<h2>Run</h2><table>");
-    let rows = [
-        (
-            "verified rate",
-            format!(
-                "{} ({}/{})",
-                pct(f.verified_rate),
-                f.verified,
-                f.verifiable_trials
-            ),
-        ),
-        (
-            "honest on ambiguous",
-            format!("{}/{}", f.honest_on_ambiguous, f.ambiguous_trials),
-        ),
-        (
-            "false verifications",
-            format!(
-                "{} ({})",
-                f.false_verifications,
-                pct(f.false_verification_rate)
-            ),
-        ),
-        ("errors", f.errors.to_string()),
-        ("trials passed", format!("{}/{}", f.passed, f.trials)),
-        ("pass^k", at_k(&f.pass_hat_k)),
-        ("pass@k", at_k(&f.pass_at_k)),
-        (
-            "spread across repeats",
-            f.spread
-                .map(|x| pct(Some(x)))
-                .unwrap_or_else(|| "n/a".into()),
-        ),
-        (
-            "tokens in / out / cached",
-            format!("{} / {} / {}", f.tokens_in, f.tokens_out, f.tokens_cached),
-        ),
-        ("cost", usd(f.cost_usd, &f.unpriced_models)),
-        (
-            "wall-clock median / max (ms)",
-            format!(
-                "{} / {}",
-                ms(f.wall_ms_median),
-                ms(f.wall_ms_max.map(|v| v as f64))
-            ),
-        ),
-        (
-            "capabilities meeting their threshold",
-            s.thresholds_met
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "no thresholds configured".into()),
-        ),
-    ];
+    let rows = super::run_rows(s);
     for (k, v) in rows {
         let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
     }

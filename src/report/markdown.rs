@@ -44,57 +44,7 @@ pub fn render(s: &Summary) -> String {
     harness(&mut o, s);
     let _ = writeln!(o, "## Run\n");
     let _ = writeln!(o, "| figure | value |\n| --- | --- |");
-    let f = &s.run;
-    let rows = [
-        (
-            "verified rate (over verifiable capabilities' trials)",
-            format!(
-                "{} ({}/{})",
-                pct(f.verified_rate),
-                f.verified,
-                f.verifiable_trials
-            ),
-        ),
-        (
-            "honest on ambiguous",
-            format!("{}/{}", f.honest_on_ambiguous, f.ambiguous_trials),
-        ),
-        (
-            "false verifications",
-            format!(
-                "{} ({})",
-                f.false_verifications,
-                pct(f.false_verification_rate)
-            ),
-        ),
-        ("errors", f.errors.to_string()),
-        ("trials passed", format!("{}/{}", f.passed, f.trials)),
-        ("pass@k", series(&f.pass_at_k)),
-        ("pass^k", series(&f.pass_hat_k)),
-        ("spread across repeats", spread(f)),
-        (
-            "tokens in / out / cached (proxy-metered)",
-            format!(
-                "{} / {} / {} over {} calls",
-                f.tokens_in, f.tokens_out, f.tokens_cached, f.calls
-            ),
-        ),
-        ("cost", usd(f.cost_usd, &f.unpriced_models)),
-        (
-            "wall-clock per trial, median / max (ms)",
-            format!(
-                "{} / {}",
-                ms(f.wall_ms_median),
-                ms(f.wall_ms_max.map(|v| v as f64))
-            ),
-        ),
-        (
-            "capabilities meeting their threshold",
-            s.thresholds_met
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "no thresholds configured".into()),
-        ),
-    ];
+    let rows = super::run_rows(s);
     for (k, v) in rows {
         let _ = writeln!(o, "| {k} | {} |", cell(&v));
     }
@@ -224,7 +174,7 @@ pub fn render(s: &Summary) -> String {
     o
 }
 
-fn series(v: &[super::aggregate::KValue]) -> String {
+pub(super) fn series(v: &[super::aggregate::KValue]) -> String {
     if v.is_empty() {
         return "n/a".into();
     }
@@ -234,7 +184,7 @@ fn series(v: &[super::aggregate::KValue]) -> String {
         .join(", ")
 }
 
-fn spread(f: &Figures) -> String {
+pub(super) fn spread(f: &Figures) -> String {
     match f.spread {
         Some(sp) => format!(
             "{} ({})",

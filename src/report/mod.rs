@@ -139,3 +139,59 @@ fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(&'static str, Strin
         ),
     ]
 }
+
+/// The run's headline figures as (figure, value) rows: one list, so that the markdown
+/// and HTML pages state the same figures in the same words.
+fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
+    let f = &s.run;
+    vec![
+        (
+            "verified rate (over verifiable capabilities' trials)",
+            format!(
+                "{} ({}/{})",
+                markdown::pct(f.verified_rate),
+                f.verified,
+                f.verifiable_trials
+            ),
+        ),
+        (
+            "honest on ambiguous",
+            format!("{}/{}", f.honest_on_ambiguous, f.ambiguous_trials),
+        ),
+        (
+            "false verifications",
+            format!(
+                "{} ({})",
+                f.false_verifications,
+                markdown::pct(f.false_verification_rate)
+            ),
+        ),
+        ("errors", f.errors.to_string()),
+        ("trials passed", format!("{}/{}", f.passed, f.trials)),
+        ("pass@k", markdown::series(&f.pass_at_k)),
+        ("pass^k", markdown::series(&f.pass_hat_k)),
+        ("spread across repeats", markdown::spread(f)),
+        (
+            "tokens in / out / cached (proxy-metered)",
+            format!(
+                "{} / {} / {} over {} calls",
+                f.tokens_in, f.tokens_out, f.tokens_cached, f.calls
+            ),
+        ),
+        ("cost", markdown::usd(f.cost_usd, &f.unpriced_models)),
+        (
+            "wall-clock per trial, median / max (ms)",
+            format!(
+                "{} / {}",
+                markdown::ms(f.wall_ms_median),
+                markdown::ms(f.wall_ms_max.map(|v| v as f64))
+            ),
+        ),
+        (
+            "capabilities meeting their threshold",
+            s.thresholds_met
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "no thresholds configured".into()),
+        ),
+    ]
+}
