@@ -37,6 +37,34 @@ pub struct RunSpec {
     pub workspace: PathBuf,
 }
 
+/// What a challenge trial or one turn of a scorecard probe asks of an agent: a
+/// free-form prompt, run with `workspace` as the working directory. The qa suite keeps
+/// its own [`RunSpec`] because its prompt is built from the corpus graph.
+#[derive(Debug, Clone)]
+pub struct PromptRun {
+    /// A stable label (the trial name): session titles, log lines.
+    pub title: String,
+    /// The whole message the agent is given for this turn.
+    pub prompt: String,
+    pub workspace: PathBuf,
+    /// `None` for a one-shot run; a turn of a multi-turn conversation otherwise.
+    pub session: Option<SessionTurn>,
+}
+
+/// One turn of a conversation the harness drives (scorecard probes).
+#[derive(Debug, Clone)]
+pub struct SessionTurn {
+    /// The conversation's id, chosen by the harness, the same for every turn of one
+    /// session. Agents that assign their own ids map it (see each adapter).
+    pub id: String,
+    /// False on a session's first turn, true on every later one.
+    pub resume: bool,
+    /// The agent's persistent state (memory, session store): kept across the sessions
+    /// of one agent, empty for a fresh agent. CLIs keep theirs under their HOME, so
+    /// their adapters use this as HOME.
+    pub state_dir: PathBuf,
+}
+
 /// A command line, before the harness adds its environment and bounds.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -55,6 +83,8 @@ pub enum AdapterError {
     },
     #[error("{agent}: {program} is not installed (run `npm ci` in workspace/)")]
     NotInstalled { agent: String, program: PathBuf },
+    #[error("agent `{agent}` cannot {what}")]
+    Unsupported { agent: String, what: String },
 }
 
 /// Where an agent is about to run, as the harness set it up.
@@ -91,6 +121,24 @@ pub trait Adapter: Send + Sync {
     fn launch(&self, run: &RunSpec, _ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         Ok(Launch {
             invocation: self.invocation(run),
+            env: BTreeMap::new(),
+        })
+    }
+    /// The command line for a free-form prompt (challenges, scorecard turns).
+    fn prompt_invocation(&self, _run: &PromptRun) -> Result<Invocation, AdapterError> {
+        Err(AdapterError::Unsupported {
+            agent: self.name().to_string(),
+            what: "run a free-form prompt".into(),
+        })
+    }
+    /// [`Adapter::launch`] for a free-form prompt.
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        _ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        Ok(Launch {
+            invocation: self.prompt_invocation(run)?,
             env: BTreeMap::new(),
         })
     }
