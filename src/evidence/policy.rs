@@ -694,7 +694,6 @@ mod tests {
             [
                 "/out/run/t/workspace/a.csv",
                 "/out/run/other/x",
-                "/repo",
                 "/repo/src"
             ]
         );

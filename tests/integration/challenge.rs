@@ -567,7 +567,10 @@ fn a_report_that_cannot_be_written_loses_nothing_recorded() {
     assert!(err.to_string().contains("metrics.json"), "{err}");
     let kept =
         gauntlet::report::challenge::load_record(&dir.join("record.json")).expect("record kept");
-    assert_eq!(kept, rec);
+    assert!(
+        kept.verdict == rec.verdict && kept.evidence == rec.evidence,
+        "the record changed"
+    );
 }
 
 fn gauntlet_cli(args: &[&str], challenges: Option<&Path>, out: &Path) -> std::process::Output {
