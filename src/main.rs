@@ -208,7 +208,48 @@ fn list() -> ExitCode {
             None => println!("{}", p.name),
         }
     }
-    ExitCode::SUCCESS
+    challenge_list()
+}
+
+/// Run every planned challenge trial whose name contains `filter`; (run, not passed).
+async fn run_challenges(
+    cfg: &Config,
+    filter: Option<&str>,
+    run_dir: &std::path::Path,
+) -> Result<(usize, usize), String> {
+    let loaded = gauntlet::plan::challenge::load_default().map_err(|e| e.to_string())?;
+    let (mut ran, mut failed) = (0, 0);
+    for p in gauntlet::plan::challenge::plan(&loaded, cfg) {
+        if filter.is_some_and(|f| !p.name.contains(f)) {
+            continue;
+        }
+        if let Some(why) = &p.skip {
+            println!("{:<44} ignored: {why}", p.name);
+            continue;
+        }
+        let result = gauntlet::run::challenge::execute(
+            &loaded.challenges,
+            &loaded.challenges.list[p.challenge],
+            &loaded.apps[p.app],
+            p.profile,
+            cfg,
+            &gauntlet::run::challenge::Options::default(),
+            run_dir,
+        )
+        .await;
+        ran += 1;
+        match result {
+            Ok((rec, _)) => {
+                println!("{}", gauntlet::run::challenge::summary_line(&rec));
+                failed += usize::from(!rec.verdict.passed);
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.name);
+                failed += 1;
+            }
+        }
+    }
+    Ok((ran, failed))
 }
 
 fn run(filter: Option<String>, jobs: usize) -> ExitCode {
@@ -284,6 +325,18 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
                 failed += 1;
             }
         }
+    }
+    // The challenge suite, one trial at a time (each may run an agent for long).
+    match rt.block_on(run_challenges(&cfg, filter.as_deref(), &run_dir)) {
+        Ok((ran, not_passed)) => {
+            failed += not_passed;
+            if ran > 0 {
+                println!(
+                    "{ran} challenge trials, {not_passed} not passed (reports beside each record)"
+                );
+            }
+        }
+        Err(e) => return error(e),
     }
     // The pages are rendered from what is on disk, like `gauntlet report` does, so
     // the main job's page and a later report of the same run are the same page.

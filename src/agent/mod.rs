@@ -438,4 +438,62 @@ mod tests {
         assert_eq!(&args[..3], ["run", "--format", "json"]);
         assert!(args.last().is_some_and(|p| p.contains("/g.json")));
     }
+
+    #[test]
+    fn every_adapter_runs_a_one_shot_prompt() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = PromptRun {
+            title: "challenge::x::none".into(),
+            prompt: "Do the task.\nReport.".into(),
+            workspace: dir.path().to_path_buf(),
+            session: None,
+        };
+        let ctx = LaunchContext {
+            home: dir.path(),
+            workspace: dir.path(),
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        };
+        // The reference agent and command agents read the prompt from a file in the
+        // workspace, written by the launch.
+        let reference = Reference {
+            program: "/bin/gauntlet-agent".into(),
+        };
+        let launch = reference
+            .prompt_launch(&run, &ctx)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join(PROMPT_FILE);
+        assert_eq!(launch.invocation.args[..2], ["task", "--prompt-file"]);
+        assert_eq!(launch.invocation.args[2], file.to_string_lossy());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap_or_default(),
+            run.prompt
+        );
+        let command = Command {
+            argv: vec![
+                "agent".into(),
+                "--file={prompt_file}".into(),
+                "{prompt}".into(),
+                "--in={workspace}".into(),
+            ],
+        };
+        let inv = command
+            .prompt_invocation(&run)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(inv.args[0], format!("--file={}", file.display()));
+        assert_eq!(inv.args[1], run.prompt);
+        assert_eq!(inv.args[2], format!("--in={}", dir.path().display()));
+        // The CLIs get the prompt itself as the last argument.
+        let clis: [Box<dyn Adapter>; 3] = [
+            Box::new(opencode::OpenCode::new("opencode".into())),
+            Box::new(claude_code::ClaudeCode::new("claude".into())),
+            Box::new(codex::Codex::new("codex".into())),
+        ];
+        for adapter in clis {
+            let inv = adapter
+                .prompt_invocation(&run)
+                .unwrap_or_else(|e| panic!("{}: {e}", adapter.name()));
+            assert_eq!(inv.args.last(), Some(&run.prompt), "{}", adapter.name());
+        }
+    }
 }
