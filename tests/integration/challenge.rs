@@ -687,3 +687,110 @@ fn an_invalid_manifest_fails_before_any_workspace_is_created() {
         "no workspace was created"
     );
 }
+
+fn ledger_flow(l: &Loaded) -> Flow {
+    l.challenges
+        .get("ledger-reconcile")
+        .and_then(|c| c.flow_for(Profile::None))
+        .expect("flow")
+        .clone()
+}
+
+#[test]
+fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let mut flow = ledger_flow(&l);
+    // Post only the first row, then claim the full result.
+    flow.steps[1] = FlowStep::Shell {
+        command: "curl -sf -X POST -H 'Content-Type: application/json' -d '{\"account\":\"ops\",\"amount\":120000}' \"$APP_URL/transactions\"".into(),
+    };
+    let (rec, dir) = run(
+        &l,
+        "ledger-reconcile",
+        Profile::None,
+        &Options {
+            flow: Some(flow),
+            timeout: None,
+        },
+        out.path(),
+    );
+    assert_eq!(rec.verdict.task_outcome, TaskOutcome::Failed);
+    assert!(
+        rec.verdict.outcome_reason.contains("ops-balance"),
+        "{}",
+        rec.verdict.outcome_reason
+    );
+    let fields: Vec<&str> = rec
+        .verdict
+        .discrepancies
+        .iter()
+        .map(|d| d.field.as_str())
+        .collect();
+    assert_eq!(fields, ["ops_balance", "payroll_balance", "task_outcome"]);
+    assert_eq!(
+        rec.verdict.discrepancies[0].observed,
+        Some(serde_json::json!(120000))
+    );
+    // The self-report is kept exactly as the agent wrote it.
+    assert_eq!(
+        rec.verdict
+            .self_report
+            .fields
+            .as_ref()
+            .map(|f| f["ops_balance"].clone()),
+        Some(serde_json::json!(106049))
+    );
+    let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+    assert!(
+        report.contains("DISCREPANCY `ops_balance`: self-reported 106049, observed 120000"),
+        "{report}"
+    );
+}
+
+#[test]
+fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let mut flow = ledger_flow(&l);
+    flow.steps.insert(
+        0,
+        FlowStep::Shell {
+            command: "seq 1 40000".into(),
+        },
+    );
+    let (_, dir) = run(
+        &l,
+        "ledger-reconcile",
+        Profile::None,
+        &Options {
+            flow: Some(flow),
+            timeout: None,
+        },
+        out.path(),
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).expect("metrics"))
+            .expect("json");
+    let call = &m["tool_calls"][0];
+    assert!(
+        call["output_bytes"].as_u64().is_some_and(|b| b > 10_000),
+        "{call}"
+    );
+    assert!(call["output_preview"]
+        .as_str()
+        .is_some_and(|p| p.len() <= 512));
+    assert!(call["output_sha256"]
+        .as_str()
+        .is_some_and(|h| h.starts_with("sha256:")));
+    let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+    assert!(
+        !report.contains("\n1500\n") && !report.contains("\\n1500\\n"),
+        "tool output leaked into final-report.md"
+    );
+    let raw = std::fs::read_to_string(dir.join("agent.stdout")).expect("raw");
+    assert!(
+        raw.contains("\\n1500\\n"),
+        "the raw stream keeps the whole output"
+    );
+}

@@ -111,3 +111,37 @@ fn plain_sha256(bytes: &[u8]) -> String {
         .trim_start_matches("sha256:")
         .to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(dir: &Path, sha: &str) -> Result<Bundle, SpecError> {
+        std::fs::write(dir.join("a.md"), "skill").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            dir.join(BUNDLE_MANIFEST),
+            format!("version: 1\nname: t\nfiles:\n  - path: a.md\n    sha256: {sha}\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Bundle::load(dir)
+    }
+
+    #[test]
+    fn only_listed_files_with_matching_hashes_are_supplied() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("unlisted.md"), "not supplied")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let b = bundle(dir.path(), &plain_sha256(b"skill")).unwrap_or_else(|e| panic!("{e}"));
+        let dest = dir.path().join("out");
+        b.copy_to(&dest).unwrap_or_else(|e| panic!("{e}"));
+        assert!(dest.join("a.md").is_file() && !dest.join("unlisted.md").exists());
+        let e = bundle(dir.path(), "00")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("bundle.yaml") && e.contains("files[0].sha256"),
+            "{e}"
+        );
+    }
+}
