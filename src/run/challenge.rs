@@ -692,3 +692,15 @@ pub fn rederive(
         .map(|(_, v)| v);
     Ok((rec, derived))
 }
+
+/// Where the committed JSON Schema of a challenge `record.json` lives (repository-relative).
+pub const SCHEMA_PATH: &str = "schema/challenge-record.schema.json";
+
+/// The schema of a challenge record, pretty-printed and newline-terminated, generated
+/// from the types so that it cannot drift (a test compares it with the committed copy).
+pub fn record_schema_text() -> String {
+    let schema = schemars::schema_for!(ChallengeRecord);
+    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -794,3 +794,34 @@ fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
         "the raw stream keeps the whole output"
     );
 }
+
+#[test]
+fn the_committed_challenge_record_schema_is_current() {
+    let committed = support::root().join(gauntlet::run::challenge::SCHEMA_PATH);
+    let now = gauntlet::run::challenge::record_schema_text();
+    if std::env::var_os("GAUNTLET_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&committed, &now).expect("write schema");
+    }
+    let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
+    assert!(
+        on_disk == now,
+        "{} is stale: regenerate it with `GAUNTLET_UPDATE_SCHEMA=1 cargo test --test integration the_committed_challenge_record_schema_is_current`",
+        committed.display()
+    );
+    // A real record validates against it.
+    let out = tempfile::tempdir().expect("tempdir");
+    let (_, dir) = run(
+        &loaded(),
+        "tally-report",
+        Profile::None,
+        &Options::default(),
+        out.path(),
+    );
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("record.json")).expect("record"))
+            .expect("json");
+    let schema: serde_json::Value = serde_json::from_str(&now).expect("schema json");
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator.iter_errors(&rec).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}

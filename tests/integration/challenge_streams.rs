@@ -6,11 +6,14 @@
 //! The fixtures were produced by `gauntlet challenge run <id> --instruction-profile …`
 //! with `GAUNTLET_AGENT=<agent>` against the scripted proxy, fully offline; the file is
 //! the trial's `agent.stdout` as written. `killed-mid-run.jsonl` is the head of a real
-//! stream, as a timeout leaves it.
+//! stream, as a timeout leaves it; `snoops-source.jsonl` is a run whose flow also read
+//! gauntlet's own source and a test (the policy finding is asserted here).
 
 use std::path::Path;
 
+use gauntlet::evidence::policy::{self, Roots};
 use gauntlet::score::challenge::parse_self_report;
+use gauntlet::spec::challenge::Profile;
 
 fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
     let agent = path
@@ -52,6 +55,34 @@ fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
             !report.step_usage.is_empty(),
             "{agent}/{stem}: per-step usage"
         );
+    }
+    if stem == "snoops-source" {
+        // The run read product source and a test under `none`: every CLI's tool-input
+        // shape (filePath, file_path, a `bash -lc` command) yields the same finding.
+        // The paths are the ones recorded when the fixture was made.
+        let roots = Roots {
+            workspace: "/nonexistent/trial/workspace".into(),
+            skills: "/nonexistent/trial/workspace/.agent/skills".into(),
+            trial_dir: "/nonexistent/trial".into(),
+            runs_dir: "/nonexistent".into(),
+            repo: "/work/w-chal".into(),
+        };
+        let none = policy::assess(&report.tool_calls, &roots, Profile::None);
+        assert_eq!(
+            none.disallowed_reads,
+            [
+                "/work/w-chal/apps/api-ledger/src/main.rs",
+                "/work/w-chal/tests/integration/app_ledger.rs"
+            ],
+            "{agent}"
+        );
+        assert!(
+            none.opaque_shell_commands.is_empty(),
+            "{agent}: {:?}",
+            none.opaque_shell_commands
+        );
+        let all = policy::assess(&report.tool_calls, &roots, Profile::All);
+        assert!(all.disallowed_reads.is_empty() && all.escalated_to_product_code);
     }
     let snapshot = serde_json::json!({
         "agent_report": report,
