@@ -50,8 +50,11 @@ pub(crate) struct Relay {
 }
 
 impl Relay {
+    /// `first` is the stream's first poll, already awaited by the caller (see
+    /// `forward`): it goes out with the response head in one write.
     pub(crate) fn new(
         response: reqwest::Response,
+        first: Polled,
         meter: Box<dyn StreamMeter>,
         log: Arc<UsageLog>,
         pending: Pending,
@@ -63,7 +66,7 @@ impl Relay {
             meter,
             finish: Some((log, pending)),
             redactor,
-            held: None,
+            held: Some(first),
         }
     }
 
@@ -88,7 +91,7 @@ impl Relay {
 }
 
 /// One poll of the upstream byte stream.
-type Polled = Option<Result<Bytes, reqwest::Error>>;
+pub(crate) type Polled = Option<Result<Bytes, reqwest::Error>>;
 
 impl Relay {
     /// Meter one upstream chunk; append what the agent gets to `out`.

@@ -175,6 +175,21 @@ fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File), RecordError> {
     })
 }
 
+/// The suite a record file belongs to (`qa`, `challenge`, `scorecard`), read without
+/// committing to any suite's record shape, so that one run directory can hold all three.
+pub fn suite_of(file: &Path) -> Result<String, RecordError> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        suite: String,
+    }
+    let bytes = std::fs::read(file).map_err(io(file))?;
+    let head: Head = serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+        file: file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(head.suite)
+}
+
 /// Read one record file.
 pub fn load(file: &Path) -> Result<QaRecord, RecordError> {
     let bytes = std::fs::read(file).map_err(io(file))?;

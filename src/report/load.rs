@@ -35,6 +35,9 @@ pub struct LoadedRun {
     pub problems: Vec<Problem>,
     /// Earlier attempts of retried trials, by trial directory: kept on disk, not counted.
     pub superseded: Vec<String>,
+    /// Trial directories of the other suites (challenge, scorecard), by suite: they have
+    /// their own pages; this one counts only qa trials.
+    pub other_suites: BTreeMap<String, Vec<String>>,
 }
 
 impl LoadedRun {
@@ -134,6 +137,13 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 cause: format!("no {RECORD_FILE}: the trial never finished writing its record"),
             });
             continue;
+        }
+        match record::suite_of(&file) {
+            Ok(suite) if suite != "qa" => {
+                run.other_suites.entry(suite).or_default().push(name);
+                continue;
+            }
+            _ => {}
         }
         match check(&file) {
             Ok(rec) => found.push((name, rec)),

@@ -404,3 +404,24 @@ fn the_committed_illustration_run_rescores_and_is_never_ranked() {
         .expect("two sections");
     assert!(!board.contains("scripted-illustration-k3"), "{index}");
 }
+
+#[test]
+fn records_of_other_suites_in_the_run_are_set_aside_not_reported_as_problems() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = fixed_run(tmp.path());
+    let before = load_run(&run).expect("load");
+    let other = run.join("scorecard.memory.p1-1");
+    std::fs::create_dir(&other).expect("dir");
+    std::fs::write(
+        other.join("record.json"),
+        br#"{"suite": "scorecard", "trial": "scorecard::memory::p1-1"}"#,
+    )
+    .expect("record");
+    let after = load_run(&run).expect("load");
+    assert_eq!(after.records.len(), before.records.len());
+    assert_eq!(after.problems, before.problems);
+    assert_eq!(
+        after.other_suites.get("scorecard"),
+        Some(&vec!["scorecard.memory.p1-1".to_string()])
+    );
+}
