@@ -163,16 +163,9 @@ impl RescoreRow {
     }
 }
 
-/// The `suite` a record file names, if it can be read at all.
-fn suite_of(file: &Path) -> Option<String> {
-    let bytes = std::fs::read(file).ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    v.get("suite").and_then(|s| s.as_str()).map(str::to_owned)
-}
-
 /// Rescore one record file.
 pub fn rescore_file(file: &Path) -> RescoreRow {
-    if suite_of(file).as_deref() == Some("challenge") {
+    if super::suite_of(file).is_ok_and(|s| s == "challenge") {
         return match crate::run::challenge::rederive(file) {
             Ok((rec, derived)) => RescoreRow {
                 file: file.to_path_buf(),
