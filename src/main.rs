@@ -113,6 +113,9 @@ enum ChallengeCommand {
         #[arg(long)]
         timeout_secs: Option<String>,
     },
+    /// Print a markdown table of a run directory's challenge trials (manual audits
+    /// authoritative).
+    Report { run_dir: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -165,6 +168,15 @@ fn main() -> ExitCode {
         Command::Challenge {
             command: ChallengeCommand::List,
         } => challenge_list(),
+        Command::Challenge {
+            command: ChallengeCommand::Report { run_dir },
+        } => match gauntlet::report::challenge::run_table(&run_dir) {
+            Ok(t) => {
+                print!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(e),
+        },
         Command::Challenge {
             command:
                 ChallengeCommand::Run {

@@ -577,3 +577,46 @@ pub fn authoritative(trial_dir: &Path, rec: &ChallengeRecord) -> (TaskOutcome, V
         ),
     }
 }
+
+/// A markdown table of every challenge trial in a run directory, the manual audit's
+/// outcome beside the automatic one (the audit is authoritative). For the run pages:
+/// `report::challenge::run_table(run_dir)`.
+pub fn run_table(run_dir: &Path) -> Result<String, ReportError> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(run_dir)
+        .map_err(|e| io_err(run_dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(crate::record::RECORD_FILE).is_file())
+        .collect();
+    dirs.sort();
+    let mut s = String::from(
+        "| trial | task_outcome | evaluation_validity | audited | discrepancies | tokens in/out (metered) | duration |\n|---|---|---|---|---|---|---|\n",
+    );
+    for d in dirs {
+        let file = d.join(crate::record::RECORD_FILE);
+        if !crate::record::suite_of(&file).is_ok_and(|s| s == "challenge") {
+            continue;
+        }
+        let rec = load_record(&file)?;
+        let (o, v, audited) = authoritative(&d, &rec);
+        let (tin, tout) = rec.evidence.usage.iter().fold((0u64, 0u64), |(i, o), u| {
+            (
+                i + u.input_tokens.unwrap_or(0),
+                o + u.output_tokens.unwrap_or(0),
+            )
+        });
+        s += &format!(
+            "| {} | {} | {} | {} | {} | {tin}/{tout} | {} ms |\n",
+            rec.trial,
+            o.as_str(),
+            v.as_str(),
+            if audited {
+                "yes (authoritative)"
+            } else {
+                "no (provisional)"
+            },
+            rec.verdict.discrepancies.len(),
+            rec.evidence.agent.end.duration_ms
+        );
+    }
+    Ok(s)
+}

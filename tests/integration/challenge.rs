@@ -543,6 +543,14 @@ fn a_manual_audit_is_authoritative_and_a_second_one_keeps_the_first_in_history()
         "**Authoritative:** task_outcome **success**, evaluation_validity **unauditable**"
     ));
     assert!(report.contains("superseded: failed / clean"));
+    let table =
+        gauntlet::report::challenge::run_table(dir.parent().expect("run dir")).expect("table");
+    assert!(
+        table.contains(
+            "| challenge::tally-report::none | success | unauditable | yes (authoritative) |"
+        ),
+        "{table}"
+    );
     // The raw record is never touched by an audit.
     assert_eq!(
         std::fs::read(dir.join("record.json")).expect("record"),
