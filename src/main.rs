@@ -220,7 +220,8 @@ fn list() -> ExitCode {
             None => println!("{}", p.name),
         }
     }
-    challenge_list()
+    // Challenge trials: `gauntlet challenge list`.
+    ExitCode::SUCCESS
 }
 
 /// Run every planned challenge trial whose name contains `filter`; (run, not passed).
@@ -239,10 +240,13 @@ async fn run_challenges(
             println!("{:<44} ignored: {why}", p.name);
             continue;
         }
+        let Some(app) = loaded.apps.get(p.app) else {
+            continue;
+        };
         let result = gauntlet::run::challenge::execute(
             &loaded.challenges,
             &loaded.challenges.list[p.challenge],
-            &loaded.apps[p.app],
+            app,
             p.profile,
             cfg,
             &gauntlet::run::challenge::Options::default(),

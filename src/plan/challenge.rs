@@ -20,7 +20,8 @@ pub struct PlannedChallenge {
     /// Index into [`Challenges::list`].
     pub challenge: usize,
     pub profile: Profile,
-    /// Index into the apps given to [`plan`].
+    /// Index into [`Loaded::apps`]; `usize::MAX` when the app is absent (then `skip`
+    /// says so and the trial never runs).
     pub app: usize,
     /// Decided at list time, with the reason.
     pub skip: Option<String>,
@@ -30,29 +31,23 @@ pub struct PlannedChallenge {
 pub struct Loaded {
     pub challenges: Challenges,
     pub apps: Vec<AppSpec>,
+    pub apps_dir: std::path::PathBuf,
 }
 
-/// Load `challenges/` and the apps they name; a challenge naming an unknown app fails.
+/// Load `challenges/` and the apps under `apps_dir`. A challenge whose app is not there
+/// is planned as ignored, with the reason (an apps directory narrowed on purpose, as
+/// tests do); `gauntlet challenge run` refuses it outright.
 pub fn load(challenges_dir: &Path, apps_dir: &Path) -> Result<Loaded, SpecError> {
     let challenges = crate::spec::challenge::load(challenges_dir)?;
     let apps: Vec<AppSpec> = crate::plan::load_apps_checked(apps_dir)?
         .into_iter()
         .map(|a| a.app)
         .collect();
-    for c in &challenges.list {
-        if !apps.iter().any(|a| a.name == c.manifest.app) {
-            return Err(SpecError::Invalid {
-                file: c.dir.join("challenge.yaml"),
-                field: "app".into(),
-                reason: format!(
-                    "`{}` is not an app under {}",
-                    c.manifest.app,
-                    apps_dir.display()
-                ),
-            });
-        }
-    }
-    Ok(Loaded { challenges, apps })
+    Ok(Loaded {
+        challenges,
+        apps,
+        apps_dir: apps_dir.to_path_buf(),
+    })
 }
 
 /// Load from the default places (`challenges/`, `apps/`, or their variables).
@@ -83,10 +78,22 @@ pub fn plan(loaded: &Loaded, cfg: &Config) -> Vec<PlannedChallenge> {
         .flatten();
     let mut out = Vec::new();
     for (ci, c) in loaded.challenges.list.iter().enumerate() {
-        let Some(ai) = loaded.apps.iter().position(|a| a.name == c.manifest.app) else {
-            continue;
-        };
+        let found = loaded.apps.iter().position(|a| a.name == c.manifest.app);
         for profile in Profile::ALL {
+            let Some(ai) = found else {
+                out.push(PlannedChallenge {
+                    name: trial_name(&c.manifest.id, profile),
+                    challenge: ci,
+                    profile,
+                    app: usize::MAX,
+                    skip: Some(format!(
+                        "app `{}` is not under {}",
+                        c.manifest.app,
+                        loaded.apps_dir.display()
+                    )),
+                });
+                continue;
+            };
             let skip = (cfg.mode == Mode::Scripted && c.flow_for(profile).is_none())
                 .then(|| {
                     format!(
@@ -152,11 +159,19 @@ fn run_one(loaded: &Loaded, p: &PlannedChallenge, cfg: &Config) -> Result<(), Fa
         .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
     let run_dir = cfg.out_dir.join(crate::record::run_id());
     let challenge = &loaded.challenges.list[p.challenge];
+    let app = loaded.apps.get(p.app).ok_or_else(|| {
+        let msg = p
+            .skip
+            .clone()
+            .unwrap_or_else(|| "the challenge's app is missing".into());
+        eprintln!("Error: {msg}");
+        Failed::from(msg)
+    })?;
     let (rec, dir) = rt
         .block_on(execute(
             &loaded.challenges,
             challenge,
-            &loaded.apps[p.app],
+            app,
             p.profile,
             cfg,
             &Options::default(),
