@@ -237,7 +237,9 @@ pub fn metrics(rec: &ChallengeRecord) -> Metrics {
             output_tokens: sum(|u| u.output_tokens),
         },
         counts: Counts {
-            assistant_steps: report.steps,
+            // Model turns: the stream's step markers, or its per-turn usage reports where
+            // those are more (the gauntlet protocol marks no step without a tool call).
+            assistant_steps: report.steps.max(report.step_usage.len() as u64),
             tool_calls: report.tool_calls.len() as u64,
             tool_calls_by_tool: by_tool,
             failed_tool_calls: report.failed_tool_calls,

@@ -289,6 +289,10 @@ fn a_scripted_ledger_trial_succeeds_clean_and_the_ledger_really_holds_the_transa
         serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).expect("metrics"))
             .expect("json");
     assert_eq!(m["counts"]["tool_calls"], 3);
+    assert_eq!(
+        m["counts"]["assistant_steps"], 4,
+        "three tool turns and the final answer"
+    );
     assert_eq!(m["counts"]["app_commands"], 8);
     assert_eq!(m["counts"]["distinct_paths_read"], 1);
     assert!(m["agent_observed"]["label"]
