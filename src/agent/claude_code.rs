@@ -18,7 +18,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::{cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, RunSpec};
+use super::{
+    cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+};
 use crate::evidence::normalize::{
     for_each_object, rfc3339_ms, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
 };
@@ -116,6 +118,36 @@ impl Adapter for ClaudeCode {
                 program: self.program.clone(),
                 args: ClaudeCode::args(prompt::task(run, corpus.as_ref())),
             },
+            env: ClaudeCode::env(ctx),
+        })
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        Ok(Invocation {
+            program: self.program.clone(),
+            args: ClaudeCode::args(run.prompt.clone()),
+        })
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        std::fs::create_dir_all(ctx.home.join(".claude")).map_err(|source| {
+            AdapterError::Write {
+                path: ctx.home.join(".claude"),
+                source,
+            }
+        })?;
+        Ok(Launch {
+            invocation: self.prompt_invocation(run)?,
             env: ClaudeCode::env(ctx),
         })
     }

@@ -18,7 +18,9 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::{cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, RunSpec};
+use super::{
+    cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+};
 use crate::evidence::normalize::{
     for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
 };
@@ -112,6 +114,35 @@ impl Adapter for Codex {
                 program: self.program.clone(),
                 args: Codex::args(prompt::task(run, corpus.as_ref())),
             },
+            env: BTreeMap::from([(
+                "CODEX_HOME".into(),
+                codex_home.to_string_lossy().into_owned(),
+            )]),
+        })
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        Ok(Invocation {
+            program: self.program.clone(),
+            args: Codex::args(run.prompt.clone()),
+        })
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        let codex_home = ctx.home.join(".codex");
+        cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
+        Ok(Launch {
+            invocation: self.prompt_invocation(run)?,
             env: BTreeMap::from([(
                 "CODEX_HOME".into(),
                 codex_home.to_string_lossy().into_owned(),

@@ -170,6 +170,28 @@ pub fn stream_parser_for(agent: &str) -> Option<StreamParser> {
     }
 }
 
+/// Where a one-shot prompt run's prompt is kept for agents that read it from a file
+/// (`reference`, `command`): inside the workspace, so the agent may read it again.
+pub const PROMPT_FILE: &str = ".agent/prompt.md";
+
+/// The prompt file of `run`, written unless it already holds exactly the prompt (the
+/// challenge harness saves the rendered prompt there itself).
+fn write_prompt_file(run: &PromptRun) -> Result<PathBuf, AdapterError> {
+    let file = run.workspace.join(PROMPT_FILE);
+    if std::fs::read(&file).is_ok_and(|b| b == run.prompt.as_bytes()) {
+        return Ok(file);
+    }
+    let io = |source| AdapterError::Write {
+        path: file.clone(),
+        source,
+    };
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(&file, &run.prompt).map_err(io)?;
+    Ok(file)
+}
+
 /// `gauntlet-agent`, built by this package.
 pub struct Reference {
     pub program: PathBuf,
@@ -200,6 +222,30 @@ impl Adapter for Reference {
                 run.n.to_string(),
             ],
         }
+    }
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        Ok(Invocation {
+            program: self.program.clone(),
+            args: vec![
+                "task".into(),
+                "--prompt-file".into(),
+                run.workspace
+                    .join(PROMPT_FILE)
+                    .to_string_lossy()
+                    .into_owned(),
+            ],
+        })
+    }
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        _ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        write_prompt_file(run)?;
+        Ok(Launch {
+            invocation: self.prompt_invocation(run)?,
+            env: BTreeMap::new(),
+        })
     }
 }
 
@@ -237,6 +283,32 @@ impl Adapter for Command {
             program: PathBuf::from(argv.next().unwrap_or_default()),
             args: argv.collect(),
         }
+    }
+    /// Placeholders for a prompt run: `{prompt_file}`, `{prompt}`, `{workspace}`, `{title}`.
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        let file = run.workspace.join(PROMPT_FILE);
+        let fill = |s: &String| {
+            s.replace("{prompt_file}", &file.to_string_lossy())
+                .replace("{prompt}", &run.prompt)
+                .replace("{workspace}", &run.workspace.to_string_lossy())
+                .replace("{title}", &run.title)
+        };
+        let mut argv = self.argv.iter().map(fill);
+        Ok(Invocation {
+            program: PathBuf::from(argv.next().unwrap_or_default()),
+            args: argv.collect(),
+        })
+    }
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        _ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        write_prompt_file(run)?;
+        Ok(Launch {
+            invocation: self.prompt_invocation(run)?,
+            env: BTreeMap::new(),
+        })
     }
 }
 
@@ -365,5 +437,63 @@ mod tests {
             .args;
         assert_eq!(&args[..3], ["run", "--format", "json"]);
         assert!(args.last().is_some_and(|p| p.contains("/g.json")));
+    }
+
+    #[test]
+    fn every_adapter_runs_a_one_shot_prompt() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = PromptRun {
+            title: "challenge::x::none".into(),
+            prompt: "Do the task.\nReport.".into(),
+            workspace: dir.path().to_path_buf(),
+            session: None,
+        };
+        let ctx = LaunchContext {
+            home: dir.path(),
+            workspace: dir.path(),
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        };
+        // The reference agent and command agents read the prompt from a file in the
+        // workspace, written by the launch.
+        let reference = Reference {
+            program: "/bin/gauntlet-agent".into(),
+        };
+        let launch = reference
+            .prompt_launch(&run, &ctx)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join(PROMPT_FILE);
+        assert_eq!(launch.invocation.args[..2], ["task", "--prompt-file"]);
+        assert_eq!(launch.invocation.args[2], file.to_string_lossy());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap_or_default(),
+            run.prompt
+        );
+        let command = Command {
+            argv: vec![
+                "agent".into(),
+                "--file={prompt_file}".into(),
+                "{prompt}".into(),
+                "--in={workspace}".into(),
+            ],
+        };
+        let inv = command
+            .prompt_invocation(&run)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(inv.args[0], format!("--file={}", file.display()));
+        assert_eq!(inv.args[1], run.prompt);
+        assert_eq!(inv.args[2], format!("--in={}", dir.path().display()));
+        // The CLIs get the prompt itself as the last argument.
+        let clis: [Box<dyn Adapter>; 3] = [
+            Box::new(opencode::OpenCode::new("opencode".into())),
+            Box::new(claude_code::ClaudeCode::new("claude".into())),
+            Box::new(codex::Codex::new("codex".into())),
+        ];
+        for adapter in clis {
+            let inv = adapter
+                .prompt_invocation(&run)
+                .unwrap_or_else(|e| panic!("{}: {e}", adapter.name()));
+            assert_eq!(inv.args.last(), Some(&run.prompt), "{}", adapter.name());
+        }
     }
 }

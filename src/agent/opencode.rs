@@ -19,7 +19,9 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::{cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, RunSpec};
+use super::{
+    cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+};
 use crate::evidence::normalize::{
     for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
 };
@@ -42,15 +44,55 @@ impl OpenCode {
     }
 
     fn args(run: &RunSpec, prompt: String) -> Vec<String> {
+        OpenCode::args_titled(format!("gauntlet {}", run.capability), prompt)
+    }
+
+    fn args_titled(title: String, prompt: String) -> Vec<String> {
         vec![
             "run".into(),
             "--format".into(),
             "json".into(),
             // A given title spares the side request that would generate one.
             "--title".into(),
-            format!("gauntlet {}", run.capability),
+            title,
             prompt,
         ]
+    }
+
+    /// Write `opencode.json` into the scratch HOME; the variables that point at it.
+    fn prepare(&self, ctx: &LaunchContext<'_>) -> Result<BTreeMap<String, String>, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        let config_dir = ctx.home.join(".config");
+        let config = config_dir.join("opencode/opencode.json");
+        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
+        cli::write_config(&config, &text)?;
+        let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
+        Ok(BTreeMap::from([
+            (
+                "OPENCODE_CONFIG".into(),
+                config.to_string_lossy().into_owned(),
+            ),
+            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
+            // offline, npm fails at once from its empty cache instead of reaching the
+            // registry, and OpenCode goes on without it.
+            ("npm_config_offline".into(), "true".into()),
+            ("npm_config_update_notifier".into(), "false".into()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                config_dir.to_string_lossy().into_owned(),
+            ),
+            ("XDG_DATA_HOME".into(), home(".local/share")),
+            ("XDG_CACHE_HOME".into(), home(".cache")),
+            ("XDG_STATE_HOME".into(), home(".local/state")),
+        ]))
     }
 
     /// `opencode.json`: the proxy as an OpenAI-compatible provider and the only model,
@@ -104,44 +146,32 @@ impl Adapter for OpenCode {
     }
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
-        let config_dir = ctx.home.join(".config");
-        let config = config_dir.join("opencode/opencode.json");
-        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
-        cli::write_config(&config, &text)?;
+        let env = self.prepare(ctx)?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
-        let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
-        let env = BTreeMap::from([
-            (
-                "OPENCODE_CONFIG".into(),
-                config.to_string_lossy().into_owned(),
-            ),
-            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
-            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
-            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
-            // offline, npm fails at once from its empty cache instead of reaching the
-            // registry, and OpenCode goes on without it.
-            ("npm_config_offline".into(), "true".into()),
-            ("npm_config_update_notifier".into(), "false".into()),
-            (
-                "XDG_CONFIG_HOME".into(),
-                config_dir.to_string_lossy().into_owned(),
-            ),
-            ("XDG_DATA_HOME".into(), home(".local/share")),
-            ("XDG_CACHE_HOME".into(), home(".cache")),
-            ("XDG_STATE_HOME".into(), home(".local/state")),
-        ]);
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
                 args: OpenCode::args(run, prompt::task(run, corpus.as_ref())),
             },
+            env,
+        })
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        Ok(Invocation {
+            program: self.program.clone(),
+            args: OpenCode::args_titled(run.title.clone(), run.prompt.clone()),
+        })
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        let env = self.prepare(ctx)?;
+        Ok(Launch {
+            invocation: self.prompt_invocation(run)?,
             env,
         })
     }
@@ -203,6 +233,11 @@ fn tool_use(n: &mut Normalizer, v: &Value) {
     let started = state.pointer("/time/start").and_then(Value::as_i64);
     let ended = state.pointer("/time/end").and_then(Value::as_i64);
     n.tool_call(id, tool, &input, started);
+    n.tool_meta(
+        id,
+        state.get("title").and_then(Value::as_str),
+        state.get("metadata"),
+    );
     let status = state.get("status").and_then(Value::as_str).unwrap_or("");
     if !matches!(status, "completed" | "error") {
         return;

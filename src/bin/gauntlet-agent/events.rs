@@ -7,15 +7,38 @@ use gauntlet::evidence::Event;
 
 pub struct Emitter<W: Write> {
     out: W,
+    /// Stamp each line with `ts_ms` (milliseconds since the epoch), so that a reader
+    /// can tell when each tool call started and ended.
+    timestamps: bool,
 }
 
 impl<W: Write> Emitter<W> {
     pub fn new(out: W) -> Self {
-        Emitter { out }
+        Emitter {
+            out,
+            timestamps: false,
+        }
+    }
+
+    /// An emitter that adds `ts_ms` to every line (an extra field readers ignore).
+    pub fn with_timestamps(out: W) -> Self {
+        Emitter {
+            out,
+            timestamps: true,
+        }
     }
 
     pub fn emit(&mut self, event: &Event) -> std::io::Result<()> {
-        let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+        let mut line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+        if self.timestamps && line.ends_with('}') {
+            // Appended as the last field, so the protocol's field order is unchanged.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0);
+            line.pop();
+            line.push_str(&format!(",\"ts_ms\":{now}}}"));
+        }
         self.out.write_all(line.as_bytes())?;
         self.out.write_all(b"\n")?;
         self.out.flush()
@@ -45,5 +68,21 @@ mod tests {
         let t = gauntlet::evidence::parse_transcript(text.as_bytes());
         assert_eq!(t.events.len(), 2);
         assert_eq!(t.final_message.as_deref(), Some("a\nb"));
+    }
+
+    #[test]
+    fn timestamped_lines_keep_the_protocol_and_add_ts_ms_last() {
+        let mut buf = Vec::new();
+        let mut e = Emitter::with_timestamps(&mut buf);
+        e.emit(&Event::Final { text: "x".into() }).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            text.starts_with(r#"{"type":"final","text":"x","ts_ms":"#),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert!(v["ts_ms"].as_u64().is_some_and(|t| t > 0));
+        let t = gauntlet::evidence::parse_transcript(text.as_bytes());
+        assert_eq!(t.final_message.as_deref(), Some("x"));
     }
 }
