@@ -51,6 +51,24 @@ pub enum Priority {
     Urgent,
 }
 
+impl std::str::FromStr for TaskStatus {
+    type Err = String;
+    /// `open`, `in_progress`, `blocked`, `done` (as probe data spells them).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        serde_json::from_value(Value::String(s.to_string()))
+            .map_err(|_| format!("`{s}` is not a task status (open, in_progress, blocked, done)"))
+    }
+}
+
+impl std::str::FromStr for Priority {
+    type Err = String;
+    /// `low`, `medium`, `high`, `urgent`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        serde_json::from_value(Value::String(s.to_string()))
+            .map_err(|_| format!("`{s}` is not a priority (low, medium, high, urgent)"))
+    }
+}
+
 fn label<T: Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()
@@ -664,6 +682,19 @@ mod tests {
         assert_eq!(s.changes[0].to.as_deref(), Some("blocked"));
         assert_eq!(s.changes[0].actor, "harness");
         assert!(s.update_task(AGENT, "nope", TaskUpdate::default()).is_err());
+    }
+
+    #[test]
+    fn statuses_parse_as_probe_data_spells_them() {
+        assert_eq!("blocked".parse::<TaskStatus>(), Ok(TaskStatus::Blocked));
+        assert_eq!(
+            "in_progress".parse::<TaskStatus>(),
+            Ok(TaskStatus::InProgress)
+        );
+        assert!("Blocked!"
+            .parse::<TaskStatus>()
+            .is_err_and(|e| e.contains("Blocked!")));
+        assert_eq!("urgent".parse::<Priority>(), Ok(Priority::Urgent));
     }
 
     #[test]
