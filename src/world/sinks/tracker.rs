@@ -563,7 +563,22 @@ fn route(state: &Mutex<State>, received: &Received) -> (u16, Value) {
     let result: Result<(u16, Value), (u16, Value)> = (|| match (method, segments.as_slice()) {
         ("GET", []) => Ok((
             200,
-            json!({"threads": state.threads.len(), "tasks": state.tasks.len(), "changes": state.changes.len()}),
+            json!({
+                "threads": state.threads.len(),
+                "tasks": state.tasks.len(),
+                "changes": state.changes.len(),
+                "api": {
+                    "GET /threads": "all threads with their messages",
+                    "POST /threads": {"title": "string", "body": "string (optional)", "author": "string (optional)"},
+                    "GET /threads/{id}": "one thread",
+                    "POST /threads/{id}/messages": {"body": "string", "author": "string (optional)"},
+                    "GET /tasks": "all tasks",
+                    "POST /tasks": {"title": "string", "status": "open|in_progress|blocked|done", "priority": "low|medium|high|urgent"},
+                    "GET /tasks/{id}": "one task",
+                    "PATCH /tasks/{id}": {"status": "optional", "priority": "optional", "title": "optional"},
+                    "GET /changes?since=N": "state changes with seq > N, each with actor and at_ms"
+                }
+            }),
         )),
         ("GET", ["threads"]) => Ok((200, to_value(&state.observe().threads))),
         ("POST", ["threads"]) => {
