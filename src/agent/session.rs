@@ -113,6 +113,105 @@ pub fn one_shot_unsupported(agent: &str) -> AdapterError {
 mod tests {
     use super::*;
 
+    use crate::agent::{claude_code::ClaudeCode, codex::Codex, opencode::OpenCode};
+    use crate::agent::{Adapter, Command, LaunchContext, Reference};
+
+    fn turn(resume: bool, state: &Path) -> PromptRun {
+        PromptRun {
+            title: "scorecard::memory::p1-2".into(),
+            prompt: "Any open projects?".into(),
+            workspace: PathBuf::from("/w"),
+            session: Some(SessionTurn {
+                id: "p1-2-s2".into(),
+                resume,
+                state_dir: state.to_path_buf(),
+            }),
+        }
+    }
+
+    #[test]
+    fn each_cli_maps_first_and_later_turns_onto_its_own_session_flags() {
+        let state = PathBuf::from("/state");
+        let (first, later) = (turn(false, &state), turn(true, &state));
+        let args = |a: &dyn Adapter, r: &PromptRun| {
+            a.prompt_invocation(r)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .args
+        };
+        let uuid = session_uuid("p1-2-s2");
+
+        let claude = ClaudeCode::new("claude".into());
+        let a = args(&claude, &first);
+        assert!(
+            a.windows(2).any(|w| w == ["--session-id", uuid.as_str()]),
+            "{a:?}"
+        );
+        assert_eq!(a[a.len() - 2..], ["--", "Any open projects?"]);
+        let a = args(&claude, &later);
+        assert!(
+            a.windows(2).any(|w| w == ["--resume", uuid.as_str()]),
+            "{a:?}"
+        );
+
+        let codex = Codex::new("codex".into());
+        assert_eq!(args(&codex, &first)[..2], ["exec", "--json"]);
+        let a = args(&codex, &later);
+        assert_eq!(a[..4], ["exec", "resume", "--last", "--all"]);
+        assert_eq!(a.last().map(String::as_str), Some("Any open projects?"));
+
+        let opencode = OpenCode::new("opencode".into());
+        assert!(args(&opencode, &first).contains(&"--title".to_string()));
+        let a = args(&opencode, &later);
+        assert!(a.contains(&"--continue".to_string()) && !a.contains(&"--title".to_string()));
+
+        let reference = Reference {
+            program: "gauntlet-agent".into(),
+        };
+        let a = args(&reference, &later);
+        assert_eq!(
+            a[..5],
+            ["chat", "--state-dir", "/state", "--session", "p1-2-s2"]
+        );
+        assert!(a.contains(&"--resume".to_string()));
+        assert!(!args(&reference, &first).contains(&"--resume".to_string()));
+    }
+
+    #[test]
+    fn the_command_adapter_gets_placeholders_and_variables() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cmd = Command {
+            argv: vec![
+                "my-agent".into(),
+                "--session={session_id}".into(),
+                "--resume={session_resume}".into(),
+                "--state={state_dir}".into(),
+                "--prompt-file={prompt_file}".into(),
+            ],
+        };
+        let ctx = LaunchContext {
+            home: dir.path(),
+            workspace: dir.path(),
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        };
+        let state = dir.path().join("state");
+        let launch = cmd
+            .prompt_launch(&turn(true, &state), &ctx)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let a = &launch.invocation.args;
+        assert_eq!(a[0], "--session=p1-2-s2");
+        assert_eq!(a[1], "--resume=true");
+        assert_eq!(a[2], format!("--state={}", state.display()));
+        let file = a[3].trim_start_matches("--prompt-file=");
+        assert_eq!(
+            std::fs::read_to_string(file).ok().as_deref(),
+            Some("Any open projects?")
+        );
+        assert_eq!(launch.env["GAUNTLET_SESSION_RESUME"], "true");
+        assert_eq!(launch.env["GAUNTLET_STATE_DIR"], state.to_string_lossy());
+        assert!(state.is_dir(), "the state dir is created for the agent");
+    }
+
     #[test]
     fn session_uuids_are_stable_distinct_and_well_formed() {
         let a = session_uuid("p1-2-s1");

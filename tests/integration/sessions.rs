@@ -329,12 +329,36 @@ async fn daemon(
     sinks: &BTreeMap<String, String>,
     deadline: Duration,
 ) -> (Transcript, process::ProcessOutcome) {
+    daemon_with_model(
+        d,
+        label,
+        state,
+        config,
+        extra,
+        sinks,
+        deadline,
+        "http://127.0.0.1:9/v1",
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn daemon_with_model(
+    d: &Dirs,
+    label: &str,
+    state: &Path,
+    config: &Path,
+    extra: &[&str],
+    sinks: &BTreeMap<String, String>,
+    deadline: Duration,
+    model_url: &str,
+) -> (Transcript, process::ProcessOutcome) {
     let home = d.root.join(format!("home-{label}"));
     std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
     let ctx = LaunchContext {
         home: &home,
         workspace: &d.workspace,
-        proxy_url: "http://127.0.0.1:9/v1",
+        proxy_url: model_url,
         model: "scripted",
     };
     let mut launch = reference()
@@ -353,7 +377,7 @@ async fn daemon(
         .invocation
         .args
         .extend(extra.iter().map(|s| s.to_string()));
-    run(launch, d, label, "http://127.0.0.1:9/v1", sinks, deadline).await
+    run(launch, d, label, model_url, sinks, deadline).await
 }
 
 /// The autonomous config, run for a bounded number of ticks (the same launch the
@@ -481,6 +505,53 @@ async fn the_autonomous_daemon_acts_on_the_world_while_idle_and_notices_a_change
         5,
         "one self-check per tick: {checks}"
     );
+}
+
+/// A `[model]` tick is a background turn of the agent itself: the (scripted) model
+/// decides, the agent's tools carry it out, the sinks see the effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_tick_is_a_real_background_turn_of_the_agent() {
+    let d = dirs();
+    let sinks = Sinks::start(SinkConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let proxy = Proxy::start(ProxyMode::Scripted {
+        flow: flow(vec![
+            FlowStep::Shell {
+                command: r#"curl -sS -X POST -d '{"title":"Weekly digest","body":"all quiet"}' "$GAUNTLET_TRACKER_URL/threads""#.into(),
+            },
+            tool("goal_set", json!({"id": "digest", "text": "send the weekly digest", "priority": 2})),
+            final_text("background check done"),
+        ]),
+        model: "scripted".into(),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let config = daemon_config(
+        &d,
+        "tick_ms = 10\n[model]\nevery_ticks = 1\nprompt = \"Background check, tick {tick}.\"\nmax_turns = 5\n",
+    );
+    let state = d.root.join("state");
+    let (t, outcome) = daemon_with_model(
+        &d,
+        "model",
+        &state,
+        &config,
+        &["--max-ticks", "2"],
+        &sinks.agent_env(),
+        Duration::from_secs(60),
+        &proxy.base_url(),
+    )
+    .await;
+    assert!(outcome.end.success(), "{:?} {:?}", outcome.end, t.events);
+    let usage = proxy.shutdown().await;
+    assert_eq!(usage.len(), 6, "three model calls per tick, two ticks");
+    let seen = sinks.shutdown().await;
+    let threads = seen.tracker.threads_by("agent");
+    assert_eq!(threads.len(), 2, "{:?}", seen.tracker.threads);
+    assert!(threads.iter().all(|t| t.title == "Weekly digest"));
+    let goals = std::fs::read_to_string(state.join("goals.json")).unwrap_or_default();
+    assert!(goals.contains("send the weekly digest"), "{goals}");
 }
 
 /// A daemon without a tick bound runs until the harness kills its group at the
