@@ -504,5 +504,6 @@ async fn an_undeclared_oversized_data_block_is_refused_after_the_dot() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(reply(&mut r).await.starts_with("250"));
+    drop((r, w));
     assert!(sink.shutdown().await.is_empty());
 }
