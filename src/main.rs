@@ -70,11 +70,48 @@ enum Command {
         #[command(subcommand)]
         command: FlowCommand,
     },
+    /// The challenge suite (challenges/<id>/): list, or run one trial.
+    Challenge {
+        #[command(subcommand)]
+        command: ChallengeCommand,
+    },
+    /// Record a manual audit of a challenge trial (manual-audit.yaml, authoritative; a
+    /// second audit supersedes the first and keeps it in the history).
+    Audit {
+        /// The trial directory (the one holding record.json).
+        trial_dir: PathBuf,
+        /// success, failed, timeout, parse_error or unknown.
+        #[arg(long)]
+        outcome: String,
+        /// clean, contaminated or unauditable.
+        #[arg(long)]
+        validity: String,
+        #[arg(long)]
+        note: String,
+    },
     /// Print an app's content hash (and with --check, compare it with app.json).
     HashApp {
         dir: PathBuf,
         #[arg(long)]
         check: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ChallengeCommand {
+    /// List the challenge trials the current config plans.
+    List,
+    /// Run one challenge under exactly one instruction profile; exit 0 when the task
+    /// succeeded on a clean trial, 1 otherwise, 2 when it could not be run.
+    Run {
+        id: String,
+        /// none, skills or all: exactly one per invocation.
+        #[arg(long)]
+        instruction_profile: String,
+        /// The hard ceiling in seconds (default: the manifest's, else
+        /// GAUNTLET_CHALLENGE_TIMEOUT_SECS, else 3600).
+        #[arg(long)]
+        timeout_secs: Option<String>,
     },
 }
 
@@ -125,6 +162,23 @@ fn main() -> ExitCode {
         } => publish(&run_dir, &label, results, &opts),
         Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
+        Command::Challenge {
+            command: ChallengeCommand::List,
+        } => challenge_list(),
+        Command::Challenge {
+            command:
+                ChallengeCommand::Run {
+                    id,
+                    instruction_profile,
+                    timeout_secs,
+                },
+        } => challenge_run(&id, &instruction_profile, timeout_secs.as_deref()),
+        Command::Audit {
+            trial_dir,
+            outcome,
+            validity,
+            note,
+        } => audit(&trial_dir, &outcome, &validity, &note),
         Command::Flow {
             command: FlowCommand::Run { file },
         } => gauntlet::flowtest::main(&file),
@@ -394,5 +448,123 @@ fn build_siblings() -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("cargo build --bins failed: {status}"))
+    }
+}
+
+fn challenge_list() -> ExitCode {
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    let loaded = match gauntlet::plan::challenge::load_default() {
+        Ok(l) => l,
+        Err(e) => return error(e),
+    };
+    for p in gauntlet::plan::challenge::plan(&loaded, &cfg) {
+        match p.skip {
+            Some(why) => println!("{} (ignored: {why})", p.name),
+            None => println!("{}", p.name),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCode {
+    use gauntlet::spec::challenge::Profile;
+    let profile: Profile = match profile.parse() {
+        Ok(p) => p,
+        Err(e) => return error(format!("--instruction-profile: {e}")),
+    };
+    let timeout = match timeout_secs.map(gauntlet::run::challenge::parse_timeout) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => return error(format!("--timeout-secs: {e}")),
+    };
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    // Everything is validated before any workspace exists.
+    let loaded = match gauntlet::plan::challenge::load_default() {
+        Ok(l) => l,
+        Err(e) => return error(e),
+    };
+    let Some(challenge) = loaded.challenges.get(id) else {
+        let ids: Vec<&str> = loaded
+            .challenges
+            .list
+            .iter()
+            .map(|c| c.manifest.id.as_str())
+            .collect();
+        return error(format!(
+            "no challenge `{id}` (there are: {})",
+            ids.join(", ")
+        ));
+    };
+    let Some(app) = loaded
+        .apps
+        .iter()
+        .find(|a| a.name == challenge.manifest.app)
+    else {
+        return error(format!(
+            "challenge `{id}`: no app `{}`",
+            challenge.manifest.app
+        ));
+    };
+    if let Err(e) = build_siblings() {
+        return error(e);
+    }
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return error(format!("tokio runtime: {e}")),
+    };
+    let run_dir = cfg.out_dir.join(record::run_id());
+    let opts = gauntlet::run::challenge::Options {
+        timeout,
+        flow: None,
+    };
+    match rt.block_on(gauntlet::run::challenge::execute(
+        &loaded.challenges,
+        challenge,
+        app,
+        profile,
+        &cfg,
+        &opts,
+        &run_dir,
+    )) {
+        Err(e) => error(e),
+        Ok((rec, dir)) => {
+            println!("{}", gauntlet::run::challenge::summary_line(&rec));
+            println!("trial directory: {}", dir.display());
+            if rec.verdict.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn audit(trial_dir: &std::path::Path, outcome: &str, validity: &str, note: &str) -> ExitCode {
+    let outcome = match outcome.parse() {
+        Ok(o) => o,
+        Err(e) => return error(format!("--outcome: {e}")),
+    };
+    let validity = match validity.parse() {
+        Ok(v) => v,
+        Err(e) => return error(format!("--validity: {e}")),
+    };
+    match gauntlet::report::challenge::audit(trial_dir, outcome, validity, note) {
+        Ok(a) => {
+            println!(
+                "{}: audited {} / {} ({} earlier audit(s) kept)",
+                a.trial,
+                a.current.outcome.as_str(),
+                a.current.validity.as_str(),
+                a.history.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
     }
 }

@@ -174,7 +174,10 @@ impl Adapter for ClaudeCode {
                 program: self.program.clone(),
                 args: ClaudeCode::session_args(turn, run.prompt.clone()),
             }),
-            None => Err(session::one_shot_unsupported(NAME)),
+            None => Ok(Invocation {
+                program: self.program.clone(),
+                args: ClaudeCode::args(run.prompt.clone()),
+            }),
         }
     }
 
@@ -185,7 +188,24 @@ impl Adapter for ClaudeCode {
     ) -> Result<Launch, AdapterError> {
         match &run.session {
             Some(turn) => self.session_launch(run, turn, ctx),
-            None => Err(session::one_shot_unsupported(NAME)),
+            None => {
+                if !self.program.is_file() {
+                    return Err(AdapterError::NotInstalled {
+                        agent: NAME.into(),
+                        program: self.program.clone(),
+                    });
+                }
+                std::fs::create_dir_all(ctx.home.join(".claude")).map_err(|source| {
+                    AdapterError::Write {
+                        path: ctx.home.join(".claude"),
+                        source,
+                    }
+                })?;
+                Ok(Launch {
+                    invocation: self.prompt_invocation(run)?,
+                    env: ClaudeCode::env(ctx),
+                })
+            }
         }
     }
 

@@ -19,8 +19,8 @@ use std::sync::OnceLock;
 use serde_json::{json, Value};
 
 use super::{
-    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
-    RunSpec, SessionTurn,
+    cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+    SessionTurn,
 };
 use crate::evidence::normalize::{
     for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
@@ -176,7 +176,10 @@ impl Adapter for Codex {
                 program: self.program.clone(),
                 args: Codex::session_args(turn, run.prompt.clone()),
             }),
-            None => Err(session::one_shot_unsupported(NAME)),
+            None => Ok(Invocation {
+                program: self.program.clone(),
+                args: Codex::args(run.prompt.clone()),
+            }),
         }
     }
 
@@ -187,7 +190,23 @@ impl Adapter for Codex {
     ) -> Result<Launch, AdapterError> {
         match &run.session {
             Some(turn) => self.session_launch(run, turn, ctx),
-            None => Err(session::one_shot_unsupported(NAME)),
+            None => {
+                if !self.program.is_file() {
+                    return Err(AdapterError::NotInstalled {
+                        agent: NAME.into(),
+                        program: self.program.clone(),
+                    });
+                }
+                let codex_home = ctx.home.join(".codex");
+                cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
+                Ok(Launch {
+                    invocation: self.prompt_invocation(run)?,
+                    env: BTreeMap::from([(
+                        "CODEX_HOME".into(),
+                        codex_home.to_string_lossy().into_owned(),
+                    )]),
+                })
+            }
         }
     }
 

@@ -183,6 +183,28 @@ pub fn stream_parser_for(agent: &str) -> Option<StreamParser> {
     }
 }
 
+/// Where a one-shot prompt run's prompt is kept for agents that read it from a file
+/// (`reference`, `command`): inside the workspace, so the agent may read it again.
+pub const PROMPT_FILE: &str = ".agent/prompt.md";
+
+/// The prompt file of `run`, written unless it already holds exactly the prompt (the
+/// challenge harness saves the rendered prompt there itself).
+fn write_prompt_file(run: &PromptRun) -> Result<PathBuf, AdapterError> {
+    let file = run.workspace.join(PROMPT_FILE);
+    if std::fs::read(&file).is_ok_and(|b| b == run.prompt.as_bytes()) {
+        return Ok(file);
+    }
+    let io = |source| AdapterError::Write {
+        path: file.clone(),
+        source,
+    };
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(&file, &run.prompt).map_err(io)?;
+    Ok(file)
+}
+
 /// `gauntlet-agent`, built by this package.
 pub struct Reference {
     pub program: PathBuf,
@@ -219,9 +241,16 @@ impl Adapter for Reference {
             Some(turn) => {
                 Ok(self.session_invocation(turn, vec!["--prompt".into(), run.prompt.clone()]))
             }
-            None => Err(AdapterError::Unsupported {
-                agent: self.name().into(),
-                what: "run a one-shot prompt (see branch h/chal)".into(),
+            None => Ok(Invocation {
+                program: self.program.clone(),
+                args: vec![
+                    "task".into(),
+                    "--prompt-file".into(),
+                    run.workspace
+                        .join(PROMPT_FILE)
+                        .to_string_lossy()
+                        .into_owned(),
+                ],
             }),
         }
     }
@@ -242,10 +271,13 @@ impl Adapter for Reference {
                     env: BTreeMap::new(),
                 })
             }
-            None => Ok(Launch {
-                invocation: self.prompt_invocation(run)?,
-                env: BTreeMap::new(),
-            }),
+            None => {
+                write_prompt_file(run)?;
+                Ok(Launch {
+                    invocation: self.prompt_invocation(run)?,
+                    env: BTreeMap::new(),
+                })
+            }
         }
     }
     fn daemon_launch(
@@ -329,13 +361,26 @@ impl Adapter for Command {
             args: argv.collect(),
         }
     }
+    /// Placeholders for a one-shot prompt run: `{prompt_file}`, `{prompt}`,
+    /// `{workspace}`, `{title}`; a session turn adds `{session_id}`, `{session_resume}`,
+    /// `{state_dir}` (docs/agent-protocol.md).
     fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
         match &run.session {
             Some(turn) => Ok(self.session_invocation(run, turn, None)),
-            None => Err(AdapterError::Unsupported {
-                agent: self.name().into(),
-                what: "run a one-shot prompt (see branch h/chal)".into(),
-            }),
+            None => {
+                let file = run.workspace.join(PROMPT_FILE);
+                let fill = |s: &String| {
+                    s.replace("{prompt_file}", &file.to_string_lossy())
+                        .replace("{prompt}", &run.prompt)
+                        .replace("{workspace}", &run.workspace.to_string_lossy())
+                        .replace("{title}", &run.title)
+                };
+                let mut argv = self.argv.iter().map(fill);
+                Ok(Invocation {
+                    program: PathBuf::from(argv.next().unwrap_or_default()),
+                    args: argv.collect(),
+                })
+            }
         }
     }
     fn prompt_launch(
@@ -352,10 +397,13 @@ impl Adapter for Command {
                     env: Command::session_env(run, turn, &file),
                 })
             }
-            None => Ok(Launch {
-                invocation: self.prompt_invocation(run)?,
-                env: BTreeMap::new(),
-            }),
+            None => {
+                write_prompt_file(run)?;
+                Ok(Launch {
+                    invocation: self.prompt_invocation(run)?,
+                    env: BTreeMap::new(),
+                })
+            }
         }
     }
 }
@@ -379,6 +427,7 @@ impl Command {
             )
             .replace("{prompt}", &run.prompt)
             .replace("{workspace}", &run.workspace.to_string_lossy())
+            .replace("{title}", &run.title)
             .replace("{session_id}", &turn.id)
             .replace(
                 "{session_resume}",

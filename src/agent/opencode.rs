@@ -45,15 +45,55 @@ impl OpenCode {
     }
 
     fn args(run: &RunSpec, prompt: String) -> Vec<String> {
+        OpenCode::args_titled(format!("gauntlet {}", run.capability), prompt)
+    }
+
+    fn args_titled(title: String, prompt: String) -> Vec<String> {
         vec![
             "run".into(),
             "--format".into(),
             "json".into(),
             // A given title spares the side request that would generate one.
             "--title".into(),
-            format!("gauntlet {}", run.capability),
+            title,
             prompt,
         ]
+    }
+
+    /// Write `opencode.json` into the scratch HOME; the variables that point at it.
+    fn prepare(&self, ctx: &LaunchContext<'_>) -> Result<BTreeMap<String, String>, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        let config_dir = ctx.home.join(".config");
+        let config = config_dir.join("opencode/opencode.json");
+        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
+        cli::write_config(&config, &text)?;
+        let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
+        Ok(BTreeMap::from([
+            (
+                "OPENCODE_CONFIG".into(),
+                config.to_string_lossy().into_owned(),
+            ),
+            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
+            // offline, npm fails at once from its empty cache instead of reaching the
+            // registry, and OpenCode goes on without it.
+            ("npm_config_offline".into(), "true".into()),
+            ("npm_config_update_notifier".into(), "false".into()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                config_dir.to_string_lossy().into_owned(),
+            ),
+            ("XDG_DATA_HOME".into(), home(".local/share")),
+            ("XDG_CACHE_HOME".into(), home(".cache")),
+            ("XDG_STATE_HOME".into(), home(".local/state")),
+        ]))
     }
 
     /// `opencode.json`: the proxy as an OpenAI-compatible provider and the only model,
@@ -87,39 +127,6 @@ impl OpenCode {
         })
     }
 
-    /// The variables for a run with `config`; its sessions are stored under
-    /// `data_root` (the scratch HOME, or the state directory of a multi-turn agent).
-    fn env(
-        ctx: &LaunchContext<'_>,
-        config: &std::path::Path,
-        data_root: &std::path::Path,
-    ) -> BTreeMap<String, String> {
-        let config_dir = ctx.home.join(".config");
-        let under =
-            |root: &std::path::Path, sub: &str| root.join(sub).to_string_lossy().into_owned();
-        BTreeMap::from([
-            (
-                "OPENCODE_CONFIG".into(),
-                config.to_string_lossy().into_owned(),
-            ),
-            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
-            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
-            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
-            // offline, npm fails at once from its empty cache instead of reaching the
-            // registry, and OpenCode goes on without it.
-            ("npm_config_offline".into(), "true".into()),
-            ("npm_config_update_notifier".into(), "false".into()),
-            (
-                "XDG_CONFIG_HOME".into(),
-                config_dir.to_string_lossy().into_owned(),
-            ),
-            ("XDG_DATA_HOME".into(), under(data_root, ".local/share")),
-            ("XDG_CACHE_HOME".into(), under(ctx.home, ".cache")),
-            ("XDG_STATE_HOME".into(), under(data_root, ".local/state")),
-        ])
-    }
-
     /// `run --format json` plus `--title S` on a session's first turn and `--continue`
     /// on later ones (OpenCode assigns its own session ids; the most recent session of
     /// this agent's state directory is the current one).
@@ -142,22 +149,19 @@ impl OpenCode {
         turn: &SessionTurn,
         ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
+        let mut env = self.prepare(ctx)?;
         session::ensure_state_dir(turn)?;
-        let config = ctx.home.join(".config/opencode/opencode.json");
-        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
-        cli::write_config(&config, &text)?;
+        // Sessions live in the state directory, so a later session of this agent finds
+        // them; config and cache stay in the scratch HOME.
+        let under = |sub: &str| turn.state_dir.join(sub).to_string_lossy().into_owned();
+        env.insert("XDG_DATA_HOME".into(), under(".local/share"));
+        env.insert("XDG_STATE_HOME".into(), under(".local/state"));
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
                 args: OpenCode::session_args(turn, run.prompt.clone()),
             },
-            env: OpenCode::env(ctx, &config, &turn.state_dir),
+            env,
         })
     }
 }
@@ -181,18 +185,8 @@ impl Adapter for OpenCode {
     }
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
-        let config_dir = ctx.home.join(".config");
-        let config = config_dir.join("opencode/opencode.json");
-        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
-        cli::write_config(&config, &text)?;
+        let env = self.prepare(ctx)?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
-        let env = OpenCode::env(ctx, &config, ctx.home);
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
@@ -208,7 +202,10 @@ impl Adapter for OpenCode {
                 program: self.program.clone(),
                 args: OpenCode::session_args(turn, run.prompt.clone()),
             }),
-            None => Err(session::one_shot_unsupported(NAME)),
+            None => Ok(Invocation {
+                program: self.program.clone(),
+                args: OpenCode::args_titled(run.title.clone(), run.prompt.clone()),
+            }),
         }
     }
 
@@ -219,7 +216,13 @@ impl Adapter for OpenCode {
     ) -> Result<Launch, AdapterError> {
         match &run.session {
             Some(turn) => self.session_launch(run, turn, ctx),
-            None => Err(session::one_shot_unsupported(NAME)),
+            None => {
+                let env = self.prepare(ctx)?;
+                Ok(Launch {
+                    invocation: self.prompt_invocation(run)?,
+                    env,
+                })
+            }
         }
     }
 
@@ -280,6 +283,11 @@ fn tool_use(n: &mut Normalizer, v: &Value) {
     let started = state.pointer("/time/start").and_then(Value::as_i64);
     let ended = state.pointer("/time/end").and_then(Value::as_i64);
     n.tool_call(id, tool, &input, started);
+    n.tool_meta(
+        id,
+        state.get("title").and_then(Value::as_str),
+        state.get("metadata"),
+    );
     let status = state.get("status").and_then(Value::as_str).unwrap_or("");
     if !matches!(status, "completed" | "error") {
         return;

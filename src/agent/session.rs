@@ -101,14 +101,6 @@ fn sanitize(id: &str) -> String {
         .collect()
 }
 
-/// Until the one-shot prompt runs of branch h/chal are merged.
-pub fn one_shot_unsupported(agent: &str) -> AdapterError {
-    AdapterError::Unsupported {
-        agent: agent.into(),
-        what: "run a one-shot prompt (see branch h/chal)".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 pub mod claim;
 pub mod events;
 pub mod normalize;
+pub mod policy;
 
 use serde::{Deserialize, Serialize};
 

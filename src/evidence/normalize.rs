@@ -42,6 +42,11 @@ impl Preview {
         Preview::bounded(text, PREVIEW_BYTES)
     }
 
+    /// The first `limit` bytes of `text` (on a char boundary), with its size and hash.
+    pub fn bounded_to(text: &str, limit: usize) -> Preview {
+        Preview::bounded(text, limit)
+    }
+
     fn bounded(text: &str, limit: usize) -> Preview {
         let mut end = text.len().min(limit);
         while !text.is_char_boundary(end) {
@@ -75,6 +80,12 @@ pub struct ToolCallRecord {
     /// Milliseconds since the Unix epoch, where the agent's stream says.
     pub started_ms: Option<i64>,
     pub ended_ms: Option<i64>,
+    /// The agent's own title for the call (OpenCode's `state.title`), if it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The agent's metadata for the call (exit code, truncation…), bounded like inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
 }
 
 /// A text the agent wrote (not tool output).
@@ -145,6 +156,10 @@ pub struct AgentReport {
     pub errors: Vec<String>,
     /// What the agent says it spent, summed over the run.
     pub reported_usage: ReportedUsage,
+    /// The same, per step, in stream order: each step's token object and cost as the
+    /// agent reported it, so the sums can be audited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_usage: Vec<ReportedUsage>,
     /// JSON objects read, by their type.
     pub event_types: BTreeMap<String, u64>,
     /// Objects of a type the adapter does not know, by type; kept raw in the transcript.
@@ -282,6 +297,8 @@ impl Normalizer {
                     output: None,
                     started_ms: at_ms,
                     ended_ms: None,
+                    title: None,
+                    metadata: None,
                 });
                 self.transcript.tool_calls += 1;
                 self.transcript.events.push(Event::ToolCall {
@@ -290,6 +307,26 @@ impl Normalizer {
                     input,
                 });
             }
+        }
+    }
+
+    /// The agent's title and metadata for call `id` (already announced).
+    pub fn tool_meta(&mut self, id: &str, title: Option<&str>, metadata: Option<&Value>) {
+        let Some(&i) = self.open.get(id) else {
+            return;
+        };
+        let call = &mut self.report.tool_calls[i];
+        if let Some(t) = title.filter(|t| !t.is_empty()) {
+            call.title = Some(Preview::of(t).text);
+        }
+        if let Some(m) = metadata.filter(|m| !m.is_null()) {
+            let (kept, preview) = bounded_input(m);
+            call.metadata = Some(match preview {
+                Some(p) => {
+                    serde_json::json!({ "preview": p.text, "bytes": p.bytes, "sha256": p.sha256 })
+                }
+                None => kept,
+            });
         }
     }
 
@@ -364,6 +401,7 @@ impl Normalizer {
             return;
         }
         self.report.reported_usage.add(usage);
+        self.report.step_usage.push(usage.clone());
         self.transcript.events.push(Event::Usage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
@@ -448,6 +486,8 @@ pub fn parse_gauntlet(reader: &mut dyn BufRead) -> Parsed {
             .unwrap_or("")
             .to_owned();
         n.seen(&ty);
+        // `gauntlet-agent task` stamps each line; other speakers of the protocol may not.
+        let at = v.get("ts_ms").and_then(Value::as_i64);
         let event = match serde_json::from_value::<Event>(v.clone()) {
             Ok(event) => event,
             Err(_) => {
@@ -471,7 +511,7 @@ pub fn parse_gauntlet(reader: &mut dyn BufRead) -> Parsed {
             Event::ToolCall { id, tool, input } => {
                 t.tool_calls += 1;
                 n.step();
-                n.tool_call(id, tool, input, None);
+                n.tool_call(id, tool, input, at);
             }
             Event::ToolResult {
                 id, output, failed, ..
@@ -480,11 +520,11 @@ pub fn parse_gauntlet(reader: &mut dyn BufRead) -> Parsed {
                     t.failed_tool_calls += 1;
                 }
                 let status = if *failed { "failed" } else { "completed" };
-                n.tool_result(id, status, output, *failed, None);
+                n.tool_result(id, status, output, *failed, at);
             }
             Event::Message { text } => {
                 k += 1;
-                n.text(&format!("message-{k}"), text, None);
+                n.text(&format!("message-{k}"), text, at);
             }
             Event::Usage {
                 input_tokens,

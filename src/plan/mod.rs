@@ -4,6 +4,7 @@
 //! workspace exists until a trial runs, because nextest lists every test binary before
 //! each run and then runs each trial in its own process.
 
+pub mod challenge;
 pub mod harness;
 
 use std::path::Path;

@@ -143,16 +143,56 @@ pub struct RescoreRow {
     pub trial: String,
     pub stored: Option<Verdict>,
     pub derived: Result<Verdict, String>,
+    /// A challenge record's verdicts (suite `challenge`); `stored`/`derived` are unused then.
+    pub challenge: Option<ChallengeRescore>,
+}
+
+/// A challenge record's stored verdict and the one re-derived from its raw files.
+#[derive(Debug, Clone)]
+pub struct ChallengeRescore {
+    pub stored: crate::score::challenge::ChallengeVerdict,
+    pub derived: Result<crate::score::challenge::ChallengeVerdict, String>,
 }
 
 impl RescoreRow {
     pub fn agrees(&self) -> bool {
+        if let Some(c) = &self.challenge {
+            return matches!(&c.derived, Ok(d) if *d == c.stored);
+        }
         matches!((&self.stored, &self.derived), (Some(s), Ok(d)) if s == d)
     }
 }
 
+/// The `suite` a record file names, if it can be read at all.
+fn suite_of(file: &Path) -> Option<String> {
+    let bytes = std::fs::read(file).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v.get("suite").and_then(|s| s.as_str()).map(str::to_owned)
+}
+
 /// Rescore one record file.
 pub fn rescore_file(file: &Path) -> RescoreRow {
+    if suite_of(file).as_deref() == Some("challenge") {
+        return match crate::run::challenge::rederive(file) {
+            Ok((rec, derived)) => RescoreRow {
+                file: file.to_path_buf(),
+                trial: rec.trial,
+                stored: None,
+                derived: Err("challenge record".into()),
+                challenge: Some(ChallengeRescore {
+                    stored: rec.verdict,
+                    derived,
+                }),
+            },
+            Err(e) => RescoreRow {
+                file: file.to_path_buf(),
+                trial: "?".into(),
+                stored: None,
+                derived: Err(e),
+                challenge: None,
+            },
+        };
+    }
     let rec: QaRecord = match super::load(file) {
         Ok(r) => r,
         Err(e) => {
@@ -161,6 +201,7 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
                 trial: "?".into(),
                 stored: None,
                 derived: Err(e.to_string()),
+                challenge: None,
             }
         }
     };
@@ -171,6 +212,7 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
         derived: derive_qa_verdict_as(dir, &rec.config.agent, &rec.spec, &rec.evidence)
             .map_err(|e| e.to_string()),
         stored: Some(rec.verdict),
+        challenge: None,
     }
 }
 
@@ -181,6 +223,34 @@ pub fn render_table(rows: &[RescoreRow]) -> String {
         "trial", "stored", "rescored", "status"
     );
     for r in rows {
+        if let Some(c) = &r.challenge {
+            let label = |v: &crate::score::challenge::ChallengeVerdict| {
+                format!(
+                    "{}/{}",
+                    v.task_outcome.as_str(),
+                    v.evaluation_validity.as_str()
+                )
+            };
+            let (derived, status) = match &c.derived {
+                Ok(d) if r.agrees() => (label(d), "agrees".to_string()),
+                Ok(d) => (
+                    label(d),
+                    format!(
+                        "DISAGREES: stored verdict does not follow from the evidence ({}; {})",
+                        d.outcome_reason, d.validity_reason
+                    ),
+                ),
+                Err(e) => ("-".to_string(), format!("UNREADABLE: {e}")),
+            };
+            out.push_str(&format!(
+                "{:<44} {:<20} {:<20} {}\n",
+                r.trial,
+                label(&c.stored),
+                derived,
+                status
+            ));
+            continue;
+        }
         let stored = r.stored.as_ref().map(|v| v.outcome.as_str()).unwrap_or("-");
         let (derived, status) = match &r.derived {
             Ok(d) if r.agrees() => (d.outcome.as_str().to_string(), "agrees".to_string()),

@@ -112,6 +112,11 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         if name.starts_with('.') {
             continue;
         }
+        // Challenge trials share the run directory (one nextest run id) but are reported
+        // by their own metrics.json and final-report.md (see report::challenge).
+        if name.starts_with("challenge.") && path.is_dir() {
+            continue;
+        }
         if !path.is_dir() {
             if !KNOWN_FILES.contains(&name.as_str()) {
                 run.problems.push(Problem {

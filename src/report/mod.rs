@@ -7,6 +7,7 @@
 //! [`publish`] keeps `results/` append-only.
 
 pub mod aggregate;
+pub mod challenge;
 pub mod html;
 pub mod load;
 pub mod markdown;

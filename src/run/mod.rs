@@ -3,6 +3,7 @@
 //! The libtest-mimic harness and the `gauntlet run` command both call [`qa::execute`],
 //! so a trial under `cargo test` and under the CLI take one code path.
 
+pub mod challenge;
 pub mod qa;
 
 /// One line per trial that nextest keeps in JUnit `system-out`, for dashboards.

@@ -1,6 +1,7 @@
 //! Pure scorers: evidence in, verdict out. No I/O, no clock, no randomness, so that a
 //! verdict re-derives identically offline from the recorded evidence.
 
+pub mod challenge;
 pub mod qa;
 #[cfg(test)]
 mod qa_rules;

@@ -4,6 +4,7 @@
 //! any process, socket or workspace exists. Every error names the file and the field.
 
 pub mod app;
+pub mod challenge;
 pub mod corpus;
 pub mod flow;
 

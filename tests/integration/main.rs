@@ -6,6 +6,7 @@ mod app_tally;
 mod app_wordbadge;
 mod bad_agents;
 mod browser;
+mod challenge;
 mod flowtest;
 mod merge;
 mod plan;

@@ -7,15 +7,37 @@ use gauntlet::evidence::Event;
 
 pub struct Emitter<W: Write> {
     out: W,
+    /// Stamp each line with `ts_ms` (milliseconds since the epoch), so that a reader
+    /// can tell when each tool call started and ended.
+    timestamps: bool,
 }
 
 impl<W: Write> Emitter<W> {
     pub fn new(out: W) -> Self {
-        Emitter { out }
+        Emitter {
+            out,
+            timestamps: false,
+        }
+    }
+
+    /// An emitter that adds `ts_ms` to every line (an extra field readers ignore).
+    pub fn with_timestamps(out: W) -> Self {
+        Emitter {
+            out,
+            timestamps: true,
+        }
     }
 
     pub fn emit(&mut self, event: &Event) -> std::io::Result<()> {
-        let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+        let mut value = serde_json::to_value(event).map_err(std::io::Error::other)?;
+        if let (true, Some(obj)) = (self.timestamps, value.as_object_mut()) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0);
+            obj.insert("ts_ms".into(), now.into());
+        }
+        let line = serde_json::to_string(&value).map_err(std::io::Error::other)?;
         self.out.write_all(line.as_bytes())?;
         self.out.write_all(b"\n")?;
         self.out.flush()

@@ -51,6 +51,22 @@ enum Command {
     Chat(chat::ChatArgs),
     /// The background mode: a long-running loop whose actions a config file sets.
     Daemon(daemon::DaemonArgs),
+    /// Carry out a free-form task given as a prompt file (challenges): the same tool
+    /// loop and event stream, every line stamped with `ts_ms`.
+    Task(TaskArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct TaskArgs {
+    /// The whole task, as the user message.
+    #[arg(long)]
+    prompt_file: PathBuf,
+    /// Model calls allowed before giving up.
+    #[arg(long, default_value_t = 60)]
+    max_turns: u32,
+    /// Ask the model for server-sent events and reassemble them.
+    #[arg(long)]
+    stream: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -92,24 +108,47 @@ enum AgentError {
     Loop(#[from] LoopError),
     #[error("cannot write an event to stdout: {0}")]
     Emit(#[from] std::io::Error),
+    #[error("{file}: cannot read the prompt file: {source}")]
+    PromptFile {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut emitter = Emitter::new(std::io::stdout().lock());
-    match cli.command {
-        Command::Qa(args) => finish(qa(&args, &mut emitter), &mut emitter),
-        Command::Chat(args) => finish(chat::chat(&args, &mut emitter), &mut emitter),
-        Command::Daemon(args) => finish(daemon::daemon(&args, &mut emitter), &mut emitter),
+    match &cli.command {
+        Command::Qa(args) => {
+            let mut emitter = Emitter::new(std::io::stdout().lock());
+            let r = qa(args, &mut emitter);
+            finish(r, &mut emitter)
+        }
+        Command::Task(args) => {
+            let mut emitter = Emitter::with_timestamps(std::io::stdout().lock());
+            let r = task(args, &mut emitter);
+            finish(r, &mut emitter)
+        }
+        // Scorecard turns and idle windows: timestamped, like challenge runs.
+        Command::Chat(args) => {
+            let mut emitter = Emitter::with_timestamps(std::io::stdout().lock());
+            let r = chat::chat(args, &mut emitter);
+            finish(r, &mut emitter)
+        }
+        Command::Daemon(args) => {
+            let mut emitter = Emitter::with_timestamps(std::io::stdout().lock());
+            let r = daemon::daemon(args, &mut emitter);
+            finish(r, &mut emitter)
+        }
     }
 }
 
 /// Exit 0, or report the error on stderr and as an `error` event and exit 1.
 fn finish<E: std::fmt::Display, W: std::io::Write>(
-    outcome: Result<(), E>,
+    result: Result<(), E>,
     emitter: &mut Emitter<W>,
 ) -> ExitCode {
-    match outcome {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{AGENT_NAME}: {e}");
@@ -121,6 +160,48 @@ fn finish<E: std::fmt::Display, W: std::io::Write>(
             ExitCode::FAILURE
         }
     }
+}
+
+/// Generic instructions for a free-form task: what the tools are, and that the final
+/// answer is a message without a tool call. The task itself (rules, report contract)
+/// is entirely the prompt file's.
+const TASK_SYSTEM: &str = "You are a capable software agent working in a POSIX shell environment. \
+Your current working directory is your workspace. Tools: `shell` (runs `sh -c` in the workspace, \
+with the environment you were started with), `write_file`, `read_file`, `http_request`. Follow the \
+task's rules exactly. When you are done, answer with your final message without calling any tool.";
+
+fn task<W: std::io::Write>(args: &TaskArgs, emitter: &mut Emitter<W>) -> Result<(), AgentError> {
+    let config = ModelConfig::from_env();
+    emitter.emit(&Event::Start {
+        agent: AGENT_NAME.to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        model: config.model.clone(),
+    })?;
+    let user =
+        std::fs::read_to_string(&args.prompt_file).map_err(|source| AgentError::PromptFile {
+            file: args.prompt_file.display().to_string(),
+            source,
+        })?;
+    let cwd = std::env::current_dir().map_err(AgentError::Cwd)?;
+    let toolbox = Toolbox::new(cwd, std::env::var("APP_URL").unwrap_or_default());
+    let client = ChatClient::new(config, args.stream)?;
+    eprintln!(
+        "{AGENT_NAME}: task {} with model {}",
+        args.prompt_file.display(),
+        client.model()
+    );
+    let final_text = AgentLoop {
+        client: &client,
+        toolbox: &toolbox,
+        emitter,
+        max_turns: args.max_turns,
+    }
+    .run(&prompt::Prompt {
+        system: TASK_SYSTEM.to_string(),
+        user,
+    })?;
+    emitter.emit(&Event::Final { text: final_text })?;
+    Ok(())
 }
 
 fn qa<W: std::io::Write>(args: &QaArgs, emitter: &mut Emitter<W>) -> Result<(), AgentError> {

@@ -1,0 +1,740 @@
+//! Policy evidence: which paths an agent touched, in which category, and whether the
+//! trial's instruction profile allowed it.
+//!
+//! Best-effort and pure. Structured tool inputs (`read_file`'s `path`, Claude Code's
+//! `file_path`, OpenCode's `filePath`…) give paths directly; shell commands are split
+//! into simple commands and the recognised forms (`cat`, `ls`, `grep`, `sed`, `head`,
+//! redirections, `cd`…) give their path arguments. A command whose paths cannot be read
+//! out (command substitution, `eval`, an interpreter, a variable-expanded path) is kept
+//! whole as audit evidence and makes the trial's validity `unauditable`.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::normalize::ToolCallRecord;
+use crate::spec::challenge::Profile;
+
+/// Where a path lies, as far as the benchmark's rules are concerned.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PathCategory {
+    TrialWorkspace,
+    SuppliedSkills,
+    PublicDocs,
+    Examples,
+    Tests,
+    ProductSource,
+    /// Other trials' workspaces and results, published results.
+    AdjacentResults,
+    /// Agents' stored sessions and memories outside this trial.
+    PriorStores,
+    /// Not under any root the harness knows (system files, elsewhere).
+    Outside,
+}
+
+impl PathCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathCategory::TrialWorkspace => "trial_workspace",
+            PathCategory::SuppliedSkills => "supplied_skills",
+            PathCategory::PublicDocs => "public_docs",
+            PathCategory::Examples => "examples",
+            PathCategory::Tests => "tests",
+            PathCategory::ProductSource => "product_source",
+            PathCategory::AdjacentResults => "adjacent_results",
+            PathCategory::PriorStores => "prior_stores",
+            PathCategory::Outside => "outside",
+        }
+    }
+
+    /// Whether touching this category is within the profile's rules. `outside` (system
+    /// files such as `/usr/bin/curl`) is reported but never contaminates: it holds
+    /// nothing about the product.
+    pub fn allowed_under(self, profile: Profile) -> bool {
+        match self {
+            PathCategory::TrialWorkspace | PathCategory::SuppliedSkills | PathCategory::Outside => {
+                true
+            }
+            PathCategory::PublicDocs => profile != Profile::None,
+            _ => profile == Profile::All,
+        }
+    }
+
+    /// Categories that mean the agent looked at how the product is built.
+    pub fn is_implementation(self) -> bool {
+        matches!(
+            self,
+            PathCategory::Examples | PathCategory::Tests | PathCategory::ProductSource
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Search,
+    Write,
+    /// Named on a command line whose effect is not known (an argument of `cp`, `gauntlet`…).
+    Referenced,
+}
+
+/// One path observed in one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ObservedPath {
+    /// The tool call's ordinal (0-based, stream order).
+    pub call: usize,
+    /// As the agent wrote it.
+    pub path: String,
+    /// Absolute and lexically normalized.
+    pub resolved: String,
+    pub category: PathCategory,
+    pub access: Access,
+    pub allowed: bool,
+}
+
+/// A shell command whose paths could not be read out, kept whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpaqueCommand {
+    pub call: usize,
+    pub command: String,
+    pub reason: String,
+}
+
+/// The roots a trial's paths are classified against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Roots {
+    pub workspace: PathBuf,
+    pub skills: PathBuf,
+    /// The whole trial directory (workspace, scratch HOME, TMPDIR).
+    pub trial_dir: PathBuf,
+    /// Where every run's trial directories live.
+    pub runs_dir: PathBuf,
+    /// The gauntlet repository.
+    pub repo: PathBuf,
+}
+
+/// Everything the policy assessment found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PolicyFindings {
+    pub paths: Vec<ObservedPath>,
+    pub opaque_shell_commands: Vec<OpaqueCommand>,
+    /// Resolved paths touched against the profile's rules, each once, in order.
+    pub disallowed_reads: Vec<String>,
+    /// Whether any example, test or product source was touched.
+    pub escalated_to_product_code: bool,
+    /// Distinct paths per category.
+    pub by_category: BTreeMap<String, u64>,
+    /// Shell commands seen (simple commands, after splitting).
+    pub shell_commands: u64,
+    /// Simple commands that drive the app under test (`curl`, `$APP_BIN`, `gauntlet flow`).
+    pub app_commands: u64,
+}
+
+/// Tools whose input is a shell command, by name as agents call them.
+fn is_shell_tool(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "shell" | "bash" | "exec_command" | "command_execution" | "local_shell"
+    )
+}
+
+fn access_of_tool(name: &str) -> Access {
+    let n = name.to_ascii_lowercase();
+    if n.contains("write") || n.contains("edit") || n.contains("patch") || n == "file_change" {
+        Access::Write
+    } else if n.contains("grep")
+        || n.contains("glob")
+        || n.contains("search")
+        || n == "list"
+        || n == "ls"
+    {
+        Access::Search
+    } else {
+        Access::Read
+    }
+}
+
+/// Assess every tool call of a run.
+pub fn assess(calls: &[ToolCallRecord], roots: &Roots, profile: Profile) -> PolicyFindings {
+    let mut f = PolicyFindings::default();
+    for (i, call) in calls.iter().enumerate() {
+        let mut found: Vec<(String, Access, PathBuf)> = Vec::new();
+        if is_shell_tool(&call.name) {
+            let Some(cmd) = shell_command(&call.input) else {
+                continue;
+            };
+            match shell_paths(&cmd, &roots.workspace) {
+                Ok(s) => {
+                    f.shell_commands += s.commands;
+                    f.app_commands += s.app_commands;
+                    found.extend(s.paths);
+                }
+                Err(reason) => {
+                    f.shell_commands += 1;
+                    f.opaque_shell_commands.push(OpaqueCommand {
+                        call: i,
+                        command: crate::evidence::normalize::Preview::of(&cmd).text,
+                        reason,
+                    })
+                }
+            }
+        } else {
+            let access = access_of_tool(&call.name);
+            for p in structured_paths(&call.input) {
+                let resolved = resolve(&roots.workspace, &p);
+                found.push((p, access, resolved));
+            }
+        }
+        for (path, access, resolved) in found {
+            let category = classify(roots, &resolved);
+            let allowed = category.allowed_under(profile);
+            let resolved = resolved.to_string_lossy().into_owned();
+            if !allowed && !f.disallowed_reads.contains(&resolved) {
+                f.disallowed_reads.push(resolved.clone());
+            }
+            f.escalated_to_product_code |= category.is_implementation();
+            f.paths.push(ObservedPath {
+                call: i,
+                path,
+                resolved,
+                category,
+                access,
+                allowed,
+            });
+        }
+    }
+    let mut distinct: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for p in &f.paths {
+        distinct
+            .entry(p.category.as_str())
+            .or_default()
+            .insert(&p.resolved);
+    }
+    f.by_category = distinct
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.len() as u64))
+        .collect();
+    f
+}
+
+/// The command string of a shell tool's input, unwrapping `bash -lc '…'` (Codex).
+fn shell_command(input: &Value) -> Option<String> {
+    let raw = match input.get("command")? {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => {
+            let words: Vec<String> = a
+                .iter()
+                .filter_map(|w| w.as_str().map(str::to_owned))
+                .collect();
+            shell_words::join(words)
+        }
+        _ => return None,
+    };
+    if let Ok(words) = shell_words::split(&raw) {
+        if words.len() == 3 {
+            let prog = words[0].rsplit('/').next().unwrap_or("");
+            if matches!(prog, "bash" | "sh" | "zsh") && matches!(words[1].as_str(), "-c" | "-lc") {
+                return Some(words[2].clone());
+            }
+        }
+    }
+    Some(raw)
+}
+
+/// Paths named by a structured tool input.
+fn structured_paths(input: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in [
+        "path",
+        "file_path",
+        "filePath",
+        "notebook_path",
+        "dir",
+        "directory",
+    ] {
+        if let Some(s) = input.get(key).and_then(Value::as_str) {
+            out.push(s.to_owned());
+        }
+    }
+    for key in ["paths", "changes"] {
+        if let Some(a) = input.get(key).and_then(Value::as_array) {
+            for v in a {
+                if let Some(s) = v.as_str().or_else(|| v.get("path").and_then(Value::as_str)) {
+                    out.push(s.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a shell command was found to do.
+#[derive(Debug, Default)]
+pub struct ShellPaths {
+    pub paths: Vec<(String, Access, PathBuf)>,
+    pub commands: u64,
+    pub app_commands: u64,
+}
+
+/// Programs whose non-option arguments are paths they read.
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "ls",
+    "find",
+    "wc",
+    "stat",
+    "file",
+    "tree",
+    "du",
+    "diff",
+    "sort",
+    "uniq",
+    "cut",
+    "nl",
+    "od",
+    "xxd",
+    "strings",
+    "md5sum",
+    "sha256sum",
+    "realpath",
+    "readlink",
+];
+/// Readers whose first non-option argument is a pattern or script, not a path.
+const PATTERN_READERS: &[&str] = &["grep", "egrep", "fgrep", "rg", "sed", "awk", "jq"];
+/// Programs that run code whose reads cannot be known from the command line.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "python", "python3", "node", "perl", "ruby", "eval", "source",
+    ".", "xargs", "exec", "env", "php", "lua", "deno", "bun", "npx",
+];
+
+/// Split `cmd` into simple commands and read out their paths, relative to `cwd`. `Err`
+/// with the reason when the command is opaque.
+pub fn shell_paths(cmd: &str, cwd: &Path) -> Result<ShellPaths, String> {
+    if cmd.contains("$(") || cmd.contains('`') {
+        return Err("command substitution".into());
+    }
+    let mut out = ShellPaths::default();
+    let mut cwd = cwd.to_path_buf();
+    for segment in split_unquoted(cmd) {
+        let words = shell_words::split(&segment).map_err(|e| format!("cannot split: {e}"))?;
+        let mut words: Vec<String> = words.into_iter().skip_while(|w| is_assignment(w)).collect();
+        if words.is_empty() {
+            continue;
+        }
+        out.commands += 1;
+        // Redirections, wherever they are.
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i].clone();
+            let (op, rest) = split_redirect(&w);
+            if let Some(op) = op {
+                let target = if rest.is_empty() {
+                    if i + 1 < words.len() {
+                        words.remove(i + 1)
+                    } else {
+                        String::new()
+                    }
+                } else {
+                    rest.to_owned()
+                };
+                words.remove(i);
+                if target.starts_with('&') || target.is_empty() {
+                    continue;
+                }
+                let access = if op == "<" {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
+                out.paths.push(path_arg(&cwd, &target, access)?);
+                continue;
+            }
+            i += 1;
+        }
+        let Some(prog) = words.first().cloned() else {
+            continue;
+        };
+        let name = prog.rsplit('/').next().unwrap_or("").to_owned();
+        let args = &words[1..];
+        if prog == "$APP_BIN"
+            || prog == "${APP_BIN}"
+            || name == "curl"
+            || name == "wget"
+            || name == "gauntlet"
+        {
+            out.app_commands += 1;
+        }
+        if prog.starts_with('$') && prog != "$APP_BIN" && prog != "${APP_BIN}" {
+            return Err(format!("the program is a variable (`{prog}`)"));
+        }
+        if INTERPRETERS.contains(&name.as_str()) {
+            return Err(format!("runs an interpreter (`{name}`)"));
+        }
+        if name == "cd" {
+            if let Some(dir) = args.iter().find(|a| !a.starts_with('-')) {
+                let (p, _, resolved) = path_arg(&cwd, dir, Access::Read)?;
+                let _ = p;
+                cwd = resolved;
+            }
+            continue;
+        }
+        let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+        if READERS.contains(&name.as_str()) {
+            let operands: Vec<&String> = if name == "find" {
+                args.iter().take_while(|a| !a.starts_with('-')).collect()
+            } else {
+                operands
+            };
+            let access = if name == "ls" || name == "find" || name == "tree" {
+                Access::Search
+            } else {
+                Access::Read
+            };
+            if operands.is_empty() && (name == "ls" || name == "find" || name == "tree") {
+                out.paths.push((".".into(), access, cwd.clone()));
+            }
+            for a in operands {
+                out.paths.push(path_arg(&cwd, a, access)?);
+            }
+        } else if PATTERN_READERS.contains(&name.as_str()) {
+            let with_e = args.iter().any(|a| a == "-e" || a == "-f");
+            let skip = usize::from(!with_e);
+            for a in operands.into_iter().skip(skip) {
+                out.paths.push(path_arg(&cwd, a, Access::Search)?);
+            }
+        } else {
+            // Any other program: arguments that look like paths are recorded as named.
+            for a in operands {
+                if looks_like_path(a) {
+                    out.paths.push(path_arg(&cwd, a, Access::Referenced)?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn is_assignment(w: &str) -> bool {
+    w.split_once('=').is_some_and(|(k, _)| {
+        !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
+}
+
+/// `>`, `>>`, `<`, `2>`, `&>` at the start of a word, and the rest of the word.
+fn split_redirect(w: &str) -> (Option<&str>, &str) {
+    for op in ["2>>", "&>>", "2>", "&>", ">>", ">", "<"] {
+        if let Some(rest) = w.strip_prefix(op) {
+            return (Some(op), rest);
+        }
+    }
+    (None, w)
+}
+
+fn looks_like_path(a: &str) -> bool {
+    if a.contains("://") || a.starts_with('{') || a.starts_with('[') || a.starts_with('$') {
+        return false;
+    }
+    a.starts_with('/') || a.starts_with("./") || a.starts_with("../") || a.starts_with('~')
+}
+
+fn path_arg(cwd: &Path, a: &str, access: Access) -> Result<(String, Access, PathBuf), String> {
+    if a.contains('$') {
+        return Err(format!("a variable-expanded path (`{a}`)"));
+    }
+    Ok((a.to_owned(), access, resolve(cwd, a)))
+}
+
+/// Split a command line at unquoted `;`, `&`, `|` and newlines.
+fn split_unquoted(cmd: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for c in cmd.chars() {
+        if escaped {
+            cur.push(c);
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' if !single => {
+                escaped = true;
+                cur.push(c);
+            }
+            '\'' if !double => {
+                single = !single;
+                cur.push(c);
+            }
+            '"' if !single => {
+                double = !double;
+                cur.push(c);
+            }
+            ';' | '&' | '|' | '\n' if !single && !double => {
+                // `2>&1` and `&>` keep their `&`.
+                if c == '&' && (cur.ends_with('>') || cur.ends_with("&")) {
+                    cur.push(c);
+                    continue;
+                }
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                } else {
+                    cur.clear();
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// `p` made absolute against `cwd` and normalized without touching the disk.
+pub fn resolve(cwd: &Path, p: &str) -> PathBuf {
+    let path = Path::new(p);
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The category of an absolute, normalized path.
+pub fn classify(roots: &Roots, p: &Path) -> PathCategory {
+    if p.starts_with(&roots.skills) {
+        return PathCategory::SuppliedSkills;
+    }
+    if p.starts_with(&roots.trial_dir) {
+        return PathCategory::TrialWorkspace;
+    }
+    if p.starts_with(&roots.runs_dir) {
+        return PathCategory::AdjacentResults;
+    }
+    let s = p.to_string_lossy();
+    if [
+        ".local/share/opencode",
+        ".claude/projects",
+        ".codex/sessions",
+        ".gauntlet-agent",
+    ]
+    .iter()
+    .any(|m| s.contains(m))
+    {
+        return PathCategory::PriorStores;
+    }
+    let Ok(rel) = p.strip_prefix(&roots.repo) else {
+        return PathCategory::Outside;
+    };
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let at = |i: usize| parts.get(i).map(String::as_str).unwrap_or("");
+    match at(0) {
+        "" => PathCategory::ProductSource,
+        "docs" | "README.md" | "LICENSE" => PathCategory::PublicDocs,
+        "tests" | "benches-as-tests" | "benches" => PathCategory::Tests,
+        "results" | "target" => PathCategory::AdjacentResults,
+        "challenges" => match at(1) {
+            "skills" | "base-prompt.md" | "profiles" => PathCategory::PublicDocs,
+            _ => PathCategory::Examples,
+        },
+        "apps" => match at(2) {
+            "flows" => PathCategory::Examples,
+            "corpus.json" | "app.json" => PathCategory::PublicDocs,
+            _ => PathCategory::ProductSource,
+        },
+        _ => PathCategory::ProductSource,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roots() -> Roots {
+        Roots {
+            workspace: "/out/run/t/workspace".into(),
+            skills: "/out/run/t/workspace/.agent/skills".into(),
+            trial_dir: "/out/run/t".into(),
+            runs_dir: "/out".into(),
+            repo: "/repo".into(),
+        }
+    }
+
+    fn call(name: &str, input: Value) -> ToolCallRecord {
+        ToolCallRecord {
+            id: "c".into(),
+            name: name.into(),
+            status: "completed".into(),
+            failed: false,
+            input,
+            input_preview: None,
+            output: None,
+            started_ms: None,
+            ended_ms: None,
+            title: None,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn paths_are_categorized() {
+        let r = roots();
+        for (p, cat) in [
+            ("/out/run/t/workspace/x.csv", PathCategory::TrialWorkspace),
+            (
+                "/out/run/t/workspace/.agent/skills/README.md",
+                PathCategory::SuppliedSkills,
+            ),
+            ("/out/run/other/workspace/x", PathCategory::AdjacentResults),
+            ("/repo/docs/agent-protocol.md", PathCategory::PublicDocs),
+            (
+                "/repo/apps/api-ledger/flows/balance.json",
+                PathCategory::Examples,
+            ),
+            (
+                "/repo/challenges/ledger-reconcile/flows/default.json",
+                PathCategory::Examples,
+            ),
+            ("/repo/tests/integration/main.rs", PathCategory::Tests),
+            (
+                "/repo/apps/api-ledger/src/main.rs",
+                PathCategory::ProductSource,
+            ),
+            ("/repo/src/lib.rs", PathCategory::ProductSource),
+            ("/repo/results/runs/x", PathCategory::AdjacentResults),
+            (
+                "/home/u/.local/share/opencode/storage",
+                PathCategory::PriorStores,
+            ),
+            ("/usr/bin/curl", PathCategory::Outside),
+        ] {
+            assert_eq!(classify(&r, Path::new(p)), cat, "{p}");
+        }
+    }
+
+    #[test]
+    fn reading_product_source_contaminates_none_and_skills_but_not_all() {
+        let calls = [
+            call("read_file", json!({"path": "transactions.csv"})),
+            call(
+                "Read",
+                json!({"file_path": "/repo/apps/api-ledger/src/main.rs"}),
+            ),
+        ];
+        for (profile, clean) in [
+            (Profile::None, false),
+            (Profile::Skills, false),
+            (Profile::All, true),
+        ] {
+            let f = assess(&calls, &roots(), profile);
+            assert_eq!(f.disallowed_reads.is_empty(), clean, "{profile}");
+            assert!(f.escalated_to_product_code);
+            assert_eq!(f.paths.len(), 2);
+            assert_eq!(f.paths[0].category, PathCategory::TrialWorkspace);
+        }
+        // Docs: allowed from `skills` on.
+        let docs = [call("read", json!({"filePath": "/repo/docs/x.md"}))];
+        assert!(!assess(&docs, &roots(), Profile::None)
+            .disallowed_reads
+            .is_empty());
+        assert!(assess(&docs, &roots(), Profile::Skills)
+            .disallowed_reads
+            .is_empty());
+    }
+
+    #[test]
+    fn recognised_shell_forms_give_their_paths() {
+        let ws = Path::new("/out/run/t/workspace");
+        let s = shell_paths(
+            "cat a.csv | grep -n ops ../../other/x && cd /repo && ls src",
+            ws,
+        )
+        .unwrap();
+        let got: Vec<String> = s
+            .paths
+            .iter()
+            .map(|p| p.2.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/out/run/t/workspace/a.csv",
+                "/out/run/other/x",
+                "/repo/src"
+            ]
+        );
+        let s = shell_paths("\"$APP_BIN\" --json stats < m.txt > r.json 2>&1", ws).unwrap();
+        assert_eq!(s.app_commands, 1);
+        assert_eq!(s.paths.len(), 2);
+        assert_eq!(s.paths[0].1, Access::Read);
+        assert_eq!(s.paths[1].1, Access::Write);
+        let s = shell_paths("curl -sf -d '{\"a\":1;\"b\"}' \"$APP_URL/x\"", ws).unwrap();
+        assert!(s.paths.is_empty());
+        assert_eq!((s.commands, s.app_commands), (1, 1));
+    }
+
+    #[test]
+    fn opaque_shell_is_kept_and_unauditable() {
+        let ws = Path::new("/w");
+        for cmd in [
+            "cat $(find / -name '*.rs')",
+            "python3 -c 'open(\"/repo/src/lib.rs\").read()'",
+            "cat \"$DIR/secret\"",
+            "echo x | sh",
+            "eval \"$X\"",
+        ] {
+            assert!(shell_paths(cmd, ws).is_err(), "{cmd}");
+        }
+        let f = assess(
+            &[call("bash", json!({"command": "cat `ls`"}))],
+            &roots(),
+            Profile::None,
+        );
+        assert_eq!(f.opaque_shell_commands.len(), 1);
+        assert_eq!(f.opaque_shell_commands[0].command, "cat `ls`");
+        // Codex wraps commands in `bash -lc`.
+        let f = assess(
+            &[call(
+                "command_execution",
+                json!({"command": "/bin/bash -lc 'cat /repo/src/lib.rs'"}),
+            )],
+            &roots(),
+            Profile::Skills,
+        );
+        assert_eq!(f.disallowed_reads, ["/repo/src/lib.rs"]);
+    }
+}

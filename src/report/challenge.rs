@@ -1,0 +1,579 @@
+//! Per-trial challenge reports: `metrics.json`, `final-report.md`, and the manual
+//! audit (`manual-audit.yaml`), which every report treats as authoritative.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::evidence::normalize::{Preview, ReportedUsage};
+use crate::evidence::policy::PolicyFindings;
+use crate::run::challenge::ChallengeRecord;
+use crate::score::challenge::{TaskOutcome, Validity};
+
+pub const METRICS_FILE: &str = "metrics.json";
+pub const FINAL_REPORT: &str = "final-report.md";
+pub const AUDIT_FILE: &str = "manual-audit.yaml";
+/// Bytes of a tool output shown in `metrics.json` (the whole is in the raw stdout).
+pub const OUTPUT_PREVIEW: usize = 512;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{file}: {reason}")]
+    Io { file: PathBuf, reason: String },
+}
+
+fn io_err(file: &Path, e: impl std::fmt::Display) -> ReportError {
+    ReportError::Io {
+        file: file.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+/// One tool call, normalized for reading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallMetrics {
+    pub ordinal: usize,
+    pub call_id: String,
+    pub tool: String,
+    pub status: String,
+    pub started_ms: Option<i64>,
+    pub ended_ms: Option<i64>,
+    pub input: Value,
+    pub title: Option<String>,
+    pub metadata: Option<Value>,
+    pub output_bytes: Option<u64>,
+    pub output_preview: Option<String>,
+    pub output_sha256: Option<String>,
+    pub paths: Vec<String>,
+    pub failed: bool,
+}
+
+/// Tokens and cost as the agent reported them (labelled so: never metered).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentObserved {
+    pub label: String,
+    pub total: Option<u64>,
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub reasoning: Option<u64>,
+    pub cache_read: Option<u64>,
+    pub cache_write: Option<u64>,
+    pub cost_usd: Option<serde_json::Number>,
+    pub per_step: Vec<ReportedUsage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProxyMetered {
+    pub calls: u64,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub assistant_steps: u64,
+    pub tool_calls: u64,
+    pub tool_calls_by_tool: BTreeMap<String, u64>,
+    pub failed_tool_calls: u64,
+    pub shell_commands: u64,
+    pub file_reads_and_searches: u64,
+    pub distinct_paths_read: u64,
+    /// Commands that drive the app under test (`curl`, `$APP_BIN`, `gauntlet flow`).
+    pub app_commands: u64,
+    pub unknown_events: BTreeMap<String, u64>,
+    pub garbage_lines: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub trial: String,
+    pub challenge: String,
+    pub profile: String,
+    pub task_outcome: TaskOutcome,
+    pub evaluation_validity: Validity,
+    pub duration_ms: u64,
+    pub process_result: String,
+    pub agent_observed: AgentObserved,
+    pub proxy_metered: ProxyMetered,
+    pub counts: Counts,
+    pub tool_calls: Vec<ToolCallMetrics>,
+    pub policy: PolicyFindings,
+}
+
+fn is_shell(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "shell" | "bash" | "exec_command" | "command_execution" | "local_shell"
+    )
+}
+
+/// The metrics of a record: a pure function of it.
+pub fn metrics(rec: &ChallengeRecord) -> Metrics {
+    let report = &rec.derived.agent_report;
+    let policy = &rec.derived.policy;
+    let u = &report.reported_usage;
+    let parts = [
+        u.input_tokens,
+        u.output_tokens,
+        u.reasoning_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+    ];
+    let total = parts
+        .iter()
+        .any(Option::is_some)
+        .then(|| parts.iter().flatten().sum());
+    let mut by_tool = BTreeMap::new();
+    let mut tool_calls = Vec::new();
+    for (i, c) in report.tool_calls.iter().enumerate() {
+        *by_tool.entry(c.name.clone()).or_insert(0u64) += 1;
+        let out = c.output.as_ref();
+        tool_calls.push(ToolCallMetrics {
+            ordinal: i,
+            call_id: c.id.clone(),
+            tool: c.name.clone(),
+            status: c.status.clone(),
+            started_ms: c.started_ms,
+            ended_ms: c.ended_ms,
+            input: if c.input.is_null() {
+                c.input_preview
+                    .as_ref()
+                    .map(|p| Value::String(p.text.clone()))
+                    .unwrap_or(Value::Null)
+            } else {
+                c.input.clone()
+            },
+            title: c.title.clone(),
+            metadata: c.metadata.clone(),
+            output_bytes: out.map(|o| o.bytes),
+            output_preview: out.map(|o| Preview::bounded_to(&o.text, OUTPUT_PREVIEW).text),
+            output_sha256: out.map(|o| o.sha256.clone()),
+            paths: policy
+                .paths
+                .iter()
+                .filter(|p| p.call == i)
+                .map(|p| p.resolved.clone())
+                .collect(),
+            failed: c.failed,
+        });
+    }
+    let non_shell = report
+        .tool_calls
+        .iter()
+        .filter(|c| !is_shell(&c.name))
+        .count() as u64;
+    let shell_reads = policy
+        .paths
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.access,
+                crate::evidence::policy::Access::Read | crate::evidence::policy::Access::Search
+            ) && report
+                .tool_calls
+                .get(p.call)
+                .is_some_and(|c| is_shell(&c.name))
+        })
+        .count() as u64;
+    let structured_reads = report
+        .tool_calls
+        .iter()
+        .filter(|c| !is_shell(&c.name))
+        .filter(|c| {
+            let n = c.name.to_ascii_lowercase();
+            n.contains("read")
+                || n.contains("grep")
+                || n.contains("glob")
+                || n.contains("search")
+                || n == "list"
+                || n == "ls"
+        })
+        .count() as u64;
+    let _ = non_shell;
+    let distinct: std::collections::BTreeSet<&str> = policy
+        .paths
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.access,
+                crate::evidence::policy::Access::Read | crate::evidence::policy::Access::Search
+            )
+        })
+        .map(|p| p.resolved.as_str())
+        .collect();
+    let usage = &rec.evidence.usage;
+    let sum = |f: fn(&crate::proxy::UsageEntry) -> Option<u64>| -> Option<u64> {
+        usage
+            .iter()
+            .map(f)
+            .try_fold(0u64, |acc, v| v.map(|v| acc + v))
+            .filter(|_| !usage.is_empty())
+    };
+    let end = &rec.evidence.agent.end;
+    Metrics {
+        trial: rec.trial.clone(),
+        challenge: rec.provenance.challenge_id.clone(),
+        profile: rec.provenance.profile.to_string(),
+        task_outcome: rec.verdict.task_outcome,
+        evaluation_validity: rec.verdict.evaluation_validity,
+        duration_ms: end.duration_ms,
+        process_result: process_result(rec),
+        agent_observed: AgentObserved {
+            label: format!("agent-observed ({}): as the agent's own event stream reports them; semantics vary by agent and version", report.format),
+            total,
+            input: u.input_tokens,
+            output: u.output_tokens,
+            reasoning: u.reasoning_tokens,
+            cache_read: u.cache_read_tokens,
+            cache_write: u.cache_write_tokens,
+            cost_usd: u.cost_usd.clone(),
+            per_step: report.step_usage.clone(),
+        },
+        proxy_metered: ProxyMetered {
+            calls: usage.len() as u64,
+            input_tokens: sum(|u| u.input_tokens),
+            output_tokens: sum(|u| u.output_tokens),
+        },
+        counts: Counts {
+            assistant_steps: report.steps,
+            tool_calls: report.tool_calls.len() as u64,
+            tool_calls_by_tool: by_tool,
+            failed_tool_calls: report.failed_tool_calls,
+            shell_commands: policy.shell_commands,
+            file_reads_and_searches: structured_reads + shell_reads,
+            distinct_paths_read: distinct.len() as u64,
+            app_commands: policy.app_commands,
+            unknown_events: report.unknown_events.clone(),
+            garbage_lines: report.garbage_lines,
+        },
+        tool_calls,
+        policy: policy.clone(),
+    }
+}
+
+fn process_result(rec: &ChallengeRecord) -> String {
+    let e = &rec.evidence;
+    if let Some(s) = &e.setup_error {
+        return format!("not run: {s}");
+    }
+    let end = &e.agent.end;
+    match (end.timed_out, end.exit_code, end.signal) {
+        (true, _, _) => format!("killed at the deadline ({} s)", rec.provenance.timeout_secs),
+        (_, Some(c), _) => format!("exit {c}"),
+        (_, None, Some(s)) => format!("signal {s}"),
+        _ => "unknown".into(),
+    }
+}
+
+/// One manual audit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub outcome: TaskOutcome,
+    pub validity: Validity,
+    pub note: String,
+    pub audited_at: String,
+}
+
+/// `manual-audit.yaml`: the current audit, and every earlier one it superseded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManualAudit {
+    pub trial: String,
+    pub current: AuditEntry,
+    #[serde(default)]
+    pub history: Vec<AuditEntry>,
+}
+
+/// The manual audit of a trial directory, if any.
+pub fn read_audit(trial_dir: &Path) -> Result<Option<ManualAudit>, ReportError> {
+    let f = trial_dir.join(AUDIT_FILE);
+    match std::fs::read_to_string(&f) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&f, e)),
+        Ok(text) => yaml_serde::from_str(&text)
+            .map(Some)
+            .map_err(|e| io_err(&f, format!("not a manual audit: {e}"))),
+    }
+}
+
+/// Record a manual audit for the trial in `trial_dir`: it becomes current, the previous
+/// one moves into the history; then the final report is regenerated.
+pub fn audit(
+    trial_dir: &Path,
+    outcome: TaskOutcome,
+    validity: Validity,
+    note: &str,
+) -> Result<ManualAudit, ReportError> {
+    let rec_file = trial_dir.join(crate::record::RECORD_FILE);
+    let rec = load_record(&rec_file)?;
+    let entry = AuditEntry {
+        outcome,
+        validity,
+        note: note.to_owned(),
+        audited_at: chrono::Utc::now().to_rfc3339(),
+    };
+    let audit = match read_audit(trial_dir)? {
+        None => ManualAudit {
+            trial: rec.trial.clone(),
+            current: entry,
+            history: vec![],
+        },
+        Some(mut prev) => {
+            let old = std::mem::replace(&mut prev.current, entry);
+            prev.history.push(old);
+            prev
+        }
+    };
+    let text = yaml_serde::to_string(&audit).map_err(|e| io_err(&trial_dir.join(AUDIT_FILE), e))?;
+    replace_file(&trial_dir.join(AUDIT_FILE), text.as_bytes())?;
+    replace_file(
+        &trial_dir.join(FINAL_REPORT),
+        final_report(&rec, Some(&audit)).as_bytes(),
+    )?;
+    Ok(audit)
+}
+
+/// Read a challenge record.
+pub fn load_record(file: &Path) -> Result<ChallengeRecord, ReportError> {
+    let bytes = std::fs::read(file).map_err(|e| io_err(file, e))?;
+    let rec: ChallengeRecord = serde_json::from_slice(&bytes)
+        .map_err(|e| io_err(file, format!("not a challenge record: {e}")))?;
+    if rec.suite != "challenge" {
+        return Err(io_err(
+            file,
+            format!("suite `{}`, not `challenge`", rec.suite),
+        ));
+    }
+    Ok(rec)
+}
+
+/// Write `metrics.json` and `final-report.md` beside the record.
+pub fn write_reports(trial_dir: &Path, rec: &ChallengeRecord) -> Result<(), ReportError> {
+    let m = metrics(rec);
+    let json =
+        serde_json::to_vec_pretty(&m).map_err(|e| io_err(&trial_dir.join(METRICS_FILE), e))?;
+    replace_file(&trial_dir.join(METRICS_FILE), &json)?;
+    let audit = read_audit(trial_dir)?;
+    replace_file(
+        &trial_dir.join(FINAL_REPORT),
+        final_report(rec, audit.as_ref()).as_bytes(),
+    )
+}
+
+/// Write through a temporary file and a rename: never a half-written report.
+fn replace_file(file: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| io_err(&tmp, e))?;
+    std::fs::rename(&tmp, file).map_err(|e| io_err(file, e))
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "null (not reported)".into())
+}
+
+/// `final-report.md`: the seed's eight sections. Bounded: no tool output beyond the
+/// previews in `metrics.json`.
+pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> String {
+    let m = metrics(rec);
+    let p = &rec.provenance;
+    let v = &rec.verdict;
+    let mut s = format!("# Challenge trial `{}`\n\n", rec.trial);
+    s += "## 1. Trial identity and prompt provenance\n\n";
+    s += &format!(
+        "- challenge: `{}` (manifest `{}`, {})\n",
+        p.challenge_id, p.manifest_path, p.manifest_sha256
+    );
+    s += &format!("- instruction profile: `{}`\n", p.profile);
+    for (what, l) in [
+        ("base prompt", &p.prompt.base),
+        ("profile fragment", &p.prompt.profile),
+        ("challenge prompt", &p.prompt.challenge),
+    ] {
+        s += &format!("- {what}: `{}` {}\n", l.path, l.sha256);
+    }
+    s += &format!(
+        "- rendered prompt: `{}` {}\n",
+        p.prompt.path, p.prompt.sha256
+    );
+    match &p.bundle {
+        Some(b) => {
+            s += &format!(
+                "- skills bundle `{}` ({}): {} files under `.agent/skills/`\n",
+                b.name,
+                b.manifest_sha256,
+                b.files.len()
+            )
+        }
+        None => s += "- skills bundle: none supplied\n",
+    }
+    s += &format!(
+        "- agent: {} ({}), model `{}`, mode {:?}\n- repository commit: {} (dirty: {}), harness {}\n- run: {}, started {}\n\n",
+        p.agent, p.agent_version, p.model, rec.config.mode, opt(&p.commit), opt(&p.dirty), p.harness_version, rec.run_id, rec.started_at
+    );
+    s += "## 2. Task outcome and provisional evaluation validity\n\n";
+    s += &format!(
+        "- task_outcome: **{}** — {}\n",
+        v.task_outcome.as_str(),
+        v.outcome_reason
+    );
+    s += &format!(
+        "- evaluation_validity: **{}** — {}\n",
+        v.evaluation_validity.as_str(),
+        v.validity_reason
+    );
+    for a in &v.world_assertions {
+        s += &format!(
+            "- world `{}`: {} (expected {}, observed {})\n",
+            a.id,
+            if a.holds { "holds" } else { "FAILS" },
+            a.expected,
+            opt(&a.observed)
+        );
+    }
+    s += "- provisional: the manual audit (section 8) is authoritative.\n\n";
+    s += "## 3. Duration, tokens and cost\n\n";
+    let ao = &m.agent_observed;
+    s += &format!(
+        "- duration: {} ms (trial wall {} ms); process: {}\n",
+        m.duration_ms, rec.wall_ms, m.process_result
+    );
+    s += &format!(
+        "- proxy-metered: {} calls, input {}, output {}\n",
+        m.proxy_metered.calls,
+        opt(&m.proxy_metered.input_tokens),
+        opt(&m.proxy_metered.output_tokens)
+    );
+    s += &format!(
+        "- {}: total {}, input {}, output {}, reasoning {}, cache read {}, cache write {}, cost {} USD, {} steps reported\n\n",
+        ao.label, opt(&ao.total), opt(&ao.input), opt(&ao.output), opt(&ao.reasoning), opt(&ao.cache_read), opt(&ao.cache_write), opt(&ao.cost_usd), ao.per_step.len()
+    );
+    s += "## 4. Tools and commands\n\n";
+    let c = &m.counts;
+    s += &format!(
+        "- assistant steps {}, tool calls {}, failed {}, shell commands {}, reads/searches {}, distinct paths read {}, app commands {}\n",
+        c.assistant_steps, c.tool_calls, c.failed_tool_calls, c.shell_commands, c.file_reads_and_searches, c.distinct_paths_read, c.app_commands
+    );
+    for (t, n) in &c.tool_calls_by_tool {
+        s += &format!("- `{t}`: {n}\n");
+    }
+    if !c.unknown_events.is_empty() {
+        s += &format!("- unknown event types (kept raw): {:?}\n", c.unknown_events);
+    }
+    s +=
+        "\n| # | tool | status | input (first 120 bytes) | output bytes |\n|---|---|---|---|---|\n";
+    for t in &m.tool_calls {
+        let input = Preview::bounded_to(&t.input.to_string(), 120)
+            .text
+            .replace('|', "\\|")
+            .replace('\n', " ");
+        s += &format!(
+            "| {} | {} | {} | `{}` | {} |\n",
+            t.ordinal,
+            t.tool,
+            t.status,
+            input,
+            opt(&t.output_bytes)
+        );
+    }
+    s += "\n## 5. Observed reads and policy findings\n\n";
+    let pol = &rec.derived.policy;
+    s += &format!("- paths by category: {:?}\n", pol.by_category);
+    s += &format!(
+        "- escalated to product code: {}\n",
+        pol.escalated_to_product_code
+    );
+    if pol.disallowed_reads.is_empty() {
+        s += "- disallowed reads: none\n";
+    } else {
+        s += "- disallowed reads:\n";
+        for r in &pol.disallowed_reads {
+            s += &format!("  - `{r}`\n");
+        }
+    }
+    if pol.opaque_shell_commands.is_empty() {
+        s += "- opaque shell commands: none\n\n";
+    } else {
+        s += "- opaque shell commands (kept for audit):\n";
+        for o in &pol.opaque_shell_commands {
+            s += &format!(
+                "  - call {} ({}): `{}`\n",
+                o.call,
+                o.reason,
+                Preview::bounded_to(&o.command, 200).text.replace('`', "'")
+            );
+        }
+        s += "\n";
+    }
+    s += "## 6. Agent self-report and discrepancies\n\n";
+    match (&v.self_report.raw, &v.self_report.error) {
+        (Some(raw), _) => {
+            s += &format!(
+                "```yaml\n{}\n```\n\n",
+                Preview::bounded_to(raw.trim_end(), 4096).text
+            )
+        }
+        (None, Some(e)) => s += &format!("No self-report: {e}\n\n"),
+        _ => {}
+    }
+    if let Some(e) = &v.self_report.error {
+        s += &format!("- parse error: {e}\n");
+    }
+    if !v.missing_fields.is_empty() {
+        s += &format!("- missing fields: {}\n", v.missing_fields.join(", "));
+    }
+    if v.discrepancies.is_empty() {
+        s += "- discrepancies with observed evidence: none\n\n";
+    } else {
+        for d in &v.discrepancies {
+            s += &format!(
+                "- DISCREPANCY `{}`: self-reported {}, observed {} — {}\n",
+                d.field,
+                opt(&d.self_reported),
+                opt(&d.observed),
+                d.note
+            );
+        }
+        s += "\n";
+    }
+    s += "## 7. Final agent answer\n\n";
+    match &rec.derived.final_message {
+        Some(t) => s += &format!("{}\n\n", quote(&Preview::bounded_to(t, 4096).text)),
+        None => s += "(no final message)\n\n",
+    }
+    s += "## 8. Manual audit\n\n";
+    match audit {
+        None => s += "Not audited yet: the outcome above is provisional. Record one with `gauntlet audit <trial dir> --outcome … --validity … --note …`.\n",
+        Some(a) => {
+            s += &format!(
+                "**Authoritative:** task_outcome **{}**, evaluation_validity **{}** ({}): {}\n",
+                a.current.outcome.as_str(), a.current.validity.as_str(), a.current.audited_at, a.current.note
+            );
+            for h in a.history.iter().rev() {
+                s += &format!("- superseded: {} / {} ({}): {}\n", h.outcome.as_str(), h.validity.as_str(), h.audited_at, h.note);
+            }
+        }
+    }
+    s
+}
+
+fn quote(t: &str) -> String {
+    t.lines()
+        .map(|l| format!("> {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The authoritative outcome of a trial: the manual audit's when there is one.
+pub fn authoritative(trial_dir: &Path, rec: &ChallengeRecord) -> (TaskOutcome, Validity, bool) {
+    match read_audit(trial_dir) {
+        Ok(Some(a)) => (a.current.outcome, a.current.validity, true),
+        _ => (
+            rec.verdict.task_outcome,
+            rec.verdict.evaluation_validity,
+            false,
+        ),
+    }
+}

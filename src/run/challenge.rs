@@ -1,0 +1,694 @@
+//! One challenge trial, end to end: workspace, prompt, world, proxy, agent,
+//! observation, score, record, reports.
+//!
+//! The order matters for the error-handling rules: the challenge is loaded and
+//! validated before this is called (a bad manifest never creates a workspace); the
+//! record is written before the reports, so a report that fails to generate never costs
+//! the raw result; a timeout keeps the partial output and whatever events it holds.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::process::{self, ProcessSpec};
+use crate::agent::{adapter_for, base_env, LaunchContext, PromptRun};
+use crate::config::{Config, Mode};
+use crate::evidence::normalize::AgentReport;
+use crate::evidence::policy::{self, PolicyFindings, Roots};
+use crate::evidence::{AgentRun, ProcessEnd, RawFile};
+use crate::proxy::{Budget, Proxy, ProxyMode, UsageEntry};
+use crate::record::{self, RecordConfig};
+use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
+use crate::spec::challenge::{
+    BundleFile, Challenge, Challenges, Manifest, Profile, RenderedPrompt, WorldSource,
+    RENDERED_PROMPT, SKILLS_DIR,
+};
+use crate::spec::{AppSpec, Flow};
+use crate::world::target::Target;
+
+/// The hard ceiling of one challenge trial unless configured otherwise: a p99.9-style
+/// safety limit, not the expected duration.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The variable that overrides [`DEFAULT_TIMEOUT`] (seconds, fractions allowed).
+pub const TIMEOUT_ENV: &str = "GAUNTLET_CHALLENGE_TIMEOUT_SECS";
+
+/// The challenge ceiling: `GAUNTLET_CHALLENGE_TIMEOUT_SECS`, else one hour.
+pub fn timeout_from_env() -> Result<Duration, String> {
+    match std::env::var(TIMEOUT_ENV) {
+        Err(_) => Ok(DEFAULT_TIMEOUT),
+        Ok(v) => parse_timeout(&v).map_err(|e| format!("{TIMEOUT_ENV}: {e}")),
+    }
+}
+
+pub fn parse_timeout(v: &str) -> Result<Duration, String> {
+    let secs: f64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("`{v}` is not a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The test name: `challenge::<id>::<profile>`.
+pub fn trial_name(id: &str, profile: Profile) -> String {
+    format!("challenge::{id}::{profile}")
+}
+
+/// How one trial is run beyond the config.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The hard ceiling; `None`: the manifest's `timeout_secs`, else [`timeout_from_env`].
+    pub timeout: Option<Duration>,
+    /// A scripted flow to use instead of the challenge's own (harness tests).
+    pub flow: Option<Flow>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChallengeError {
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Everything a trial's result is traced back to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Provenance {
+    pub challenge_id: String,
+    /// `challenges/<id>/challenge.yaml`, relative to the repository.
+    pub manifest_path: String,
+    pub manifest_sha256: String,
+    /// The manifest itself, so that rescore does not depend on today's copy.
+    pub manifest: Manifest,
+    pub profile: Profile,
+    /// Every prompt layer's path and hash, and the rendered prompt's.
+    pub prompt: RenderedPrompt,
+    /// The bundle copied into `.agent/skills/` (skills, all); `None` under `none`.
+    pub bundle: Option<BundleProvenance>,
+    pub model: String,
+    pub agent: String,
+    pub agent_version: String,
+    /// `git rev-parse HEAD`, `-dirty` when the work tree had changes.
+    pub commit: Option<String>,
+    pub dirty: Option<bool>,
+    pub harness_version: String,
+    /// SHA-256 of the scripted flow (scripted mode).
+    pub flow_sha256: Option<String>,
+    pub timeout_secs: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BundleProvenance {
+    pub name: String,
+    pub manifest_sha256: String,
+    /// Relative to `.agent/skills/`.
+    pub files: Vec<BundleFile>,
+}
+
+/// One seed request the harness sent before the agent started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SeedResult {
+    pub method: String,
+    pub path: String,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// Everything observed in one challenge trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChallengeEvidence {
+    pub agent: AgentRun,
+    /// Relative to the trial directory.
+    pub workspace: String,
+    pub roots: Roots,
+    pub seed: Vec<SeedResult>,
+    /// What the harness read after the agent ended, per world assertion.
+    pub world: Vec<WorldObservation>,
+    /// Every model call the proxy metered.
+    pub usage: Vec<UsageEntry>,
+    pub setup_error: Option<String>,
+}
+
+/// What is derived from the evidence by pure functions, kept for readers (rescore
+/// derives it again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Derived {
+    pub agent_report: AgentReport,
+    pub policy: PolicyFindings,
+    pub final_message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChallengeRecord {
+    pub schema_version: u32,
+    /// Always `challenge`.
+    pub suite: String,
+    pub trial: String,
+    pub run_id: String,
+    pub gauntlet_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_ms: u64,
+    pub config: RecordConfig,
+    pub provenance: Provenance,
+    pub evidence: ChallengeEvidence,
+    pub derived: Derived,
+    pub verdict: ChallengeVerdict,
+}
+
+/// Derive everything the verdict depends on from the evidence and the raw stdout in
+/// `trial_dir`: the run and rescore share this.
+pub fn derive(
+    trial_dir: &Path,
+    agent: &str,
+    provenance: &Provenance,
+    evidence: &ChallengeEvidence,
+) -> Result<(Derived, ChallengeVerdict), String> {
+    let parser = crate::agent::stream_parser_for(agent)
+        .ok_or_else(|| format!("agent `{agent}` has no stream parser"))?;
+    let stdout = trial_dir.join(&evidence.agent.stdout.path);
+    let parsed = match std::fs::File::open(&stdout) {
+        Ok(f) => parser(&mut std::io::BufReader::new(f)),
+        Err(e) if evidence.setup_error.is_some() => {
+            let _ = e;
+            crate::evidence::Parsed::default()
+        }
+        Err(e) => return Err(format!("{}: {e}", stdout.display())),
+    };
+    let policy = policy::assess(
+        &parsed.report.tool_calls,
+        &evidence.roots,
+        provenance.profile,
+    );
+    let final_message = parsed.transcript.final_message.clone();
+    let verdict = score(&ChallengeInputs {
+        manifest: &provenance.manifest,
+        profile: provenance.profile,
+        end: &evidence.agent.end,
+        setup_error: evidence.setup_error.as_deref(),
+        final_message: final_message.as_deref(),
+        world: &evidence.world,
+        policy: &policy,
+    });
+    Ok((
+        Derived {
+            agent_report: parsed.report,
+            policy,
+            final_message,
+        },
+        verdict,
+    ))
+}
+
+/// Run one trial of `challenge` under `profile` and append its record to `run_dir`.
+/// Returns the record and its directory. Only a failure to create or write the record
+/// is an `Err`: everything that goes wrong with the world or the agent is evidence.
+pub async fn execute(
+    challenges: &Challenges,
+    challenge: &Challenge,
+    app: &AppSpec,
+    profile: Profile,
+    cfg: &Config,
+    opts: &Options,
+    run_dir: &Path,
+) -> Result<(ChallengeRecord, PathBuf), ChallengeError> {
+    let name = trial_name(&challenge.manifest.id, profile);
+    let timeout = match (opts.timeout, challenge.manifest.timeout_secs) {
+        (Some(t), _) => t,
+        (None, Some(s)) => Duration::from_secs_f64(s),
+        (None, None) => timeout_from_env().map_err(ChallengeError::Setup)?,
+    };
+    let flow = opts
+        .flow
+        .clone()
+        .or_else(|| challenge.flow_for(profile).cloned());
+    let started_at = chrono::Utc::now();
+    let t0 = Instant::now();
+    let trial_dir = record::create_trial_dir(run_dir, &name)?;
+    let adapter = adapter_for(&cfg.agent);
+    let rendered = challenges.render(challenge, profile);
+    let workspace = trial_dir.join("workspace");
+    let repo = crate::binaries::repo_root();
+    let commit = record::gauntlet_commit();
+    let provenance = Provenance {
+        challenge_id: challenge.manifest.id.clone(),
+        manifest_path: rel_to(&challenge.dir.join("challenge.yaml"), &repo),
+        manifest_sha256: challenge.manifest_sha256.clone(),
+        manifest: challenge.manifest.clone(),
+        profile,
+        prompt: rendered.clone(),
+        bundle: profile.supplies_skills().then(|| BundleProvenance {
+            name: challenges.bundle.manifest.name.clone(),
+            manifest_sha256: challenges.bundle.manifest_sha256.clone(),
+            files: challenges.bundle.manifest.files.clone(),
+        }),
+        model: cfg.model.clone(),
+        agent: adapter.name().to_string(),
+        agent_version: adapter.version(),
+        dirty: commit.as_ref().map(|c| c.ends_with("-dirty")),
+        commit,
+        harness_version: crate::VERSION.into(),
+        flow_sha256: flow
+            .as_ref()
+            .filter(|_| cfg.mode == Mode::Scripted)
+            .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
+        timeout_secs: timeout.as_secs_f64(),
+    };
+    let mut evidence = ChallengeEvidence {
+        agent: AgentRun {
+            command: vec![],
+            end: ProcessEnd {
+                exit_code: None,
+                signal: None,
+                timed_out: false,
+                duration_ms: 0,
+            },
+            stdout: empty_raw("agent.stdout"),
+            stderr: empty_raw("agent.stderr"),
+            stragglers_killed: 0,
+        },
+        workspace: "workspace".into(),
+        roots: Roots {
+            skills: workspace.join(SKILLS_DIR),
+            workspace: workspace.clone(),
+            trial_dir: trial_dir.clone(),
+            runs_dir: run_dir.parent().unwrap_or(run_dir).to_path_buf(),
+            repo: repo.clone(),
+        },
+        seed: vec![],
+        world: vec![],
+        usage: vec![],
+        setup_error: None,
+    };
+    let ctx = TrialCtx {
+        challenges,
+        challenge,
+        app,
+        profile,
+        cfg,
+        flow: flow.as_ref(),
+        timeout,
+        trial_dir: &trial_dir,
+        rendered: &rendered,
+        title: &name,
+    };
+    if let Err(setup) = observe(&ctx, adapter.as_ref(), &mut evidence).await {
+        evidence.setup_error = Some(setup);
+    }
+    for raw in [&evidence.agent.stdout, &evidence.agent.stderr] {
+        let f = trial_dir.join(&raw.path);
+        if !f.exists() {
+            let _ = std::fs::write(&f, b"");
+        }
+    }
+    let (derived, verdict) = derive(&trial_dir, adapter.name(), &provenance, &evidence)
+        .map_err(|e| ChallengeError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
+    let rec = ChallengeRecord {
+        schema_version: record::SCHEMA_VERSION,
+        suite: "challenge".into(),
+        trial: name,
+        run_id: record::run_id().to_string(),
+        gauntlet_version: crate::VERSION.into(),
+        started_at: started_at.to_rfc3339(),
+        finished_at: chrono::Utc::now().to_rfc3339(),
+        wall_ms: t0.elapsed().as_millis() as u64,
+        config: {
+            let mut c = crate::run::qa::record_config(cfg, adapter.name(), adapter.version());
+            c.timeout_secs = timeout.as_secs_f64();
+            c
+        },
+        provenance,
+        evidence,
+        derived,
+        verdict,
+    };
+    // The raw result first: a report that cannot be generated never loses it.
+    record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)?;
+    if let Err(e) = crate::report::challenge::write_reports(&trial_dir, &rec) {
+        let _ = std::fs::write(trial_dir.join("report-error.txt"), format!("{e}\n"));
+        eprintln!(
+            "gauntlet: {}: report generation failed (the record is kept): {e}",
+            trial_dir.display()
+        );
+    }
+    Ok((rec, trial_dir))
+}
+
+struct TrialCtx<'a> {
+    challenges: &'a Challenges,
+    challenge: &'a Challenge,
+    app: &'a AppSpec,
+    profile: Profile,
+    cfg: &'a Config,
+    flow: Option<&'a Flow>,
+    timeout: Duration,
+    trial_dir: &'a Path,
+    rendered: &'a RenderedPrompt,
+    title: &'a str,
+}
+
+/// The workspace: template, bundle (skills, all), rendered prompt, trial config.
+pub fn prepare_workspace(
+    challenges: &Challenges,
+    challenge: &Challenge,
+    profile: Profile,
+    rendered: &RenderedPrompt,
+    workspace: &Path,
+) -> Result<(), String> {
+    copy_tree(&challenge.template_dir(), workspace)?;
+    if profile.supplies_skills() {
+        challenges.bundle.copy_to(&workspace.join(SKILLS_DIR))?;
+    }
+    let prompt_file = workspace.join(RENDERED_PROMPT);
+    if let Some(parent) = prompt_file.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(&prompt_file, &rendered.text)
+        .map_err(|e| format!("{}: {e}", prompt_file.display()))?;
+    // Config paths are workspace-relative, so the workspace can be moved and re-read.
+    let config = serde_json::json!({
+        "challenge": challenge.manifest.id,
+        "version": challenge.manifest.version,
+        "app": challenge.manifest.app,
+        "profile": profile,
+        "prompt": RENDERED_PROMPT,
+        "skills": profile.supplies_skills().then_some(SKILLS_DIR),
+    });
+    let file = workspace.join(".agent/trial.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec_pretty(&config).unwrap_or_default(),
+    )
+    .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(())
+}
+
+async fn observe(
+    t: &TrialCtx<'_>,
+    adapter: &dyn crate::agent::Adapter,
+    evidence: &mut ChallengeEvidence,
+) -> Result<(), String> {
+    let workspace = mkdir(&t.trial_dir.join("workspace"))?;
+    let home = mkdir(&t.trial_dir.join("home"))?;
+    let tmp = mkdir(&t.trial_dir.join("tmp"))?;
+    prepare_workspace(t.challenges, t.challenge, t.profile, t.rendered, &workspace)?;
+    let mode = match t.cfg.mode {
+        Mode::Scripted => ProxyMode::Scripted {
+            flow: t.flow.cloned().ok_or_else(|| {
+                format!(
+                    "scripted mode: challenge `{}` has no flow for profile `{}`",
+                    t.challenge.manifest.id, t.profile
+                )
+            })?,
+            model: t.cfg.model.clone(),
+        },
+        Mode::Byok => ProxyMode::Byok {
+            upstream: t.cfg.upstream_url.clone(),
+            api_key: std::env::var(&t.cfg.api_key_env)
+                .map_err(|_| format!("byok mode: {} is not set", t.cfg.api_key_env))?,
+        },
+    };
+    let proxy = Proxy::start_with_budget(
+        mode,
+        Budget {
+            max_tokens: t.cfg.max_tokens_per_trial,
+        },
+    )
+    .await
+    .map_err(|e| format!("metering proxy failed to start: {e}"))?;
+    let result = async {
+        let mut world = Target::start(t.app, None, &t.trial_dir.join("app"), "app")
+            .await
+            .map_err(|e| format!("app failed to start: {e}"))?;
+        let r = run_agent(
+            t,
+            adapter,
+            evidence,
+            &world,
+            &workspace,
+            &home,
+            &tmp,
+            &proxy.base_url(),
+        )
+        .await;
+        // The world is observed after the agent, whatever became of it, while it still runs.
+        evidence.world = observe_world(&t.challenge.manifest, world.env(), &workspace).await;
+        world.stop().await;
+        r
+    }
+    .await;
+    evidence.usage = proxy.shutdown().await;
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_agent(
+    t: &TrialCtx<'_>,
+    adapter: &dyn crate::agent::Adapter,
+    evidence: &mut ChallengeEvidence,
+    world: &Target,
+    workspace: &Path,
+    home: &Path,
+    tmp: &Path,
+    proxy_url: &str,
+) -> Result<(), String> {
+    evidence.seed = seed(&t.challenge.manifest, world.env()).await;
+    if let Some(bad) = evidence
+        .seed
+        .iter()
+        .find(|s| s.error.is_some() || s.status.is_some_and(|c| c >= 400))
+    {
+        return Err(format!(
+            "seeding the app failed at {} {}: {}",
+            bad.method,
+            bad.path,
+            bad.error
+                .clone()
+                .unwrap_or_else(|| format!("HTTP {}", bad.status.unwrap_or(0)))
+        ));
+    }
+    if crate::plan::needs_browser(t.app.modality) {
+        crate::world::browser::preflight(world.env(), tmp)
+            .await
+            .map_err(|e| format!("browser check failed: {e}"))?;
+    }
+    let run = PromptRun {
+        title: t.title.to_string(),
+        prompt: t.rendered.text.clone(),
+        workspace: workspace.to_path_buf(),
+        session: None,
+    };
+    let launch = adapter
+        .prompt_launch(
+            &run,
+            &LaunchContext {
+                home,
+                workspace,
+                proxy_url,
+                model: &t.cfg.model,
+            },
+        )
+        .map_err(|e| format!("agent `{}` could not be prepared: {e}", adapter.name()))?;
+    let inv = launch.invocation;
+    let mut env = launch.env;
+    env.extend(base_env(home, tmp));
+    env.extend(world.env().clone());
+    env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
+    env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
+    env.insert("OPENAI_BASE_URL".into(), proxy_url.to_string());
+    env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
+    env.insert("OPENAI_MODEL".into(), t.cfg.model.clone());
+    let mut command = vec![inv.program.to_string_lossy().into_owned()];
+    command.extend(inv.args.iter().cloned());
+    evidence.agent.command = command;
+    let outcome = process::run(ProcessSpec {
+        program: inv.program,
+        args: inv.args,
+        cwd: workspace.to_path_buf(),
+        env,
+        deadline: t.timeout,
+        stdout_path: t.trial_dir.join("agent.stdout"),
+        stderr_path: t.trial_dir.join("agent.stderr"),
+        rel_base: t.trial_dir.to_path_buf(),
+        output_cap: t.cfg.output_cap_bytes,
+        marker: format!("{}:{}", std::process::id(), t.trial_dir.display()),
+    })
+    .await
+    .map_err(|e| format!("agent could not be run: {e}"))?;
+    evidence.agent.end = outcome.end;
+    evidence.agent.stdout = outcome.stdout;
+    evidence.agent.stderr = outcome.stderr;
+    evidence.agent.stragglers_killed = outcome.stragglers_killed;
+    Ok(())
+}
+
+/// Send the manifest's seed requests to the app.
+async fn seed(m: &Manifest, env: &BTreeMap<String, String>) -> Vec<SeedResult> {
+    let mut out = Vec::new();
+    if m.world.seed.is_empty() {
+        return out;
+    }
+    let base = env.get("APP_URL").cloned().unwrap_or_default();
+    let client = reqwest::Client::new();
+    for s in &m.world.seed {
+        let method =
+            reqwest::Method::from_bytes(s.method.as_bytes()).unwrap_or(reqwest::Method::GET);
+        let mut req = client
+            .request(method, format!("{base}{}", s.path))
+            .timeout(Duration::from_secs(20));
+        if let Some(body) = &s.body {
+            req = req.json(body);
+        }
+        let r = req.send().await;
+        out.push(SeedResult {
+            method: s.method.clone(),
+            path: s.path.clone(),
+            status: r.as_ref().ok().map(|r| r.status().as_u16()),
+            error: r.err().map(|e| e.to_string()),
+        });
+    }
+    out
+}
+
+/// Read what each world assertion looks at. I/O only: comparing is the scorer's.
+pub async fn observe_world(
+    m: &Manifest,
+    env: &BTreeMap<String, String>,
+    workspace: &Path,
+) -> Vec<WorldObservation> {
+    let client = reqwest::Client::new();
+    let mut out = Vec::new();
+    for a in &m.world.assertions {
+        let got: Result<serde_json::Value, String> = match &a.source {
+            WorldSource::HttpGet(path) => match env.get("APP_URL") {
+                None => Err("the app has no URL".into()),
+                Some(base) => match client
+                    .get(format!("{base}{path}"))
+                    .timeout(Duration::from_secs(20))
+                    .send()
+                    .await
+                {
+                    Err(e) => Err(format!("GET {path}: {e}")),
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        match r.bytes().await {
+                            Err(e) => Err(format!("GET {path}: {e}")),
+                            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                                format!("GET {path} answered {status}, not JSON: {e}")
+                            }),
+                        }
+                    }
+                },
+            },
+            WorldSource::File(rel) => {
+                let f = workspace.join(rel);
+                match std::fs::read(&f) {
+                    Err(e) => Err(format!("{rel}: {e}")),
+                    Ok(b) if b.len() > 1 << 20 => {
+                        Err(format!("{rel}: {} bytes, over 1 MiB", b.len()))
+                    }
+                    Ok(b) => {
+                        serde_json::from_slice(&b).map_err(|e| format!("{rel}: not JSON: {e}"))
+                    }
+                }
+            }
+        };
+        out.push(WorldObservation {
+            id: a.id.clone(),
+            document: got.as_ref().ok().cloned(),
+            error: got.err(),
+        });
+    }
+    out
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    for e in entries {
+        let e = e.map_err(|e| format!("{}: {e}", from.display()))?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ty = e
+            .file_type()
+            .map_err(|e| format!("{}: {e}", src.display()))?;
+        if ty.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if ty.is_file() {
+            std::fs::copy(&src, &dst)
+                .map_err(|e| format!("{} -> {}: {e}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn rel_to(p: &Path, base: &Path) -> String {
+    p.strip_prefix(base)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn mkdir(p: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(p.to_path_buf())
+}
+
+fn empty_raw(path: &str) -> RawFile {
+    RawFile {
+        path: path.into(),
+        bytes: 0,
+        bytes_seen: 0,
+        sha256: crate::hash::sha256(b""),
+    }
+}
+
+/// One JUnit-friendly line per trial.
+pub fn summary_line(rec: &ChallengeRecord) -> String {
+    let (tin, tout) = rec.evidence.usage.iter().fold((0u64, 0u64), |(i, o), u| {
+        (
+            i + u.input_tokens.unwrap_or(0),
+            o + u.output_tokens.unwrap_or(0),
+        )
+    });
+    format!(
+        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
+        rec.trial,
+        rec.verdict.task_outcome.as_str(),
+        rec.verdict.evaluation_validity.as_str(),
+        rec.verdict.passed,
+        rec.wall_ms,
+        rec.verdict.outcome_reason
+    )
+}
+
+/// Re-derive a challenge record's verdict offline from its raw files. `Err` when the
+/// raw output no longer matches its recorded hash (tampering) or cannot be read.
+pub fn rederive(
+    file: &Path,
+) -> Result<(ChallengeRecord, Result<ChallengeVerdict, String>), String> {
+    let rec = crate::report::challenge::load_record(file).map_err(|e| e.to_string())?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let check = |raw: &RawFile| -> Result<(), String> {
+        let f = dir.join(&raw.path);
+        let bytes = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let found = crate::hash::sha256(&bytes);
+        if found != raw.sha256 {
+            return Err(format!(
+                "{}: evidence does not match its recorded hash (recorded {}, found {found})",
+                f.display(),
+                raw.sha256
+            ));
+        }
+        Ok(())
+    };
+    let derived = check(&rec.evidence.agent.stdout)
+        .and_then(|()| check(&rec.evidence.agent.stderr))
+        .and_then(|()| derive(dir, &rec.config.agent, &rec.provenance, &rec.evidence))
+        .map(|(_, v)| v);
+    Ok((rec, derived))
+}

@@ -1,0 +1,620 @@
+//! The challenge scorer: task outcome and evaluation validity, two separate answers,
+//! derived purely from recorded evidence.
+//!
+//! - `task_outcome` asks whether the task got done: the agent's YAML self-report must
+//!   parse, hold every required field and meet the manifest's success assertions, and
+//!   the world the harness observed after the trial must meet every world assertion.
+//! - `evaluation_validity` asks whether the trial measured what it should: a read
+//!   outside the profile's allowed roots makes it `contaminated`, a shell command whose
+//!   paths cannot be read out makes it `unauditable`.
+//!
+//! The self-report is kept as written; where it disagrees with what was observed the
+//! disagreement is listed, and the observation never rewrites the report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::evidence::policy::PolicyFindings;
+use crate::evidence::ProcessEnd;
+use crate::spec::challenge::{Manifest, Profile};
+
+/// The largest self-report block parsed; a longer one is a parse error.
+pub const MAX_SELF_REPORT_BYTES: usize = 64 * 1024;
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutcome {
+    Success,
+    Failed,
+    Timeout,
+    ParseError,
+    Unknown,
+}
+
+impl TaskOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskOutcome::Success => "success",
+            TaskOutcome::Failed => "failed",
+            TaskOutcome::Timeout => "timeout",
+            TaskOutcome::ParseError => "parse_error",
+            TaskOutcome::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::str::FromStr for TaskOutcome {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            TaskOutcome::Success,
+            TaskOutcome::Failed,
+            TaskOutcome::Timeout,
+            TaskOutcome::ParseError,
+            TaskOutcome::Unknown,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+        .ok_or_else(|| {
+            format!("`{s}` is not a task outcome (success, failed, timeout, parse_error, unknown)")
+        })
+    }
+}
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Validity {
+    Clean,
+    Contaminated,
+    Unauditable,
+}
+
+impl Validity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Validity::Clean => "clean",
+            Validity::Contaminated => "contaminated",
+            Validity::Unauditable => "unauditable",
+        }
+    }
+}
+
+impl std::str::FromStr for Validity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            Validity::Clean,
+            Validity::Contaminated,
+            Validity::Unauditable,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+        .ok_or_else(|| {
+            format!("`{s}` is not an evaluation validity (clean, contaminated, unauditable)")
+        })
+    }
+}
+
+/// What the harness read from the app (or the workspace) for one world assertion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorldObservation {
+    pub id: String,
+    /// The whole JSON document observed, when it could be read.
+    pub document: Option<Value>,
+    /// Why it could not be read (app down, file missing, not JSON).
+    pub error: Option<String>,
+}
+
+/// The agent's self-report, as found in its final message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SelfReport {
+    /// The YAML block's text, as written (bounded).
+    pub raw: Option<String>,
+    /// The parsed mapping.
+    pub fields: Option<BTreeMap<String, Value>>,
+    /// Why it could not be parsed; `raw` keeps the text.
+    pub error: Option<String>,
+}
+
+/// One assertion checked: on the self-report or on the world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AssertionResult {
+    pub id: String,
+    pub expected: Value,
+    pub observed: Option<Value>,
+    pub holds: bool,
+}
+
+/// Where the self-report and the observed evidence disagree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Discrepancy {
+    pub field: String,
+    pub self_reported: Option<Value>,
+    pub observed: Option<Value>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChallengeVerdict {
+    pub task_outcome: TaskOutcome,
+    pub evaluation_validity: Validity,
+    /// One line each for the outcome and the validity.
+    pub outcome_reason: String,
+    pub validity_reason: String,
+    pub self_report: SelfReport,
+    pub missing_fields: Vec<String>,
+    pub report_assertions: Vec<AssertionResult>,
+    pub world_assertions: Vec<AssertionResult>,
+    pub discrepancies: Vec<Discrepancy>,
+    /// Provisional: a manual audit (`manual-audit.yaml`) is authoritative.
+    pub provisional: bool,
+    /// The trial's test passes iff the task succeeded on a clean trial.
+    pub passed: bool,
+}
+
+/// What the scorer reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ChallengeInputs<'a> {
+    pub manifest: &'a Manifest,
+    pub profile: Profile,
+    pub end: &'a ProcessEnd,
+    pub setup_error: Option<&'a str>,
+    pub final_message: Option<&'a str>,
+    pub world: &'a [WorldObservation],
+    pub policy: &'a PolicyFindings,
+}
+
+/// The last fenced ```yaml (or ```yml) block of `text`.
+pub fn find_yaml_block(text: &str) -> Option<&str> {
+    let mut found = None;
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(i) = rest.find("```") {
+        let after = &rest[i + 3..];
+        let line_end = after.find('\n').unwrap_or(after.len());
+        let info = after[..line_end].trim();
+        let body_start = i + 3 + line_end + 1;
+        if body_start > rest.len() {
+            break;
+        }
+        let body = &rest[body_start..];
+        let Some(close) = body.find("```") else {
+            break;
+        };
+        if info == "yaml" || info == "yml" {
+            found = Some(&text[offset + body_start..offset + body_start + close]);
+        }
+        let consumed = body_start + close + 3;
+        offset += consumed;
+        rest = &rest[consumed..];
+    }
+    found
+}
+
+/// Parse the self-report from the final message: bounded, with the safe YAML parser.
+pub fn parse_self_report(final_message: Option<&str>) -> SelfReport {
+    let Some(text) = final_message else {
+        return SelfReport {
+            error: Some("no final message".into()),
+            ..SelfReport::default()
+        };
+    };
+    let Some(block) = find_yaml_block(text) else {
+        return SelfReport {
+            error: Some("the final message has no ```yaml block".into()),
+            ..SelfReport::default()
+        };
+    };
+    let raw = crate::evidence::normalize::Preview::bounded_to(block, MAX_SELF_REPORT_BYTES);
+    if raw.truncated {
+        return SelfReport {
+            raw: Some(raw.text),
+            error: Some(format!(
+                "the yaml block is {} bytes, over the limit of {MAX_SELF_REPORT_BYTES}",
+                raw.bytes
+            )),
+            fields: None,
+        };
+    }
+    match serde_saphyr::from_str::<BTreeMap<String, Value>>(block) {
+        Ok(fields) => SelfReport {
+            raw: Some(block.to_owned()),
+            fields: Some(fields),
+            error: None,
+        },
+        Err(e) => SelfReport {
+            raw: Some(block.to_owned()),
+            fields: None,
+            error: Some(format!("the yaml block is not a mapping: {e}")),
+        },
+    }
+}
+
+/// Values equal as the manifest means them: numbers by value (`30` equals `30.0`).
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Score one trial.
+pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
+    let self_report = parse_self_report(i.final_message);
+    let fields = self_report.fields.clone().unwrap_or_default();
+    let contract = &i.manifest.report;
+    let missing_fields: Vec<String> = if self_report.fields.is_some() {
+        contract
+            .required_fields
+            .iter()
+            .chain(std::iter::once(&"task_outcome".to_string()))
+            .filter(|f| !fields.contains_key(*f))
+            .cloned()
+            .collect()
+    } else {
+        vec![]
+    };
+    let report_assertions: Vec<AssertionResult> = contract
+        .success_assertions
+        .iter()
+        .map(|(k, want)| {
+            let got = fields.get(k).cloned();
+            AssertionResult {
+                id: k.clone(),
+                holds: got.as_ref().is_some_and(|g| same(g, want)),
+                expected: want.clone(),
+                observed: got,
+            }
+        })
+        .collect();
+    let world_assertions: Vec<AssertionResult> = i
+        .manifest
+        .world
+        .assertions
+        .iter()
+        .map(|a| {
+            let doc = i
+                .world
+                .iter()
+                .find(|o| o.id == a.id)
+                .and_then(|o| o.document.as_ref());
+            let got = doc.and_then(|d| match &a.pointer {
+                Some(p) => d.pointer(p).cloned(),
+                None => Some(d.clone()),
+            });
+            let want = a.equals.clone().unwrap_or(Value::Null);
+            AssertionResult {
+                id: a.id.clone(),
+                holds: got.as_ref().is_some_and(|g| same(g, &want)),
+                expected: want,
+                observed: got,
+            }
+        })
+        .collect();
+
+    // Discrepancies: the report's fields against what the harness observed.
+    let mut discrepancies = Vec::new();
+    for a in &i.manifest.world.assertions {
+        let Some(field) = &a.report_field else {
+            continue;
+        };
+        let observed = world_assertions
+            .iter()
+            .find(|r| r.id == a.id)
+            .and_then(|r| r.observed.clone());
+        let reported = fields.get(field).cloned();
+        let agree = matches!((&reported, &observed), (Some(r), Some(o)) if same(r, o));
+        if self_report.fields.is_some() && !agree {
+            discrepancies.push(Discrepancy {
+                field: field.clone(),
+                self_reported: reported,
+                observed,
+                note: format!("world assertion `{}` observed a different value", a.id),
+            });
+        }
+    }
+    let claimed = fields
+        .get("task_outcome")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let world_ok = world_assertions.iter().all(|a| a.holds);
+    if claimed.as_deref() == Some("success") && !world_ok {
+        discrepancies.push(Discrepancy {
+            field: "task_outcome".into(),
+            self_reported: Some(Value::String("success".into())),
+            observed: Some(Value::String("failed".into())),
+            note: "the agent reports success but the world assertions do not hold".into(),
+        });
+    }
+    if claimed.as_deref() == Some("success") && i.end.exit_code.is_some_and(|c| c != 0) {
+        discrepancies.push(Discrepancy {
+            field: "task_outcome".into(),
+            self_reported: Some(Value::String("success".into())),
+            observed: i.end.exit_code.map(Value::from),
+            note: "the agent reports success but exited non-zero".into(),
+        });
+    }
+    if let Some(Value::Array(reads)) = fields.get("files_read") {
+        let n = i.policy.paths.len();
+        if reads.is_empty() && n > 0 {
+            discrepancies.push(Discrepancy {
+                field: "files_read".into(),
+                self_reported: Some(Value::Array(vec![])),
+                observed: Some(Value::from(n as u64)),
+                note: "the agent reports reading nothing; paths were observed".into(),
+            });
+        }
+    }
+
+    let (task_outcome, outcome_reason) = if let Some(e) = i.setup_error {
+        (TaskOutcome::Unknown, format!("setup failed: {e}"))
+    } else if i.end.timed_out {
+        (
+            TaskOutcome::Timeout,
+            format!("the agent hit its deadline after {} ms", i.end.duration_ms),
+        )
+    } else if let Some(e) = &self_report.error {
+        (TaskOutcome::ParseError, e.clone())
+    } else if !missing_fields.is_empty() {
+        (
+            TaskOutcome::Failed,
+            format!("the self-report lacks {}", missing_fields.join(", ")),
+        )
+    } else if claimed.as_deref() != Some("success") {
+        (
+            TaskOutcome::Failed,
+            format!(
+                "the agent reports task_outcome {}",
+                claimed.unwrap_or_else(|| "(not a string)".into())
+            ),
+        )
+    } else if let Some(a) = report_assertions.iter().find(|a| !a.holds) {
+        (
+            TaskOutcome::Failed,
+            format!(
+                "self-report `{}` is {} (expected {})",
+                a.id,
+                show(&a.observed),
+                a.expected
+            ),
+        )
+    } else if let Some(a) = world_assertions.iter().find(|a| !a.holds) {
+        (
+            TaskOutcome::Failed,
+            format!(
+                "world assertion `{}` observed {} (expected {})",
+                a.id,
+                show(&a.observed),
+                a.expected
+            ),
+        )
+    } else {
+        (
+            TaskOutcome::Success,
+            "every report and world assertion holds".into(),
+        )
+    };
+
+    let (evaluation_validity, validity_reason) = if !i.policy.disallowed_reads.is_empty() {
+        (
+            Validity::Contaminated,
+            format!(
+                "{} path(s) outside the roots profile `{}` allows, first {}",
+                i.policy.disallowed_reads.len(),
+                i.profile,
+                i.policy.disallowed_reads[0]
+            ),
+        )
+    } else if let Some(c) = i.policy.opaque_shell_commands.first() {
+        (
+            Validity::Unauditable,
+            format!(
+                "{} opaque shell command(s), first ({}): {}",
+                i.policy.opaque_shell_commands.len(),
+                c.reason,
+                c.command
+            ),
+        )
+    } else {
+        (
+            Validity::Clean,
+            format!(
+                "every observed path is allowed under profile `{}`",
+                i.profile
+            ),
+        )
+    };
+    ChallengeVerdict {
+        passed: task_outcome == TaskOutcome::Success && evaluation_validity == Validity::Clean,
+        task_outcome,
+        evaluation_validity,
+        outcome_reason,
+        validity_reason,
+        self_report,
+        missing_fields,
+        report_assertions,
+        world_assertions,
+        discrepancies,
+        provisional: true,
+    }
+}
+
+fn show(v: &Option<Value>) -> String {
+    v.as_ref()
+        .map(Value::to_string)
+        .unwrap_or_else(|| "nothing".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::challenge::Manifest;
+    use std::path::Path;
+
+    fn manifest() -> Manifest {
+        Manifest::parse(
+            Path::new("t/challenge.yaml"),
+            b"version: 1\nid: t\ntitle: T\napp: api-ledger\nprompt: p.md\nworkspace_template: w\nreport:\n  required_fields: [balance]\n  success_assertions:\n    balance: 5\nworld:\n  assertions:\n    - id: bal\n      http_get: /b\n      pointer: /balance\n      equals: 5\n      report_field: balance\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn end(timed_out: bool) -> ProcessEnd {
+        ProcessEnd {
+            exit_code: (!timed_out).then_some(0),
+            signal: None,
+            timed_out,
+            duration_ms: 10,
+        }
+    }
+
+    fn world(balance: i64) -> Vec<WorldObservation> {
+        vec![WorldObservation {
+            id: "bal".into(),
+            document: Some(serde_json::json!({"balance": balance})),
+            error: None,
+        }]
+    }
+
+    fn verdict(
+        final_message: Option<&str>,
+        world: &[WorldObservation],
+        timed_out: bool,
+        policy: &PolicyFindings,
+    ) -> ChallengeVerdict {
+        let m = manifest();
+        let e = end(timed_out);
+        score(&ChallengeInputs {
+            manifest: &m,
+            profile: Profile::None,
+            end: &e,
+            setup_error: None,
+            final_message,
+            world,
+            policy,
+        })
+    }
+
+    const GOOD: &str = "Done.\n```yaml\ntask_outcome: success\nbalance: 5\n```\n";
+
+    #[test]
+    fn success_needs_the_report_and_the_world() {
+        let p = PolicyFindings::default();
+        let v = verdict(Some(GOOD), &world(5), false, &p);
+        assert_eq!(
+            (v.task_outcome, v.evaluation_validity, v.passed),
+            (TaskOutcome::Success, Validity::Clean, true)
+        );
+        // The agent says 5, the ledger holds 4: failed, and the disagreement is listed;
+        // the self-report is kept as written.
+        let v = verdict(Some(GOOD), &world(4), false, &p);
+        assert_eq!(v.task_outcome, TaskOutcome::Failed);
+        assert!(
+            v.outcome_reason.contains("world assertion `bal`"),
+            "{}",
+            v.outcome_reason
+        );
+        assert_eq!(v.discrepancies.len(), 2);
+        assert_eq!(v.discrepancies[0].field, "balance");
+        assert_eq!(
+            v.self_report.fields.as_ref().map(|f| f["balance"].clone()),
+            Some(serde_json::json!(5))
+        );
+    }
+
+    #[test]
+    fn parse_errors_keep_the_error_and_the_raw_text() {
+        let p = PolicyFindings::default();
+        let bad = "```yaml\ntask_outcome: [unclosed\n```";
+        let v = verdict(Some(bad), &world(5), false, &p);
+        assert_eq!(v.task_outcome, TaskOutcome::ParseError);
+        assert_eq!(
+            v.self_report.raw.as_deref(),
+            Some("task_outcome: [unclosed\n")
+        );
+        assert!(v.self_report.error.is_some());
+        let v = verdict(Some("no block"), &world(5), false, &p);
+        assert_eq!(v.task_outcome, TaskOutcome::ParseError);
+        let huge = format!("```yaml\nx: \"{}\"\n```", "a".repeat(MAX_SELF_REPORT_BYTES));
+        let v = verdict(Some(&huge), &world(5), false, &p);
+        assert!(v
+            .self_report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("over the limit")));
+    }
+
+    #[test]
+    fn timeout_and_missing_fields_are_outcomes_and_validity_is_separate() {
+        let p = PolicyFindings {
+            disallowed_reads: vec!["/repo/src/lib.rs".into()],
+            ..PolicyFindings::default()
+        };
+        let v = verdict(Some(GOOD), &world(5), false, &p);
+        assert_eq!(
+            (v.task_outcome, v.evaluation_validity),
+            (TaskOutcome::Success, Validity::Contaminated)
+        );
+        assert!(!v.passed);
+        let v = verdict(None, &[], true, &PolicyFindings::default());
+        assert_eq!(v.task_outcome, TaskOutcome::Timeout);
+        let v = verdict(
+            Some("```yaml\ntask_outcome: success\n```"),
+            &world(5),
+            false,
+            &PolicyFindings::default(),
+        );
+        assert_eq!(v.task_outcome, TaskOutcome::Failed);
+        assert_eq!(v.missing_fields, ["balance"]);
+        let v = verdict(
+            Some("```yaml\ntask_outcome: failed\nbalance: null\nblocker: no docs\n```"),
+            &world(0),
+            false,
+            &PolicyFindings::default(),
+        );
+        assert_eq!(v.task_outcome, TaskOutcome::Failed);
+    }
+
+    #[test]
+    fn the_last_yaml_block_is_the_report_and_numbers_compare_by_value() {
+        assert_eq!(
+            find_yaml_block("```yaml\na: 1\n```\ntext\n```yml\nb: 2\n```"),
+            Some("b: 2\n")
+        );
+        assert_eq!(find_yaml_block("```json\n{}\n```"), None);
+        assert!(same(&serde_json::json!(30), &serde_json::json!(30.0)));
+        assert!(!same(&serde_json::json!("30"), &serde_json::json!(30)));
+    }
+}

@@ -1,0 +1,252 @@
+//! Challenges: `challenges/<id>/` directories that hold data only.
+//!
+//! A challenge is a versioned manifest (`challenge.yaml`), a challenge prompt, a README,
+//! a workspace template and, for scripted mode, flows. Shared by all challenges:
+//! `challenges/base-prompt.md`, one policy fragment per instruction profile
+//! (`challenges/profiles/<profile>.md`) and the skills bundle
+//! (`challenges/skills/bundle.yaml`, which lists every file it supplies with its
+//! SHA-256). Everything is loaded and validated here, at list time, before any
+//! workspace exists: a bad manifest never costs a trial directory.
+
+pub mod bundle;
+pub mod manifest;
+pub mod prompt;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use bundle::{Bundle, BundleFile};
+pub use manifest::{Manifest, ReportContract, SeedRequest, WorldAssertion, WorldSource};
+pub use prompt::{PromptLayer, RenderedPrompt};
+
+use super::{Flow, SpecError};
+
+/// The instruction profile of one trial: exactly one per invocation.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Base and challenge prompt only; public surfaces of the app.
+    None,
+    /// Plus the skills bundle under `.agent/skills/`.
+    Skills,
+    /// The bundle, and repository inspection allowed (and still reported).
+    All,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 3] = [Profile::None, Profile::Skills, Profile::All];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::None => "none",
+            Profile::Skills => "skills",
+            Profile::All => "all",
+        }
+    }
+
+    /// Whether the skills bundle is copied into the trial workspace.
+    pub fn supplies_skills(self) -> bool {
+        !matches!(self, Profile::None)
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Profile, String> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| format!("`{s}` is not an instruction profile (none, skills, all)"))
+    }
+}
+
+/// Where the skills bundle is copied inside a trial workspace.
+pub const SKILLS_DIR: &str = ".agent/skills";
+/// The rendered prompt's file name inside the trial workspace.
+pub const RENDERED_PROMPT: &str = ".agent/prompt.md";
+
+/// One challenge, loaded and validated.
+#[derive(Debug, Clone)]
+pub struct Challenge {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// SHA-256 of `challenge.yaml` as written.
+    pub manifest_sha256: String,
+    /// The challenge prompt's bytes: the same for every profile.
+    pub prompt: PromptLayer,
+    /// Scripted flows by profile name, or `default` for every profile.
+    pub flows: BTreeMap<String, Flow>,
+}
+
+impl Challenge {
+    /// The scripted flow a profile runs: its own, else the default.
+    pub fn flow_for(&self, profile: Profile) -> Option<&Flow> {
+        self.flows
+            .get(profile.as_str())
+            .or_else(|| self.flows.get("default"))
+    }
+
+    pub fn template_dir(&self) -> PathBuf {
+        self.dir.join(&self.manifest.workspace_template)
+    }
+}
+
+/// Everything under `challenges/`: the shared layers and every challenge.
+#[derive(Debug, Clone)]
+pub struct Challenges {
+    pub root: PathBuf,
+    pub base: PromptLayer,
+    /// The policy fragment of each profile.
+    pub fragments: BTreeMap<Profile, PromptLayer>,
+    pub bundle: Bundle,
+    /// Sorted by id.
+    pub list: Vec<Challenge>,
+}
+
+impl Challenges {
+    pub fn get(&self, id: &str) -> Option<&Challenge> {
+        self.list.iter().find(|c| c.manifest.id == id)
+    }
+
+    pub fn fragment(&self, profile: Profile) -> &PromptLayer {
+        // Loading fails unless all three exist.
+        &self.fragments[&profile]
+    }
+
+    /// The prompt a trial of `challenge` under `profile` is given.
+    pub fn render(&self, challenge: &Challenge, profile: Profile) -> RenderedPrompt {
+        prompt::render(&self.base, self.fragment(profile), &challenge.prompt)
+    }
+}
+
+/// Directories under `challenges/` that are shared data, not challenges.
+const SHARED_DIRS: [&str; 3] = ["profiles", "skills", "scorecard"];
+
+/// Load `root` (normally `challenges/` at the repository root).
+pub fn load(root: &Path) -> Result<Challenges, SpecError> {
+    let base = PromptLayer::load(root, "base-prompt.md")?;
+    let mut fragments = BTreeMap::new();
+    for p in Profile::ALL {
+        fragments.insert(
+            p,
+            PromptLayer::load(root, &format!("profiles/{}.md", p.as_str()))?,
+        );
+    }
+    let bundle = Bundle::load(&root.join("skills"))?;
+    let entries = std::fs::read_dir(root).map_err(|source| SpecError::Io {
+        file: root.to_path_buf(),
+        source,
+    })?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !SHARED_DIRS.contains(&n) && !n.starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    let mut list = Vec::new();
+    for dir in dirs {
+        list.push(load_one(root, &dir)?);
+    }
+    Ok(Challenges {
+        root: root.to_path_buf(),
+        base,
+        fragments,
+        bundle,
+        list,
+    })
+}
+
+/// Load one challenge directory.
+pub fn load_one(root: &Path, dir: &Path) -> Result<Challenge, SpecError> {
+    let file = dir.join("challenge.yaml");
+    let bytes = std::fs::read(&file).map_err(|source| SpecError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let manifest = Manifest::parse(&file, &bytes)?;
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if manifest.id != name {
+        return Err(SpecError::invalid(
+            &file,
+            "id",
+            format!("`{}` differs from the directory name `{name}`", manifest.id),
+        ));
+    }
+    for required in ["README.md"] {
+        if !dir.join(required).is_file() {
+            return Err(SpecError::invalid(
+                &file,
+                "README.md",
+                "every challenge has a README.md beside its manifest",
+            ));
+        }
+    }
+    if !dir.join(&manifest.workspace_template).is_dir() {
+        return Err(SpecError::invalid(
+            &file,
+            "workspace_template",
+            format!("`{}` is not a directory", manifest.workspace_template),
+        ));
+    }
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    let prompt = PromptLayer::load(root, &rel.join(&manifest.prompt).to_string_lossy())?;
+    let mut flows = BTreeMap::new();
+    for (key, path) in &manifest.flows {
+        if key != "default" && key.parse::<Profile>().is_err() {
+            return Err(SpecError::invalid(
+                &file,
+                format!("flows.{key}"),
+                "a flow is keyed by a profile (none, skills, all) or `default`",
+            ));
+        }
+        let flow_file = dir.join(path);
+        let flow = Flow::load(&flow_file)?;
+        if flow.capability != manifest.id {
+            return Err(SpecError::invalid(
+                &flow_file,
+                "capability",
+                format!(
+                    "`{}` is not the challenge id `{}`",
+                    flow.capability, manifest.id
+                ),
+            ));
+        }
+        flows.insert(key.clone(), flow);
+    }
+    Ok(Challenge {
+        dir: dir.to_path_buf(),
+        manifest,
+        manifest_sha256: crate::hash::sha256(&bytes),
+        prompt,
+        flows,
+    })
+}
+
+/// `challenges/` at the repository root, or `GAUNTLET_CHALLENGES_DIR`.
+pub fn default_root() -> PathBuf {
+    std::env::var_os("GAUNTLET_CHALLENGES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::binaries::repo_root().join("challenges"))
+}

@@ -1,0 +1,289 @@
+//! `challenge.yaml`: the data the generic harness needs to run one challenge.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::spec::SpecError;
+
+/// The manifest versions this harness reads.
+pub const MANIFEST_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub version: u32,
+    pub id: String,
+    pub title: String,
+    /// The gauntlet app the challenge acts on (a directory under `apps/`).
+    pub app: String,
+    /// The challenge prompt, relative to the challenge directory.
+    pub prompt: String,
+    /// Copied into every trial workspace.
+    pub workspace_template: String,
+    /// Overrides the harness's hard ceiling for this challenge's trials.
+    #[serde(default)]
+    pub timeout_secs: Option<f64>,
+    pub report: ReportContract,
+    #[serde(default)]
+    pub world: WorldSpec,
+    /// Scripted flows by profile (or `default`), relative to the challenge directory.
+    #[serde(default)]
+    pub flows: BTreeMap<String, String>,
+}
+
+/// What the agent's YAML self-report must hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportContract {
+    pub required_fields: Vec<String>,
+    /// Field → the value it must equal for the task to count as a success.
+    #[serde(default)]
+    pub success_assertions: BTreeMap<String, Value>,
+}
+
+/// The app's state: what the harness puts there first, and checks after the agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorldSpec {
+    /// HTTP requests the harness sends the app before the agent starts.
+    #[serde(default)]
+    pub seed: Vec<SeedRequest>,
+    #[serde(default)]
+    pub assertions: Vec<WorldAssertion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SeedRequest {
+    pub method: String,
+    pub path: String,
+    #[serde(default)]
+    pub body: Option<Value>,
+}
+
+/// One check of the world after the trial, observed by the harness. (No
+/// `deny_unknown_fields` here: serde does not combine it with `flatten`.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorldAssertion {
+    pub id: String,
+    #[serde(flatten)]
+    pub source: WorldSource,
+    /// A JSON pointer into the observed JSON document; the whole document when absent.
+    #[serde(default)]
+    pub pointer: Option<String>,
+    /// The observed value must equal this.
+    #[serde(default)]
+    pub equals: Option<Value>,
+    /// The self-report field that claims the same value; a difference is a discrepancy.
+    #[serde(default)]
+    pub report_field: Option<String>,
+}
+
+/// Where an observation comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WorldSource {
+    /// `GET $APP_URL<path>`, parsed as JSON.
+    HttpGet(String),
+    /// A JSON file in the trial workspace (workspace-relative).
+    File(String),
+}
+
+impl Manifest {
+    /// Parse and validate `file`'s bytes.
+    pub fn parse(file: &Path, bytes: &[u8]) -> Result<Manifest, SpecError> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| SpecError::invalid(file, "(file)", format!("not UTF-8: {e}")))?;
+        let m: Manifest = yaml_serde::from_str(text)
+            .map_err(|e| SpecError::invalid(file, "(yaml)", e.to_string()))?;
+        m.validate(file)?;
+        Ok(m)
+    }
+
+    fn validate(&self, file: &Path) -> Result<(), SpecError> {
+        if self.version != MANIFEST_VERSION {
+            return Err(SpecError::invalid(
+                file,
+                "version",
+                format!(
+                    "{} is not a manifest version this harness reads ({MANIFEST_VERSION})",
+                    self.version
+                ),
+            ));
+        }
+        crate::spec::check_id(file, "id", &self.id)?;
+        crate::spec::check_id(file, "app", &self.app)?;
+        for (field, p) in [
+            ("prompt", &self.prompt),
+            ("workspace_template", &self.workspace_template),
+        ] {
+            relative(file, field, p)?;
+        }
+        for (k, p) in &self.flows {
+            relative(file, &format!("flows.{k}"), p)?;
+        }
+        if let Some(t) = self.timeout_secs {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(SpecError::invalid(
+                    file,
+                    "timeout_secs",
+                    "must be a positive number of seconds",
+                ));
+            }
+        }
+        if self.report.required_fields.is_empty() {
+            return Err(SpecError::invalid(
+                file,
+                "report.required_fields",
+                "must name at least one field",
+            ));
+        }
+        for k in self.report.success_assertions.keys() {
+            if !self.report.required_fields.contains(k) {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("report.success_assertions.{k}"),
+                    "asserts a field that is not in report.required_fields",
+                ));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, a) in self.world.assertions.iter().enumerate() {
+            let field = format!("world.assertions[{i}]");
+            crate::spec::check_id(file, &format!("{field}.id"), &a.id)?;
+            if !seen.insert(a.id.clone()) {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("{field}.id"),
+                    format!("`{}` is used twice", a.id),
+                ));
+            }
+            match &a.source {
+                WorldSource::HttpGet(p) if !p.starts_with('/') => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.http_get"),
+                        "must be a path starting with `/`",
+                    ))
+                }
+                WorldSource::File(p) => relative(file, &format!("{field}.file"), p)?,
+                _ => {}
+            }
+            if a.equals.is_none() {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("{field}.equals"),
+                    "an assertion needs the value it expects",
+                ));
+            }
+            if let Some(p) = &a.pointer {
+                if !p.starts_with('/') {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.pointer"),
+                        "a JSON pointer starts with `/`",
+                    ));
+                }
+            }
+            if let Some(f) = &a.report_field {
+                if !self.report.required_fields.contains(f) {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.report_field"),
+                        format!("`{f}` is not in report.required_fields"),
+                    ));
+                }
+            }
+        }
+        for (i, s) in self.world.seed.iter().enumerate() {
+            if !s.path.starts_with('/') {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("world.seed[{i}].path"),
+                    "must be a path starting with `/`",
+                ));
+            }
+            if !["GET", "POST", "PUT", "DELETE"].contains(&s.method.as_str()) {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("world.seed[{i}].method"),
+                    format!("`{}` is not GET, POST, PUT or DELETE", s.method),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A path inside the challenge directory: relative, no `..`.
+pub(crate) fn relative(file: &Path, field: &str, p: &str) -> Result<(), SpecError> {
+    let path = Path::new(p);
+    if p.is_empty()
+        || path.is_absolute()
+        || path
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(SpecError::invalid(
+            file,
+            field,
+            format!("`{p}` is not a relative path inside the directory"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "version: 1\nid: demo\ntitle: Demo\napp: api-ledger\nprompt: challenge-prompt.md\nworkspace_template: workspace_template\nreport:\n  required_fields: [balance]\n  success_assertions:\n    balance: 5\nworld:\n  assertions:\n    - id: bal\n      http_get: /accounts/a/balance\n      pointer: /balance\n      equals: 5\n      report_field: balance\n";
+
+    fn parse(s: &str) -> Result<Manifest, SpecError> {
+        Manifest::parse(Path::new("c/challenge.yaml"), s.as_bytes())
+    }
+
+    #[test]
+    fn a_good_manifest_loads() {
+        let m = parse(GOOD).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            m.world.assertions[0].source,
+            WorldSource::HttpGet("/accounts/a/balance".into())
+        );
+        assert_eq!(m.report.success_assertions["balance"], serde_json::json!(5));
+    }
+
+    #[test]
+    fn bad_manifests_name_the_file_and_field() {
+        for (bad, field) in [
+            (GOOD.replace("version: 1", "version: 2"), "version"),
+            (GOOD.replace("id: demo", "id: Demo!"), "id"),
+            (
+                GOOD.replace("prompt: challenge-prompt.md", "prompt: ../x.md"),
+                "prompt",
+            ),
+            (
+                GOOD.replace("required_fields: [balance]", "required_fields: [other]"),
+                "success_assertions",
+            ),
+            (GOOD.replace("      equals: 5\n", ""), "equals"),
+            (
+                GOOD.replace("title: Demo\n", "title: Demo\nsurprise: 1\n"),
+                "surprise",
+            ),
+            ("version: [".to_string(), "yaml"),
+        ] {
+            let e = parse(&bad)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {bad}"))
+                .to_string();
+            assert!(
+                e.contains("c/challenge.yaml") && e.contains(field),
+                "{field}: {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,689 @@
+//! The challenge suite end to end: real apps, the real reference agent, the scripted
+//! proxy, real records; and the seed's testing list for the harness around them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gauntlet::config::AgentChoice;
+use gauntlet::plan::challenge::{load_default, Loaded};
+use gauntlet::run::challenge::{execute, ChallengeRecord, Options};
+use gauntlet::score::challenge::{TaskOutcome, Validity};
+use gauntlet::spec::challenge::{Profile, RENDERED_PROMPT, SKILLS_DIR};
+use gauntlet::spec::{Flow, FlowStep};
+
+use crate::support;
+
+fn loaded() -> Loaded {
+    load_default().unwrap_or_else(|e| panic!("challenges load: {e}"))
+}
+
+fn run(
+    loaded: &Loaded,
+    id: &str,
+    profile: Profile,
+    opts: &Options,
+    out: &Path,
+) -> (ChallengeRecord, PathBuf) {
+    let cfg = support::config(AgentChoice::Reference, out);
+    let c = loaded
+        .challenges
+        .get(id)
+        .unwrap_or_else(|| panic!("no challenge {id}"));
+    let app = loaded
+        .apps
+        .iter()
+        .find(|a| a.name == c.manifest.app)
+        .expect("app");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(execute(
+        &loaded.challenges,
+        c,
+        app,
+        profile,
+        &cfg,
+        opts,
+        &out.join("run"),
+    ))
+    .unwrap_or_else(|e| panic!("trial writes its record: {e}"))
+}
+
+#[test]
+fn every_challenge_loads_with_its_app_and_the_plan_covers_every_profile() {
+    let l = loaded();
+    let ids: Vec<&str> = l
+        .challenges
+        .list
+        .iter()
+        .map(|c| c.manifest.id.as_str())
+        .collect();
+    assert!(ids.len() >= 3, "{ids:?}");
+    for id in ["ledger-reconcile", "notes-cleanup", "tally-report"] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    for c in &l.challenges.list {
+        assert!(
+            !c.manifest.world.assertions.is_empty(),
+            "{}: no world assertions",
+            c.manifest.id
+        );
+        assert!(!c.manifest.report.success_assertions.is_empty());
+    }
+    let cfg = support::config(AgentChoice::Reference, Path::new("/nonexistent"));
+    let names: Vec<String> = gauntlet::plan::challenge::plan(&l, &cfg)
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names.len(), ids.len() * 3);
+    assert!(names.contains(&"challenge::ledger-reconcile::skills".to_string()));
+}
+
+#[test]
+fn the_challenge_prompt_is_byte_identical_across_profiles_and_every_layer_is_hashed() {
+    let l = loaded();
+    for c in &l.challenges.list {
+        let on_disk = std::fs::read(c.dir.join(&c.manifest.prompt)).expect("prompt file");
+        let rendered: Vec<_> = Profile::ALL
+            .iter()
+            .map(|p| l.challenges.render(c, *p))
+            .collect();
+        for r in &rendered {
+            assert_eq!(
+                r.challenge.text.as_bytes(),
+                &on_disk[..],
+                "{}",
+                c.manifest.id
+            );
+            assert_eq!(r.challenge.sha256, gauntlet::hash::sha256(&on_disk));
+            assert!(r.text.ends_with(&r.challenge.text));
+            assert!(r.text.starts_with(r.base.text.trim_end()));
+            assert_eq!(r.sha256, gauntlet::hash::sha256(r.text.as_bytes()));
+        }
+        // Only the profile layer differs.
+        assert_eq!(rendered[0].challenge, rendered[2].challenge);
+        assert_ne!(rendered[0].profile.sha256, rendered[1].profile.sha256);
+        assert_ne!(rendered[0].sha256, rendered[2].sha256);
+    }
+}
+
+#[test]
+fn profiles_copy_exactly_the_bundle_manifest_files_and_save_the_prompt() {
+    let l = loaded();
+    let c = l.challenges.get("ledger-reconcile").expect("challenge");
+    let listed: Vec<String> = l
+        .challenges
+        .bundle
+        .manifest
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    assert!(!listed.is_empty());
+    for profile in Profile::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().join("workspace");
+        let rendered = l.challenges.render(c, profile);
+        gauntlet::run::challenge::prepare_workspace(&l.challenges, c, profile, &rendered, &ws)
+            .expect("prepared");
+        assert!(ws.join("transactions.csv").is_file());
+        assert_eq!(
+            std::fs::read(ws.join(RENDERED_PROMPT)).expect("prompt"),
+            rendered.text.as_bytes()
+        );
+        let skills = ws.join(SKILLS_DIR);
+        if profile.supplies_skills() {
+            let mut copied: Vec<String> = std::fs::read_dir(&skills)
+                .expect("skills dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            copied.sort();
+            let mut want = listed.clone();
+            want.sort();
+            assert_eq!(copied, want, "{profile}");
+            for f in &l.challenges.bundle.manifest.files {
+                let bytes = std::fs::read(skills.join(&f.path)).expect("copied file");
+                assert_eq!(
+                    gauntlet::hash::sha256(&bytes),
+                    format!("sha256:{}", f.sha256)
+                );
+            }
+        } else {
+            assert!(!skills.exists(), "none gets no skills");
+        }
+        // Workspace-relative config.
+        let cfg: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(ws.join(".agent/trial.json")).expect("config"))
+                .expect("json");
+        assert_eq!(cfg["prompt"], RENDERED_PROMPT);
+        assert!(!cfg
+            .to_string()
+            .contains(&dir.path().to_string_lossy().into_owned()));
+    }
+}
+
+#[test]
+fn challenge_directories_hold_no_executable_code() {
+    let root = gauntlet::spec::challenge::default_root();
+    let mut stack = vec![root.clone()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            files += 1;
+            use std::os::unix::fs::PermissionsExt;
+            let mode = e.metadata().expect("meta").permissions().mode();
+            assert_eq!(mode & 0o111, 0, "{} is executable", p.display());
+            let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
+            assert!(
+                ["md", "yaml", "yml", "json", "csv", "txt"].contains(&ext),
+                "{}: `.{ext}` is not a data file",
+                p.display()
+            );
+            let head = std::fs::read(&p).expect("read");
+            assert!(!head.starts_with(b"#!"), "{} has a shebang", p.display());
+        }
+    }
+    assert!(files > 10);
+}
+
+#[test]
+fn the_default_ceiling_is_one_hour_and_configurable() {
+    assert_eq!(
+        gauntlet::run::challenge::DEFAULT_TIMEOUT,
+        Duration::from_secs(3600)
+    );
+    assert_eq!(
+        gauntlet::run::challenge::parse_timeout("2.5"),
+        Ok(Duration::from_millis(2500))
+    );
+    for bad in ["0", "-1", "soon", "NaN"] {
+        assert!(
+            gauntlet::run::challenge::parse_timeout(bad).is_err(),
+            "{bad}"
+        );
+    }
+    let cfg = support::config(AgentChoice::Reference, Path::new("/x"));
+    // The qa deadline is not the challenge ceiling.
+    assert_ne!(cfg.timeout, gauntlet::run::challenge::DEFAULT_TIMEOUT);
+}
+
+fn has_sections(report: &str) {
+    for s in [
+        "## 1. Trial identity and prompt provenance",
+        "## 2. Task outcome and provisional evaluation validity",
+        "## 3. Duration, tokens and cost",
+        "## 4. Tools and commands",
+        "## 5. Observed reads and policy findings",
+        "## 6. Agent self-report and discrepancies",
+        "## 7. Final agent answer",
+        "## 8. Manual audit",
+    ] {
+        assert!(report.contains(s), "missing {s}");
+    }
+}
+
+#[test]
+fn a_scripted_ledger_trial_succeeds_clean_and_the_ledger_really_holds_the_transactions() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let (rec, dir) = run(
+        &l,
+        "ledger-reconcile",
+        Profile::Skills,
+        &Options::default(),
+        out.path(),
+    );
+    assert_eq!(
+        rec.verdict.task_outcome,
+        TaskOutcome::Success,
+        "{}",
+        rec.verdict.outcome_reason
+    );
+    assert_eq!(
+        rec.verdict.evaluation_validity,
+        Validity::Clean,
+        "{}",
+        rec.verdict.validity_reason
+    );
+    assert!(rec.verdict.passed && rec.verdict.discrepancies.is_empty());
+    // World assertions were observed by the harness, not taken from the report.
+    let ops = rec
+        .evidence
+        .world
+        .iter()
+        .find(|w| w.id == "ops-balance")
+        .expect("observed");
+    assert_eq!(
+        ops.document.as_ref().and_then(|d| d.get("balance")),
+        Some(&serde_json::json!(106049))
+    );
+    // Provenance.
+    let p = &rec.provenance;
+    assert_eq!(p.profile, Profile::Skills);
+    assert!(p.bundle.as_ref().is_some_and(|b| !b.files.is_empty()));
+    assert!(
+        p.prompt.base.sha256.starts_with("sha256:")
+            && p.prompt.challenge.path.ends_with("challenge-prompt.md")
+    );
+    assert_eq!(
+        gauntlet::hash::sha256(
+            &std::fs::read(dir.join(&p.prompt.path)).expect("rendered prompt saved")
+        ),
+        p.prompt.sha256
+    );
+    assert_eq!(p.timeout_secs, 3600.0);
+    // Normalized evidence: timestamps from the reference agent's stream, paths, counts.
+    let calls = &rec.derived.agent_report.tool_calls;
+    assert_eq!(calls.len(), 3);
+    assert!(calls
+        .iter()
+        .all(|c| c.started_ms.is_some() && c.ended_ms.is_some()));
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).expect("metrics"))
+            .expect("json");
+    assert_eq!(m["counts"]["tool_calls"], 3);
+    assert_eq!(m["counts"]["app_commands"], 8);
+    assert_eq!(m["counts"]["distinct_paths_read"], 1);
+    assert!(m["agent_observed"]["label"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("agent-observed")));
+    assert!(
+        m["agent_observed"]["reasoning"].is_null(),
+        "missing metrics are null, not zero"
+    );
+    assert!(m["proxy_metered"]["calls"].as_u64().is_some_and(|n| n >= 4));
+    has_sections(&std::fs::read_to_string(dir.join("final-report.md")).expect("report"));
+    // Rescore re-derives the same verdict, and catches tampering.
+    let row = gauntlet::record::rescore::rescore_file(&dir.join("record.json"));
+    assert!(row.agrees(), "{row:?}");
+    std::fs::write(
+        dir.join("agent.stdout"),
+        b"{\"type\":\"final\",\"text\":\"forged\"}\n",
+    )
+    .expect("tamper");
+    let row = gauntlet::record::rescore::rescore_file(&dir.join("record.json"));
+    assert!(!row.agrees());
+    let table = gauntlet::record::rescore::render_table(&[row]);
+    assert!(
+        table.contains("does not match its recorded hash"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_scripted_tally_trial_checks_the_report_file_in_the_workspace() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let (rec, _) = run(
+        &l,
+        "tally-report",
+        Profile::None,
+        &Options::default(),
+        out.path(),
+    );
+    assert_eq!(
+        rec.verdict.task_outcome,
+        TaskOutcome::Success,
+        "{}",
+        rec.verdict.outcome_reason
+    );
+    assert_eq!(
+        rec.verdict.evaluation_validity,
+        Validity::Clean,
+        "{}",
+        rec.verdict.validity_reason
+    );
+    assert!(rec.verdict.world_assertions.iter().all(|a| a.holds));
+}
+
+/// A flow that does the ledger task but first reads gauntlet's own source.
+fn snooping_flow(l: &Loaded) -> Flow {
+    let c = l.challenges.get("ledger-reconcile").expect("challenge");
+    let mut flow = c.flow_for(Profile::None).expect("flow").clone();
+    let src = support::root().join("apps/api-ledger/src/main.rs");
+    flow.steps.insert(
+        0,
+        FlowStep::ReadFile {
+            path: src.to_string_lossy().into_owned(),
+        },
+    );
+    flow
+}
+
+#[test]
+fn reading_product_source_under_none_is_contaminated_yet_the_task_outcome_stands() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let opts = Options {
+        flow: Some(snooping_flow(&l)),
+        timeout: None,
+    };
+    let (rec, dir) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
+    assert_eq!(
+        rec.verdict.task_outcome,
+        TaskOutcome::Success,
+        "{}",
+        rec.verdict.outcome_reason
+    );
+    assert_eq!(rec.verdict.evaluation_validity, Validity::Contaminated);
+    assert!(!rec.verdict.passed);
+    let pol = &rec.derived.policy;
+    assert!(pol.escalated_to_product_code);
+    assert_eq!(pol.disallowed_reads.len(), 1);
+    assert!(pol.disallowed_reads[0].ends_with("apps/api-ledger/src/main.rs"));
+    let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+    assert!(report.contains("apps/api-ledger/src/main.rs") && report.contains("contaminated"));
+
+    // Under `all` the same read is allowed, and still reported.
+    let (rec, _) = run(&l, "ledger-reconcile", Profile::All, &opts, out.path());
+    assert_eq!(
+        rec.verdict.evaluation_validity,
+        Validity::Clean,
+        "{}",
+        rec.verdict.validity_reason
+    );
+    assert!(rec.derived.policy.escalated_to_product_code);
+    assert_eq!(
+        rec.derived.policy.by_category.get("product_source"),
+        Some(&1)
+    );
+}
+
+#[test]
+fn an_opaque_shell_command_makes_the_trial_unauditable_and_is_kept() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let mut flow = l
+        .challenges
+        .get("ledger-reconcile")
+        .and_then(|c| c.flow_for(Profile::None))
+        .expect("flow")
+        .clone();
+    flow.steps.insert(
+        0,
+        FlowStep::Shell {
+            command: "cat $(ls *.csv)".into(),
+        },
+    );
+    let (rec, _) = run(
+        &l,
+        "ledger-reconcile",
+        Profile::None,
+        &Options {
+            flow: Some(flow),
+            timeout: None,
+        },
+        out.path(),
+    );
+    assert_eq!(rec.verdict.evaluation_validity, Validity::Unauditable);
+    assert_eq!(
+        rec.derived.policy.opaque_shell_commands[0].command,
+        "cat $(ls *.csv)"
+    );
+}
+
+#[test]
+fn a_trial_that_times_out_keeps_its_partial_evidence() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let mut flow = l
+        .challenges
+        .get("ledger-reconcile")
+        .and_then(|c| c.flow_for(Profile::None))
+        .expect("flow")
+        .clone();
+    flow.steps.insert(
+        1,
+        FlowStep::Shell {
+            command: "sleep 60".into(),
+        },
+    );
+    let opts = Options {
+        flow: Some(flow),
+        timeout: Some(Duration::from_secs(4)),
+    };
+    let (rec, dir) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
+    assert_eq!(
+        rec.verdict.task_outcome,
+        TaskOutcome::Timeout,
+        "{}",
+        rec.verdict.outcome_reason
+    );
+    assert!(rec.evidence.agent.end.timed_out);
+    assert_eq!(rec.provenance.timeout_secs, 4.0);
+    // The events before the deadline: the read and the started (never finished) sleep.
+    let calls = &rec.derived.agent_report.tool_calls;
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[1].status, "pending");
+    assert!(
+        std::fs::metadata(dir.join("agent.stdout"))
+            .expect("stdout")
+            .len()
+            > 0
+    );
+    let m = std::fs::read_to_string(dir.join("metrics.json")).expect("metrics");
+    assert!(m.contains("killed at the deadline"));
+}
+
+#[test]
+fn trial_workspaces_are_numbered_and_never_overwritten() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let (_, a) = run(
+        &l,
+        "tally-report",
+        Profile::All,
+        &Options::default(),
+        out.path(),
+    );
+    let before = std::fs::read(a.join("record.json")).expect("record");
+    let (_, b) = run(
+        &l,
+        "tally-report",
+        Profile::All,
+        &Options::default(),
+        out.path(),
+    );
+    assert_ne!(a, b);
+    assert!(b
+        .to_string_lossy()
+        .ends_with("challenge.tally-report.all.2"));
+    assert_eq!(
+        std::fs::read(a.join("record.json")).expect("record"),
+        before
+    );
+    // The agent ran inside its own trial workspace.
+    assert!(b.join("workspace/tally-report.json").is_file());
+    assert!(!a.join("workspace/tally-report.json.2").exists());
+}
+
+#[test]
+fn a_manual_audit_is_authoritative_and_a_second_one_keeps_the_first_in_history() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let (rec, dir) = run(
+        &l,
+        "tally-report",
+        Profile::None,
+        &Options::default(),
+        out.path(),
+    );
+    let record_before = std::fs::read(dir.join("record.json")).expect("record");
+    let first = gauntlet::report::challenge::audit(
+        &dir,
+        TaskOutcome::Failed,
+        Validity::Clean,
+        "report lacks min/max",
+    )
+    .expect("audit");
+    assert!(first.history.is_empty());
+    let second = gauntlet::report::challenge::audit(
+        &dir,
+        TaskOutcome::Success,
+        Validity::Unauditable,
+        "re-checked",
+    )
+    .expect("audit");
+    assert_eq!(second.history.len(), 1);
+    assert_eq!(second.history[0].note, "report lacks min/max");
+    let (o, v, audited) = gauntlet::report::challenge::authoritative(&dir, &rec);
+    assert_eq!(
+        (o, v, audited),
+        (TaskOutcome::Success, Validity::Unauditable, true)
+    );
+    let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+    assert!(report.contains(
+        "**Authoritative:** task_outcome **success**, evaluation_validity **unauditable**"
+    ));
+    assert!(report.contains("superseded: failed / clean"));
+    // The raw record is never touched by an audit.
+    assert_eq!(
+        std::fs::read(dir.join("record.json")).expect("record"),
+        record_before
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_written_loses_nothing_recorded() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let (rec, dir) = run(
+        &l,
+        "tally-report",
+        Profile::Skills,
+        &Options::default(),
+        out.path(),
+    );
+    std::fs::remove_file(dir.join("metrics.json")).expect("rm");
+    std::fs::create_dir(dir.join("metrics.json")).expect("block the report with a directory");
+    let err = gauntlet::report::challenge::write_reports(&dir, &rec).expect_err("cannot write");
+    assert!(err.to_string().contains("metrics.json"), "{err}");
+    let kept =
+        gauntlet::report::challenge::load_record(&dir.join("record.json")).expect("record kept");
+    assert!(
+        kept.verdict == rec.verdict && kept.evidence == rec.evidence,
+        "the record changed"
+    );
+}
+
+fn gauntlet_cli(args: &[&str], challenges: Option<&Path>, out: &Path) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    cmd.args(args).env("GAUNTLET_OUT", out).env_remove("CARGO");
+    if let Some(c) = challenges {
+        cmd.env("GAUNTLET_CHALLENGES_DIR", c);
+    }
+    cmd.output().expect("gauntlet runs")
+}
+
+#[test]
+fn the_cli_runs_exactly_one_profile_per_invocation() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = gauntlet_cli(&["challenge", "run", "tally-report"], None, out.path());
+    assert_eq!(o.status.code(), Some(2), "a profile is required");
+    let o = gauntlet_cli(
+        &[
+            "challenge",
+            "run",
+            "tally-report",
+            "--instruction-profile",
+            "none",
+            "--instruction-profile",
+            "all",
+        ],
+        None,
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "only one profile");
+    let o = gauntlet_cli(
+        &[
+            "challenge",
+            "run",
+            "tally-report",
+            "--instruction-profile",
+            "most",
+        ],
+        None,
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not an instruction profile"));
+    let o = gauntlet_cli(
+        &[
+            "challenge",
+            "run",
+            "tally-report",
+            "--instruction-profile",
+            "skills",
+        ],
+        None,
+        out.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs: Vec<_> = std::fs::read_dir(out.path())
+        .expect("runs")
+        .flatten()
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let trials: Vec<String> = std::fs::read_dir(runs[0].path())
+        .expect("trials")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(trials, ["challenge.tally-report.skills"]);
+    let o = gauntlet_cli(&["challenge", "list"], None, out.path());
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        listed.contains("challenge::tally-report::none")
+            && listed.contains("challenge::ledger-reconcile::all")
+    );
+}
+
+#[test]
+fn an_invalid_manifest_fails_before_any_workspace_is_created() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let copy = tempfile::tempdir().expect("tempdir");
+    let root = gauntlet::spec::challenge::default_root();
+    let status = std::process::Command::new("cp")
+        .args([
+            "-r",
+            &format!("{}/.", root.display()),
+            &copy.path().to_string_lossy(),
+        ])
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let manifest = copy.path().join("tally-report/challenge.yaml");
+    let text = std::fs::read_to_string(&manifest)
+        .expect("manifest")
+        .replace("version: 1", "version: 9");
+    std::fs::write(&manifest, text).expect("write");
+    let o = gauntlet_cli(
+        &[
+            "challenge",
+            "run",
+            "tally-report",
+            "--instruction-profile",
+            "none",
+        ],
+        Some(copy.path()),
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tally-report/challenge.yaml") && err.contains("version"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(out.path()).expect("out").count(),
+        0,
+        "no workspace was created"
+    );
+}

@@ -1,0 +1,70 @@
+//! Event-stream fixtures captured from real runs of the real agent CLIs (OpenCode,
+//! Claude Code, Codex; and the reference agent), each normalized by its adapter's
+//! parser into the challenge suite's evidence, with the result pinned as an insta
+//! snapshot. One test per fixture (datatest-stable): `tests/fixtures/challenge-streams/<agent>/*.jsonl`.
+//!
+//! The fixtures were produced by `gauntlet challenge run <id> --instruction-profile …`
+//! with `GAUNTLET_AGENT=<agent>` against the scripted proxy, fully offline; the file is
+//! the trial's `agent.stdout` as written. `killed-mid-run.jsonl` is the head of a real
+//! stream, as a timeout leaves it.
+
+use std::path::Path;
+
+use gauntlet::score::challenge::parse_self_report;
+
+fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
+    let agent = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .ok_or("fixture is not under tests/fixtures/challenge-streams/<agent>/")?;
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or("no file name")?;
+    let parser = gauntlet::agent::stream_parser_for(agent)
+        .ok_or_else(|| format!("no parser for `{agent}`"))?;
+    let parsed = parser(&mut &contents[..]);
+    let report = &parsed.report;
+    let final_message = parsed.transcript.final_message.clone();
+    let self_report = parse_self_report(final_message.as_deref());
+    if stem == "killed-mid-run" {
+        assert!(
+            final_message.is_none(),
+            "{agent}/{stem}: a killed run has no final message"
+        );
+        assert!(
+            !report.tool_calls.is_empty(),
+            "{agent}/{stem}: the calls before the kill are kept"
+        );
+    } else {
+        assert!(
+            self_report.fields.is_some(),
+            "{agent}/{stem}: {:?}",
+            self_report.error
+        );
+        assert!(report.tool_calls.len() >= 2, "{agent}/{stem}");
+        assert!(
+            report.tool_calls.iter().all(|c| !c.failed),
+            "{agent}/{stem}"
+        );
+        assert!(
+            !report.step_usage.is_empty(),
+            "{agent}/{stem}: per-step usage"
+        );
+    }
+    let snapshot = serde_json::json!({
+        "agent_report": report,
+        "final_message": final_message,
+        "self_report": self_report,
+    });
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots/streams");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_json_snapshot!(format!("{agent}__{stem}"), snapshot));
+    Ok(())
+}
+
+datatest_stable::harness! {
+    { test = normalize, root = "tests/fixtures/challenge-streams", pattern = r".*\.jsonl$" },
+}
