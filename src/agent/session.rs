@@ -20,7 +20,10 @@
 //! A background mode ([`Adapter::daemon_launch`]) runs during an idle window in its own
 //! process group and is killed at the window's end; only the reference agent has one
 //! (`gauntlet-agent daemon --state-dir D --config C`), and only when a config is given.
-//! An agent without one scores what it does without it.
+//! An agent without one scores what it does without it. The harness runs the returned
+//! launch like a turn, with [`process::run`](super::process::run) and the window's length
+//! as the deadline: the deadline kill of the whole process group is the window's end
+//! (see `tests/integration/sessions.rs`).
 //!
 //! [`Adapter::daemon_launch`]: super::Adapter::daemon_launch
 
