@@ -20,7 +20,8 @@ use std::sync::OnceLock;
 use serde_json::{json, Value};
 
 use super::{
-    cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
+    RunSpec, SessionTurn,
 };
 use crate::evidence::normalize::{
     for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
@@ -125,6 +126,44 @@ impl OpenCode {
             }
         })
     }
+
+    /// `run --format json` plus `--title S` on a session's first turn and `--continue`
+    /// on later ones (OpenCode assigns its own session ids; the most recent session of
+    /// this agent's state directory is the current one).
+    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+        let mut args: Vec<String> = vec!["run".into(), "--format".into(), "json".into()];
+        if turn.resume {
+            args.push("--continue".into());
+        } else {
+            args.push("--title".into());
+            args.push(format!("gauntlet {}", turn.id));
+        }
+        args.push(prompt);
+        args
+    }
+
+    /// A session turn: config in the scratch HOME, sessions in the state directory.
+    pub fn session_launch(
+        &self,
+        run: &PromptRun,
+        turn: &SessionTurn,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        let mut env = self.prepare(ctx)?;
+        session::ensure_state_dir(turn)?;
+        // Sessions live in the state directory, so a later session of this agent finds
+        // them; config and cache stay in the scratch HOME.
+        let under = |sub: &str| turn.state_dir.join(sub).to_string_lossy().into_owned();
+        env.insert("XDG_DATA_HOME".into(), under(".local/share"));
+        env.insert("XDG_STATE_HOME".into(), under(".local/state"));
+        Ok(Launch {
+            invocation: Invocation {
+                program: self.program.clone(),
+                args: OpenCode::session_args(turn, run.prompt.clone()),
+            },
+            env,
+        })
+    }
 }
 
 impl Adapter for OpenCode {
@@ -158,10 +197,16 @@ impl Adapter for OpenCode {
     }
 
     fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
-        Ok(Invocation {
-            program: self.program.clone(),
-            args: OpenCode::args_titled(run.title.clone(), run.prompt.clone()),
-        })
+        match &run.session {
+            Some(turn) => Ok(Invocation {
+                program: self.program.clone(),
+                args: OpenCode::session_args(turn, run.prompt.clone()),
+            }),
+            None => Ok(Invocation {
+                program: self.program.clone(),
+                args: OpenCode::args_titled(run.title.clone(), run.prompt.clone()),
+            }),
+        }
     }
 
     fn prompt_launch(
@@ -169,11 +214,16 @@ impl Adapter for OpenCode {
         run: &PromptRun,
         ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        let env = self.prepare(ctx)?;
-        Ok(Launch {
-            invocation: self.prompt_invocation(run)?,
-            env,
-        })
+        match &run.session {
+            Some(turn) => self.session_launch(run, turn, ctx),
+            None => {
+                let env = self.prepare(ctx)?;
+                Ok(Launch {
+                    invocation: self.prompt_invocation(run)?,
+                    env,
+                })
+            }
+        }
     }
 
     fn stream_parser(&self) -> StreamParser {

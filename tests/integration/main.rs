@@ -19,4 +19,6 @@ mod proxy_wire;
 mod reference_agent;
 mod report;
 mod rescore;
+mod sessions;
+mod sinks;
 mod support;

@@ -6,8 +6,12 @@
 //! Exit 0 after the `final` event; exit 1 after an `error` event.
 
 mod agent_loop;
+mod chat;
 mod completion;
+mod daemon;
 mod events;
+mod goals;
+mod memory;
 mod model;
 mod prompt;
 mod sse;
@@ -43,6 +47,10 @@ struct Cli {
 enum Command {
     /// Verify one capability of a running app and end with a claim block.
     Qa(QaArgs),
+    /// One prompted turn of a multi-turn conversation kept in a state directory.
+    Chat(chat::ChatArgs),
+    /// The background mode: a long-running loop whose actions a config file sets.
+    Daemon(daemon::DaemonArgs),
     /// Carry out a free-form task given as a prompt file (challenges): the same tool
     /// loop and event stream, every line stamped with `ts_ms`.
     Task(TaskArgs),
@@ -121,10 +129,25 @@ fn main() -> ExitCode {
             let r = task(args, &mut emitter);
             finish(r, &mut emitter)
         }
+        // Scorecard turns and idle windows: timestamped, like challenge runs.
+        Command::Chat(args) => {
+            let mut emitter = Emitter::with_timestamps(std::io::stdout().lock());
+            let r = chat::chat(args, &mut emitter);
+            finish(r, &mut emitter)
+        }
+        Command::Daemon(args) => {
+            let mut emitter = Emitter::with_timestamps(std::io::stdout().lock());
+            let r = daemon::daemon(args, &mut emitter);
+            finish(r, &mut emitter)
+        }
     }
 }
 
-fn finish<W: std::io::Write>(result: Result<(), AgentError>, emitter: &mut Emitter<W>) -> ExitCode {
+/// Exit 0, or report the error on stderr and as an `error` event and exit 1.
+fn finish<E: std::fmt::Display, W: std::io::Write>(
+    result: Result<(), E>,
+    emitter: &mut Emitter<W>,
+) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
