@@ -4,6 +4,7 @@
 pub mod qa;
 #[cfg(test)]
 mod qa_rules;
+pub mod scorecard;
 
 use serde::{Deserialize, Serialize};
 

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod corpus;
 pub mod flow;
+pub mod scorecard;
 
 use std::path::{Path, PathBuf};
 
