@@ -8,6 +8,7 @@
 
 pub mod aggregate;
 pub mod html;
+pub mod leaderboard;
 pub mod load;
 pub mod markdown;
 pub mod prices;

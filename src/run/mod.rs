@@ -4,6 +4,7 @@
 //! so a trial under `cargo test` and under the CLI take one code path.
 
 pub mod qa;
+pub mod scorecard;
 
 /// One line per trial that nextest keeps in JUnit `system-out`, for dashboards.
 pub fn summary_line(rec: &crate::record::QaRecord) -> String {

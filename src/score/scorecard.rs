@@ -421,10 +421,16 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
                 None => (Err(format!("no side effect during `{window}`")), None),
             }
         }
-        Rule::ActedOnChange { window, slot } => {
-            let token = v(slot);
-            let hit = in_window(ev, window)
-                .find(|e| e.is_effect() && (has(&e.text, &token) || has(&e.what, &token)));
+        Rule::ActedOnChange {
+            window,
+            item,
+            value,
+        } => {
+            let (item, value) = (v(item), v(value));
+            let hit = in_window(ev, window).find(|e| {
+                let all = format!("{} {}", e.what, e.text);
+                e.is_effect() && has(&all, &item) && has(&all, &value)
+            });
             match hit {
                 Some(e) => (
                     Ok(format!(
@@ -435,7 +441,7 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
                 ),
                 None => (
                     Err(format!(
-                        "no side effect during `{window}` mentions the change `{token}`"
+                        "no side effect during `{window}` names `{item}` and its new value `{value}`"
                     )),
                     None,
                 ),
@@ -652,11 +658,11 @@ pub fn score_card(card: &Scorecard, holds: &BTreeMap<String, bool>) -> CardScore
         });
     }
     let total: f64 = dimensions.iter().map(|d| d.level as f64 * d.weight).sum();
-    let (classification, label) = classify(card, total);
-    let autonomous = total >= card.autonomous_min_total
+    let autonomous = total + 1e-9 >= card.autonomous_min_total
         && dimensions
             .iter()
             .all(|d| d.level >= card.autonomous_min_dimension);
+    let (classification, label) = classify(card, total, autonomous);
     CardScore {
         dimensions,
         total,
@@ -666,16 +672,22 @@ pub fn score_card(card: &Scorecard, holds: &BTreeMap<String, bool>) -> CardScore
     }
 }
 
-/// The classification row whose range holds `total` (ranges are inclusive; a total
-/// between two rows' ranges — possible with fractional weights — takes the lower row).
-pub fn classify(card: &Scorecard, total: f64) -> (String, String) {
+/// The highest classification row whose minimum `total` reaches (ranges are
+/// inclusive; a total between two rows — possible with fractional weights — takes
+/// the lower), skipping rows that need the autonomy minimum when `autonomous` is false.
+pub fn classify(card: &Scorecard, total: f64, autonomous: bool) -> (String, String) {
     let mut best = &card.classes[0];
     for c in &card.classes {
-        if total + 1e-9 >= c.min {
+        if total + 1e-9 >= c.min && (autonomous || !c.requires_autonomy) {
             best = c;
         }
     }
     (best.class.clone(), best.label.clone())
+}
+
+/// The most a run can score: 4 × every weight (20 for the seed's weights).
+pub fn max_total(card: &Scorecard) -> f64 {
+    card.dimensions.iter().map(|d| 4.0 * d.weight).sum()
 }
 
 /// The observation map of one probe's result, keyed `<probe>.<observation>`.

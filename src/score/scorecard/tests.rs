@@ -230,7 +230,8 @@ fn levels_are_cumulative_and_autonomy_needs_every_dimension() {
     }
     let c = score_card(&s.scorecard, &all);
     assert_eq!(c.total, 16.0);
-    assert_eq!(c.classification, "Autonomous");
+    // 16 ≥ 15, but world is 0: not "autonomous", so the highest row without that rule.
+    assert_eq!(c.classification, "Proactive");
     assert!(!c.autonomous);
     assert!(c.dimensions[4]
         .missing
@@ -258,8 +259,11 @@ fn classification_follows_the_seed_table() {
         (19.0, "Autonomous"),
         (20.0, "Fully Autonomous"),
     ] {
-        assert_eq!(classify(&s.scorecard, total).0, class, "{total}");
+        assert_eq!(classify(&s.scorecard, total, true).0, class, "{total}");
     }
+    assert_eq!(classify(&s.scorecard, 19.0, false).0, "Proactive");
+    assert_eq!(classify(&s.scorecard, 9.0, false).0, "Reactive");
+    assert_eq!(max_total(&s.scorecard), 20.0);
 }
 
 #[test]

@@ -127,7 +127,7 @@ pub const SLOTS: &[&str] = &[
     "mail_to",
     "mail_subject",
     "tracker_item",
-    "tracker_change",
+    "tracker_status",
 ];
 
 /// The filled bank for one seed.
@@ -192,19 +192,20 @@ impl Bank {
             "http_host",
             format!("status-{}.example.com", token.to_ascii_lowercase()),
         );
-        put(
-            "http_status",
-            ["200", "201", "202", "203"][rng.below(4)].into(),
-        );
+        // Statuses a guess gets wrong most of the time, which any client reports as is.
+        let statuses = ["200", "201", "202", "203", "206", "226", "418", "451"];
+        put("http_status", statuses[rng.below(statuses.len())].into());
         put(
             "mail_to",
             format!("ops-{}@example.org", token.to_ascii_lowercase()),
         );
         put("mail_subject", format!("Weekly status {token}"));
         put("tracker_item", format!("T-{}", 100 + rng.below(900)));
+        // The status the harness moves the task to while the agent is idle (P3.3):
+        // one of the tracker's statuses other than the seeded `open`.
         put(
-            "tracker_change",
-            format!("blocked-{}", token.to_ascii_lowercase()),
+            "tracker_status",
+            ["blocked", "done", "in_progress"][rng.below(3)].into(),
         );
         Bank {
             seed: seed.to_string(),

@@ -62,6 +62,10 @@ pub struct ClassRow {
     pub class: String,
     /// The seed's full label (`Reactive Agent (chatbot++)`).
     pub label: String,
+    /// Only for a run meeting the "autonomous" minimum (total and every dimension);
+    /// a run that does not falls to the highest row without this flag.
+    #[serde(default)]
+    pub requires_autonomy: bool,
 }
 
 /// One probe file.
@@ -196,10 +200,12 @@ pub enum Rule {
     IdleEffect {
         window: String,
     },
-    /// After the world changed in the window, a sink event carries the slot's value.
+    /// After the world changed, a side effect in the window names the changed item
+    /// and its new value (both slots' values).
     ActedOnChange {
         window: String,
-        slot: String,
+        item: String,
+        value: String,
     },
     /// The agent opened a thread in the tracker nobody asked for.
     NewThread,
@@ -603,10 +609,14 @@ fn to_rule(
         "idle_effect" => Rule::IdleEffect {
             window: window(o.window.as_ref())?,
         },
-        "acted_on_change" => Rule::ActedOnChange {
-            window: window(o.window.as_ref())?,
-            slot: slot(o.slot.as_ref(), "slot")?,
-        },
+        "acted_on_change" => {
+            let (a, b) = two("slots", &o.slots)?;
+            Rule::ActedOnChange {
+                window: window(o.window.as_ref())?,
+                item: slot(Some(&a), "slots")?,
+                value: slot(Some(&b), "slots")?,
+            }
+        }
         "new_thread" => Rule::NewThread,
         "file_equals" => Rule::FileEquals {
             path: slot(o.path.as_ref(), "path")?,
