@@ -5,6 +5,7 @@
 //! each run and then runs each trial in its own process.
 
 pub mod harness;
+pub mod scorecard;
 
 use std::path::Path;
 

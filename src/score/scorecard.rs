@@ -119,6 +119,9 @@ pub struct ProbeEvidence {
     pub planted_state: Vec<String>,
     /// Whether the agent's background mode ran during the idle windows.
     pub background: Option<String>,
+    /// What the harness changed in the world (P3.3), in order.
+    #[serde(default)]
+    pub world_changes: Vec<String>,
 }
 
 /// One observation's result, with the text it was decided on.

@@ -67,6 +67,8 @@ pub struct ScorecardRecord {
     pub card: Scorecard,
     /// One entry per agent process, in order; turn replies are re-read from these.
     pub processes: Vec<ProcessRaw>,
+    /// Every model call of every process, as the metering proxy saw it.
+    pub usage: Vec<crate::proxy::UsageEntry>,
     pub evidence: ProbeEvidence,
     pub result: ProbeResult,
     pub verdict: Verdict,

@@ -7,6 +7,7 @@
 //! has, or a slot the bank does not fill fails here, naming the file and the field.
 
 pub mod bank;
+pub mod profile;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -285,6 +286,23 @@ pub struct ScorecardSuite {
 impl ScorecardSuite {
     pub fn probe(&self, id: &str) -> Option<&LoadedProbe> {
         self.probes.iter().find(|p| p.probe.id == id)
+    }
+
+    /// Every prompted turn, as `<probe>/<label>`: what a profile may script.
+    pub fn turn_keys(&self) -> Vec<String> {
+        self.probes
+            .iter()
+            .flat_map(|p| {
+                p.turn_labels()
+                    .into_iter()
+                    .map(move |l| format!("{}/{l}", p.probe.id))
+            })
+            .collect()
+    }
+
+    /// The scripted agent profile `name` (`agents/<name>/profile.json`).
+    pub fn profile(&self, name: &str) -> Result<profile::LoadedProfile, SpecError> {
+        profile::load_profile(&profile::profile_file(&self.dir, name), &self.turn_keys())
     }
 }
 

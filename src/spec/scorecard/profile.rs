@@ -1,0 +1,169 @@
+//! Scripted agent profiles: `challenges/scorecard/agents/<profile>/profile.json`.
+//!
+//! A profile scripts the *model* behind a real agent (the reference agent in CI), turn
+//! by turn, exactly like the qa flows: each turn of each probe gets a flow (generic
+//! steps the scripted proxy maps onto the agent's tools), and a profile may have a
+//! background flow its agent's background mode runs on every tick while idle. Every
+//! string is a bank template. Profiles never hold observations: what they do is
+//! observed in the sinks like any agent's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::bank::{template_slots, Bank, SLOTS};
+use crate::spec::{check_id, read_json, Flow, FlowStep, SpecError};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub profile: String,
+    pub description: String,
+    /// The reply to any turn the profile does not script (filler turns included).
+    pub default: Vec<FlowStep>,
+    /// `<probe>/<turn label>` → the model's steps for that turn.
+    #[serde(default)]
+    pub turns: BTreeMap<String, Vec<FlowStep>>,
+    /// The agent's background mode, if the profile has one.
+    #[serde(default)]
+    pub background: Option<Background>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    /// Ticks per seed hour of idle (scaled with the idle window, at least one tick).
+    pub ticks_per_seed_hour: f64,
+    /// What the model does on every tick.
+    pub flow: Vec<FlowStep>,
+}
+
+/// A loaded profile and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedProfile {
+    pub file: PathBuf,
+    pub profile: Profile,
+    pub sha256: String,
+}
+
+impl LoadedProfile {
+    /// The flow of one turn, with the bank's values filled in.
+    pub fn turn_flow(&self, probe: &str, label: &str, bank: &Bank) -> Flow {
+        let steps = self
+            .profile
+            .turns
+            .get(&format!("{probe}/{label}"))
+            .unwrap_or(&self.profile.default);
+        render(probe, steps, bank)
+    }
+
+    /// The background flow, filled in.
+    pub fn background_flow(&self, probe: &str, bank: &Bank) -> Option<Flow> {
+        self.profile
+            .background
+            .as_ref()
+            .map(|b| render(probe, &b.flow, bank))
+    }
+}
+
+fn render(probe: &str, steps: &[FlowStep], bank: &Bank) -> Flow {
+    let r = |s: &String| bank.render(s);
+    Flow {
+        capability: probe.to_string(),
+        steps: steps
+            .iter()
+            .map(|s| match s {
+                FlowStep::Shell { command } => FlowStep::Shell { command: r(command) },
+                FlowStep::WriteFile { path, content } => FlowStep::WriteFile {
+                    path: r(path),
+                    content: r(content),
+                },
+                FlowStep::ReadFile { path } => FlowStep::ReadFile { path: r(path) },
+                FlowStep::Final { text } => FlowStep::Final { text: r(text) },
+            })
+            .collect(),
+    }
+}
+
+/// `challenges/scorecard/agents/<name>/profile.json`.
+pub fn profile_file(suite_dir: &Path, name: &str) -> PathBuf {
+    suite_dir.join("agents").join(name).join("profile.json")
+}
+
+/// Load and check a profile: flows end with one `final`, every slot exists, every
+/// scripted turn names a probe turn that exists (`turn_labels`: `<probe>/<label>`).
+pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile, SpecError> {
+    let bytes = std::fs::read(file).map_err(|source| SpecError::Io {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let profile: Profile = read_json(file)?;
+    check_id(file, "profile", &profile.profile)?;
+    check_flow(file, "default", &profile.default)?;
+    for (key, steps) in &profile.turns {
+        if !turn_labels.iter().any(|l| l == key) {
+            return Err(SpecError::invalid(
+                file,
+                format!("turns.{key}"),
+                "names no turn of any probe (expected `<probe>/<turn label>`)",
+            ));
+        }
+        check_flow(file, &format!("turns.{key}"), steps)?;
+    }
+    if let Some(b) = &profile.background {
+        if !(b.ticks_per_seed_hour.is_finite() && b.ticks_per_seed_hour > 0.0) {
+            return Err(SpecError::invalid(
+                file,
+                "background.ticks_per_seed_hour",
+                "must be a positive number",
+            ));
+        }
+        check_flow(file, "background.flow", &b.flow)?;
+    }
+    Ok(LoadedProfile {
+        file: file.to_path_buf(),
+        profile,
+        sha256: crate::hash::sha256(&bytes),
+    })
+}
+
+fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecError> {
+    match steps.last() {
+        Some(FlowStep::Final { .. }) => {}
+        _ => {
+            return Err(SpecError::invalid(
+                file,
+                field,
+                "must end with a `final` step",
+            ))
+        }
+    }
+    if steps[..steps.len() - 1].iter().any(FlowStep::is_final) {
+        return Err(SpecError::invalid(
+            file,
+            field,
+            "a `final` step may only come last",
+        ));
+    }
+    for (i, s) in steps.iter().enumerate() {
+        let texts: Vec<&String> = match s {
+            FlowStep::Shell { command } => vec![command],
+            FlowStep::WriteFile { path, content } => vec![path, content],
+            FlowStep::ReadFile { path } => vec![path],
+            FlowStep::Final { text } => vec![text],
+        };
+        for t in texts {
+            for slot in template_slots(t) {
+                if !SLOTS.contains(&slot.as_str()) {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}[{i}]"),
+                        format!("names slot `{slot}`, which the fact bank does not fill"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
