@@ -2,4 +2,5 @@
 
 pub mod app;
 pub mod browser;
+pub mod sinks;
 pub mod target;

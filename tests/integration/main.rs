@@ -18,4 +18,5 @@ mod proxy_wire;
 mod reference_agent;
 mod report;
 mod rescore;
+mod sinks;
 mod support;

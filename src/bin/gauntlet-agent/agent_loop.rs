@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 use crate::events::Emitter;
 use crate::model::{ChatClient, ModelError};
 use crate::prompt::Prompt;
-use crate::tools::{definitions, input_value, Toolbox};
+use crate::tools::{definitions, input_value, ToolOutcome, Toolbox};
+
+/// Tools beyond the toolbox's (memory, goals): `Some` when the name is one of them.
+pub type ExtraTools<'a> = &'a dyn Fn(&str, &str) -> Option<ToolOutcome>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoopError {
@@ -31,13 +34,25 @@ pub struct AgentLoop<'a, W: Write> {
 impl<W: Write> AgentLoop<'_, W> {
     /// Runs the conversation; returns the final message's text.
     pub fn run(&mut self, prompt: &Prompt) -> Result<String, LoopError> {
-        let tools = definitions();
         let mut messages: Vec<Value> = vec![
             json!({"role": "system", "content": prompt.system}),
             json!({"role": "user", "content": prompt.user}),
         ];
+        self.converse(&mut messages, &definitions(), &|_, _| None)
+    }
+
+    /// Continues `messages` (which end with the user's turn) until the model answers
+    /// without tool calls; every message of the exchange, the final answer included,
+    /// is appended, so that a multi-turn conversation can be stored and resumed.
+    /// `extra` handles tools the toolbox does not have.
+    pub fn converse(
+        &mut self,
+        messages: &mut Vec<Value>,
+        tools: &Value,
+        extra: ExtraTools<'_>,
+    ) -> Result<String, LoopError> {
         for turn in 0..self.max_turns {
-            let mut reply = self.client.complete(&messages, &tools)?;
+            let mut reply = self.client.complete(messages, tools)?;
             reply.fill_missing_ids(turn);
             if let Some(u) = reply.usage {
                 self.emitter.emit(&Event::Usage {
@@ -47,6 +62,7 @@ impl<W: Write> AgentLoop<'_, W> {
             }
             let text = reply.content.clone().unwrap_or_default();
             if reply.tool_calls.is_empty() {
+                messages.push(json!({"role": "assistant", "content": text}));
                 return Ok(text);
             }
             if !text.trim().is_empty() {
@@ -59,7 +75,8 @@ impl<W: Write> AgentLoop<'_, W> {
                     tool: call.name.clone(),
                     input: input_value(&call.arguments),
                 })?;
-                let outcome = self.toolbox.run(&call.name, &call.arguments);
+                let outcome = extra(&call.name, &call.arguments)
+                    .unwrap_or_else(|| self.toolbox.run(&call.name, &call.arguments));
                 self.emitter.emit(&Event::ToolResult {
                     id: call.id.clone(),
                     tool: call.name.clone(),

@@ -6,8 +6,12 @@
 //! Exit 0 after the `final` event; exit 1 after an `error` event.
 
 mod agent_loop;
+mod chat;
 mod completion;
+mod daemon;
 mod events;
+mod goals;
+mod memory;
 mod model;
 mod prompt;
 mod sse;
@@ -43,6 +47,10 @@ struct Cli {
 enum Command {
     /// Verify one capability of a running app and end with a claim block.
     Qa(QaArgs),
+    /// One prompted turn of a multi-turn conversation kept in a state directory.
+    Chat(chat::ChatArgs),
+    /// The background mode: a long-running loop whose actions a config file sets.
+    Daemon(daemon::DaemonArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,18 +98,28 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut emitter = Emitter::new(std::io::stdout().lock());
     match cli.command {
-        Command::Qa(args) => match qa(&args, &mut emitter) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{AGENT_NAME}: {e}");
-                if let Err(emit_err) = emitter.emit(&Event::Error {
-                    message: e.to_string(),
-                }) {
-                    eprintln!("{AGENT_NAME}: cannot write the error event: {emit_err}");
-                }
-                ExitCode::FAILURE
+        Command::Qa(args) => finish(qa(&args, &mut emitter), &mut emitter),
+        Command::Chat(args) => finish(chat::chat(&args, &mut emitter), &mut emitter),
+        Command::Daemon(args) => finish(daemon::daemon(&args, &mut emitter), &mut emitter),
+    }
+}
+
+/// Exit 0, or report the error on stderr and as an `error` event and exit 1.
+fn finish<E: std::fmt::Display, W: std::io::Write>(
+    outcome: Result<(), E>,
+    emitter: &mut Emitter<W>,
+) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{AGENT_NAME}: {e}");
+            if let Err(emit_err) = emitter.emit(&Event::Error {
+                message: e.to_string(),
+            }) {
+                eprintln!("{AGENT_NAME}: cannot write the error event: {emit_err}");
             }
-        },
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -1,0 +1,683 @@
+//! A stateful tracker: the "real system downstream" an agent can change (dimension 5,
+//! level 4), where it can open a new thread (P4.3), and which the harness changes
+//! while the agent is idle (P3.3). JSON over HTTP on loopback; every state change is
+//! logged with its actor and time.
+//!
+//! # HTTP API (what the agent calls, at `GAUNTLET_TRACKER_URL`)
+//!
+//! | request | body | answer |
+//! |---|---|---|
+//! | `GET /threads` | | `[Thread]` |
+//! | `POST /threads` | `{"title", "body"?, "author"?}` | `201 Thread` |
+//! | `GET /threads/{id}` | | `Thread` |
+//! | `POST /threads/{id}/messages` | `{"body", "author"?}` | `201 Thread` |
+//! | `GET /tasks` | | `[Task]` |
+//! | `POST /tasks` | `{"title", "status"?, "priority"?}` | `201 Task` |
+//! | `GET /tasks/{id}` | | `Task` |
+//! | `PATCH /tasks/{id}` (or `POST`) | `{"status"?, "priority"?, "title"?}` | `Task` |
+//! | `GET /changes?since=N` | | `[Change]` with `seq > N` |
+//!
+//! Status: `open | in_progress | blocked | done`; priority: `low | medium | high |
+//! urgent`. Errors are `{"error": "..."}` with 400 (naming the field) or 404. Every
+//! change made over HTTP has actor `agent` (a client cannot claim to be the harness);
+//! the harness's own mutations (Rust API) have actor `harness`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::serve::{self, Received, Server};
+use super::{now_ms, SinkError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    #[default]
+    Open,
+    InProgress,
+    Blocked,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    Low,
+    #[default]
+    Medium,
+    High,
+    Urgent,
+}
+
+fn label<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    pub priority: Priority,
+    pub updated_at_ms: u64,
+    pub updated_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub at_ms: u64,
+    pub author: String,
+    /// Who made the request: `agent`, `harness` or `seed` (`author` is free text).
+    pub actor: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub id: String,
+    pub title: String,
+    pub created_by: String,
+    pub created_at_ms: u64,
+    pub messages: Vec<Message>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    ThreadCreated,
+    MessagePosted,
+    TaskCreated,
+    TaskUpdated,
+}
+
+/// One logged state change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// 1, 2, 3, … in order of application.
+    pub seq: u64,
+    pub at_ms: u64,
+    /// `agent` (over HTTP) or `harness` (the Rust API).
+    pub actor: String,
+    pub kind: ChangeKind,
+    /// The thread's or task's id.
+    pub id: String,
+    /// For `task_updated`: the field, its old and new value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// A task the tracker starts with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedTask {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub status: TaskStatus,
+    #[serde(default)]
+    pub priority: Priority,
+}
+
+/// A thread the tracker starts with (the user's queue).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedThread {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub messages: Vec<String>,
+}
+
+/// The tracker's initial state; not logged as changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrackerSeed {
+    #[serde(default)]
+    pub threads: Vec<SeedThread>,
+    #[serde(default)]
+    pub tasks: Vec<SeedTask>,
+}
+
+/// The tracker's state and full change log, as a record keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrackerObservation {
+    pub threads: Vec<Thread>,
+    pub tasks: Vec<Task>,
+    pub changes: Vec<Change>,
+}
+
+impl TrackerObservation {
+    /// Threads opened by the agent (not seeded, not the harness's): P4.3.
+    pub fn threads_by(&self, actor: &str) -> Vec<&Thread> {
+        self.threads
+            .iter()
+            .filter(|t| t.created_by == actor)
+            .collect()
+    }
+
+    /// Changes made by `actor` at or after `since_ms`.
+    pub fn changes_by(&self, actor: &str, since_ms: u64) -> Vec<&Change> {
+        self.changes
+            .iter()
+            .filter(|c| c.actor == actor && c.at_ms >= since_ms)
+            .collect()
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    threads: BTreeMap<String, Thread>,
+    tasks: BTreeMap<String, Task>,
+    /// Creation order (ids are not ordered by value).
+    thread_order: Vec<String>,
+    task_order: Vec<String>,
+    changes: Vec<Change>,
+    next_id: u64,
+}
+
+impl State {
+    fn seeded(seed: TrackerSeed) -> State {
+        let mut state = State::default();
+        let at = now_ms();
+        for t in seed.threads {
+            let messages = t
+                .messages
+                .into_iter()
+                .map(|body| Message {
+                    at_ms: at,
+                    author: "user".into(),
+                    actor: "seed".into(),
+                    body,
+                })
+                .collect();
+            state.thread_order.push(t.id.clone());
+            state.threads.insert(
+                t.id.clone(),
+                Thread {
+                    id: t.id,
+                    title: t.title,
+                    created_by: "seed".into(),
+                    created_at_ms: at,
+                    messages,
+                },
+            );
+        }
+        for t in seed.tasks {
+            state.task_order.push(t.id.clone());
+            state.tasks.insert(
+                t.id.clone(),
+                Task {
+                    id: t.id,
+                    title: t.title,
+                    status: t.status,
+                    priority: t.priority,
+                    updated_at_ms: at,
+                    updated_by: "seed".into(),
+                },
+            );
+        }
+        state
+    }
+
+    fn fresh_id(&mut self, prefix: &str) -> String {
+        loop {
+            self.next_id += 1;
+            let id = format!("{prefix}-{}", self.next_id);
+            if !self.threads.contains_key(&id) && !self.tasks.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn log(
+        &mut self,
+        actor: &str,
+        kind: ChangeKind,
+        id: &str,
+        field: Option<(&str, String, String)>,
+    ) {
+        let seq = self.changes.len() as u64 + 1;
+        let (field, from, to) = match field {
+            Some((f, from, to)) => (Some(f.to_string()), Some(from), Some(to)),
+            None => (None, None, None),
+        };
+        self.changes.push(Change {
+            seq,
+            at_ms: now_ms(),
+            actor: actor.into(),
+            kind,
+            id: id.into(),
+            field,
+            from,
+            to,
+        });
+    }
+
+    fn add_thread(
+        &mut self,
+        actor: &str,
+        title: String,
+        author: String,
+        body: Option<String>,
+    ) -> Thread {
+        let id = self.fresh_id("thread");
+        let at = now_ms();
+        let messages = body
+            .map(|body| Message {
+                at_ms: at,
+                author,
+                actor: actor.into(),
+                body,
+            })
+            .into_iter()
+            .collect();
+        let thread = Thread {
+            id: id.clone(),
+            title,
+            created_by: actor.into(),
+            created_at_ms: at,
+            messages,
+        };
+        self.thread_order.push(id.clone());
+        self.threads.insert(id.clone(), thread.clone());
+        self.log(actor, ChangeKind::ThreadCreated, &id, None);
+        thread
+    }
+
+    fn post(
+        &mut self,
+        actor: &str,
+        id: &str,
+        author: String,
+        body: String,
+    ) -> Result<Thread, SinkError> {
+        let thread = self
+            .threads
+            .get_mut(id)
+            .ok_or_else(|| SinkError::UnknownItem {
+                what: "thread",
+                id: id.into(),
+            })?;
+        thread.messages.push(Message {
+            at_ms: now_ms(),
+            author,
+            actor: actor.into(),
+            body,
+        });
+        let thread = thread.clone();
+        self.log(actor, ChangeKind::MessagePosted, id, None);
+        Ok(thread)
+    }
+
+    fn add_task(
+        &mut self,
+        actor: &str,
+        title: String,
+        status: TaskStatus,
+        priority: Priority,
+    ) -> Task {
+        let id = self.fresh_id("task");
+        let task = Task {
+            id: id.clone(),
+            title,
+            status,
+            priority,
+            updated_at_ms: now_ms(),
+            updated_by: actor.into(),
+        };
+        self.task_order.push(id.clone());
+        self.tasks.insert(id.clone(), task.clone());
+        self.log(actor, ChangeKind::TaskCreated, &id, None);
+        task
+    }
+
+    fn update_task(
+        &mut self,
+        actor: &str,
+        id: &str,
+        update: TaskUpdate,
+    ) -> Result<Task, SinkError> {
+        let task = self
+            .tasks
+            .get_mut(id)
+            .ok_or_else(|| SinkError::UnknownItem {
+                what: "task",
+                id: id.into(),
+            })?;
+        let mut changed = Vec::new();
+        if let Some(status) = update.status.filter(|s| *s != task.status) {
+            changed.push(("status", label(&task.status), label(&status)));
+            task.status = status;
+        }
+        if let Some(priority) = update.priority.filter(|p| *p != task.priority) {
+            changed.push(("priority", label(&task.priority), label(&priority)));
+            task.priority = priority;
+        }
+        if let Some(title) = update.title.filter(|t| *t != task.title) {
+            changed.push(("title", task.title.clone(), title.clone()));
+            task.title = title;
+        }
+        if !changed.is_empty() {
+            task.updated_at_ms = now_ms();
+            task.updated_by = actor.into();
+        }
+        let task = task.clone();
+        for c in changed {
+            self.log(actor, ChangeKind::TaskUpdated, id, Some(c));
+        }
+        Ok(task)
+    }
+
+    fn observe(&self) -> TrackerObservation {
+        TrackerObservation {
+            threads: self
+                .thread_order
+                .iter()
+                .filter_map(|id| self.threads.get(id).cloned())
+                .collect(),
+            tasks: self
+                .task_order
+                .iter()
+                .filter_map(|id| self.tasks.get(id).cloned())
+                .collect(),
+            changes: self.changes.clone(),
+        }
+    }
+}
+
+/// A partial update of a task.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskUpdate {
+    pub status: Option<TaskStatus>,
+    pub priority: Option<Priority>,
+    pub title: Option<String>,
+}
+
+/// A running tracker.
+pub struct Tracker {
+    server: Server,
+    state: Arc<Mutex<State>>,
+}
+
+const HARNESS: &str = "harness";
+const AGENT: &str = "agent";
+
+impl Tracker {
+    pub async fn start(seed: TrackerSeed) -> Result<Tracker, SinkError> {
+        let state = Arc::new(Mutex::new(State::seeded(seed)));
+        let shared = Arc::clone(&state);
+        let server = serve::start("tracker", move |received| {
+            let (status, body) = route(&shared, &received);
+            async move { serve::json(status, &body) }
+        })
+        .await?;
+        Ok(Tracker { server, state })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.server.addr)
+    }
+
+    pub fn observe(&self) -> TrackerObservation {
+        self.with(|s| s.observe())
+    }
+
+    /// Harness mutation: a task's status changes (e.g. flips to `blocked` while the
+    /// agent is idle, P3.3).
+    pub fn set_task_status(&self, id: &str, status: TaskStatus) -> Result<Task, SinkError> {
+        self.with(|s| {
+            s.update_task(
+                HARNESS,
+                id,
+                TaskUpdate {
+                    status: Some(status),
+                    ..TaskUpdate::default()
+                },
+            )
+        })
+    }
+
+    /// Harness mutation: a task's priority changes.
+    pub fn set_task_priority(&self, id: &str, priority: Priority) -> Result<Task, SinkError> {
+        self.with(|s| {
+            s.update_task(
+                HARNESS,
+                id,
+                TaskUpdate {
+                    priority: Some(priority),
+                    ..TaskUpdate::default()
+                },
+            )
+        })
+    }
+
+    /// Harness mutation: a new task appears.
+    pub fn add_task(&self, title: &str, status: TaskStatus, priority: Priority) -> Task {
+        self.with(|s| s.add_task(HARNESS, title.into(), status, priority))
+    }
+
+    /// Harness mutation: a new thread appears in the user's queue.
+    pub fn add_thread(&self, title: &str, body: Option<&str>) -> Thread {
+        self.with(|s| {
+            s.add_thread(
+                HARNESS,
+                title.into(),
+                "user".into(),
+                body.map(str::to_string),
+            )
+        })
+    }
+
+    /// Harness mutation: the user writes in a thread.
+    pub fn post_message(&self, thread: &str, body: &str) -> Result<Thread, SinkError> {
+        self.with(|s| s.post(HARNESS, thread, "user".into(), body.into()))
+    }
+
+    pub async fn shutdown(self) -> TrackerObservation {
+        let Tracker { server, state } = self;
+        server.shutdown().await;
+        let observation = state.lock().unwrap_or_else(|p| p.into_inner()).observe();
+        observation
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        // A poisoned lock only means a handler panicked mid-request; the state is
+        // still the best evidence there is.
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewThread {
+    title: String,
+    body: Option<String>,
+    author: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMessage {
+    body: String,
+    author: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTask {
+    title: String,
+    status: Option<TaskStatus>,
+    priority: Option<Priority>,
+}
+
+fn bad(what: String) -> (u16, Value) {
+    (400, json!({ "error": what }))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    received: &Received,
+    what: &str,
+) -> Result<T, (u16, Value)> {
+    serde_json::from_slice(&received.body)
+        .map_err(|e| bad(format!("{what}: body is not the expected JSON: {e}")))
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn route(state: &Mutex<State>, received: &Received) -> (u16, Value) {
+    let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
+    let state = &mut *guard;
+    let method = received.parts.method.as_str();
+    let path = received.parts.uri.path().trim_end_matches('/');
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let missing = |e: SinkError| (404, json!({ "error": e.to_string() }));
+    let result: Result<(u16, Value), (u16, Value)> = (|| match (method, segments.as_slice()) {
+        ("GET", []) => Ok((
+            200,
+            json!({"threads": state.threads.len(), "tasks": state.tasks.len(), "changes": state.changes.len()}),
+        )),
+        ("GET", ["threads"]) => Ok((200, to_value(&state.observe().threads))),
+        ("POST", ["threads"]) => {
+            let new: NewThread = parse(received, "POST /threads")?;
+            if new.title.trim().is_empty() {
+                return Err(bad("POST /threads: `title` is empty".into()));
+            }
+            let author = new.author.unwrap_or_else(|| AGENT.into());
+            Ok((
+                201,
+                to_value(&state.add_thread(AGENT, new.title, author, new.body)),
+            ))
+        }
+        ("GET", ["threads", id]) => state
+            .threads
+            .get(*id)
+            .map(|t| (200, to_value(t)))
+            .ok_or_else(|| {
+                missing(SinkError::UnknownItem {
+                    what: "thread",
+                    id: id.to_string(),
+                })
+            }),
+        ("POST", ["threads", id, "messages"]) => {
+            let new: NewMessage = parse(received, "POST /threads/{id}/messages")?;
+            let author = new.author.unwrap_or_else(|| AGENT.into());
+            state
+                .post(AGENT, id, author, new.body)
+                .map(|t| (201, to_value(&t)))
+                .map_err(missing)
+        }
+        ("GET", ["tasks"]) => Ok((200, to_value(&state.observe().tasks))),
+        ("POST", ["tasks"]) => {
+            let new: NewTask = parse(received, "POST /tasks")?;
+            if new.title.trim().is_empty() {
+                return Err(bad("POST /tasks: `title` is empty".into()));
+            }
+            let task = state.add_task(
+                AGENT,
+                new.title,
+                new.status.unwrap_or_default(),
+                new.priority.unwrap_or_default(),
+            );
+            Ok((201, to_value(&task)))
+        }
+        ("GET", ["tasks", id]) => {
+            state
+                .tasks
+                .get(*id)
+                .map(|t| (200, to_value(t)))
+                .ok_or_else(|| {
+                    missing(SinkError::UnknownItem {
+                        what: "task",
+                        id: id.to_string(),
+                    })
+                })
+        }
+        ("PATCH" | "POST" | "PUT", ["tasks", id]) => {
+            let update: TaskUpdate = parse(received, "PATCH /tasks/{id}")?;
+            state
+                .update_task(AGENT, id, update)
+                .map(|t| (200, to_value(&t)))
+                .map_err(missing)
+        }
+        ("GET", ["changes"]) => {
+            let since = received
+                .parts
+                .uri
+                .query()
+                .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("since=")))
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| bad(format!("GET /changes: `since` is not a number: {v}")))
+                })
+                .transpose()?
+                .unwrap_or(0);
+            let changes: Vec<&Change> = state.changes.iter().filter(|c| c.seq > since).collect();
+            Ok((200, to_value(&changes)))
+        }
+        _ => Err((
+            404,
+            json!({"error": format!("no route {method} {path} (see GET /threads, /tasks, /changes)")}),
+        )),
+    })();
+    result.unwrap_or_else(|e| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed() -> TrackerSeed {
+        TrackerSeed {
+            threads: vec![],
+            tasks: vec![SeedTask {
+                id: "task-a".into(),
+                title: "ship".into(),
+                status: TaskStatus::Open,
+                priority: Priority::High,
+            }],
+        }
+    }
+
+    #[test]
+    fn updates_log_one_change_per_field_and_none_for_no_op() {
+        let mut s = State::seeded(seed());
+        let update = TaskUpdate {
+            status: Some(TaskStatus::Blocked),
+            priority: Some(Priority::High),
+            title: None,
+        };
+        s.update_task(HARNESS, "task-a", update)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.changes.len(), 1);
+        assert_eq!(s.changes[0].from.as_deref(), Some("open"));
+        assert_eq!(s.changes[0].to.as_deref(), Some("blocked"));
+        assert_eq!(s.changes[0].actor, "harness");
+        assert!(s.update_task(AGENT, "nope", TaskUpdate::default()).is_err());
+    }
+
+    #[test]
+    fn fresh_ids_never_collide_with_seeded_ones() {
+        let mut s = State::seeded(TrackerSeed {
+            threads: vec![SeedThread {
+                id: "thread-1".into(),
+                title: "t".into(),
+                messages: vec![],
+            }],
+            tasks: vec![],
+        });
+        let t = s.add_thread(AGENT, "new".into(), "agent".into(), None);
+        assert_ne!(t.id, "thread-1");
+        assert_eq!(s.observe().threads_by("agent").len(), 1);
+    }
+}
