@@ -335,7 +335,9 @@ impl Config {
             "scorecard_idle_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
                 if !(secs > 0.0 && secs <= SEED_DAY.as_secs_f64()) {
-                    return Err(bad("expected more than 0 and at most 86400 (the seed's day)"));
+                    return Err(bad(
+                        "expected more than 0 and at most 86400 (the seed's day)",
+                    ));
                 }
                 self.scorecard_idle_day = Duration::from_secs_f64(secs);
             }
@@ -347,7 +349,9 @@ impl Config {
             }
             "scorecard_profile" => {
                 if !crate::spec::check_id_str(value) {
-                    return Err(bad("expected a profile name (lowercase letters, digits, `-`)"));
+                    return Err(bad(
+                        "expected a profile name (lowercase letters, digits, `-`)",
+                    ));
                 }
                 self.scorecard_profile = value.to_string();
             }
@@ -409,13 +413,18 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(c.scorecard_idle_day, Duration::from_millis(2500));
-        assert_eq!((c.scorecard_seed.as_str(), c.scorecard_profile.as_str()), ("abc", "stub"));
+        assert_eq!(
+            (c.scorecard_seed.as_str(), c.scorecard_profile.as_str()),
+            ("abc", "stub")
+        );
         for (var, value) in [
             ("GAUNTLET_SCORECARD_IDLE_SECS", "0"),
             ("GAUNTLET_SCORECARD_IDLE_SECS", "100000"),
             ("GAUNTLET_SCORECARD_PROFILE", "../x"),
         ] {
-            let err = Config::from_sources(&env(&[(var, value)])).unwrap_err().to_string();
+            let err = Config::from_sources(&env(&[(var, value)]))
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with(var), "{err}");
         }
     }

@@ -38,9 +38,12 @@ pub fn plan_scorecard(suite: &ScorecardSuite) -> Vec<PlannedProbe> {
 pub fn load_checked(cfg: &Config) -> Result<ScorecardSuite, String> {
     let suite = load_suite(&default_dir()).map_err(|e| e.to_string())?;
     if cfg.mode == Mode::Scripted {
-        suite
-            .profile(&cfg.scorecard_profile)
-            .map_err(|e| format!("GAUNTLET_SCORECARD_PROFILE=`{}`: {e}", cfg.scorecard_profile))?;
+        suite.profile(&cfg.scorecard_profile).map_err(|e| {
+            format!(
+                "GAUNTLET_SCORECARD_PROFILE=`{}`: {e}",
+                cfg.scorecard_profile
+            )
+        })?;
     }
     Ok(suite)
 }

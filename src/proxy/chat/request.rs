@@ -25,7 +25,13 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         asked: Asked {
             tools: tools(body),
+            // Only the results since the last user message: in a resumed multi-turn
+            // conversation (scorecard sessions) earlier turns' results are history,
+            // and each turn's flow starts at its first step.
             tool_results: messages
+                .iter()
+                .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                .map_or(&messages[..], |i| &messages[i + 1..])
                 .iter()
                 .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
                 .count(),

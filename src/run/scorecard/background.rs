@@ -99,10 +99,12 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Strin
     }))
 }
 
-/// The adapter's background launch and, when it talks to a model, a proxy for it.
+/// The adapter's background launch and, when it talks to a model, a proxy for it
+/// (the reference agent's daemon calls none).
 async fn launch_for(
     run: &BackgroundRun<'_, '_>,
 ) -> Result<Option<(Launch, Option<Proxy>)>, String> {
-    let _ = run;
-    Ok(None)
+    let d = run.driver;
+    let config = d.profile.and_then(|p| p.daemon_config());
+    Ok(super::shim::daemon_launch(d.adapter, d.state_dir, config.as_deref()).map(|l| (l, None)))
 }

@@ -82,8 +82,16 @@ impl Driver<'_> {
                     }
                     turn_no += 1;
                     let prompt = self.bank.render(prompt);
-                    self.turn(obs, &mut snapshot, label, &prompt, session, turn_in_session, turn_no)
-                        .await?;
+                    self.turn(
+                        obs,
+                        &mut snapshot,
+                        label,
+                        &prompt,
+                        session,
+                        turn_in_session,
+                        turn_no,
+                    )
+                    .await?;
                     turn_in_session += 1;
                 }
                 Step::Filler(n) => {
@@ -94,8 +102,16 @@ impl Driver<'_> {
                         turn_no += 1;
                         let label = format!("filler-{turn_no}");
                         let prompt = filler_prompt(k, *n);
-                        self.turn(obs, &mut snapshot, &label, &prompt, session, turn_in_session, turn_no)
-                            .await?;
+                        self.turn(
+                            obs,
+                            &mut snapshot,
+                            &label,
+                            &prompt,
+                            session,
+                            turn_in_session,
+                            turn_no,
+                        )
+                        .await?;
                         turn_in_session += 1;
                     }
                 }
@@ -161,7 +177,11 @@ impl Driver<'_> {
 
     /// The agent's environment: the adapter's variables, then the harness's (which
     /// always win), the sinks' and the proxy's.
-    fn env(&self, adapter_env: BTreeMap<String, String>, proxy_url: &str) -> BTreeMap<String, String> {
+    fn env(
+        &self,
+        adapter_env: BTreeMap<String, String>,
+        proxy_url: &str,
+    ) -> BTreeMap<String, String> {
         let mut env = adapter_env;
         env.extend(base_env(self.home, self.tmp));
         env.extend(self.sinks.agent_env());
@@ -214,7 +234,8 @@ impl Driver<'_> {
                 state_dir: self.state_dir.to_path_buf(),
             }),
         };
-        let launch = self.adapter.prompt_launch(
+        let launch = super::shim::prompt_launch(
+            self.adapter,
             &run,
             &LaunchContext {
                 home: self.home,
@@ -274,7 +295,10 @@ impl Driver<'_> {
             .adapter
             .read(&self.trial_dir.join(&outcome.stdout.path))
             .ok();
-        t.reply = reply_of(&outcome.end, parsed.and_then(|p| p.transcript.final_message));
+        t.reply = reply_of(
+            &outcome.end,
+            parsed.and_then(|p| p.transcript.final_message),
+        );
         let died = !outcome.end.success();
         if died {
             t.problem = Some(describe_end(&outcome.end));
@@ -383,16 +407,15 @@ impl Driver<'_> {
                 Step::World(WorldChange::TrackerSet { item, status }) => {
                     let item = self.bank.render(item);
                     let status_text = self.bank.render(status);
-                    let change = serde_json::from_value(serde_json::Value::String(
-                        status_text.clone(),
-                    ))
-                    .map_err(|e| format!("tracker status `{status_text}`: {e}"))
-                    .and_then(|s| {
-                        self.sinks
-                            .tracker
-                            .set_task_status(&item, s)
-                            .map_err(|e| e.to_string())
-                    });
+                    let change =
+                        serde_json::from_value(serde_json::Value::String(status_text.clone()))
+                            .map_err(|e| format!("tracker status `{status_text}`: {e}"))
+                            .and_then(|s| {
+                                self.sinks
+                                    .tracker
+                                    .set_task_status(&item, s)
+                                    .map_err(|e| e.to_string())
+                            });
                     match change {
                         Ok(_) => obs
                             .evidence

@@ -201,12 +201,8 @@ impl Bank {
         );
         put("mail_subject", format!("Weekly status {token}"));
         put("tracker_item", format!("T-{}", 100 + rng.below(900)));
-        // The status the harness moves the task to while the agent is idle (P3.3):
-        // one of the tracker's statuses other than the seeded `open`.
-        put(
-            "tracker_status",
-            ["blocked", "done", "in_progress"][rng.below(3)].into(),
-        );
+        // The status the harness moves the task to while the agent is idle (P3.3).
+        put("tracker_status", "blocked".into());
         Bank {
             seed: seed.to_string(),
             slots: s,

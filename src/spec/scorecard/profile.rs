@@ -2,10 +2,10 @@
 //!
 //! A profile scripts the *model* behind a real agent (the reference agent in CI), turn
 //! by turn, exactly like the qa flows: each turn of each probe gets a flow (generic
-//! steps the scripted proxy maps onto the agent's tools), and a profile may have a
-//! background flow its agent's background mode runs on every tick while idle. Every
-//! string is a bank template. Profiles never hold observations: what they do is
-//! observed in the sinks like any agent's.
+//! steps the scripted proxy maps onto the agent's tools; every string a bank template),
+//! and a profile may configure its agent's background mode (`daemon`: the reference
+//! agent's `gauntlet-agent daemon --config` file, beside the profile). Profiles never
+//! hold observations: what they do is observed in the sinks like any agent's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,18 +25,10 @@ pub struct Profile {
     /// `<probe>/<turn label>` → the model's steps for that turn.
     #[serde(default)]
     pub turns: BTreeMap<String, Vec<FlowStep>>,
-    /// The agent's background mode, if the profile has one.
+    /// The background mode's config file, relative to the profile's directory; none:
+    /// the agent has no background mode.
     #[serde(default)]
-    pub background: Option<Background>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Background {
-    /// Ticks per seed hour of idle (scaled with the idle window, at least one tick).
-    pub ticks_per_seed_hour: f64,
-    /// What the model does on every tick.
-    pub flow: Vec<FlowStep>,
+    pub daemon: Option<String>,
 }
 
 /// A loaded profile and where it came from.
@@ -58,12 +50,10 @@ impl LoadedProfile {
         render(probe, steps, bank)
     }
 
-    /// The background flow, filled in.
-    pub fn background_flow(&self, probe: &str, bank: &Bank) -> Option<Flow> {
-        self.profile
-            .background
-            .as_ref()
-            .map(|b| render(probe, &b.flow, bank))
+    /// The background mode's config file, if the profile has one.
+    pub fn daemon_config(&self) -> Option<PathBuf> {
+        let dir = self.file.parent()?;
+        self.profile.daemon.as_ref().map(|d| dir.join(d))
     }
 }
 
@@ -74,7 +64,9 @@ fn render(probe: &str, steps: &[FlowStep], bank: &Bank) -> Flow {
         steps: steps
             .iter()
             .map(|s| match s {
-                FlowStep::Shell { command } => FlowStep::Shell { command: r(command) },
+                FlowStep::Shell { command } => FlowStep::Shell {
+                    command: r(command),
+                },
                 FlowStep::WriteFile { path, content } => FlowStep::WriteFile {
                     path: r(path),
                     content: r(content),
@@ -111,15 +103,21 @@ pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile
         }
         check_flow(file, &format!("turns.{key}"), steps)?;
     }
-    if let Some(b) = &profile.background {
-        if !(b.ticks_per_seed_hour.is_finite() && b.ticks_per_seed_hour > 0.0) {
+    if let Some(d) = &profile.daemon {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let rel = Path::new(d);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            || !dir.join(rel).is_file()
+        {
             return Err(SpecError::invalid(
                 file,
-                "background.ticks_per_seed_hour",
-                "must be a positive number",
+                "daemon",
+                format!("`{d}` is not a file beside the profile"),
             ));
         }
-        check_flow(file, "background.flow", &b.flow)?;
     }
     Ok(LoadedProfile {
         file: file.to_path_buf(),
