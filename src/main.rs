@@ -65,6 +65,15 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Aggregate scorecard probe records into one row per agent run and append them to
+    /// the leaderboard in --out (leaderboard.md in the seed's format, leaderboard.json);
+    /// exit 1 when some repeats with one seed differ by more than 1.
+    Leaderboard {
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Test flows (docs/test-flows.md).
     Flow {
         #[command(subcommand)]
@@ -124,6 +133,7 @@ fn main() -> ExitCode {
             opts,
         } => publish(&run_dir, &label, results, &opts),
         Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
+        Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
         Command::Flow {
             command: FlowCommand::Run { file },
@@ -331,6 +341,33 @@ fn publish(
                     .display()
             );
             ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
+    }
+}
+
+fn leaderboard(run_dirs: &[PathBuf], out: &std::path::Path) -> ExitCode {
+    use gauntlet::report::leaderboard;
+    let entries = match leaderboard::collect(run_dirs) {
+        Ok(e) => e,
+        Err(e) => return error(e),
+    };
+    match leaderboard::append(out, entries) {
+        Ok(all) => {
+            print!("{}", leaderboard::render_markdown(&all));
+            println!(
+                "wrote {} and {}",
+                out.join(leaderboard::LEADERBOARD_MD).display(),
+                out.join(leaderboard::LEADERBOARD_JSON).display()
+            );
+            let flagged = all
+                .iter()
+                .any(|e| e.notes.iter().any(|n| n.starts_with("not reproducible")));
+            if flagged {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(e) => error(e),
     }

@@ -160,16 +160,17 @@ fn entry(
     }
     let score = score_card(card, &holds);
     let first = &recs[0].1;
-    let unranked = if first.config.mode == Mode::Scripted {
-        Some("scripted run: a harness illustration, not ranked".to_string())
-    } else if recs.iter().any(|(_, r)| r.scorecard.compressed) {
-        Some(format!(
-            "compressed idle window ({} s per seed day): not ranked",
+    let mut why = Vec::new();
+    if first.config.mode == Mode::Scripted {
+        why.push("scripted run: a harness illustration, not ranked".to_string());
+    }
+    if recs.iter().any(|(_, r)| r.scorecard.compressed) {
+        why.push(format!(
+            "compressed idle window ({} s per seed day): not ranked beside full runs",
             fmt_num(first.scorecard.idle_secs_per_day)
-        ))
-    } else {
-        None
-    };
+        ));
+    }
+    let unranked = (!why.is_empty()).then(|| why.join("; "));
     let timestamp = recs
         .iter()
         .map(|(_, r)| r.started_at.clone())

@@ -130,6 +130,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             });
             continue;
         }
+        // Scorecard probes are aggregated by `gauntlet leaderboard`, not this page.
+        if crate::run::scorecard::record::is_scorecard_record(&file) {
+            continue;
+        }
         match check(&file) {
             Ok(rec) => found.push((name, rec)),
             Err(cause) => run.problems.push(Problem { file: rel, cause }),

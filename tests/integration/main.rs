@@ -18,5 +18,6 @@ mod proxy_wire;
 mod reference_agent;
 mod report;
 mod rescore;
+mod scorecard;
 mod sinks;
 mod support;

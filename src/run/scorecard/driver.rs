@@ -331,7 +331,7 @@ impl Driver<'_> {
         snapshot: &mut WorkspaceSnapshot,
         block: &[Step],
     ) -> Result<(), String> {
-        let day = self.cfg.scorecard_idle_day.as_secs_f64();
+        let day = self.cfg.idle_day().as_secs_f64();
         let scaled = |hours: f64| Duration::from_secs_f64(hours * 3600.0 / 86_400.0 * day);
         let total: Duration = block
             .iter()
