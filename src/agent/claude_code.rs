@@ -18,7 +18,10 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::{cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, RunSpec};
+use super::{
+    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
+    RunSpec, SessionTurn,
+};
 use crate::evidence::normalize::{
     for_each_object, rfc3339_ms, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
 };
@@ -53,6 +56,51 @@ impl ClaudeCode {
             "--".into(),
             prompt,
         ]
+    }
+
+    /// `-p … --session-id U` on a session's first turn, `-p … --resume U` on later
+    /// ones, with `U` derived from the harness's session id (Claude Code wants UUIDs).
+    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+        let mut args = ClaudeCode::args(prompt);
+        let flag = if turn.resume {
+            "--resume"
+        } else {
+            "--session-id"
+        };
+        // Before the `--` that precedes the prompt.
+        let at = args.len() - 2;
+        args.splice(at..at, [flag.to_string(), session::session_uuid(&turn.id)]);
+        args
+    }
+
+    /// A session turn: the conversation store (`CLAUDE_CONFIG_DIR`) in the state
+    /// directory, so a later session of the same agent can resume it.
+    pub fn session_launch(
+        &self,
+        run: &PromptRun,
+        turn: &SessionTurn,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        let config_dir = turn.state_dir.join(".claude");
+        session::ensure_dir(&config_dir)?;
+        let mut env = ClaudeCode::env(ctx);
+        env.insert(
+            "CLAUDE_CONFIG_DIR".into(),
+            config_dir.to_string_lossy().into_owned(),
+        );
+        Ok(Launch {
+            invocation: Invocation {
+                program: self.program.clone(),
+                args: ClaudeCode::session_args(turn, run.prompt.clone()),
+            },
+            env,
+        })
     }
 
     /// The variables that point Claude Code at the proxy and keep it off the network.
@@ -118,6 +166,27 @@ impl Adapter for ClaudeCode {
             },
             env: ClaudeCode::env(ctx),
         })
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        match &run.session {
+            Some(turn) => Ok(Invocation {
+                program: self.program.clone(),
+                args: ClaudeCode::session_args(turn, run.prompt.clone()),
+            }),
+            None => Err(session::one_shot_unsupported(NAME)),
+        }
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        match &run.session {
+            Some(turn) => self.session_launch(run, turn, ctx),
+            None => Err(session::one_shot_unsupported(NAME)),
+        }
     }
 
     fn stream_parser(&self) -> StreamParser {

@@ -18,7 +18,10 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::{cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, RunSpec};
+use super::{
+    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
+    RunSpec, SessionTurn,
+};
 use crate::evidence::normalize::{
     for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
 };
@@ -51,6 +54,54 @@ impl Codex {
             "--".into(),
             prompt,
         ]
+    }
+
+    /// `exec --json …` on a session's first turn; `exec resume --last --all --json …`
+    /// on later ones (Codex assigns its own ids; the newest session of this agent's
+    /// `CODEX_HOME` is the current one; `--all` because the workspace may differ between
+    /// sessions). The sandbox comes from `config.toml`, which `resume` also reads.
+    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+        if !turn.resume {
+            return Codex::args(prompt);
+        }
+        vec![
+            "exec".into(),
+            "resume".into(),
+            "--last".into(),
+            "--all".into(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+            "--".into(),
+            prompt,
+        ]
+    }
+
+    /// A session turn: `CODEX_HOME` (config and session store) in the state directory.
+    pub fn session_launch(
+        &self,
+        run: &PromptRun,
+        turn: &SessionTurn,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        let codex_home = turn.state_dir.join(".codex");
+        // Rewritten every turn: the proxy's port differs from trial to trial.
+        cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
+        Ok(Launch {
+            invocation: Invocation {
+                program: self.program.clone(),
+                args: Codex::session_args(turn, run.prompt.clone()),
+            },
+            env: BTreeMap::from([(
+                "CODEX_HOME".into(),
+                codex_home.to_string_lossy().into_owned(),
+            )]),
+        })
     }
 
     /// `config.toml`: the proxy as the only model provider, Responses wire protocol,
@@ -117,6 +168,27 @@ impl Adapter for Codex {
                 codex_home.to_string_lossy().into_owned(),
             )]),
         })
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        match &run.session {
+            Some(turn) => Ok(Invocation {
+                program: self.program.clone(),
+                args: Codex::session_args(turn, run.prompt.clone()),
+            }),
+            None => Err(session::one_shot_unsupported(NAME)),
+        }
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        match &run.session {
+            Some(turn) => self.session_launch(run, turn, ctx),
+            None => Err(session::one_shot_unsupported(NAME)),
+        }
     }
 
     fn stream_parser(&self) -> StreamParser {

@@ -17,6 +17,9 @@ pub mod codex;
 pub mod opencode;
 pub mod process;
 pub mod prompt;
+pub mod session;
+
+pub use session::DaemonRun;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -142,6 +145,16 @@ pub trait Adapter: Send + Sync {
             env: BTreeMap::new(),
         })
     }
+    /// The agent's background mode for an idle window: a long-running process the
+    /// harness starts in its own process group and kills at the window's end. `None`
+    /// (the default): the agent has none, and scores what it does without one.
+    fn daemon_launch(
+        &self,
+        _run: &DaemonRun,
+        _ctx: &LaunchContext<'_>,
+    ) -> Result<Option<Launch>, AdapterError> {
+        Ok(None)
+    }
     /// The parser of this agent's stdout dialect.
     fn stream_parser(&self) -> StreamParser {
         parse_gauntlet
@@ -201,6 +214,84 @@ impl Adapter for Reference {
             ],
         }
     }
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        match &run.session {
+            Some(turn) => {
+                Ok(self.session_invocation(turn, vec!["--prompt".into(), run.prompt.clone()]))
+            }
+            None => Err(AdapterError::Unsupported {
+                agent: self.name().into(),
+                what: "run a one-shot prompt (see branch h/chal)".into(),
+            }),
+        }
+    }
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        match &run.session {
+            Some(turn) => {
+                session::ensure_state_dir(turn)?;
+                let file = session::write_prompt(run, ctx.home)?;
+                Ok(Launch {
+                    invocation: self.session_invocation(
+                        turn,
+                        vec!["--prompt-file".into(), file.to_string_lossy().into_owned()],
+                    ),
+                    env: BTreeMap::new(),
+                })
+            }
+            None => Ok(Launch {
+                invocation: self.prompt_invocation(run)?,
+                env: BTreeMap::new(),
+            }),
+        }
+    }
+    fn daemon_launch(
+        &self,
+        run: &DaemonRun,
+        _ctx: &LaunchContext<'_>,
+    ) -> Result<Option<Launch>, AdapterError> {
+        let Some(config) = &run.config else {
+            return Ok(None);
+        };
+        session::ensure_dir(&run.state_dir)?;
+        Ok(Some(Launch {
+            invocation: Invocation {
+                program: self.program.clone(),
+                args: vec![
+                    "daemon".into(),
+                    "--state-dir".into(),
+                    run.state_dir.to_string_lossy().into_owned(),
+                    "--config".into(),
+                    config.to_string_lossy().into_owned(),
+                ],
+            },
+            env: BTreeMap::new(),
+        }))
+    }
+}
+
+impl Reference {
+    /// `gauntlet-agent chat --state-dir D --session S [--resume] <prompt args>`.
+    pub fn session_invocation(&self, turn: &SessionTurn, prompt: Vec<String>) -> Invocation {
+        let mut args = vec![
+            "chat".into(),
+            "--state-dir".into(),
+            turn.state_dir.to_string_lossy().into_owned(),
+            "--session".into(),
+            turn.id.clone(),
+        ];
+        if turn.resume {
+            args.push("--resume".into());
+        }
+        args.extend(prompt);
+        Invocation {
+            program: self.program.clone(),
+            args,
+        }
+    }
 }
 
 /// Any executable that speaks docs/agent-protocol.md on stdout. Placeholders in its
@@ -237,6 +328,96 @@ impl Adapter for Command {
             program: PathBuf::from(argv.next().unwrap_or_default()),
             args: argv.collect(),
         }
+    }
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        match &run.session {
+            Some(turn) => Ok(self.session_invocation(run, turn, None)),
+            None => Err(AdapterError::Unsupported {
+                agent: self.name().into(),
+                what: "run a one-shot prompt (see branch h/chal)".into(),
+            }),
+        }
+    }
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        match &run.session {
+            Some(turn) => {
+                session::ensure_state_dir(turn)?;
+                let file = session::write_prompt(run, ctx.home)?;
+                Ok(Launch {
+                    invocation: self.session_invocation(run, turn, Some(&file)),
+                    env: Command::session_env(run, turn, &file),
+                })
+            }
+            None => Ok(Launch {
+                invocation: self.prompt_invocation(run)?,
+                env: BTreeMap::new(),
+            }),
+        }
+    }
+}
+
+impl Command {
+    /// The argv with the session placeholders filled (docs/agent-protocol.md,
+    /// "Sessions"): `{prompt}`, `{prompt_file}`, `{workspace}`, `{session_id}`,
+    /// `{session_resume}` (`true`/`false`), `{state_dir}`.
+    pub fn session_invocation(
+        &self,
+        run: &PromptRun,
+        turn: &SessionTurn,
+        prompt_file: Option<&Path>,
+    ) -> Invocation {
+        let fill = |s: &String| {
+            s.replace(
+                "{prompt_file}",
+                &prompt_file
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+            .replace("{prompt}", &run.prompt)
+            .replace("{workspace}", &run.workspace.to_string_lossy())
+            .replace("{session_id}", &turn.id)
+            .replace(
+                "{session_resume}",
+                if turn.resume { "true" } else { "false" },
+            )
+            .replace("{state_dir}", &turn.state_dir.to_string_lossy())
+        };
+        let mut argv = self.argv.iter().map(fill);
+        Invocation {
+            program: PathBuf::from(argv.next().unwrap_or_default()),
+            args: argv.collect(),
+        }
+    }
+
+    /// The same values as variables, for agents that read their environment.
+    pub fn session_env(
+        run: &PromptRun,
+        turn: &SessionTurn,
+        prompt_file: &Path,
+    ) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (
+                "GAUNTLET_PROMPT_FILE".into(),
+                prompt_file.to_string_lossy().into_owned(),
+            ),
+            (
+                "GAUNTLET_WORKSPACE".into(),
+                run.workspace.to_string_lossy().into_owned(),
+            ),
+            ("GAUNTLET_SESSION_ID".into(), turn.id.clone()),
+            (
+                "GAUNTLET_SESSION_RESUME".into(),
+                if turn.resume { "true" } else { "false" }.into(),
+            ),
+            (
+                "GAUNTLET_STATE_DIR".into(),
+                turn.state_dir.to_string_lossy().into_owned(),
+            ),
+        ])
     }
 }
 

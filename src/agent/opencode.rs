@@ -19,7 +19,10 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::{cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, RunSpec};
+use super::{
+    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
+    RunSpec, SessionTurn,
+};
 use crate::evidence::normalize::{
     for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage, StreamParser,
 };
@@ -83,6 +86,80 @@ impl OpenCode {
             }
         })
     }
+
+    /// The variables for a run with `config`; its sessions are stored under
+    /// `data_root` (the scratch HOME, or the state directory of a multi-turn agent).
+    fn env(
+        ctx: &LaunchContext<'_>,
+        config: &std::path::Path,
+        data_root: &std::path::Path,
+    ) -> BTreeMap<String, String> {
+        let config_dir = ctx.home.join(".config");
+        let under =
+            |root: &std::path::Path, sub: &str| root.join(sub).to_string_lossy().into_owned();
+        BTreeMap::from([
+            (
+                "OPENCODE_CONFIG".into(),
+                config.to_string_lossy().into_owned(),
+            ),
+            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
+            // offline, npm fails at once from its empty cache instead of reaching the
+            // registry, and OpenCode goes on without it.
+            ("npm_config_offline".into(), "true".into()),
+            ("npm_config_update_notifier".into(), "false".into()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                config_dir.to_string_lossy().into_owned(),
+            ),
+            ("XDG_DATA_HOME".into(), under(data_root, ".local/share")),
+            ("XDG_CACHE_HOME".into(), under(ctx.home, ".cache")),
+            ("XDG_STATE_HOME".into(), under(data_root, ".local/state")),
+        ])
+    }
+
+    /// `run --format json` plus `--title S` on a session's first turn and `--continue`
+    /// on later ones (OpenCode assigns its own session ids; the most recent session of
+    /// this agent's state directory is the current one).
+    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+        let mut args: Vec<String> = vec!["run".into(), "--format".into(), "json".into()];
+        if turn.resume {
+            args.push("--continue".into());
+        } else {
+            args.push("--title".into());
+            args.push(format!("gauntlet {}", turn.id));
+        }
+        args.push(prompt);
+        args
+    }
+
+    /// A session turn: config in the scratch HOME, sessions in the state directory.
+    pub fn session_launch(
+        &self,
+        run: &PromptRun,
+        turn: &SessionTurn,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        if !self.program.is_file() {
+            return Err(AdapterError::NotInstalled {
+                agent: NAME.into(),
+                program: self.program.clone(),
+            });
+        }
+        session::ensure_state_dir(turn)?;
+        let config = ctx.home.join(".config/opencode/opencode.json");
+        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
+        cli::write_config(&config, &text)?;
+        Ok(Launch {
+            invocation: Invocation {
+                program: self.program.clone(),
+                args: OpenCode::session_args(turn, run.prompt.clone()),
+            },
+            env: OpenCode::env(ctx, &config, &turn.state_dir),
+        })
+    }
 }
 
 impl Adapter for OpenCode {
@@ -115,28 +192,7 @@ impl Adapter for OpenCode {
         let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
         cli::write_config(&config, &text)?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
-        let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
-        let env = BTreeMap::from([
-            (
-                "OPENCODE_CONFIG".into(),
-                config.to_string_lossy().into_owned(),
-            ),
-            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
-            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
-            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
-            // offline, npm fails at once from its empty cache instead of reaching the
-            // registry, and OpenCode goes on without it.
-            ("npm_config_offline".into(), "true".into()),
-            ("npm_config_update_notifier".into(), "false".into()),
-            (
-                "XDG_CONFIG_HOME".into(),
-                config_dir.to_string_lossy().into_owned(),
-            ),
-            ("XDG_DATA_HOME".into(), home(".local/share")),
-            ("XDG_CACHE_HOME".into(), home(".cache")),
-            ("XDG_STATE_HOME".into(), home(".local/state")),
-        ]);
+        let env = OpenCode::env(ctx, &config, ctx.home);
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
@@ -144,6 +200,27 @@ impl Adapter for OpenCode {
             },
             env,
         })
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        match &run.session {
+            Some(turn) => Ok(Invocation {
+                program: self.program.clone(),
+                args: OpenCode::session_args(turn, run.prompt.clone()),
+            }),
+            None => Err(session::one_shot_unsupported(NAME)),
+        }
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        match &run.session {
+            Some(turn) => self.session_launch(run, turn, ctx),
+            None => Err(session::one_shot_unsupported(NAME)),
+        }
     }
 
     fn stream_parser(&self) -> StreamParser {

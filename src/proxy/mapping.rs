@@ -33,7 +33,14 @@ pub(crate) fn tool_call(
             Some(tool) => Some((tool, file_args(tool, path, None))),
             None => shell(tools, &format!("cat -- {}", shell_words::quote(path))),
         },
-        FlowStep::Final { .. } => None,
+        FlowStep::Tool { name, arguments } => tools.iter().find(|t| &t.name == name).map(|tool| {
+            let args = match arguments {
+                Value::Object(map) => map.clone(),
+                _ => Map::new(),
+            };
+            (tool, args)
+        }),
+        FlowStep::Final { .. } | FlowStep::SayToolResult { .. } => None,
     }
     .ok_or_else(|| unexpressible(step, k, tools))?;
     let args = fill_required(tool, args, k);
@@ -155,7 +162,9 @@ fn unexpressible(step: &FlowStep, k: usize, tools: &[OfferedTool]) -> String {
         FlowStep::Shell { .. } => "shell",
         FlowStep::WriteFile { .. } => "write_file",
         FlowStep::ReadFile { .. } => "read_file",
+        FlowStep::Tool { name, .. } => name.as_str(),
         FlowStep::Final { .. } => "final",
+        FlowStep::SayToolResult { .. } => "say_tool_result",
     };
     let offered: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     format!(

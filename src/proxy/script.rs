@@ -53,8 +53,11 @@ impl Reply {
 pub(crate) struct Asked {
     /// The tools it offers, in the request's order.
     pub(crate) tools: Vec<OfferedTool>,
-    /// How many tool results its conversation already holds.
+    /// How many tool results its conversation holds since the user's last message
+    /// (a resumed multi-turn conversation carries earlier turns' results too).
     pub(crate) tool_results: usize,
+    /// The text of the last of those tool results (for `say_tool_result`).
+    pub(crate) last_tool_result: Option<String>,
     /// Its system prompt (instructions), joined: side requests show themselves there.
     pub(crate) system: String,
 }
@@ -89,6 +92,13 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
     }
     let k = asked.tool_results;
     let Some(step) = flow.tool_steps().get(k) else {
+        if flow.says_tool_result() {
+            let result = asked.last_tool_result.as_deref().unwrap_or("");
+            return Choice {
+                reply: Reply::Text(format!("{}{result}", flow.final_text())),
+                note: format!("final from the last tool result (after {k} tool results)"),
+            };
+        }
         return Choice {
             reply: Reply::Text(flow.final_text().to_owned()),
             note: format!("final (after {k} tool results)"),
@@ -143,8 +153,40 @@ mod tests {
                 })
                 .collect(),
             tool_results,
+            last_tool_result: None,
             system: system.into(),
         }
+    }
+
+    #[test]
+    fn say_tool_result_repeats_what_the_tool_returned() {
+        let flow = Flow {
+            capability: "c".into(),
+            steps: vec![
+                FlowStep::Tool {
+                    name: "recall".into(),
+                    arguments: json!({"query": "color"}),
+                },
+                FlowStep::SayToolResult {
+                    prefix: "I remember: ".into(),
+                },
+            ],
+        };
+        let first = choose(&flow, &asked(&["shell", "recall"], 0, "agent"));
+        assert!(
+            matches!(first.reply, Reply::ToolCall(ref c) if c.name == "recall" && c.arguments.contains("color"))
+        );
+        let mut later = asked(&["shell", "recall"], 1, "agent");
+        later.last_tool_result = Some("favorite_color: teal".into());
+        assert_eq!(
+            choose(&flow, &later).reply,
+            Reply::Text("I remember: favorite_color: teal".into())
+        );
+        // An agent without the tool gets a side reply, not a fabricated call.
+        assert!(matches!(
+            choose(&flow, &asked(&["bash"], 0, "agent")).reply,
+            Reply::Text(_)
+        ));
     }
 
     #[test]

@@ -24,11 +24,30 @@ pub enum FlowStep {
     ReadFile { path: String },
     /// The final assistant message; ends the flow.
     Final { text: String },
+    /// Ask the agent to call the tool `name` with `arguments`, when it offers a tool of
+    /// that name (the reference agent's `remember`, `recall`, `goal_set` …); a request
+    /// that offers none gets a side reply, as for any step it cannot express.
+    Tool {
+        name: String,
+        #[serde(default)]
+        arguments: serde_json::Value,
+    },
+    /// A final message built from the agent's last tool result: `prefix` followed by
+    /// that result's text (`{"say_tool_result": {"prefix": "You told me: "}}`). What a
+    /// recall turn answers is then what the agent's memory really returned, not text
+    /// the flow hard-codes. Ends the flow, like `final`.
+    SayToolResult {
+        #[serde(default)]
+        prefix: String,
+    },
 }
 
 impl FlowStep {
     pub fn is_final(&self) -> bool {
-        matches!(self, FlowStep::Final { .. })
+        matches!(
+            self,
+            FlowStep::Final { .. } | FlowStep::SayToolResult { .. }
+        )
     }
 }
 
@@ -48,12 +67,12 @@ impl Flow {
 
     fn validate(&self, file: &Path) -> Result<(), SpecError> {
         match self.steps.last() {
-            Some(FlowStep::Final { .. }) => {}
+            Some(step) if step.is_final() => {}
             _ => {
                 return Err(SpecError::invalid(
                     file,
                     "steps",
-                    "must end with a `final` step",
+                    "must end with a `final` (or `say_tool_result`) step",
                 ))
             }
         }
@@ -75,12 +94,18 @@ impl Flow {
         &self.steps[..self.steps.len().saturating_sub(1)]
     }
 
-    /// The final message's text.
+    /// The final message's text (for `say_tool_result`, its prefix).
     pub fn final_text(&self) -> &str {
         match self.steps.last() {
             Some(FlowStep::Final { text }) => text,
+            Some(FlowStep::SayToolResult { prefix }) => prefix,
             _ => "",
         }
+    }
+
+    /// Whether the final message is built from the last tool result.
+    pub fn says_tool_result(&self) -> bool {
+        matches!(self.steps.last(), Some(FlowStep::SayToolResult { .. }))
     }
 }
 

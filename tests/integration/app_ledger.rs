@@ -215,7 +215,15 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
                         failures.push(format!("{}: step {i} reads missing {path}", cap.id));
                     }
                 }
-                FlowStep::Final { .. } => unreachable!("tool_steps excludes the final step"),
+                FlowStep::Tool { name, .. } => {
+                    failures.push(format!(
+                        "{}: step {i} calls agent-specific tool {name}",
+                        cap.id
+                    ));
+                }
+                FlowStep::Final { .. } | FlowStep::SayToolResult { .. } => {
+                    unreachable!("tool_steps excludes the final step")
+                }
             }
         }
 

@@ -152,7 +152,10 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
                         ));
                     }
                 }
-                FlowStep::ReadFile { .. } | FlowStep::Final { .. } => {}
+                FlowStep::ReadFile { .. }
+                | FlowStep::Tool { .. }
+                | FlowStep::Final { .. }
+                | FlowStep::SayToolResult { .. } => {}
             }
         }
         if !cap.kind.is_verifiable() {

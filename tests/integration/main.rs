@@ -19,5 +19,6 @@ mod reference_agent;
 mod report;
 mod rescore;
 mod scorecard;
+mod sessions;
 mod sinks;
 mod support;

@@ -19,6 +19,10 @@
 //! [goals]
 //! act = true                         # act on the most important open goal not yet acted on
 //! derive_from_workspace = true       # a workspace without INDEX.md is a gap: goal to write it
+//! [model]                            # a background turn of the agent itself (the model
+//! every_ticks = 1                    # decides; needs the model variables of `chat`)
+//! prompt = "Background check: …"     # the turn's user message ({tick} is filled in)
+//! max_turns = 20
 //! [follow_up]
 //! after_ticks = 2                    # once, on this tick
 //! thread = true                      # open a tracker thread about the last conversation's topic
@@ -68,6 +72,21 @@ pub struct DaemonConfig {
     pub tracker: Option<TrackerWatch>,
     pub goals: Option<GoalsAct>,
     pub follow_up: Option<FollowUp>,
+    pub model: Option<ModelTick>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelTick {
+    #[serde(default = "one")]
+    pub every_ticks: u64,
+    pub prompt: String,
+    #[serde(default = "twenty")]
+    pub max_turns: u32,
+}
+
+fn twenty() -> u32 {
+    20
 }
 
 fn default_tick() -> u64 {
@@ -180,6 +199,8 @@ struct Daemon<'a, W: Write> {
     tracker: Option<String>,
     smtp: Option<String>,
     state: State,
+    /// Built on the first model tick; `Err` keeps why it cannot be.
+    client: Option<Result<crate::model::ChatClient, String>>,
 }
 
 pub fn daemon<W: Write>(args: &DaemonArgs, emitter: &mut Emitter<W>) -> Result<(), DaemonError> {
@@ -211,6 +232,7 @@ pub fn daemon<W: Write>(args: &DaemonArgs, emitter: &mut Emitter<W>) -> Result<(
         tracker: env("GAUNTLET_TRACKER_URL").map(|u| u.trim_end_matches('/').to_string()),
         smtp: env("GAUNTLET_SMTP_URL"),
         state,
+        client: None,
     };
     let mut ran = 0u64;
     loop {
@@ -240,6 +262,11 @@ impl<W: Write> Daemon<'_, W> {
         }
         if let Some(goals) = self.config.goals.clone() {
             self.goals(&goals)?;
+        }
+        if let Some(model) = self.config.model.clone() {
+            if self.state.tick % model.every_ticks.max(1) == 0 {
+                self.model_tick(&model)?;
+            }
         }
         if let Some(follow) = self.config.follow_up.clone() {
             if !self.state.followed_up && self.state.tick >= follow.after_ticks {
@@ -283,6 +310,50 @@ impl<W: Write> Daemon<'_, W> {
                 "gauntlet-agent daemon: {}: cannot save state: {e}",
                 path.display()
             );
+        }
+    }
+
+    /// One background turn of the agent: a fresh conversation with the chat system
+    /// prompt, the tick prompt, and every chat tool. A model failure is noted, never
+    /// fatal: the daemon keeps ticking.
+    fn model_tick(&mut self, tick: &ModelTick) -> Result<(), DaemonError> {
+        if self.client.is_none() {
+            let client =
+                crate::model::ChatClient::new(crate::model::ModelConfig::from_env(), false)
+                    .map_err(|e| e.to_string());
+            self.client = Some(client);
+        }
+        let client = match &self.client {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => {
+                let e = e.clone();
+                return self.note("model", format!("no model client: {e}"));
+            }
+            None => return Ok(()),
+        };
+        let prompt = tick.prompt.replace("{tick}", &self.state.tick.to_string());
+        let mut messages = vec![
+            json!({"role": "system", "content": crate::chat::system_prompt(&self.state_dir, &self.workspace)}),
+            json!({"role": "user", "content": prompt}),
+        ];
+        let memory = Memory::new(&self.state_dir);
+        let goals = Goals::new(&self.state_dir);
+        let extra = |name: &str, arguments: &str| {
+            crate::memory::run(&memory, name, arguments)
+                .or_else(|| crate::goals::run(&goals, name, arguments))
+        };
+        let toolbox = crate::tools::Toolbox::new(self.workspace.clone(), String::new());
+        let outcome = crate::agent_loop::AgentLoop {
+            client,
+            toolbox: &toolbox,
+            emitter: &mut *self.emitter,
+            max_turns: tick.max_turns,
+        }
+        .converse(&mut messages, &crate::chat::all_tools(), &extra);
+        match outcome {
+            Ok(text) => self.note("model", text),
+            Err(crate::agent_loop::LoopError::Emit(e)) => Err(DaemonError::Emit(e)),
+            Err(e) => self.note("model", format!("background turn failed: {e}")),
         }
     }
 

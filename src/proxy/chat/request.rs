@@ -20,21 +20,23 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         })
         .map(|m| wire::text_of(m.get("content")))
         .collect();
+    // The tool results since the user's last message: this turn's.
+    let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_owned);
+    let since_user = messages
+        .iter()
+        .rposition(|m| role(m).as_deref() == Some("user"))
+        .map_or(0, |i| i + 1);
+    let turn: Vec<&Value> = messages[since_user..]
+        .iter()
+        .filter(|m| role(m).as_deref() == Some("tool"))
+        .collect();
     Ok(Parsed {
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         asked: Asked {
             tools: tools(body),
-            // Only the results since the last user message: in a resumed multi-turn
-            // conversation (scorecard sessions) earlier turns' results are history,
-            // and each turn's flow starts at its first step.
-            tool_results: messages
-                .iter()
-                .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-                .map_or(&messages[..], |i| &messages[i + 1..])
-                .iter()
-                .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
-                .count(),
+            tool_results: turn.len(),
+            last_tool_result: turn.last().map(|m| wire::text_of(m.get("content"))),
             system: system.join("\n"),
         },
         // The `messages` array serialized compactly: independent of client spacing.

@@ -11,19 +11,38 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         .get("messages")
         .and_then(Value::as_array)
         .ok_or(RequestError::Field("messages"))?;
-    let tool_results = messages
+    let is_result =
+        |block: &Value| block.get("type").and_then(Value::as_str) == Some("tool_result");
+    // Tool results come back in user messages (Claude Code adds reminder text blocks to
+    // them); the user's own last message is the last user message without a tool result.
+    // Count this turn's results.
+    let user = |m: &Value| m.get("role").and_then(Value::as_str) == Some("user");
+    let since_user = messages
         .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .rposition(|m| {
+            user(m)
+                && !m
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .is_some_and(|blocks| blocks.iter().any(is_result))
+        })
+        .map_or(0, |i| i + 1);
+    let results: Vec<&Value> = messages[since_user..]
+        .iter()
+        .filter(|m| user(m))
         .filter_map(|m| m.get("content").and_then(Value::as_array))
         .flatten()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
-        .count();
+        .filter(|block| is_result(block))
+        .collect();
+    let tool_results = results.len();
+    let last_tool_result = results.last().map(|b| wire::text_of(b.get("content")));
     Ok(Parsed {
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         asked: Asked {
             tools: tools(body),
             tool_results,
+            last_tool_result,
             system: wire::text_of(body.get("system")),
         },
         input_bytes: input_bytes(body),

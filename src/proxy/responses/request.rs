@@ -27,20 +27,27 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
             })
             .map(|item| wire::text_of(item.get("content"))),
     );
-    let tool_results = items
+    let since_user = items
+        .iter()
+        .rposition(|item| item.get("role").and_then(Value::as_str) == Some("user"))
+        .map_or(0, |i| i + 1);
+    let results: Vec<&Value> = items[since_user..]
         .iter()
         .filter(|item| {
             item.get("type")
                 .and_then(Value::as_str)
                 .is_some_and(|t| RESULT_ITEMS.contains(&t))
         })
-        .count();
+        .collect();
+    let tool_results = results.len();
+    let last_tool_result = results.last().map(|item| wire::text_of(item.get("output")));
     Ok(Parsed {
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         asked: Asked {
             tools: tools(body),
             tool_results,
+            last_tool_result,
             system: system.join("\n").trim().to_owned(),
         },
         input_bytes: wire::field_bytes(body, "instructions") + wire::field_bytes(body, "input"),

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::agent::process::{self, ProcessOutcome, ProcessSpec};
-use crate::agent::Launch;
+use crate::agent::{DaemonRun, Launch, LaunchContext};
 use crate::proxy::{Proxy, UsageEntry};
 
 use super::driver::Driver;
@@ -99,12 +99,44 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Strin
     }))
 }
 
-/// The adapter's background launch and, when it talks to a model, a proxy for it
-/// (the reference agent's daemon calls none).
+/// The adapter's background launch (`Adapter::daemon_launch`) with a metering proxy of
+/// its own: a background mode that calls the model is metered like a turn (scripted
+/// mode answers it with a bare acknowledgement; the reference agent's rule-driven
+/// daemon calls none).
 async fn launch_for(
     run: &BackgroundRun<'_, '_>,
 ) -> Result<Option<(Launch, Option<Proxy>)>, String> {
     let d = run.driver;
     let config = d.profile.and_then(|p| p.daemon_config());
-    Ok(super::shim::daemon_launch(d.adapter, d.state_dir, config.as_deref()).map(|l| (l, None)))
+    let ack = crate::spec::Flow {
+        capability: d.probe.probe.id.clone(),
+        steps: vec![crate::spec::FlowStep::Final { text: "ok".into() }],
+    };
+    let proxy = d.proxy(Some(ack), "the background mode").await?;
+    let proxy_url = proxy.base_url();
+    let launch = d.adapter.daemon_launch(
+        &DaemonRun {
+            title: format!("{} background", d.trial),
+            workspace: d.workspace.to_path_buf(),
+            state_dir: d.state_dir.to_path_buf(),
+            config,
+        },
+        &LaunchContext {
+            home: d.home,
+            workspace: d.workspace,
+            proxy_url: &proxy_url,
+            model: &d.cfg.model,
+        },
+    );
+    match launch {
+        Ok(Some(l)) => Ok(Some((l, Some(proxy)))),
+        Ok(None) => {
+            let _ = proxy.shutdown().await;
+            Ok(None)
+        }
+        Err(e) => {
+            let _ = proxy.shutdown().await;
+            Err(format!("agent `{}`: {e}", d.adapter.name()))
+        }
+    }
 }

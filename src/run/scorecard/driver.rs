@@ -153,7 +153,7 @@ impl Driver<'_> {
             .collect()
     }
 
-    async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, String> {
+    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, String> {
         let mode = match self.cfg.mode {
             Mode::Scripted => ProxyMode::Scripted {
                 flow: flow.ok_or_else(|| format!("scripted mode: no flow for {what}"))?,
@@ -234,8 +234,7 @@ impl Driver<'_> {
                 state_dir: self.state_dir.to_path_buf(),
             }),
         };
-        let launch = super::shim::prompt_launch(
-            self.adapter,
+        let launch = self.adapter.prompt_launch(
             &run,
             &LaunchContext {
                 home: self.home,

@@ -10,7 +10,6 @@ pub mod background;
 pub mod driver;
 pub mod observe;
 pub mod record;
-pub mod shim;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -73,8 +73,38 @@ fn render(probe: &str, steps: &[FlowStep], bank: &Bank) -> Flow {
                 },
                 FlowStep::ReadFile { path } => FlowStep::ReadFile { path: r(path) },
                 FlowStep::Final { text } => FlowStep::Final { text: r(text) },
+                FlowStep::Tool { name, arguments } => FlowStep::Tool {
+                    name: name.clone(),
+                    arguments: render_json(arguments, bank),
+                },
+                FlowStep::SayToolResult { prefix } => FlowStep::SayToolResult { prefix: r(prefix) },
             })
             .collect(),
+    }
+}
+
+/// Every string inside a tool call's arguments, filled in.
+fn render_json(v: &serde_json::Value, bank: &Bank) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(bank.render(s)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| render_json(x, bank)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), render_json(x, bank)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn json_strings(v: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| json_strings(x, out)),
+        _ => {}
     }
 }
 
@@ -128,12 +158,12 @@ pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile
 
 fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecError> {
     match steps.last() {
-        Some(FlowStep::Final { .. }) => {}
+        Some(s) if s.is_final() => {}
         _ => {
             return Err(SpecError::invalid(
                 file,
                 field,
-                "must end with a `final` step",
+                "must end with a `final` (or `say_tool_result`) step",
             ))
         }
     }
@@ -145,13 +175,19 @@ fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecEr
         ));
     }
     for (i, s) in steps.iter().enumerate() {
-        let texts: Vec<&String> = match s {
-            FlowStep::Shell { command } => vec![command],
-            FlowStep::WriteFile { path, content } => vec![path, content],
-            FlowStep::ReadFile { path } => vec![path],
-            FlowStep::Final { text } => vec![text],
+        let texts: Vec<String> = match s {
+            FlowStep::Shell { command } => vec![command.clone()],
+            FlowStep::WriteFile { path, content } => vec![path.clone(), content.clone()],
+            FlowStep::ReadFile { path } => vec![path.clone()],
+            FlowStep::Final { text } => vec![text.clone()],
+            FlowStep::SayToolResult { prefix } => vec![prefix.clone()],
+            FlowStep::Tool { arguments, .. } => {
+                let mut out = Vec::new();
+                json_strings(arguments, &mut out);
+                out
+            }
         };
-        for t in texts {
+        for t in &texts {
             for slot in template_slots(t) {
                 if !SLOTS.contains(&slot.as_str()) {
                     return Err(SpecError::invalid(

@@ -51,6 +51,24 @@ pub enum Priority {
     Urgent,
 }
 
+impl std::str::FromStr for TaskStatus {
+    type Err = String;
+    /// `open`, `in_progress`, `blocked`, `done` (as probe data spells them).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        serde_json::from_value(Value::String(s.to_string()))
+            .map_err(|_| format!("`{s}` is not a task status (open, in_progress, blocked, done)"))
+    }
+}
+
+impl std::str::FromStr for Priority {
+    type Err = String;
+    /// `low`, `medium`, `high`, `urgent`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        serde_json::from_value(Value::String(s.to_string()))
+            .map_err(|_| format!("`{s}` is not a priority (low, medium, high, urgent)"))
+    }
+}
+
 fn label<T: Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()
@@ -545,7 +563,22 @@ fn route(state: &Mutex<State>, received: &Received) -> (u16, Value) {
     let result: Result<(u16, Value), (u16, Value)> = (|| match (method, segments.as_slice()) {
         ("GET", []) => Ok((
             200,
-            json!({"threads": state.threads.len(), "tasks": state.tasks.len(), "changes": state.changes.len()}),
+            json!({
+                "threads": state.threads.len(),
+                "tasks": state.tasks.len(),
+                "changes": state.changes.len(),
+                "api": {
+                    "GET /threads": "all threads with their messages",
+                    "POST /threads": {"title": "string", "body": "string (optional)", "author": "string (optional)"},
+                    "GET /threads/{id}": "one thread",
+                    "POST /threads/{id}/messages": {"body": "string", "author": "string (optional)"},
+                    "GET /tasks": "all tasks",
+                    "POST /tasks": {"title": "string", "status": "open|in_progress|blocked|done", "priority": "low|medium|high|urgent"},
+                    "GET /tasks/{id}": "one task",
+                    "PATCH /tasks/{id}": {"status": "optional", "priority": "optional", "title": "optional"},
+                    "GET /changes?since=N": "state changes with seq > N, each with actor and at_ms"
+                }
+            }),
         )),
         ("GET", ["threads"]) => Ok((200, to_value(&state.observe().threads))),
         ("POST", ["threads"]) => {
@@ -664,6 +697,19 @@ mod tests {
         assert_eq!(s.changes[0].to.as_deref(), Some("blocked"));
         assert_eq!(s.changes[0].actor, "harness");
         assert!(s.update_task(AGENT, "nope", TaskUpdate::default()).is_err());
+    }
+
+    #[test]
+    fn statuses_parse_as_probe_data_spells_them() {
+        assert_eq!("blocked".parse::<TaskStatus>(), Ok(TaskStatus::Blocked));
+        assert_eq!(
+            "in_progress".parse::<TaskStatus>(),
+            Ok(TaskStatus::InProgress)
+        );
+        assert!("Blocked!"
+            .parse::<TaskStatus>()
+            .is_err_and(|e| e.contains("Blocked!")));
+        assert_eq!("urgent".parse::<Priority>(), Ok(Priority::Urgent));
     }
 
     #[test]
