@@ -227,7 +227,7 @@ mod tests {
         assert!(matches!(choice.reply, Reply::ToolCall(_)));
         // A short main prompt documenting a `"title"` field is not a title request.
         let main = r#"You are an agent. POST /threads {"title","body"} opens a thread."#;
-        let choice = choose(&flow(), &asked(&["Bash"], 0, &main));
+        let choice = choose(&flow(), &asked(&["Bash"], 0, main));
         assert!(matches!(choice.reply, Reply::ToolCall(_)));
     }
 }

@@ -198,6 +198,15 @@ fn an_agent_that_dies_mid_probe_leaves_a_record_scoring_zero_with_the_reason() {
         .expect("a record, not an error");
     assert!(dir.join("record.json").is_file());
     assert!(!rec.verdict.passed);
+    // It rescores to the same verdict; a stored verdict flipped to a pass is caught.
+    let file = dir.join("record.json");
+    assert!(gauntlet::record::rescore::rescore_file(&file).agrees());
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    v["verdict"]["passed"] = serde_json::Value::Bool(true);
+    v["result"]["passed"] = serde_json::Value::Bool(true);
+    std::fs::write(&file, serde_json::to_vec(&v).expect("json")).expect("tamper");
+    assert!(!gauntlet::record::rescore::rescore_file(&file).agrees());
     let err = rec.evidence.setup_error.as_deref().unwrap_or("");
     assert!(err.contains("died at turn `fact-a`"), "{err}");
     assert!(rec.result.observations.iter().all(|o| !o.holds));

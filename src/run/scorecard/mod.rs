@@ -183,20 +183,32 @@ pub fn summary_line(r: &ScorecardRecord) -> String {
     )
 }
 
-/// Run every probe of `suite` (sequentially, each against a fresh agent) into
-/// `run_dir`: what `gauntlet run` calls for the scorecard suite.
+/// Run every probe of `suite` whose trial name contains `filter` (all when `None`),
+/// each against a fresh agent with its own sinks, ports and state directory, at most
+/// `jobs` at once, into `run_dir`: what `gauntlet run` calls for the scorecard suite.
+/// Results come back in probe order.
 pub async fn run_all(
     suite: &ScorecardSuite,
     cfg: &Config,
     run_dir: &Path,
+    filter: Option<&str>,
+    jobs: usize,
 ) -> Vec<(String, Result<ScorecardRecord, String>)> {
-    let mut out = Vec::new();
-    for p in &suite.probes {
-        let r = execute(suite, p, cfg, run_dir, &ExecOptions::default())
-            .await
-            .map(|(r, _)| r)
-            .map_err(|e| e.to_string());
-        out.push((p.trial_name(), r));
-    }
-    out
+    let sem = tokio::sync::Semaphore::new(jobs.max(1));
+    let runs = suite
+        .probes
+        .iter()
+        .filter(|p| filter.is_none_or(|f| p.trial_name().contains(f)))
+        .map(|p| {
+            let sem = &sem;
+            async move {
+                let _permit = sem.acquire().await;
+                let r = execute(suite, p, cfg, run_dir, &ExecOptions::default())
+                    .await
+                    .map(|(r, _)| r)
+                    .map_err(|e| e.to_string());
+                (p.trial_name(), r)
+            }
+        });
+    futures_util::future::join_all(runs).await
 }
