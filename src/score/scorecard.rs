@@ -452,7 +452,7 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
         }
         Rule::NewThread => {
             let hit = ev.events.iter().find(|e| {
-                e.sink == SinkKind::Tracker && e.method == "POST" && e.what.starts_with("/threads")
+                e.sink == SinkKind::Tracker && e.method == "POST" && e.what == "/threads"
             });
             match hit {
                 Some(e) => (

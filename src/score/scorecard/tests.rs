@@ -373,3 +373,105 @@ fn idempotency_compares_the_file_after_each_run() {
         r.reason
     );
 }
+
+#[test]
+fn a_prior_thread_must_be_brought_up_unprompted() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p4-2").unwrap();
+    let city = bank.get("city").unwrap();
+    let e = |reply: &str| ProbeEvidence {
+        turns: vec![turn("hello", reply)],
+        ..Default::default()
+    };
+    assert!(
+        observe(
+            p,
+            &bank,
+            &e(&format!("Morning! How is the {city} packing plan?"))
+        )
+        .passed
+    );
+    assert!(!observe(p, &bank, &e("Good morning. How can I help?")).passed);
+}
+
+#[test]
+fn acting_on_a_change_needs_the_item_and_its_new_status_after_the_change() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p3-3").unwrap();
+    let item = bank.get("tracker_item").unwrap();
+    let status = bank.get("tracker_status").unwrap();
+    let thread = |phase: &str, text: &str| ev(phase, SinkKind::Tracker, "POST", "/threads", text);
+    let mut e = ProbeEvidence::default();
+    // Before the change, or without the new status, or only reading: not acting on it.
+    e.events
+        .push(thread("before", &format!("Task {item} is {status}")));
+    e.events
+        .push(thread("after", &format!("Task {item} looks fine")));
+    e.events.push(ev(
+        "after",
+        SinkKind::Tracker,
+        "GET",
+        &format!("/tasks/{item} {status}"),
+        "",
+    ));
+    assert!(!observe(p, &bank, &e).passed);
+    e.events
+        .push(thread("after", &format!("Task {item} is {status}")));
+    assert!(observe(p, &bank, &e).passed);
+}
+
+#[test]
+fn a_new_thread_is_a_tracker_post_to_threads() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p4-3").unwrap();
+    let mut e = ProbeEvidence {
+        turns: vec![turn("hello", "ok")],
+        events: vec![
+            ev("quiet", SinkKind::Tracker, "GET", "/threads", ""),
+            ev(
+                "quiet",
+                SinkKind::Tracker,
+                "POST",
+                "/threads/thread-1/messages",
+                "hi",
+            ),
+        ],
+        ..Default::default()
+    };
+    assert!(
+        !observe(p, &bank, &e).passed,
+        "a reply in an existing thread is not a new one"
+    );
+    e.events.push(ev(
+        "quiet",
+        SinkKind::Tracker,
+        "POST",
+        "/threads",
+        "Idle check-in",
+    ));
+    assert!(observe(p, &bank, &e).passed);
+}
+
+#[test]
+fn a_goal_file_counts_only_with_another_effect() {
+    let bank = Bank::from_seed("t");
+    let rule = Rule::GoalFile { window: "w".into() };
+    let goal = ev("w", SinkKind::File, "write", "goals.md", "- tidy notes");
+    let mut e = ProbeEvidence {
+        events: vec![goal],
+        ..Default::default()
+    };
+    assert!(eval(&rule, &bank, &e).0.is_err());
+    e.events
+        .push(ev("w", SinkKind::File, "write", "logs/goal.log", "acted"));
+    assert!(
+        eval(&rule, &bank, &e).0.is_err(),
+        "a log line is not acting"
+    );
+    e.events
+        .push(ev("w", SinkKind::File, "write", "notes/tidy.md", "done"));
+    assert!(eval(&rule, &bank, &e).0.is_ok());
+}
