@@ -164,6 +164,14 @@ fn list() -> ExitCode {
             None => println!("{}", p.name),
         }
     }
+    match gauntlet::plan::scorecard::load_checked(&cfg) {
+        Ok(suite) => {
+            for p in gauntlet::plan::scorecard::plan_scorecard(&suite) {
+                println!("{}", p.name);
+            }
+        }
+        Err(e) => return error(e),
+    }
     ExitCode::SUCCESS
 }
 
@@ -222,8 +230,31 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         }
         out
     });
+    // The scorecard probes, each against a fresh agent, into the same run directory.
+    let scorecard = match gauntlet::plan::scorecard::load_checked(&cfg) {
+        Ok(suite) => rt.block_on(gauntlet::run::scorecard::run_all(
+            &suite,
+            &cfg,
+            &run_dir,
+            filter.as_deref(),
+            jobs,
+        )),
+        Err(e) => return error(e),
+    };
     let mut records = Vec::new();
     let mut failed = 0;
+    for (name, r) in &scorecard {
+        match r {
+            Ok(rec) => {
+                println!("{}", gauntlet::run::scorecard::summary_line(rec));
+                failed += usize::from(!rec.verdict.passed);
+            }
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                failed += 1;
+            }
+        }
+    }
     for r in results {
         match r {
             Ok(Ok((rec, _))) => {
@@ -254,9 +285,15 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         return error(e);
     }
     let page = run_dir.join(gauntlet::report::REPORT_HTML);
+    if !scorecard.is_empty() {
+        println!(
+            "Scorecard: gauntlet leaderboard {} --out <dir>",
+            run_dir.display()
+        );
+    }
     println!(
         "\n{} trials, {} not passed. Results page: {}",
-        records.len(),
+        records.len() + scorecard.len(),
         failed,
         page.display()
     );
