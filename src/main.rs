@@ -164,14 +164,6 @@ fn list() -> ExitCode {
             None => println!("{}", p.name),
         }
     }
-    match gauntlet::plan::scorecard::load_checked(&cfg) {
-        Ok(suite) => {
-            for p in gauntlet::plan::scorecard::plan_scorecard(&suite) {
-                println!("{}", p.name);
-            }
-        }
-        Err(e) => return error(e),
-    }
     ExitCode::SUCCESS
 }
 
