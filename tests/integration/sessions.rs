@@ -100,6 +100,7 @@ async fn run(
 }
 
 /// One prompted turn through the adapter, with a fresh scripted proxy for its flow.
+#[allow(clippy::too_many_arguments)]
 async fn turn(
     d: &Dirs,
     label: &str,

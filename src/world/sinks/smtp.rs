@@ -234,6 +234,10 @@ async fn session(stream: TcpStream, store: Arc<Mutex<Vec<MailMessage>>>) -> std:
             "MAIL" => match address(&rest, "FROM:") {
                 _ if env.helo.is_none() => "503 5.5.1 EHLO/HELO first\r\n".into(),
                 _ if env.from.is_some() => "503 5.5.1 sender already given\r\n".into(),
+                // RFC 1870: a declared size above the cap is refused before any data.
+                Some(_) if declared_size(&rest).is_some_and(|n| n > MESSAGE_CAP) => {
+                    format!("552 5.3.4 message larger than {MESSAGE_CAP} bytes\r\n")
+                }
                 Some(from) => {
                     env.from = Some(from);
                     "250 2.1.0 OK\r\n".into()
@@ -305,6 +309,17 @@ fn address(rest: &str, keyword: &str) -> Option<String> {
     } else {
         value.split_whitespace().next().map(str::to_string)
     }
+}
+
+/// The `SIZE=n` parameter of a MAIL FROM command.
+fn declared_size(rest: &str) -> Option<usize> {
+    rest.split_whitespace()
+        .find_map(|p| {
+            p.to_ascii_uppercase()
+                .strip_prefix("SIZE=")
+                .map(str::to_string)
+        })
+        .and_then(|n| n.parse().ok())
 }
 
 enum Data {
@@ -402,6 +417,8 @@ mod tests {
         assert_eq!(address("from: a@b.c", "FROM:"), Some("a@b.c".into()));
         assert_eq!(address("FROM:<>", "FROM:"), Some(String::new()));
         assert_eq!(address("TO:<x@y>", "FROM:"), None);
+        assert_eq!(declared_size("FROM:<a@b> size=42 BODY=8BITMIME"), Some(42));
+        assert_eq!(declared_size("FROM:<a@b>"), None);
     }
 
     #[test]
