@@ -251,3 +251,46 @@ fn a_silent_agent_is_recorded_with_reasons_not_crashed_on() {
         rec.evidence
     );
 }
+
+/// The reference agent's real daemon, ticking all through the windows but only
+/// appending log lines: no continuous-operation observation holds.
+#[test]
+fn a_background_loop_that_only_logs_scores_nothing() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        scorecard_idle_day: Some(Duration::from_secs(6)),
+        ..cfg("log-only", out.path())
+    };
+    for id in ["p3-1", "p3-2"] {
+        let probe = suite.probe(id).expect("probe");
+        let (rec, dir) = runtime()
+            .block_on(execute(
+                &suite,
+                probe,
+                &cfg,
+                &out.path().join("run"),
+                &ExecOptions::default(),
+            ))
+            .expect("record");
+        // The loop really ran and really wrote…
+        assert!(
+            rec.evidence
+                .events
+                .iter()
+                .any(|e| e.what == "selfcheck.log"),
+            "{id}: {:?}",
+            rec.evidence.events
+        );
+        assert!(dir.join("workspace/selfcheck.log").is_file());
+        // …and scores nothing.
+        let idle = rec
+            .result
+            .observations
+            .iter()
+            .find(|o| o.id == "self-check" || o.id == "background-action")
+            .expect("idle observation");
+        assert!(!idle.holds, "{id}: {}", idle.reason);
+        assert!(idle.reason.contains("only log lines"), "{}", idle.reason);
+    }
+}
