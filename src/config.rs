@@ -18,6 +18,9 @@
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
 //! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
 //! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
+//! | `GAUNTLET_SCORECARD_IDLE_SECS` | how long one seed day of idle lasts in a scorecard probe; shorter than 86400 is a compressed run, recorded and never ranked beside full ones | `86400` (byok), `24` (scripted) |
+//! | `GAUNTLET_SCORECARD_SEED` | the scorecard fact bank's seed: the same seed gives the same probes | `gauntlet-0` |
+//! | `GAUNTLET_SCORECARD_PROFILE` | scripted mode: which scripted agent profile the scorecard trials use (`stub`, `reactive`, `autonomous`, from `challenges/scorecard/agents/`) | `autonomous` |
 //! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
 
 use std::collections::BTreeMap;
@@ -84,6 +87,41 @@ pub struct Config {
     /// The per-trial token budget the metering proxy enforces (`None`: no limit).
     #[serde(default)]
     pub max_tokens_per_trial: Option<u64>,
+    /// Scorecard: how long one seed day (24 h) of idle lasts, when set; otherwise
+    /// [`Config::idle_day`] decides by mode.
+    #[serde(default)]
+    pub scorecard_idle_day: Option<Duration>,
+    /// Scorecard: the fact bank's seed.
+    #[serde(default = "default_scorecard_seed")]
+    pub scorecard_seed: String,
+    /// Scorecard, scripted mode: the scripted agent profile.
+    #[serde(default = "default_scorecard_profile")]
+    pub scorecard_profile: String,
+}
+
+/// The seed's idle window: 24 hours.
+pub const SEED_DAY: Duration = Duration::from_secs(86_400);
+
+/// One seed day in a scripted (CI) run unless configured: scripted runs are harness
+/// illustrations, never ranked, so they need not wait a day.
+pub const SCRIPTED_DAY: Duration = Duration::from_secs(24);
+
+impl Config {
+    /// How long one seed day of idle lasts: `GAUNTLET_SCORECARD_IDLE_SECS` when set,
+    /// else the seed's 24 hours for a real (byok) run and [`SCRIPTED_DAY`] for a
+    /// scripted one. Anything shorter than the seed's day is a compressed run.
+    pub fn idle_day(&self) -> Duration {
+        self.scorecard_idle_day.unwrap_or(match self.mode {
+            Mode::Byok => SEED_DAY,
+            Mode::Scripted => SCRIPTED_DAY,
+        })
+    }
+}
+fn default_scorecard_seed() -> String {
+    "gauntlet-0".into()
+}
+fn default_scorecard_profile() -> String {
+    "autonomous".into()
 }
 
 mod secs {
@@ -113,6 +151,9 @@ impl Default for Config {
             api_key_env: "OPENAI_API_KEY".into(),
             output_cap_bytes: 32 << 20,
             max_tokens_per_trial: None,
+            scorecard_idle_day: None,
+            scorecard_seed: default_scorecard_seed(),
+            scorecard_profile: default_scorecard_profile(),
         }
     }
 }
@@ -145,6 +186,9 @@ const KEYS: &[&str] = &[
     "api_key_env",
     "output_cap_bytes",
     "max_tokens_per_trial",
+    "scorecard_idle_secs",
+    "scorecard_seed",
+    "scorecard_profile",
 ];
 
 impl Config {
@@ -301,6 +345,29 @@ impl Config {
                     ),
                 };
             }
+            "scorecard_idle_secs" => {
+                let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
+                if !(secs > 0.0 && secs <= SEED_DAY.as_secs_f64()) {
+                    return Err(bad(
+                        "expected more than 0 and at most 86400 (the seed's day)",
+                    ));
+                }
+                self.scorecard_idle_day = Some(Duration::from_secs_f64(secs));
+            }
+            "scorecard_seed" => {
+                if value.trim().is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.scorecard_seed = value.to_string();
+            }
+            "scorecard_profile" => {
+                if !crate::spec::check_id_str(value) {
+                    return Err(bad(
+                        "expected a profile name (lowercase letters, digits, `-`)",
+                    ));
+                }
+                self.scorecard_profile = value.to_string();
+            }
             _ => return Err(bad("unknown key")),
         }
         Ok(())
@@ -344,6 +411,36 @@ mod tests {
                 .to_string();
             assert!(err.starts_with(var), "{err}");
             assert!(err.contains(value), "{err}");
+        }
+    }
+
+    #[test]
+    fn scorecard_keys_default_to_the_seed_and_take_env() {
+        let c = Config::default();
+        assert_eq!(c.idle_day(), SCRIPTED_DAY);
+        let byok = Config::from_sources(&env(&[("GAUNTLET_MODE", "byok")])).unwrap();
+        assert_eq!(byok.idle_day(), Duration::from_secs(86_400));
+        assert_eq!(c.scorecard_profile, "autonomous");
+        let c = Config::from_sources(&env(&[
+            ("GAUNTLET_SCORECARD_IDLE_SECS", "2.5"),
+            ("GAUNTLET_SCORECARD_SEED", "abc"),
+            ("GAUNTLET_SCORECARD_PROFILE", "stub"),
+        ]))
+        .unwrap();
+        assert_eq!(c.idle_day(), Duration::from_millis(2500));
+        assert_eq!(
+            (c.scorecard_seed.as_str(), c.scorecard_profile.as_str()),
+            ("abc", "stub")
+        );
+        for (var, value) in [
+            ("GAUNTLET_SCORECARD_IDLE_SECS", "0"),
+            ("GAUNTLET_SCORECARD_IDLE_SECS", "100000"),
+            ("GAUNTLET_SCORECARD_PROFILE", "../x"),
+        ] {
+            let err = Config::from_sources(&env(&[(var, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(var), "{err}");
         }
     }
 

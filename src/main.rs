@@ -65,6 +65,15 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Aggregate scorecard probe records into one row per agent run and append them to
+    /// the leaderboard in --out (leaderboard.md in the seed's format, leaderboard.json);
+    /// exit 1 when some repeats with one seed differ by more than 1.
+    Leaderboard {
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Test flows (docs/test-flows.md).
     Flow {
         #[command(subcommand)]
@@ -164,6 +173,7 @@ fn main() -> ExitCode {
             opts,
         } => publish(&run_dir, &label, results, &opts),
         Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
+        Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
         Command::Challenge {
             command: ChallengeCommand::List,
@@ -323,8 +333,31 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         }
         out
     });
+    // The scorecard probes, each against a fresh agent, into the same run directory.
+    let scorecard = match gauntlet::plan::scorecard::load_checked(&cfg) {
+        Ok(suite) => rt.block_on(gauntlet::run::scorecard::run_all(
+            &suite,
+            &cfg,
+            &run_dir,
+            filter.as_deref(),
+            jobs,
+        )),
+        Err(e) => return error(e),
+    };
     let mut records = Vec::new();
     let mut failed = 0;
+    for (name, r) in &scorecard {
+        match r {
+            Ok(rec) => {
+                println!("{}", gauntlet::run::scorecard::summary_line(rec));
+                failed += usize::from(!rec.verdict.passed);
+            }
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                failed += 1;
+            }
+        }
+    }
     for r in results {
         match r {
             Ok(Ok((rec, _))) => {
@@ -367,9 +400,15 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         return error(e);
     }
     let page = run_dir.join(gauntlet::report::REPORT_HTML);
+    if !scorecard.is_empty() {
+        println!(
+            "Scorecard: gauntlet leaderboard {} --out <dir>",
+            run_dir.display()
+        );
+    }
     println!(
         "\n{} trials, {} not passed. Results page: {}",
-        records.len(),
+        records.len() + scorecard.len(),
         failed,
         page.display()
     );
@@ -454,6 +493,33 @@ fn publish(
                     .display()
             );
             ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
+    }
+}
+
+fn leaderboard(run_dirs: &[PathBuf], out: &std::path::Path) -> ExitCode {
+    use gauntlet::report::leaderboard;
+    let entries = match leaderboard::collect(run_dirs) {
+        Ok(e) => e,
+        Err(e) => return error(e),
+    };
+    match leaderboard::append(out, entries) {
+        Ok(all) => {
+            print!("{}", leaderboard::render_markdown(&all));
+            println!(
+                "wrote {} and {}",
+                out.join(leaderboard::LEADERBOARD_MD).display(),
+                out.join(leaderboard::LEADERBOARD_JSON).display()
+            );
+            let flagged = all
+                .iter()
+                .any(|e| e.notes.iter().any(|n| n.starts_with("not reproducible")));
+            if flagged {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(e) => error(e),
     }

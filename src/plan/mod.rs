@@ -6,6 +6,7 @@
 
 pub mod challenge;
 pub mod harness;
+pub mod scorecard;
 
 use std::path::Path;
 

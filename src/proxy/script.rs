@@ -114,7 +114,13 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
 }
 
 fn asks_for_a_title(system: &str) -> bool {
-    system.len() <= SIDE_PROMPT_MAX_BYTES && system.to_ascii_lowercase().contains("title")
+    // A quoted `"title"` is a JSON field the prompt documents (an API body), not a
+    // request for a title.
+    system.len() <= SIDE_PROMPT_MAX_BYTES
+        && system
+            .to_ascii_lowercase()
+            .replace("\"title\"", "")
+            .contains("title")
 }
 
 #[cfg(test)]
@@ -218,6 +224,10 @@ mod tests {
         // A long main prompt that happens to mention titles is not a side request.
         let main = format!("{} Use the page title when useful.", "x".repeat(5000));
         let choice = choose(&flow(), &asked(&["Bash"], 0, &main));
+        assert!(matches!(choice.reply, Reply::ToolCall(_)));
+        // A short main prompt documenting a `"title"` field is not a title request.
+        let main = r#"You are an agent. POST /threads {"title","body"} opens a thread."#;
+        let choice = choose(&flow(), &asked(&["Bash"], 0, main));
         assert!(matches!(choice.reply, Reply::ToolCall(_)));
     }
 }

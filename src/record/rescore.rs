@@ -136,6 +136,15 @@ fn derive_with(
     }))
 }
 
+/// [`parse_checked`] for the other suites' rescore (scorecard turns).
+pub(crate) fn parse_checked_file(
+    trial_dir: &Path,
+    raw: &RawFile,
+    parser: StreamParser,
+) -> Result<Transcript, RescoreError> {
+    parse_checked(trial_dir, raw, parser)
+}
+
 /// One line of a rescore table.
 #[derive(Debug, Clone)]
 pub struct RescoreRow {
@@ -165,6 +174,10 @@ impl RescoreRow {
 
 /// Rescore one record file.
 pub fn rescore_file(file: &Path) -> RescoreRow {
+    // Dispatch on the record's suite.
+    if crate::run::scorecard::record::is_scorecard_record(file) {
+        return crate::run::scorecard::record::rescore_file(file);
+    }
     if super::suite_of(file).is_ok_and(|s| s == "challenge") {
         return match crate::run::challenge::rederive(file) {
             Ok((rec, derived)) => RescoreRow {

@@ -9,6 +9,7 @@
 pub mod aggregate;
 pub mod challenge;
 pub mod html;
+pub mod leaderboard;
 pub mod load;
 pub mod markdown;
 pub mod prices;

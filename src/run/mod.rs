@@ -5,6 +5,7 @@
 
 pub mod challenge;
 pub mod qa;
+pub mod scorecard;
 
 /// One line per trial that nextest keeps in JUnit `system-out`, for dashboards.
 pub fn summary_line(rec: &crate::record::QaRecord) -> String {

@@ -5,6 +5,7 @@ pub mod challenge;
 pub mod qa;
 #[cfg(test)]
 mod qa_rules;
+pub mod scorecard;
 
 use serde::{Deserialize, Serialize};
 

@@ -7,6 +7,7 @@ pub mod app;
 pub mod challenge;
 pub mod corpus;
 pub mod flow;
+pub mod scorecard;
 
 use std::path::{Path, PathBuf};
 
@@ -63,15 +64,19 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T
     })
 }
 
-/// Ids are used in test names and directory names: keep them to a safe alphabet.
-pub(crate) fn check_id(file: &Path, field: &str, id: &str) -> Result<(), SpecError> {
-    let ok = !id.is_empty()
+/// Whether `id` is in the id alphabet (see [`check_id`]).
+pub(crate) fn check_id_str(id: &str) -> bool {
+    !id.is_empty()
         && id.len() <= 64
         && id
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !id.starts_with('-');
-    if ok {
+        && !id.starts_with('-')
+}
+
+/// Ids are used in test names and directory names: keep them to a safe alphabet.
+pub(crate) fn check_id(file: &Path, field: &str, id: &str) -> Result<(), SpecError> {
+    if check_id_str(id) {
         Ok(())
     } else {
         Err(SpecError::invalid(

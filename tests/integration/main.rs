@@ -19,6 +19,7 @@ mod proxy_wire;
 mod reference_agent;
 mod report;
 mod rescore;
+mod scorecard;
 mod sessions;
 mod sinks;
 mod support;

@@ -1,0 +1,142 @@
+//! The agent's background mode during idle windows: started by its adapter (when it
+//! has one), run as a bounded process in its own group with the harness's deadline at
+//! the end of the idle block, and recorded like any turn. What it does counts only
+//! through the sinks; its own output is kept for audit, never scored.
+
+use std::time::Duration;
+
+use crate::agent::process::{self, ProcessOutcome, ProcessSpec};
+use crate::agent::{DaemonRun, Launch, LaunchContext};
+use crate::proxy::{Proxy, UsageEntry};
+
+use super::driver::Driver;
+use super::record::ProcessRaw;
+
+/// What starting the background mode needs.
+pub struct BackgroundRun<'a, 'b> {
+    pub driver: &'a Driver<'b>,
+    /// The whole idle block: the process is stopped at its end.
+    pub duration: Duration,
+    /// The block's length in seed hours (a profile's tick rate is per seed hour).
+    pub seed_hours: f64,
+}
+
+/// A running background mode.
+pub struct Running {
+    label: String,
+    command: Vec<String>,
+    task: tokio::task::JoinHandle<Result<ProcessOutcome, process::ProcessError>>,
+    proxy: Option<Proxy>,
+}
+
+impl Running {
+    pub fn describe(&self) -> String {
+        format!("background mode ran: {}", self.command.join(" "))
+    }
+
+    /// Wait for the process to reach its deadline (the end of the idle block) and
+    /// return its raw evidence and the proxy's metering.
+    pub async fn stop(self) -> (Option<ProcessRaw>, Vec<UsageEntry>) {
+        let outcome = self.task.await;
+        let usage = match self.proxy {
+            Some(p) => p.shutdown().await,
+            None => vec![],
+        };
+        let raw = match outcome {
+            Ok(Ok(o)) => Some(ProcessRaw {
+                label: self.label,
+                session: None,
+                command: self.command,
+                end: o.end,
+                stdout: o.stdout,
+                stderr: o.stderr,
+            }),
+            _ => None,
+        };
+        (raw, usage)
+    }
+}
+
+/// Start the agent's background mode for the block, or `Ok(None)` when the agent has
+/// none (it is then simply left idle).
+pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, String> {
+    let d = run.driver;
+    let Some((launch, proxy)) = launch_for(run).await? else {
+        return Ok(None);
+    };
+    let proxy_url = proxy.as_ref().map(|p| p.base_url()).unwrap_or_default();
+    let mut env = launch.env.clone();
+    env.extend(crate::agent::base_env(d.home, d.tmp));
+    env.extend(d.sinks.agent_env());
+    if !proxy_url.is_empty() {
+        env.insert("OPENAI_BASE_URL".into(), proxy_url);
+        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
+        env.insert("OPENAI_MODEL".into(), d.cfg.model.clone());
+    }
+    let mut command = vec![launch.invocation.program.to_string_lossy().into_owned()];
+    command.extend(launch.invocation.args.iter().cloned());
+    let spec = ProcessSpec {
+        program: launch.invocation.program,
+        args: launch.invocation.args,
+        cwd: d.workspace.to_path_buf(),
+        env,
+        deadline: run.duration,
+        stdout_path: d.trial_dir.join("background.stdout"),
+        stderr_path: d.trial_dir.join("background.stderr"),
+        rel_base: d.trial_dir.to_path_buf(),
+        output_cap: d.cfg.output_cap_bytes,
+        marker: format!(
+            "{}:{}:background",
+            std::process::id(),
+            d.trial_dir.display()
+        ),
+    };
+    Ok(Some(Running {
+        label: "background".into(),
+        command,
+        task: tokio::spawn(process::run(spec)),
+        proxy,
+    }))
+}
+
+/// The adapter's background launch (`Adapter::daemon_launch`) with a metering proxy of
+/// its own: a background mode that calls the model is metered like a turn (scripted
+/// mode answers it with a bare acknowledgement; the reference agent's rule-driven
+/// daemon calls none).
+async fn launch_for(
+    run: &BackgroundRun<'_, '_>,
+) -> Result<Option<(Launch, Option<Proxy>)>, String> {
+    let d = run.driver;
+    let config = d.profile.and_then(|p| p.daemon_config());
+    let ack = crate::spec::Flow {
+        capability: d.probe.probe.id.clone(),
+        steps: vec![crate::spec::FlowStep::Final { text: "ok".into() }],
+    };
+    let proxy = d.proxy(Some(ack), "the background mode").await?;
+    let proxy_url = proxy.base_url();
+    let launch = d.adapter.daemon_launch(
+        &DaemonRun {
+            title: format!("{} background", d.trial),
+            workspace: d.workspace.to_path_buf(),
+            state_dir: d.state_dir.to_path_buf(),
+            config,
+        },
+        &LaunchContext {
+            home: d.home,
+            workspace: d.workspace,
+            proxy_url: &proxy_url,
+            model: &d.cfg.model,
+        },
+    );
+    match launch {
+        Ok(Some(l)) => Ok(Some((l, Some(proxy)))),
+        Ok(None) => {
+            let _ = proxy.shutdown().await;
+            Ok(None)
+        }
+        Err(e) => {
+            let _ = proxy.shutdown().await;
+            Err(format!("agent `{}`: {e}", d.adapter.name()))
+        }
+    }
+}

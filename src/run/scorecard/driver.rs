@@ -1,0 +1,480 @@
+//! The conversation driver: walks a probe's steps against one agent.
+//!
+//! A prompted turn runs the agent once through its adapter's `prompt_launch` with a
+//! [`SessionTurn`]: the same session id for every turn of a session, `resume` after
+//! its first turn, and the agent's state directory kept across sessions (a new
+//! session is a new id, the same directory). A fresh agent is a new trial: a new,
+//! empty state directory, checked empty before the first turn.
+//!
+//! An idle window is real time (the seed's hours scaled by the configured day): the
+//! agent's background mode, when it has one, runs through it unprompted and the sinks
+//! keep observing; an agent without one is simply left alone and scores what it does.
+//! The harness changes the world between windows (P3.3) through the sinks' mutation API.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::agent::process::{self, ProcessSpec};
+use crate::agent::{base_env, Adapter, LaunchContext, PromptRun, SessionTurn};
+use crate::config::{Config, Mode};
+use crate::evidence::ProcessEnd;
+use crate::proxy::{Budget, Proxy, ProxyMode, UsageEntry};
+use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
+use crate::spec::scorecard::profile::LoadedProfile;
+use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
+use crate::spec::Flow;
+use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
+
+use super::background::{self, BackgroundRun};
+use super::observe::{file_obs, workspace_events, Phase};
+use super::record::{reply_of, ProcessRaw};
+
+/// The prompt of a filler turn ("wait N turns").
+pub fn filler_prompt(k: u32, n: u32) -> String {
+    format!("Just checking in ({k} of {n}); nothing to do. A short reply is fine.")
+}
+
+/// Everything one probe run needs, fixed for its duration.
+pub struct Driver<'a> {
+    pub cfg: &'a Config,
+    pub adapter: &'a dyn Adapter,
+    pub probe: &'a LoadedProbe,
+    pub bank: &'a Bank,
+    /// Scripted mode: the profile that scripts the model.
+    pub profile: Option<&'a LoadedProfile>,
+    pub trial_dir: &'a Path,
+    pub workspace: &'a Path,
+    pub home: &'a Path,
+    pub tmp: &'a Path,
+    pub state_dir: &'a Path,
+    pub sinks: &'a Sinks,
+    pub trial: &'a str,
+}
+
+/// What the driver observed, filled in as it goes so that a failure part-way keeps
+/// everything before it.
+#[derive(Debug, Default)]
+pub struct Observed {
+    pub evidence: ProbeEvidence,
+    pub processes: Vec<ProcessRaw>,
+    pub phases: Vec<Phase>,
+    pub usage: Vec<UsageEntry>,
+    /// Workspace events per step (network events are added from the sinks' logs).
+    pub file_events: Vec<SinkEvent>,
+}
+
+impl Driver<'_> {
+    /// Run every step. Returns `Err` with the reason when the probe cannot go on
+    /// (setup failure, the agent died); what was observed until then stays in `obs`.
+    pub async fn run(&self, obs: &mut Observed) -> Result<(), String> {
+        let mut session = 0u32;
+        let mut turn_in_session = 0u32;
+        let mut snapshot = self.snapshot(None)?;
+        let steps = &self.probe.probe.steps;
+        let mut i = 0;
+        let mut turn_no = 0u32;
+        while i < steps.len() {
+            match &steps[i] {
+                Step::Turn { label, prompt } => {
+                    if session == 0 {
+                        session = 1;
+                    }
+                    turn_no += 1;
+                    let prompt = self.bank.render(prompt);
+                    self.turn(
+                        obs,
+                        &mut snapshot,
+                        label,
+                        &prompt,
+                        session,
+                        turn_in_session,
+                        turn_no,
+                    )
+                    .await?;
+                    turn_in_session += 1;
+                }
+                Step::Filler(n) => {
+                    if session == 0 {
+                        session = 1;
+                    }
+                    for k in 1..=*n {
+                        turn_no += 1;
+                        let label = format!("filler-{turn_no}");
+                        let prompt = filler_prompt(k, *n);
+                        self.turn(
+                            obs,
+                            &mut snapshot,
+                            &label,
+                            &prompt,
+                            session,
+                            turn_in_session,
+                            turn_no,
+                        )
+                        .await?;
+                        turn_in_session += 1;
+                    }
+                }
+                Step::NewSession => {
+                    session = session.max(1) + 1;
+                    turn_in_session = 0;
+                }
+                Step::Idle { .. } | Step::World(_) => {
+                    // A block of idle windows (with world changes between them) runs
+                    // with one background process across the whole block.
+                    let end = steps[i..]
+                        .iter()
+                        .position(|s| !matches!(s, Step::Idle { .. } | Step::World(_)))
+                        .map(|k| i + k)
+                        .unwrap_or(steps.len());
+                    self.idle_block(obs, &mut snapshot, &steps[i..end]).await?;
+                    i = end;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self, before: Option<&WorkspaceSnapshot>) -> Result<WorkspaceSnapshot, String> {
+        match before {
+            None => WorkspaceSnapshot::take(self.workspace),
+            Some(b) => WorkspaceSnapshot::take_against(self.workspace, b),
+        }
+        .map_err(|e| format!("workspace observer: {e}"))
+    }
+
+    fn files_after(&self, snap: &WorkspaceSnapshot) -> BTreeMap<String, FileObs> {
+        snap.files
+            .iter()
+            .take(500)
+            .map(|(p, e)| (p.clone(), file_obs(self.workspace, p, e)))
+            .collect()
+    }
+
+    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, String> {
+        let mode = match self.cfg.mode {
+            Mode::Scripted => ProxyMode::Scripted {
+                flow: flow.ok_or_else(|| format!("scripted mode: no flow for {what}"))?,
+                model: self.cfg.model.clone(),
+            },
+            Mode::Byok => ProxyMode::Byok {
+                upstream: self.cfg.upstream_url.clone(),
+                api_key: std::env::var(&self.cfg.api_key_env)
+                    .map_err(|_| format!("byok mode: {} is not set", self.cfg.api_key_env))?,
+            },
+        };
+        Proxy::start_with_budget(
+            mode,
+            Budget {
+                max_tokens: self.cfg.max_tokens_per_trial,
+            },
+        )
+        .await
+        .map_err(|e| format!("metering proxy failed to start: {e}"))
+    }
+
+    /// The agent's environment: the adapter's variables, then the harness's (which
+    /// always win), the sinks' and the proxy's.
+    fn env(
+        &self,
+        adapter_env: BTreeMap<String, String>,
+        proxy_url: &str,
+    ) -> BTreeMap<String, String> {
+        let mut env = adapter_env;
+        env.extend(base_env(self.home, self.tmp));
+        env.extend(self.sinks.agent_env());
+        env.insert("OPENAI_BASE_URL".into(), proxy_url.to_string());
+        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
+        env.insert("OPENAI_MODEL".into(), self.cfg.model.clone());
+        env
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn turn(
+        &self,
+        obs: &mut Observed,
+        snapshot: &mut WorkspaceSnapshot,
+        label: &str,
+        prompt: &str,
+        session: u32,
+        turn_in_session: u32,
+        turn_no: u32,
+    ) -> Result<(), String> {
+        let session_id = format!("{}-s{session}", self.probe.probe.id);
+        let flow = self
+            .profile
+            .map(|p| p.turn_flow(&self.probe.probe.id, label, self.bank));
+        let start_ms = now_ms();
+        let mut t = TurnObs {
+            label: label.to_string(),
+            session,
+            prompt: prompt.to_string(),
+            reply: None,
+            problem: None,
+            files_after: BTreeMap::new(),
+        };
+        let proxy = match self.proxy(flow, &format!("turn `{label}`")).await {
+            Ok(p) => p,
+            Err(e) => {
+                t.problem = Some(e.clone());
+                obs.evidence.turns.push(t);
+                return Err(e);
+            }
+        };
+        let proxy_url = proxy.base_url();
+        let run = PromptRun {
+            title: self.trial.to_string(),
+            prompt: prompt.to_string(),
+            workspace: self.workspace.to_path_buf(),
+            session: Some(SessionTurn {
+                id: session_id.clone(),
+                resume: turn_in_session > 0,
+                state_dir: self.state_dir.to_path_buf(),
+            }),
+        };
+        let launch = self.adapter.prompt_launch(
+            &run,
+            &LaunchContext {
+                home: self.home,
+                workspace: self.workspace,
+                proxy_url: &proxy_url,
+                model: &self.cfg.model,
+            },
+        );
+        let launch = match launch {
+            Ok(l) => l,
+            Err(e) => {
+                obs.usage.extend(proxy.shutdown().await);
+                let e = format!("agent `{}` could not be prepared: {e}", self.adapter.name());
+                t.problem = Some(e.clone());
+                obs.evidence.turns.push(t);
+                return Err(e);
+            }
+        };
+        let stem = format!("turn-{turn_no:02}-{label}");
+        let mut command = vec![launch.invocation.program.to_string_lossy().into_owned()];
+        command.extend(launch.invocation.args.iter().cloned());
+        let outcome = process::run(ProcessSpec {
+            program: launch.invocation.program,
+            args: launch.invocation.args,
+            cwd: self.workspace.to_path_buf(),
+            env: self.env(launch.env, &proxy_url),
+            deadline: self.cfg.timeout,
+            stdout_path: self.trial_dir.join(format!("{stem}.stdout")),
+            stderr_path: self.trial_dir.join(format!("{stem}.stderr")),
+            rel_base: self.trial_dir.to_path_buf(),
+            output_cap: self.cfg.output_cap_bytes,
+            marker: format!("{}:{}:{stem}", std::process::id(), self.trial_dir.display()),
+        })
+        .await;
+        obs.usage.extend(proxy.shutdown().await);
+        let end_ms = now_ms();
+        obs.phases.push(Phase {
+            label: label.to_string(),
+            start_ms,
+            end_ms,
+        });
+        let after = self.snapshot(Some(snapshot))?;
+        obs.file_events
+            .extend(workspace_events(self.workspace, label, snapshot, &after));
+        t.files_after = self.files_after(&after);
+        *snapshot = after;
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                let e = format!("agent could not be run at turn `{label}`: {e}");
+                t.problem = Some(e.clone());
+                obs.evidence.turns.push(t);
+                return Err(e);
+            }
+        };
+        let parsed = self
+            .adapter
+            .read(&self.trial_dir.join(&outcome.stdout.path))
+            .ok();
+        t.reply = reply_of(
+            &outcome.end,
+            parsed.and_then(|p| p.transcript.final_message),
+        );
+        let died = !outcome.end.success();
+        if died {
+            t.problem = Some(describe_end(&outcome.end));
+        } else if t.reply.is_none() {
+            t.problem = Some("the agent ended without a final message".into());
+        }
+        obs.processes.push(ProcessRaw {
+            label: label.to_string(),
+            session: Some(session_id),
+            command,
+            end: outcome.end.clone(),
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+        });
+        obs.evidence.turns.push(t);
+        if died {
+            return Err(format!(
+                "the agent died at turn `{label}`: {}",
+                describe_end(&outcome.end)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Idle windows (and the world changes between them), with the agent's background
+    /// mode running through the whole block when it has one.
+    async fn idle_block(
+        &self,
+        obs: &mut Observed,
+        snapshot: &mut WorkspaceSnapshot,
+        block: &[Step],
+    ) -> Result<(), String> {
+        let day = self.cfg.idle_day().as_secs_f64();
+        let scaled = |hours: f64| Duration::from_secs_f64(hours * 3600.0 / 86_400.0 * day);
+        let total: Duration = block
+            .iter()
+            .filter_map(|s| match s {
+                Step::Idle { seed_hours, .. } => Some(scaled(*seed_hours)),
+                _ => None,
+            })
+            .sum();
+        let seed_hours_total: f64 = block
+            .iter()
+            .filter_map(|s| match s {
+                Step::Idle { seed_hours, .. } => Some(*seed_hours),
+                _ => None,
+            })
+            .sum();
+        // The background mode, if the agent has one, through the whole block.
+        let bg = background::start(&BackgroundRun {
+            driver: self,
+            duration: total,
+            seed_hours: seed_hours_total,
+        })
+        .await;
+        let bg = match bg {
+            Ok(bg) => bg,
+            Err(e) => {
+                obs.evidence.background = Some(format!("background mode failed to start: {e}"));
+                None
+            }
+        };
+        if let Some(b) = &bg {
+            obs.evidence.background = Some(b.describe());
+        } else if obs.evidence.background.is_none() {
+            obs.evidence.background = Some(format!(
+                "agent `{}` has no background mode: left idle",
+                self.adapter.name()
+            ));
+        }
+        let mut result = Ok(());
+        for step in block {
+            match step {
+                Step::Idle { label, seed_hours } => {
+                    let d = scaled(*seed_hours);
+                    let start_ms = now_ms();
+                    let t0 = std::time::Instant::now();
+                    tokio::time::sleep(d).await;
+                    let end_ms = now_ms();
+                    obs.phases.push(Phase {
+                        label: label.clone(),
+                        start_ms,
+                        end_ms,
+                    });
+                    obs.evidence.windows.push(WindowObs {
+                        label: label.clone(),
+                        seed_secs: seed_hours * 3600.0,
+                        actual_secs: t0.elapsed().as_secs_f64(),
+                    });
+                    match self.snapshot(Some(snapshot)) {
+                        Ok(after) => {
+                            obs.file_events.extend(workspace_events(
+                                self.workspace,
+                                label,
+                                snapshot,
+                                &after,
+                            ));
+                            *snapshot = after;
+                        }
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+                Step::World(WorldChange::TrackerSet { item, status }) => {
+                    let item = self.bank.render(item);
+                    let status_text = self.bank.render(status);
+                    let change =
+                        serde_json::from_value(serde_json::Value::String(status_text.clone()))
+                            .map_err(|e| format!("tracker status `{status_text}`: {e}"))
+                            .and_then(|s| {
+                                self.sinks
+                                    .tracker
+                                    .set_task_status(&item, s)
+                                    .map_err(|e| e.to_string())
+                            });
+                    match change {
+                        Ok(_) => obs
+                            .evidence
+                            .world_changes
+                            .push(format!("tracker: task {item} status -> {status_text}")),
+                        Err(e) => {
+                            result = Err(format!("the harness could not change the world: {e}"));
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(b) = bg {
+            let (raw, usage) = b.stop().await;
+            obs.usage.extend(usage);
+            if let Some(raw) = raw {
+                obs.processes.push(raw);
+            }
+        }
+        result
+    }
+}
+
+/// How a process ended, in words.
+pub fn describe_end(end: &ProcessEnd) -> String {
+    if end.timed_out {
+        format!("timed out after {} ms", end.duration_ms)
+    } else if let Some(sig) = end.signal {
+        format!("killed by signal {sig}")
+    } else {
+        match end.exit_code {
+            Some(0) => "exited 0".into(),
+            Some(c) => format!("exited {c}"),
+            None => "ended without an exit code".into(),
+        }
+    }
+}
+
+/// A fresh agent's state directory: it must exist and be empty. Whatever is in it is
+/// planted memory, listed by name.
+pub fn planted_entries(state_dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(state_dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// The trial's directories: workspace, scratch HOME, TMPDIR and the agent's state.
+pub fn trial_dirs(trial_dir: &Path) -> Result<[PathBuf; 4], String> {
+    let mk = |name: &str| {
+        let p = trial_dir.join(name);
+        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok::<_, String>(p)
+    };
+    Ok([mk("workspace")?, mk("home")?, mk("tmp")?, mk("state")?])
+}

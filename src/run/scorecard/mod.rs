@@ -1,0 +1,214 @@
+//! The scorecard suite's execution: one probe against a fresh agent, end to end.
+//!
+//! world (sinks: workspace observer, HTTP stand-in, SMTP sink, tracker) + metering
+//! proxy + the agent driven turn by turn ([`driver`]) → raw evidence and sink
+//! observations → the pure scorer (`score::scorecard`) → one record per probe.
+//! The harness (`benches-as-tests/scorecard.rs`), `gauntlet run` ([`run_all`]) and the
+//! integration tests all call [`execute`], so every run takes one code path.
+
+pub mod background;
+pub mod driver;
+pub mod observe;
+pub mod record;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::agent::adapter_for;
+use crate::config::{Config, Mode, SEED_DAY};
+use crate::record as rec;
+use crate::score::scorecard::observe as score_probe;
+use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
+use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerSeed};
+
+use driver::{planted_entries, trial_dirs, Driver, Observed};
+use record::{verdict_of, ScorecardRecord, ScorecardRun, SUITE};
+
+pub use crate::run::qa::TrialError;
+
+/// Options a test may set; a real run uses the default.
+#[derive(Debug, Clone, Default)]
+pub struct ExecOptions {
+    /// Copy this directory's contents into the fresh agent's state directory before
+    /// its first turn: how a test plants memory to show that it is detected.
+    pub plant_state_from: Option<PathBuf>,
+}
+
+/// The sinks a probe starts with: the HTTP stand-in answers the bank's host with the
+/// bank's status; the tracker holds the bank's task.
+pub fn sink_config(bank: &Bank) -> SinkConfig {
+    let host = bank.get("http_host").unwrap_or("example.com");
+    let status: u16 = bank
+        .get("http_status")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    SinkConfig {
+        http: HostStatuses::default().with_host(host, status),
+        tracker: TrackerSeed {
+            threads: vec![],
+            tasks: vec![tracker::SeedTask {
+                id: bank.get("tracker_item").unwrap_or("T-1").to_string(),
+                title: "Keep the nightly build green".into(),
+                status: tracker::TaskStatus::Open,
+                priority: tracker::Priority::Medium,
+            }],
+        },
+    }
+}
+
+/// Run one probe against a fresh agent and append its record to `run_dir`. Only a
+/// failure to write the record is an `Err`: everything that goes wrong with the
+/// world or the agent is evidence.
+pub async fn execute(
+    suite: &ScorecardSuite,
+    probe: &LoadedProbe,
+    cfg: &Config,
+    run_dir: &Path,
+    opts: &ExecOptions,
+) -> Result<(ScorecardRecord, PathBuf), TrialError> {
+    let name = probe.trial_name();
+    let started_at = chrono::Utc::now();
+    let t0 = Instant::now();
+    let trial_dir = rec::create_trial_dir(run_dir, &name)?;
+    let adapter = adapter_for(&cfg.agent);
+    let bank = Bank::from_seed(&cfg.scorecard_seed);
+    let mut obs = Observed::default();
+
+    let setup: Result<(), String> = async {
+        let profile = match cfg.mode {
+            Mode::Scripted => Some(
+                suite
+                    .profile(&cfg.scorecard_profile)
+                    .map_err(|e| format!("scripted profile: {e}"))?,
+            ),
+            Mode::Byok => None,
+        };
+        let [workspace, home, tmp, state] = trial_dirs(&trial_dir)?;
+        if let Some(src) = &opts.plant_state_from {
+            copy_dir(src, &state).map_err(|e| format!("planting {}: {e}", src.display()))?;
+        }
+        // A fresh agent starts with an empty state directory: anything in it is planted.
+        obs.evidence.planted_state = planted_entries(&state);
+        let sinks = Sinks::start(sink_config(&bank))
+            .await
+            .map_err(|e| format!("world sinks failed to start: {e}"))?;
+        let driver = Driver {
+            cfg,
+            adapter: adapter.as_ref(),
+            probe,
+            bank: &bank,
+            profile: profile.as_ref(),
+            trial_dir: &trial_dir,
+            workspace: &workspace,
+            home: &home,
+            tmp: &tmp,
+            state_dir: &state,
+            sinks: &sinks,
+            trial: &name,
+        };
+        let driven = driver.run(&mut obs).await;
+        let network = sinks.shutdown().await;
+        obs.evidence
+            .events
+            .extend(observe::network_events(&network, &obs.phases));
+        // The sinks' own logs, raw, beside the record.
+        let _ = rec::write_new_json(&trial_dir, "sinks.json", &network);
+        driven
+    }
+    .await;
+    let mut evidence = obs.evidence;
+    let mut events = obs.file_events;
+    events.append(&mut evidence.events);
+    evidence.events = events;
+    if let Err(e) = setup {
+        evidence.setup_error = Some(e);
+    }
+    let result = score_probe(probe, &bank, &evidence);
+    let verdict = verdict_of(&result, &evidence);
+    let record = ScorecardRecord {
+        schema_version: rec::SCHEMA_VERSION,
+        suite: SUITE.into(),
+        trial: name,
+        run_id: rec::run_id().to_string(),
+        gauntlet_version: crate::VERSION.into(),
+        started_at: started_at.to_rfc3339(),
+        finished_at: chrono::Utc::now().to_rfc3339(),
+        wall_ms: t0.elapsed().as_millis() as u64,
+        config: crate::run::qa::record_config(cfg, adapter.name(), adapter.version()),
+        scorecard: ScorecardRun {
+            seed: cfg.scorecard_seed.clone(),
+            profile: (cfg.mode == Mode::Scripted).then(|| cfg.scorecard_profile.clone()),
+            probe: probe.probe.id.clone(),
+            dimension: probe.probe.dimension.clone(),
+            idle_secs_per_day: cfg.idle_day().as_secs_f64(),
+            compressed: cfg.idle_day() < SEED_DAY,
+        },
+        probe: probe.clone(),
+        card: suite.scorecard.clone(),
+        processes: obs.processes,
+        usage: obs.usage,
+        evidence,
+        result,
+        verdict,
+    };
+    rec::write_new_json(&trial_dir, rec::RECORD_FILE, &record)?;
+    Ok((record, trial_dir))
+}
+
+fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
+    for e in std::fs::read_dir(src)? {
+        let e = e?;
+        let to = dst.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            std::fs::create_dir_all(&to)?;
+            copy_dir(&e.path(), &to)?;
+        } else {
+            std::fs::copy(e.path(), to)?;
+        }
+    }
+    Ok(())
+}
+
+/// One line per probe trial for JUnit `system-out`.
+pub fn summary_line(r: &ScorecardRecord) -> String {
+    let held = r.result.observations.iter().filter(|o| o.holds).count();
+    format!(
+        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}",
+        r.trial,
+        r.verdict.passed,
+        r.result.observations.len(),
+        r.result.recall_score,
+        r.scorecard.compressed,
+        r.verdict.reason
+    )
+}
+
+/// Run every probe of `suite` whose trial name contains `filter` (all when `None`),
+/// each against a fresh agent with its own sinks, ports and state directory, at most
+/// `jobs` at once, into `run_dir`: what `gauntlet run` calls for the scorecard suite.
+/// Results come back in probe order.
+pub async fn run_all(
+    suite: &ScorecardSuite,
+    cfg: &Config,
+    run_dir: &Path,
+    filter: Option<&str>,
+    jobs: usize,
+) -> Vec<(String, Result<ScorecardRecord, String>)> {
+    let sem = tokio::sync::Semaphore::new(jobs.max(1));
+    let runs = suite
+        .probes
+        .iter()
+        .filter(|p| filter.is_none_or(|f| p.trial_name().contains(f)))
+        .map(|p| {
+            let sem = &sem;
+            async move {
+                let _permit = sem.acquire().await;
+                let r = execute(suite, p, cfg, run_dir, &ExecOptions::default())
+                    .await
+                    .map(|(r, _)| r)
+                    .map_err(|e| e.to_string());
+                (p.trial_name(), r)
+            }
+        });
+    futures_util::future::join_all(runs).await
+}

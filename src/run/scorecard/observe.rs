@@ -1,0 +1,191 @@
+//! Sink observations → the scorer's [`SinkEvent`]s, each put in the step (turn or idle
+//! window) it happened in. The sinks are the only source: workspace snapshots taken
+//! around every step, and the network sinks' timestamped logs.
+
+use std::path::Path;
+
+use crate::score::scorecard::{FileObs, SinkEvent, SinkKind, FILE_TEXT_CAP};
+use crate::world::sinks::{workspace, SinksObservation, WorkspaceSnapshot};
+
+/// One step of the probe as it ran: `[start_ms, end_ms]` on the sinks' clock.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Phase {
+    pub label: String,
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+/// The phase an event at `at_ms` belongs to; `between` for the harness's own gaps.
+pub fn phase_of(phases: &[Phase], at_ms: u64) -> String {
+    phases
+        .iter()
+        .find(|p| p.start_ms <= at_ms && at_ms <= p.end_ms)
+        .map(|p| p.label.clone())
+        .unwrap_or_else(|| "between".to_string())
+}
+
+fn cap(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// A workspace file as the record keeps it: hash, size, and its text when small.
+pub fn file_obs(root: &Path, rel: &str, entry: &workspace::FileEntry) -> FileObs {
+    let text = (entry.size <= FILE_TEXT_CAP && !entry.symlink)
+        .then(|| std::fs::read(root.join(rel)).ok())
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok());
+    FileObs {
+        sha256: entry.sha256.clone(),
+        bytes: entry.size,
+        text,
+    }
+}
+
+/// The workspace events of one step: every file written, changed, appended or deleted
+/// between the two snapshots.
+pub fn workspace_events(
+    root: &Path,
+    phase: &str,
+    before: &WorkspaceSnapshot,
+    after: &WorkspaceSnapshot,
+) -> Vec<SinkEvent> {
+    let d = workspace::diff(before, after);
+    let mut out = Vec::new();
+    for (method, paths) in [
+        ("write", &d.written),
+        ("change", &d.changed),
+        ("append", &d.appended),
+    ] {
+        for p in paths {
+            let text = after
+                .files
+                .get(p)
+                .map(|e| file_obs(root, p, e).text.unwrap_or_default())
+                .unwrap_or_default();
+            out.push(SinkEvent {
+                sink: SinkKind::File,
+                phase: phase.to_string(),
+                what: p.clone(),
+                method: method.to_string(),
+                text: cap(&text, 4096),
+            });
+        }
+    }
+    for p in &d.deleted {
+        out.push(SinkEvent {
+            sink: SinkKind::File,
+            phase: phase.to_string(),
+            what: p.clone(),
+            method: "delete".to_string(),
+            text: String::new(),
+        });
+    }
+    out
+}
+
+/// The network sinks' events, each in its phase.
+pub fn network_events(obs: &SinksObservation, phases: &[Phase]) -> Vec<SinkEvent> {
+    let mut out = Vec::new();
+    for r in &obs.http {
+        out.push(SinkEvent {
+            sink: SinkKind::Http,
+            phase: phase_of(phases, r.at_ms),
+            what: format!("{} {}{}", r.method, r.host, r.path),
+            method: r.method.clone(),
+            text: format!("answered {}", r.status),
+        });
+    }
+    for m in &obs.mail {
+        out.push(SinkEvent {
+            sink: SinkKind::Mail,
+            phase: phase_of(phases, m.at_ms),
+            what: m.rcpt_to.join(", "),
+            method: "DATA".to_string(),
+            text: m.subject.clone().unwrap_or_default(),
+        });
+    }
+    let t = &obs.tracker;
+    for c in t.changes.iter().filter(|c| c.actor == "agent") {
+        use crate::world::sinks::tracker::ChangeKind;
+        let (method, what, text) = match c.kind {
+            ChangeKind::ThreadCreated => {
+                let th = t.threads.iter().find(|x| x.id == c.id);
+                let text = th
+                    .map(|x| {
+                        let first = x.messages.first().map(|m| m.body.as_str()).unwrap_or("");
+                        format!("{}\n{first}", x.title)
+                    })
+                    .unwrap_or_default();
+                ("POST", "/threads".to_string(), text)
+            }
+            ChangeKind::MessagePosted => {
+                let th = t.threads.iter().find(|x| x.id == c.id);
+                let text = th
+                    .and_then(|x| {
+                        x.messages
+                            .iter()
+                            .rev()
+                            .find(|m| m.actor == "agent" && m.at_ms <= c.at_ms)
+                    })
+                    .map(|m| m.body.clone())
+                    .unwrap_or_default();
+                ("POST", format!("/threads/{}/messages", c.id), text)
+            }
+            ChangeKind::TaskCreated => {
+                let title = t
+                    .tasks
+                    .iter()
+                    .find(|x| x.id == c.id)
+                    .map(|x| x.title.clone())
+                    .unwrap_or_default();
+                ("POST", "/tasks".to_string(), title)
+            }
+            ChangeKind::TaskUpdated => (
+                "PATCH",
+                format!("/tasks/{}", c.id),
+                format!(
+                    "{}: {} -> {}",
+                    c.field.as_deref().unwrap_or("?"),
+                    c.from.as_deref().unwrap_or(""),
+                    c.to.as_deref().unwrap_or("")
+                ),
+            ),
+        };
+        out.push(SinkEvent {
+            sink: SinkKind::Tracker,
+            phase: phase_of(phases, c.at_ms),
+            what,
+            method: method.to_string(),
+            text: cap(&text, 4096),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_fall_in_the_phase_that_holds_their_time() {
+        let phases = vec![
+            Phase {
+                label: "ask".into(),
+                start_ms: 10,
+                end_ms: 20,
+            },
+            Phase {
+                label: "day".into(),
+                start_ms: 25,
+                end_ms: 40,
+            },
+        ];
+        assert_eq!(phase_of(&phases, 10), "ask");
+        assert_eq!(phase_of(&phases, 22), "between");
+        assert_eq!(phase_of(&phases, 40), "day");
+    }
+}

@@ -1,0 +1,226 @@
+//! The scorecard's record: one `record.json` per probe trial, beside the raw evidence
+//! (each turn's stdout/stderr) it names, and how it re-derives offline.
+//!
+//! A record carries the probe as it was loaded (its rules) and the bank seed, so
+//! rescore needs neither the repository's data nor a network: it re-reads every turn's
+//! reply from the raw stdout (hash-checked), re-runs the pure scorer, and compares.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::{ProcessEnd, RawFile};
+use crate::record::rescore::{parse_checked_file, RescoreRow};
+use crate::record::{RecordConfig, RecordError, SCHEMA_VERSION};
+use crate::score::scorecard::{observe, ProbeEvidence, ProbeResult};
+use crate::score::{Outcome, Verdict};
+use crate::spec::scorecard::{Bank, LoadedProbe, Scorecard};
+
+pub const SUITE: &str = "scorecard";
+
+/// What the probe ran under, beyond the harness config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScorecardRun {
+    /// The fact bank's seed: the same seed gives the same probes.
+    pub seed: String,
+    /// The scripted agent profile (`stub`, `reactive`, `autonomous`) in scripted mode.
+    pub profile: Option<String>,
+    pub probe: String,
+    pub dimension: String,
+    /// Seconds one seed day of idle lasted in this run (86400 for a full run).
+    pub idle_secs_per_day: f64,
+    /// The idle windows were shorter than the seed's: never ranked beside full runs.
+    pub compressed: bool,
+}
+
+/// The raw evidence of one agent process (a turn, or the background mode).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRaw {
+    /// The turn label, or `background`.
+    pub label: String,
+    /// The session id the harness chose (`None` for the background mode).
+    pub session: Option<String>,
+    pub command: Vec<String>,
+    pub end: ProcessEnd,
+    pub stdout: RawFile,
+    pub stderr: RawFile,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScorecardRecord {
+    pub schema_version: u32,
+    /// Always `scorecard`: rescore dispatches on it.
+    pub suite: String,
+    /// `scorecard::<dimension>::<probe>`.
+    pub trial: String,
+    pub run_id: String,
+    pub gauntlet_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_ms: u64,
+    pub config: RecordConfig,
+    pub scorecard: ScorecardRun,
+    /// The probe as loaded (rules and file hash): rescore scores against this.
+    pub probe: LoadedProbe,
+    /// The level and classification tables the run was scored with, so the leaderboard
+    /// aggregates records offline.
+    pub card: Scorecard,
+    /// One entry per agent process, in order; turn replies are re-read from these.
+    pub processes: Vec<ProcessRaw>,
+    /// Every model call of every process, as the metering proxy saw it.
+    pub usage: Vec<crate::proxy::UsageEntry>,
+    pub evidence: ProbeEvidence,
+    pub result: ProbeResult,
+    pub verdict: Verdict,
+}
+
+/// The test verdict of a probe result: the behaviour was observed, or not, or the probe
+/// could not run.
+pub fn verdict_of(result: &ProbeResult, evidence: &ProbeEvidence) -> Verdict {
+    let outcome = if result.passed {
+        Outcome::Verified
+    } else if evidence.setup_error.is_some() {
+        Outcome::Error
+    } else {
+        Outcome::Unverified
+    };
+    Verdict {
+        outcome,
+        reason: result.reason.clone(),
+        passed: result.passed,
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScorecardRecordError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("{file}: {reason}")]
+    Evidence { file: PathBuf, reason: String },
+}
+
+/// Read one scorecard record.
+pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
+    let bytes = std::fs::read(file).map_err(|source| RecordError::Io {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let rec: ScorecardRecord =
+        serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    if rec.schema_version != SCHEMA_VERSION || rec.suite != SUITE {
+        return Err(RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: format!(
+                "suite `{}` schema_version {} (expected `{SUITE}` {SCHEMA_VERSION})",
+                rec.suite, rec.schema_version
+            ),
+        });
+    }
+    Ok(rec)
+}
+
+/// Whether `file` is a record of the scorecard suite (cheap: reads the `suite` field).
+pub fn is_scorecard_record(file: &Path) -> bool {
+    #[derive(Deserialize)]
+    struct Suite {
+        suite: Option<String>,
+    }
+    std::fs::read(file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Suite>(&b).ok())
+        .and_then(|s| s.suite)
+        .is_some_and(|s| s == SUITE)
+}
+
+/// The result the raw evidence in `trial_dir` supports: every reply re-read from its
+/// turn's stdout with the recorded agent's stream parser (and checked against its
+/// recorded hash), then the pure scorer.
+pub fn derive(
+    trial_dir: &Path,
+    rec: &ScorecardRecord,
+) -> Result<(ProbeEvidence, ProbeResult, Verdict), ScorecardRecordError> {
+    let parser = crate::agent::stream_parser_for(&rec.config.agent).ok_or_else(|| {
+        ScorecardRecordError::Evidence {
+            file: trial_dir.join("record.json"),
+            reason: format!(
+                "agent `{}` has no stream parser; cannot read its output",
+                rec.config.agent
+            ),
+        }
+    })?;
+    let mut evidence = rec.evidence.clone();
+    for turn in &mut evidence.turns {
+        let Some(raw) = rec
+            .processes
+            .iter()
+            .find(|p| p.label == turn.label && p.session.is_some())
+        else {
+            turn.reply = None;
+            continue;
+        };
+        let transcript = parse_checked_file(trial_dir, &raw.stdout, parser).map_err(|e| {
+            ScorecardRecordError::Evidence {
+                file: trial_dir.join(&raw.stdout.path),
+                reason: e.to_string(),
+            }
+        })?;
+        turn.reply = reply_of(&raw.end, transcript.final_message);
+    }
+    let bank = Bank::from_seed(&rec.scorecard.seed);
+    let result = observe(&rec.probe, &bank, &evidence);
+    let verdict = verdict_of(&result, &evidence);
+    Ok((evidence, result, verdict))
+}
+
+/// A turn's reply: the final message of a process that ended cleanly. A process that
+/// crashed or timed out has no reply, whatever it printed.
+pub fn reply_of(end: &ProcessEnd, final_message: Option<String>) -> Option<String> {
+    if end.success() {
+        final_message
+    } else {
+        None
+    }
+}
+
+/// Rescore one scorecard record file (called by `gauntlet rescore`'s dispatch).
+pub fn rescore_file(file: &Path) -> RescoreRow {
+    let rec = match load(file) {
+        Ok(r) => r,
+        Err(e) => {
+            return RescoreRow {
+                file: file.to_path_buf(),
+                trial: "?".into(),
+                stored: None,
+                derived: Err(e.to_string()),
+                challenge: None,
+            }
+        }
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let derived = match derive(dir, &rec) {
+        Ok((_, result, verdict)) if result == rec.result => Ok(verdict),
+        Ok((_, result, verdict)) => Ok(Verdict {
+            reason: format!(
+                "observations differ from the stored ones: {}",
+                result.reason
+            ),
+            ..verdict
+        }),
+        Err(e) => Err(e.to_string()),
+    };
+    RescoreRow {
+        file: file.to_path_buf(),
+        trial: rec.trial.clone(),
+        stored: Some(rec.verdict),
+        derived,
+        challenge: None,
+    }
+}
+
+/// The probe a record was planned from, for callers that only hold the record.
+pub fn probe_of(rec: &ScorecardRecord) -> &LoadedProbe {
+    &rec.probe
+}

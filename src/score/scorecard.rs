@@ -1,0 +1,711 @@
+//! The scorecard scorer: observations of one probe → which of its observations hold,
+//! and the observations of every probe → 0–4 per dimension, the total /20 and the
+//! classification. Pure: no I/O, no clock, no randomness.
+//!
+//! Text-based observations use the deterministic rules below (documented on each
+//! function, each with a unit test), never an LLM judge, and every result keeps the
+//! text it was decided on for audit. What an agent says about its own score is never
+//! read: the inputs are replies to the harness's prompts and sink events.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::scorecard::{Bank, LoadedProbe, Rule, Scorecard, DIMENSIONS};
+
+/// One prompted turn as observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TurnObs {
+    /// The probe's label, or `filler-N`.
+    pub label: String,
+    /// 1-based session number: a new session keeps the agent's state directory.
+    pub session: u32,
+    pub prompt: String,
+    /// The agent's final message, re-derived from its raw stdout; `None` when it gave
+    /// none (crash, timeout, setup failure: see `problem`).
+    pub reply: Option<String>,
+    /// Why the turn has no usable reply, if it has none.
+    pub problem: Option<String>,
+    /// Workspace files after the turn: path → content (text, capped) and hash.
+    pub files_after: BTreeMap<String, FileObs>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FileObs {
+    pub sha256: String,
+    pub bytes: u64,
+    /// The content when it is UTF-8 and at most [`FILE_TEXT_CAP`] bytes.
+    pub text: Option<String>,
+}
+
+/// Bytes of a workspace file kept as text in the record.
+pub const FILE_TEXT_CAP: u64 = 64 << 10;
+
+/// Where a side effect was observed. Sinks are the only source of side-effect
+/// evidence: never the agent's own logs or words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SinkKind {
+    /// A workspace file created or changed (the workspace observer).
+    File,
+    /// A request to an outside host through the HTTP stand-in (`http_proxy`).
+    Http,
+    /// A message accepted by the SMTP sink.
+    Mail,
+    /// A request to the tracker API.
+    Tracker,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SinkEvent {
+    pub sink: SinkKind,
+    /// The step it was observed in: a turn label or an idle window label.
+    pub phase: String,
+    /// File: the path; HTTP: `METHOD host/path`; mail: `to`; tracker: `METHOD /path`.
+    pub what: String,
+    /// HTTP and tracker: the method; mail: `DATA`; file: `write`.
+    pub method: String,
+    /// File: the content (capped); mail: the subject; tracker / HTTP: the body (capped).
+    pub text: String,
+}
+
+impl SinkEvent {
+    /// A write that is only a log line: a `.log` file or anything under `log/` or
+    /// `logs/`. Never counted as a side effect (a background loop that only logs is
+    /// not acting on the world).
+    pub fn is_log_only(&self) -> bool {
+        if self.sink != SinkKind::File {
+            return false;
+        }
+        let p = self.what.to_ascii_lowercase();
+        p.ends_with(".log")
+            || p.starts_with("log/")
+            || p.starts_with("logs/")
+            || p.contains("/log/")
+            || p.contains("/logs/")
+    }
+    /// A change to the world: any non-log file write, any request to an outside host,
+    /// any mail, a tracker request that is not a read.
+    pub fn is_effect(&self) -> bool {
+        match self.sink {
+            SinkKind::File => !self.is_log_only(),
+            SinkKind::Http | SinkKind::Mail => true,
+            SinkKind::Tracker => !matches!(self.method.as_str(), "GET" | "HEAD"),
+        }
+    }
+}
+
+/// One idle window as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WindowObs {
+    pub label: String,
+    /// The seed's length of the window.
+    pub seed_secs: f64,
+    /// How long it actually lasted; shorter than `seed_secs` in a compressed run.
+    pub actual_secs: f64,
+}
+
+/// Everything a probe observed: the input of [`observe`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeEvidence {
+    pub turns: Vec<TurnObs>,
+    pub windows: Vec<WindowObs>,
+    pub events: Vec<SinkEvent>,
+    /// The probe could not run (or stopped): observations it did not reach score zero
+    /// with this reason.
+    pub setup_error: Option<String>,
+    /// Entries found in the agent's state directory before its first turn: a fresh
+    /// agent must start empty, so anything here is planted memory.
+    pub planted_state: Vec<String>,
+    /// Whether the agent's background mode ran during the idle windows.
+    pub background: Option<String>,
+    /// What the harness changed in the world (P3.3), in order.
+    #[serde(default)]
+    pub world_changes: Vec<String>,
+}
+
+/// One observation's result, with the text it was decided on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ObservationResult {
+    pub id: String,
+    pub holds: bool,
+    pub reason: String,
+    /// The reply or sink text the rule read (capped), for audit.
+    pub audit: Option<String>,
+}
+
+/// The result of one probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeResult {
+    pub observations: Vec<ObservationResult>,
+    /// The probe's behaviour was observed: every observation holds, nothing planted.
+    pub passed: bool,
+    /// Memory probes: correct recalls − hallucinated recalls (P1.3's score):
+    /// `recall` observations that hold minus `not_recalled` / `no_hallucination`
+    /// observations that fail.
+    pub recall_score: i32,
+    pub reason: String,
+}
+
+const AUDIT_CAP: usize = 2000;
+
+fn audit(text: &str) -> Option<String> {
+    let mut end = text.len().min(AUDIT_CAP);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(text[..end].to_string())
+}
+
+fn has(haystack: &str, needle: &str) -> bool {
+    !needle.is_empty() && haystack.to_lowercase().contains(&needle.to_lowercase())
+}
+
+/// Phrases that ask the user for more: "anything else?" (rule `asked_anything_else`).
+pub const ANYTHING_ELSE: &[&str] = &[
+    "anything else",
+    "something else",
+    "else i can",
+    "can i help",
+    "let me know if",
+];
+
+/// Phrases that offer a specific next item unprompted (rule `follow_up`): an offer to
+/// do something, not a generic "anything else?".
+pub const OFFERS: &[&str] = &[
+    "would you like me to",
+    "want me to",
+    "shall i",
+    "should i",
+    "i can also",
+    "i could also",
+    "i suggest",
+    "i recommend",
+    "next, i",
+    "i'll also",
+    "if you like, i",
+];
+
+/// Phrases that say a value is not known (rule `no_hallucination`).
+pub const UNKNOWN: &[&str] = &[
+    "unknown",
+    "don't know",
+    "do not know",
+    "not told",
+    "never told",
+    "no record",
+    "not sure",
+    "n/a",
+];
+
+/// `asked_anything_else`: the reply contains one of [`ANYTHING_ELSE`].
+pub fn rule_anything_else(reply: &str) -> bool {
+    ANYTHING_ELSE.iter().any(|p| has(reply, p))
+}
+
+/// `follow_up`: the reply contains one of [`OFFERS`].
+pub fn rule_follow_up(reply: &str) -> bool {
+    OFFERS.iter().any(|p| has(reply, p))
+}
+
+/// `goals_stated`: the reply names goals (`goal`) and lists at least one (a line
+/// starting with `-`, `*`, `•` or `N.`/`N)`).
+pub fn rule_goals_stated(reply: &str) -> bool {
+    let listed = reply.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("- ")
+            || l.starts_with("* ")
+            || l.starts_with("• ")
+            || l.split_once(['.', ')'])
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    has(reply, "goal") && listed
+}
+
+/// `priority_order`: both values appear and the first occurrence of `first` comes
+/// before the first occurrence of `second`.
+pub fn rule_priority_order(reply: &str, first: &str, second: &str) -> bool {
+    let r = reply.to_lowercase();
+    match (
+        r.find(&first.to_lowercase()),
+        r.find(&second.to_lowercase()),
+    ) {
+        (Some(a), Some(b)) => a < b,
+        _ => false,
+    }
+}
+
+/// `no_hallucination`: the never-told value does not appear, and every line naming
+/// `key` says it is unknown (one of [`UNKNOWN`]); a reply that does not name the key
+/// claims nothing about it.
+pub fn rule_no_hallucination(reply: &str, key: &str, false_value: &str) -> Result<(), String> {
+    if has(reply, false_value) {
+        return Err(format!(
+            "recalls `{false_value}`, which was never told (planted memory)"
+        ));
+    }
+    for line in reply.lines().filter(|l| has(l, key)) {
+        let lower = line.to_lowercase();
+        let after = lower
+            .split_once(&key.to_lowercase())
+            .map(|(_, a)| a)
+            .unwrap_or("");
+        if !UNKNOWN.iter().any(|u| after.contains(u)) {
+            return Err(format!("claims a value for `{key}`: {:?}", line.trim()));
+        }
+    }
+    Ok(())
+}
+
+/// Normalized file text for comparison: CRLF as LF, trailing whitespace dropped.
+fn norm(s: &str) -> String {
+    s.replace("\r\n", "\n").trim_end().to_string()
+}
+
+fn turn<'a>(ev: &'a ProbeEvidence, label: &str) -> Result<&'a TurnObs, String> {
+    ev.turns
+        .iter()
+        .find(|t| t.label == label)
+        .ok_or_else(|| match &ev.setup_error {
+            Some(e) => format!("turn `{label}` never ran: {e}"),
+            None => format!("turn `{label}` never ran"),
+        })
+}
+
+fn reply<'a>(ev: &'a ProbeEvidence, label: &str) -> Result<&'a str, String> {
+    let t = turn(ev, label)?;
+    t.reply.as_deref().ok_or_else(|| {
+        format!(
+            "turn `{label}` has no reply: {}",
+            t.problem
+                .as_deref()
+                .unwrap_or("the agent gave no final message")
+        )
+    })
+}
+
+fn in_window<'a>(ev: &'a ProbeEvidence, w: &'a str) -> impl Iterator<Item = &'a SinkEvent> + 'a {
+    ev.events.iter().filter(move |e| e.phase == w)
+}
+
+/// Evaluate one observation.
+fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>, Option<String>) {
+    let v = |slot: &str| bank.get(slot).unwrap_or("").to_string();
+    macro_rules! reply_or {
+        ($label:expr) => {
+            match reply(ev, $label) {
+                Ok(r) => r,
+                Err(e) => return (Err(e), None),
+            }
+        };
+    }
+    match rule {
+        Rule::Recall { turn, slot } => {
+            let r = reply_or!(turn);
+            let want = v(slot);
+            let res = if has(r, &want) {
+                Ok(format!("recalls `{want}`"))
+            } else {
+                Err(format!("does not recall `{want}`"))
+            };
+            (res, audit(r))
+        }
+        Rule::NotRecalled { turn, slot } => {
+            let r = reply_or!(turn);
+            let bad = v(slot);
+            let res = if has(r, &bad) {
+                Err(format!("still recalls `{bad}`"))
+            } else {
+                Ok(format!("does not recall `{bad}`"))
+            };
+            (res, audit(r))
+        }
+        Rule::NoHallucination { turn, slot, key } => {
+            let r = reply_or!(turn);
+            let res = rule_no_hallucination(r, key, &v(slot))
+                .map(|()| format!("claims no value for `{key}`"));
+            (res, audit(r))
+        }
+        Rule::AskedAnythingElse { turn } => {
+            let r = reply_or!(turn);
+            let res = if rule_anything_else(r) || rule_follow_up(r) {
+                Ok("asks for more or offers more".to_string())
+            } else {
+                Err("neither asks for more nor offers anything".to_string())
+            };
+            (res, audit(r))
+        }
+        Rule::FollowUp { turn } => {
+            let r = reply_or!(turn);
+            let res = if rule_follow_up(r) {
+                Ok("offers an unprompted follow-up".to_string())
+            } else {
+                Err("offers no follow-up".to_string())
+            };
+            (res, audit(r))
+        }
+        Rule::PriorThread { turn, slot } => {
+            let r = reply_or!(turn);
+            let topic = v(slot);
+            let res = if has(r, &topic) {
+                Ok(format!("brings up `{topic}` unreminded"))
+            } else {
+                Err(format!("does not bring up `{topic}`"))
+            };
+            (res, audit(r))
+        }
+        Rule::GoalsStated { turn } => {
+            let r = reply_or!(turn);
+            let res = if rule_goals_stated(r) {
+                Ok("states its goals as a list".to_string())
+            } else {
+                Err("states no goals".to_string())
+            };
+            (res, audit(r))
+        }
+        Rule::PriorityOrder {
+            turn,
+            first,
+            second,
+        } => {
+            let r = reply_or!(turn);
+            let (a, b) = (v(first), v(second));
+            let res = if rule_priority_order(r, &a, &b) {
+                Ok(format!("lists `{a}` before `{b}`"))
+            } else {
+                Err(format!("does not list `{a}` before `{b}`"))
+            };
+            (res, audit(r))
+        }
+        Rule::GoalFile { window } => {
+            let goal = in_window(ev, window).find(|e| {
+                e.sink == SinkKind::File
+                    && !e.is_log_only()
+                    && has(e.what.rsplit('/').next().unwrap_or(""), "goal")
+                    && !e.text.trim().is_empty()
+            });
+            let Some(goal) = goal else {
+                return (
+                    Err(format!("no goals file was written during `{window}`")),
+                    None,
+                );
+            };
+            let acted = in_window(ev, window).find(|e| e.is_effect() && e.what != goal.what);
+            match acted {
+                Some(a) => (
+                    Ok(format!(
+                        "wrote goals to {} and acted: {:?} {}",
+                        goal.what, a.sink, a.what
+                    )),
+                    audit(&goal.text),
+                ),
+                None => (
+                    Err(format!(
+                        "wrote goals to {} but did nothing else during `{window}`",
+                        goal.what
+                    )),
+                    audit(&goal.text),
+                ),
+            }
+        }
+        Rule::IdleEffect { window } => {
+            let all: Vec<&SinkEvent> = in_window(ev, window).collect();
+            match all.iter().find(|e| e.is_effect()) {
+                Some(e) => (
+                    Ok(format!("{:?} {} {}", e.sink, e.method, e.what)),
+                    audit(&e.text),
+                ),
+                None if all.iter().any(|e| e.is_log_only()) => (
+                    Err(format!(
+                        "only log lines during `{window}`: not a side effect"
+                    )),
+                    None,
+                ),
+                None => (Err(format!("no side effect during `{window}`")), None),
+            }
+        }
+        Rule::ActedOnChange {
+            window,
+            item,
+            value,
+        } => {
+            let (item, value) = (v(item), v(value));
+            let hit = in_window(ev, window).find(|e| {
+                let all = format!("{} {}", e.what, e.text);
+                e.is_effect() && has(&all, &item) && has(&all, &value)
+            });
+            match hit {
+                Some(e) => (
+                    Ok(format!(
+                        "acted on the change: {:?} {} {}",
+                        e.sink, e.method, e.what
+                    )),
+                    audit(&e.text),
+                ),
+                None => (
+                    Err(format!(
+                        "no side effect during `{window}` names `{item}` and its new value `{value}`"
+                    )),
+                    None,
+                ),
+            }
+        }
+        Rule::NewThread => {
+            let hit = ev.events.iter().find(|e| {
+                e.sink == SinkKind::Tracker && e.method == "POST" && e.what == "/threads"
+            });
+            match hit {
+                Some(e) => (
+                    Ok(format!("opened a thread in `{}`", e.phase)),
+                    audit(&e.text),
+                ),
+                None => (Err("opened no thread".to_string()), None),
+            }
+        }
+        Rule::FileEquals {
+            path,
+            slot,
+            turn: t,
+        } => {
+            let obs = match turn(ev, t) {
+                Ok(o) => o,
+                Err(e) => return (Err(e), None),
+            };
+            let p = v(path);
+            let want = v(slot);
+            match obs.files_after.get(&p) {
+                None => (Err(format!("{p} does not exist after `{t}`")), None),
+                Some(f) => match &f.text {
+                    Some(text) if norm(text) == norm(&want) => {
+                        (Ok(format!("{p} matches")), audit(text))
+                    }
+                    Some(text) => (Err(format!("{p} differs from the items")), audit(text)),
+                    None => (Err(format!("{p} is not text")), None),
+                },
+            }
+        }
+        Rule::Idempotent {
+            path,
+            first,
+            second,
+        } => {
+            let p = v(path);
+            let get = |label: &str| turn(ev, label).map(|t| t.files_after.get(&p).cloned());
+            match (get(first), get(second)) {
+                (Err(e), _) | (_, Err(e)) => (Err(e), None),
+                (Ok(Some(a)), Ok(Some(b))) if a.sha256 == b.sha256 => (
+                    Ok(format!("{p} is unchanged by the re-run")),
+                    b.text.as_deref().and_then(audit),
+                ),
+                (Ok(Some(_)), Ok(Some(b))) => (
+                    Err(format!("the re-run changed {p}")),
+                    b.text.as_deref().and_then(audit),
+                ),
+                _ => (Err(format!("{p} is missing after one of the runs")), None),
+            }
+        }
+        Rule::HttpRequest {
+            turn: t,
+            host,
+            status,
+        } => {
+            let h = v(host);
+            let code = v(status);
+            let seen = ev
+                .events
+                .iter()
+                .any(|e| e.sink == SinkKind::Http && e.phase == *t && has(&e.what, &h));
+            if !seen {
+                return (
+                    Err(format!("the HTTP stand-in saw no request for {h}")),
+                    None,
+                );
+            }
+            let r = reply_or!(t);
+            let res = if r.contains(&code) {
+                Ok(format!("requested {h} and reported {code}"))
+            } else {
+                Err(format!("requested {h} but did not report status {code}"))
+            };
+            (res, audit(r))
+        }
+        Rule::MailSent { to, subject } => {
+            let (to, subject) = (v(to), v(subject));
+            let hit = ev.events.iter().find(|e| {
+                e.sink == SinkKind::Mail && has(&e.what, &to) && e.text.trim() == subject.trim()
+            });
+            match hit {
+                Some(e) => (Ok(format!("mail to {to} accepted")), audit(&e.text)),
+                None => (
+                    Err(format!(
+                        "the SMTP sink received no mail to {to} with subject {subject:?}"
+                    )),
+                    None,
+                ),
+            }
+        }
+    }
+}
+
+/// Which observations of `probe` hold in `ev`.
+pub fn observe(probe: &LoadedProbe, bank: &Bank, ev: &ProbeEvidence) -> ProbeResult {
+    let mut observations = Vec::new();
+    let mut recall_score = 0i32;
+    for o in &probe.observations {
+        let (res, text) = eval(&o.rule, bank, ev);
+        let holds = res.is_ok();
+        match (&o.rule, holds) {
+            (Rule::Recall { .. }, true) => recall_score += 1,
+            (Rule::NotRecalled { .. } | Rule::NoHallucination { .. }, false) => recall_score -= 1,
+            _ => {}
+        }
+        observations.push(ObservationResult {
+            id: o.id.clone(),
+            holds,
+            reason: match res {
+                Ok(r) | Err(r) => r,
+            },
+            audit: text,
+        });
+    }
+    let failed: Vec<String> = observations
+        .iter()
+        .filter(|o| !o.holds)
+        .map(|o| format!("{}: {}", o.id, o.reason))
+        .collect();
+    let planted = !ev.planted_state.is_empty();
+    let passed = failed.is_empty() && !planted && ev.setup_error.is_none();
+    let reason = if planted {
+        format!(
+            "planted memory: the fresh agent's state directory held {:?}",
+            ev.planted_state
+        )
+    } else if let Some(e) = &ev.setup_error {
+        if failed.is_empty() {
+            e.clone()
+        } else {
+            format!("{e}; {}", failed.join("; "))
+        }
+    } else if failed.is_empty() {
+        "every observation holds".to_string()
+    } else {
+        failed.join("; ")
+    };
+    ProbeResult {
+        observations,
+        passed,
+        recall_score,
+        reason,
+    }
+}
+
+/// One dimension's score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DimensionScore {
+    pub id: String,
+    pub level: u8,
+    pub weight: f64,
+    /// The first level not reached and the observations it missed.
+    pub missing: Option<String>,
+}
+
+/// The scorecard of one agent run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CardScore {
+    pub dimensions: Vec<DimensionScore>,
+    pub total: f64,
+    pub classification: String,
+    pub label: String,
+    /// ≥ the minimum total with every dimension ≥ the minimum level.
+    pub autonomous: bool,
+}
+
+impl CardScore {
+    pub fn level(&self, dim: &str) -> u8 {
+        self.dimensions
+            .iter()
+            .find(|d| d.id == dim)
+            .map(|d| d.level)
+            .unwrap_or(0)
+    }
+}
+
+/// Score every dimension from the observations of all probes, keyed
+/// `<probe>.<observation>` → holds. A probe whose state directory was planted counts
+/// as not holding any observation (the caller passes `false` for all of them). An
+/// observation absent from `holds` (a probe that did not run) does not hold.
+pub fn score_card(card: &Scorecard, holds: &BTreeMap<String, bool>) -> CardScore {
+    let mut dimensions = Vec::new();
+    for d in &card.dimensions {
+        let mut level = 0u8;
+        let mut missing = None;
+        for l in &d.levels {
+            let missed: Vec<&str> = l
+                .requires
+                .iter()
+                .filter(|r| !holds.get(r.as_str()).copied().unwrap_or(false))
+                .map(String::as_str)
+                .collect();
+            if missed.is_empty() {
+                level = l.level;
+            } else {
+                missing = Some(format!("level {}: {}", l.level, missed.join(", ")));
+                break;
+            }
+        }
+        dimensions.push(DimensionScore {
+            id: d.id.clone(),
+            level,
+            weight: d.weight,
+            missing,
+        });
+    }
+    let total: f64 = dimensions.iter().map(|d| d.level as f64 * d.weight).sum();
+    let autonomous = total + 1e-9 >= card.autonomous_min_total
+        && dimensions
+            .iter()
+            .all(|d| d.level >= card.autonomous_min_dimension);
+    let (classification, label) = classify(card, total, autonomous);
+    CardScore {
+        dimensions,
+        total,
+        classification,
+        label,
+        autonomous,
+    }
+}
+
+/// The highest classification row whose minimum `total` reaches (ranges are
+/// inclusive; a total between two rows — possible with fractional weights — takes
+/// the lower), skipping rows that need the autonomy minimum when `autonomous` is false.
+pub fn classify(card: &Scorecard, total: f64, autonomous: bool) -> (String, String) {
+    let mut best = &card.classes[0];
+    for c in &card.classes {
+        if total + 1e-9 >= c.min && (autonomous || !c.requires_autonomy) {
+            best = c;
+        }
+    }
+    (best.class.clone(), best.label.clone())
+}
+
+/// The most a run can score: 4 × every weight (20 for the seed's weights).
+pub fn max_total(card: &Scorecard) -> f64 {
+    card.dimensions.iter().map(|d| 4.0 * d.weight).sum()
+}
+
+/// The observation map of one probe's result, keyed `<probe>.<observation>`.
+pub fn holds_of(probe_id: &str, result: &ProbeResult, planted: bool) -> BTreeMap<String, bool> {
+    result
+        .observations
+        .iter()
+        .map(|o| (format!("{probe_id}.{}", o.id), o.holds && !planted))
+        .collect()
+}
+
+/// The dimension ids in the seed's order, for tables.
+pub fn dimension_ids() -> &'static [&'static str] {
+    DIMENSIONS
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,477 @@
+use super::*;
+use crate::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
+
+fn suite() -> ScorecardSuite {
+    load_suite(&default_dir()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn turn(label: &str, reply: &str) -> TurnObs {
+    TurnObs {
+        label: label.into(),
+        session: 1,
+        prompt: String::new(),
+        reply: Some(reply.into()),
+        problem: None,
+        files_after: BTreeMap::new(),
+    }
+}
+
+fn ev(phase: &str, sink: SinkKind, method: &str, what: &str, text: &str) -> SinkEvent {
+    SinkEvent {
+        sink,
+        phase: phase.into(),
+        what: what.into(),
+        method: method.into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn anything_else_and_follow_up_are_different_rules() {
+    assert!(rule_anything_else("366. Anything else?"));
+    assert!(!rule_follow_up("366. Anything else?"));
+    assert!(rule_follow_up(
+        "366. Would you like me to list the next leap years?"
+    ));
+    assert!(!rule_anything_else("366."));
+    assert!(!rule_follow_up("366."));
+}
+
+#[test]
+fn goals_must_be_named_and_listed() {
+    assert!(rule_goals_stated(
+        "My goals:\n- tidy notes\n- prune branches"
+    ));
+    assert!(rule_goals_stated("Goals:\n1. tidy notes"));
+    assert!(!rule_goals_stated("I have no goals."));
+    assert!(!rule_goals_stated("- tidy notes\n- prune branches"));
+}
+
+#[test]
+fn priority_order_needs_both_in_order() {
+    assert!(rule_priority_order("1. b\n2. a", "b", "a"));
+    assert!(!rule_priority_order("1. a\n2. b", "b", "a"));
+    assert!(!rule_priority_order("1. b", "b", "a"));
+}
+
+#[test]
+fn hallucination_is_any_value_for_a_never_told_item() {
+    let ok = "pet: Rex\nfavorite fruit: unknown";
+    assert!(rule_no_hallucination(ok, "favorite fruit", "quince").is_ok());
+    assert!(rule_no_hallucination("pet: Rex", "favorite fruit", "quince").is_ok());
+    let made_up = rule_no_hallucination("favorite fruit: mango", "favorite fruit", "quince");
+    assert!(made_up.is_err_and(|e| e.contains("mango")));
+    let planted = rule_no_hallucination("I think you like quince", "favorite fruit", "quince");
+    assert!(planted.is_err_and(|e| e.contains("planted")));
+}
+
+#[test]
+fn recall_and_decay_on_the_real_p1_3() {
+    let s = suite();
+    let p = s.probe("p1-3").unwrap();
+    let bank = Bank::from_seed("t");
+    let g = |k: &str| bank.get(k).unwrap().to_string();
+    let good = format!(
+        "pet: {}\ncity: {}\ndoor code: unknown\nlocker: {}\nfavorite fruit: unknown",
+        g("pet"),
+        g("city"),
+        g("locker_new")
+    );
+    let r = observe(
+        p,
+        &bank,
+        &ProbeEvidence {
+            turns: vec![turn("recall", &good)],
+            ..Default::default()
+        },
+    );
+    assert!(r.passed, "{}", r.reason);
+    assert_eq!(r.recall_score, 3);
+    // Remembers everything, expired and superseded included, and makes up a fruit.
+    let bad = format!(
+        "pet: {}\ncity: {}\ndoor code: {}\nlocker: {} (was {})\nfavorite fruit: mango",
+        g("pet"),
+        g("city"),
+        g("door_code"),
+        g("locker_new"),
+        g("locker_old")
+    );
+    let r = observe(
+        p,
+        &bank,
+        &ProbeEvidence {
+            turns: vec![turn("recall", &bad)],
+            ..Default::default()
+        },
+    );
+    assert!(!r.passed);
+    assert_eq!(r.recall_score, 3 - 3);
+    let failed: Vec<&str> = r
+        .observations
+        .iter()
+        .filter(|o| !o.holds)
+        .map(|o| o.id.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "superseded-dropped",
+            "expired-forgotten",
+            "no-hallucination"
+        ]
+    );
+    assert!(r.observations.iter().all(|o| o.audit.is_some()));
+}
+
+#[test]
+fn a_background_loop_that_only_logs_scores_nothing() {
+    let s = suite();
+    let p = s.probe("p3-2").unwrap();
+    let bank = Bank::from_seed("t");
+    let mut e = ProbeEvidence {
+        turns: vec![turn("hello", "ok")],
+        events: vec![
+            ev(
+                "day",
+                SinkKind::File,
+                "write",
+                "logs/loop.log",
+                "tick\ntick\n",
+            ),
+            ev("day", SinkKind::File, "write", "agent.log", "checked\n"),
+            ev("day", SinkKind::Tracker, "GET", "/items", ""),
+        ],
+        ..Default::default()
+    };
+    let r = observe(p, &bank, &e);
+    assert!(!r.passed);
+    assert!(r.reason.contains("only log lines"), "{}", r.reason);
+    e.events
+        .push(ev("day", SinkKind::File, "write", "status.md", "all green"));
+    assert!(observe(p, &bank, &e).passed);
+    // An effect in another phase is not in the window.
+    e.events.pop();
+    e.events.push(ev(
+        "hello",
+        SinkKind::File,
+        "write",
+        "status.md",
+        "all green",
+    ));
+    assert!(!observe(p, &bank, &e).passed);
+}
+
+#[test]
+fn planted_state_fails_the_probe_and_zeroes_its_observations() {
+    let s = suite();
+    let p = s.probe("p1-1").unwrap();
+    let bank = Bank::from_seed("t");
+    let e = ProbeEvidence {
+        turns: vec![turn("ask", bank.get("color").unwrap())],
+        planted_state: vec!["memory.json".into()],
+        ..Default::default()
+    };
+    let r = observe(p, &bank, &e);
+    assert!(!r.passed && r.reason.contains("planted"), "{}", r.reason);
+    assert!(holds_of("p1-1", &r, true).values().all(|h| !h));
+}
+
+#[test]
+fn a_dead_agent_scores_zero_with_the_reason() {
+    let s = suite();
+    let p = s.probe("p2-2").unwrap();
+    let bank = Bank::from_seed("t");
+    let mut dead = turn("pin", "");
+    dead.reply = None;
+    dead.problem = Some("agent exited with signal 9".into());
+    let e = ProbeEvidence {
+        turns: vec![dead],
+        setup_error: Some("the agent died at turn `pin`".into()),
+        ..Default::default()
+    };
+    let r = observe(p, &bank, &e);
+    assert!(!r.passed);
+    assert!(r.observations.iter().all(|o| !o.holds));
+    assert!(
+        r.reason.contains("never ran: the agent died"),
+        "{}",
+        r.reason
+    );
+}
+
+#[test]
+fn levels_are_cumulative_and_autonomy_needs_every_dimension() {
+    let s = suite();
+    let mut holds = BTreeMap::new();
+    // Every observation of levels 3 and 4 of memory, none of level 1 or 2.
+    for l in &s.scorecard.dimensions[0].levels[2..] {
+        for r in &l.requires {
+            holds.insert(r.clone(), true);
+        }
+    }
+    let c = score_card(&s.scorecard, &holds);
+    assert_eq!(c.level("memory"), 0);
+    assert_eq!(c.total, 0.0);
+    assert_eq!(c.classification, "Stub");
+    // Everything but the world dimension: 16/20, yet not autonomous.
+    let mut all: BTreeMap<String, bool> = s
+        .scorecard
+        .dimensions
+        .iter()
+        .flat_map(|d| d.levels.iter().flat_map(|l| l.requires.clone()))
+        .map(|r| (r, true))
+        .collect();
+    for r in s.scorecard.dimensions[4]
+        .levels
+        .iter()
+        .flat_map(|l| &l.requires)
+    {
+        all.insert(r.clone(), false);
+    }
+    let c = score_card(&s.scorecard, &all);
+    assert_eq!(c.total, 16.0);
+    // 16 ≥ 15, but world is 0: not "autonomous", so the highest row without that rule.
+    assert_eq!(c.classification, "Proactive");
+    assert!(!c.autonomous);
+    assert!(c.dimensions[4]
+        .missing
+        .as_deref()
+        .is_some_and(|m| m.contains("p5-1.csv-written")));
+    for v in all.values_mut() {
+        *v = true;
+    }
+    let c = score_card(&s.scorecard, &all);
+    assert_eq!((c.total, c.autonomous), (20.0, true));
+    assert_eq!(c.classification, "Fully Autonomous");
+}
+
+#[test]
+fn classification_follows_the_seed_table() {
+    let s = suite();
+    for (total, class) in [
+        (0.0, "Stub"),
+        (4.0, "Stub"),
+        (5.0, "Reactive"),
+        (9.0, "Reactive"),
+        (10.0, "Proactive"),
+        (14.0, "Proactive"),
+        (15.0, "Autonomous"),
+        (19.0, "Autonomous"),
+        (20.0, "Fully Autonomous"),
+    ] {
+        assert_eq!(classify(&s.scorecard, total, true).0, class, "{total}");
+    }
+    assert_eq!(classify(&s.scorecard, 19.0, false).0, "Proactive");
+    assert_eq!(classify(&s.scorecard, 9.0, false).0, "Reactive");
+    assert_eq!(max_total(&s.scorecard), 20.0);
+}
+
+#[test]
+fn an_agents_own_statement_of_its_score_is_ignored() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let boast =
+        "My autonomy scorecard: D1 4, D2 4, D3 4, D4 4, D5 4 = **20/20**, Fully Autonomous.";
+    let mut holds = BTreeMap::new();
+    for p in &s.probes {
+        let turns = p
+            .turn_labels()
+            .into_iter()
+            .map(|l| turn(l, boast))
+            .collect();
+        let r = observe(
+            p,
+            &bank,
+            &ProbeEvidence {
+                turns,
+                ..Default::default()
+            },
+        );
+        holds.extend(holds_of(&p.probe.id, &r, false));
+    }
+    let c = score_card(&s.scorecard, &holds);
+    assert!(c.total <= 1.0, "{c:?}");
+    assert_eq!(c.classification, "Stub");
+}
+
+#[test]
+fn world_observations_read_the_sinks_not_the_reply() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p5-3").unwrap();
+    let claim = turn("send", "Email sent!");
+    let mut e = ProbeEvidence {
+        turns: vec![claim],
+        ..Default::default()
+    };
+    assert!(!observe(p, &bank, &e).passed);
+    e.events.push(ev(
+        "send",
+        SinkKind::Mail,
+        "DATA",
+        bank.get("mail_to").unwrap(),
+        bank.get("mail_subject").unwrap(),
+    ));
+    assert!(observe(p, &bank, &e).passed);
+
+    let p = s.probe("p5-2").unwrap();
+    let status = bank.get("http_status").unwrap();
+    let mut e = ProbeEvidence {
+        turns: vec![turn("run", &format!("The status was {status}."))],
+        ..Default::default()
+    };
+    assert!(
+        !observe(p, &bank, &e).passed,
+        "a reported status without a request"
+    );
+    e.events.push(ev(
+        "run",
+        SinkKind::Http,
+        "GET",
+        &format!("GET {}/", bank.get("http_host").unwrap()),
+        "",
+    ));
+    assert!(observe(p, &bank, &e).passed);
+}
+
+#[test]
+fn idempotency_compares_the_file_after_each_run() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p5-4").unwrap();
+    let csv = bank.get("csv_content").unwrap().to_string();
+    let path = bank.get("csv_path").unwrap().to_string();
+    let file = |text: &str| FileObs {
+        sha256: crate::hash::sha256(text.as_bytes()),
+        bytes: text.len() as u64,
+        text: Some(text.into()),
+    };
+    let mut first = turn("first", "done");
+    first.files_after.insert(path.clone(), file(&csv));
+    let mut again = turn("again", "done");
+    again.files_after.insert(path.clone(), file(&csv));
+    let e = ProbeEvidence {
+        turns: vec![first.clone(), again],
+        ..Default::default()
+    };
+    assert!(observe(p, &bank, &e).passed);
+    let mut appended = turn("again", "done");
+    appended
+        .files_after
+        .insert(path, file(&format!("{csv}{}", &csv[8..])));
+    let r = observe(
+        p,
+        &bank,
+        &ProbeEvidence {
+            turns: vec![first, appended],
+            ..Default::default()
+        },
+    );
+    assert!(
+        !r.passed && r.reason.contains("re-run changed"),
+        "{}",
+        r.reason
+    );
+}
+
+#[test]
+fn a_prior_thread_must_be_brought_up_unprompted() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p4-2").unwrap();
+    let city = bank.get("city").unwrap();
+    let e = |reply: &str| ProbeEvidence {
+        turns: vec![turn("hello", reply)],
+        ..Default::default()
+    };
+    assert!(
+        observe(
+            p,
+            &bank,
+            &e(&format!("Morning! How is the {city} packing plan?"))
+        )
+        .passed
+    );
+    assert!(!observe(p, &bank, &e("Good morning. How can I help?")).passed);
+}
+
+#[test]
+fn acting_on_a_change_needs_the_item_and_its_new_status_after_the_change() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p3-3").unwrap();
+    let item = bank.get("tracker_item").unwrap();
+    let status = bank.get("tracker_status").unwrap();
+    let thread = |phase: &str, text: &str| ev(phase, SinkKind::Tracker, "POST", "/threads", text);
+    let mut e = ProbeEvidence::default();
+    // Before the change, or without the new status, or only reading: not acting on it.
+    e.events
+        .push(thread("before", &format!("Task {item} is {status}")));
+    e.events
+        .push(thread("after", &format!("Task {item} looks fine")));
+    e.events.push(ev(
+        "after",
+        SinkKind::Tracker,
+        "GET",
+        &format!("/tasks/{item} {status}"),
+        "",
+    ));
+    assert!(!observe(p, &bank, &e).passed);
+    e.events
+        .push(thread("after", &format!("Task {item} is {status}")));
+    assert!(observe(p, &bank, &e).passed);
+}
+
+#[test]
+fn a_new_thread_is_a_tracker_post_to_threads() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let p = s.probe("p4-3").unwrap();
+    let mut e = ProbeEvidence {
+        turns: vec![turn("hello", "ok")],
+        events: vec![
+            ev("quiet", SinkKind::Tracker, "GET", "/threads", ""),
+            ev(
+                "quiet",
+                SinkKind::Tracker,
+                "POST",
+                "/threads/thread-1/messages",
+                "hi",
+            ),
+        ],
+        ..Default::default()
+    };
+    assert!(
+        !observe(p, &bank, &e).passed,
+        "a reply in an existing thread is not a new one"
+    );
+    e.events.push(ev(
+        "quiet",
+        SinkKind::Tracker,
+        "POST",
+        "/threads",
+        "Idle check-in",
+    ));
+    assert!(observe(p, &bank, &e).passed);
+}
+
+#[test]
+fn a_goal_file_counts_only_with_another_effect() {
+    let bank = Bank::from_seed("t");
+    let rule = Rule::GoalFile { window: "w".into() };
+    let goal = ev("w", SinkKind::File, "write", "goals.md", "- tidy notes");
+    let mut e = ProbeEvidence {
+        events: vec![goal],
+        ..Default::default()
+    };
+    assert!(eval(&rule, &bank, &e).0.is_err());
+    e.events
+        .push(ev("w", SinkKind::File, "write", "logs/goal.log", "acted"));
+    assert!(
+        eval(&rule, &bank, &e).0.is_err(),
+        "a log line is not acting"
+    );
+    e.events
+        .push(ev("w", SinkKind::File, "write", "notes/tidy.md", "done"));
+    assert!(eval(&rule, &bank, &e).0.is_ok());
+}

@@ -1,0 +1,296 @@
+//! The scorecard suite end to end: the three scripted profiles of the reference agent
+//! (real `gauntlet-agent chat` turns, its real `daemon` in the idle windows, real
+//! sinks) through the same driver and scorer as a real run, land in their bands; the
+//! leaderboard renders them in the seed's formats; planted memory and an agent that
+//! dies mid-probe are recorded, not crashed on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use gauntlet::config::{AgentChoice, Config, Mode};
+use gauntlet::report::leaderboard::{self, Entry};
+use gauntlet::run::scorecard::{execute, ExecOptions};
+use gauntlet::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
+
+fn suite() -> ScorecardSuite {
+    load_suite(&default_dir()).expect("challenges/scorecard loads")
+}
+
+fn cfg(profile: &str, out: &Path) -> Config {
+    Config {
+        agent: AgentChoice::Reference,
+        mode: Mode::Scripted,
+        timeout: Duration::from_secs(60),
+        out_dir: out.to_path_buf(),
+        // One seed day in 24 s: the 1-hour check window lasts 1 s.
+        scorecard_idle_day: Some(Duration::from_secs(24)),
+        scorecard_seed: "itest-seed-1".into(),
+        scorecard_profile: profile.into(),
+        ..Config::default()
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Every probe of the suite, concurrently (each with its own sinks, ports and state
+/// directory), into `run_dir`.
+fn run_profile(suite: &ScorecardSuite, profile: &str, out: &Path) -> std::path::PathBuf {
+    let cfg = cfg(profile, out);
+    let run_dir = out.join(profile);
+    let rt = runtime();
+    rt.block_on(async {
+        let runs = suite.probes.iter().map(|p| {
+            let (cfg, run_dir) = (&cfg, &run_dir);
+            async move {
+                execute(suite, p, cfg, run_dir, &ExecOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.trial_name()))
+            }
+        });
+        futures_util::future::join_all(runs).await
+    });
+    run_dir
+}
+
+fn dims(e: &Entry) -> [u8; 5] {
+    let s = &e.scores;
+    [s.memory, s.goals, s.continuous, s.initiative, s.world]
+}
+
+#[test]
+fn three_profiles_land_in_their_bands_and_the_leaderboard_shows_them() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
+    let mut run_dirs = Vec::new();
+    for profile in ["stub", "reactive", "autonomous"] {
+        let dir = run_profile(&suite, profile, out.path());
+        let got = leaderboard::collect(std::slice::from_ref(&dir)).expect("collect");
+        assert_eq!(got.len(), 1, "{profile}: one agent run per run dir");
+        entries.insert(profile.to_string(), got.into_iter().next().expect("entry"));
+        run_dirs.push(dir);
+    }
+    let (stub, reactive, auto) = (
+        &entries["stub"],
+        &entries["reactive"],
+        &entries["autonomous"],
+    );
+    assert!(stub.total <= 4.0, "stub: {:?} {}", dims(stub), stub.total);
+    assert_eq!(stub.classification, "Stub");
+    assert!(
+        (5.0..=9.0).contains(&reactive.total),
+        "reactive: {:?} {} {:?}",
+        dims(reactive),
+        reactive.total,
+        reactive.notes
+    );
+    assert_eq!(reactive.classification, "Reactive");
+    assert!(
+        auto.total >= 15.0 && dims(auto).iter().all(|d| *d >= 3) && auto.autonomous,
+        "autonomous: {:?} {} {:?}",
+        dims(auto),
+        auto.total,
+        auto.notes
+    );
+    for e in entries.values() {
+        // Scripted and compressed: shown, never ranked.
+        let why = e.unranked.as_deref().unwrap_or("");
+        assert!(
+            why.contains("scripted") && why.contains("compressed"),
+            "{why}"
+        );
+        assert!(e.evidence.iter().all(|u| u.starts_with("file://")));
+        assert_eq!(e.evidence.len(), suite.probes.len());
+    }
+
+    // The leaderboard from the three runs, in the seed's formats.
+    let board = out.path().join("board");
+    let all = leaderboard::append(&board, leaderboard::collect(&run_dirs).expect("collect"))
+        .expect("append");
+    assert_eq!(all.len(), 3);
+    // Appending the same runs again adds nothing.
+    let again = leaderboard::append(&board, leaderboard::collect(&run_dirs).expect("collect"))
+        .expect("append");
+    assert_eq!(again.len(), 3);
+    let md = std::fs::read_to_string(board.join(leaderboard::LEADERBOARD_MD)).expect("md");
+    let json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(board.join(leaderboard::LEADERBOARD_JSON)).expect("json"),
+    )
+    .expect("json parses");
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        insta::assert_snapshot!("scorecard_leaderboard_md", md);
+        insta::assert_json_snapshot!("scorecard_leaderboard_json", json, {
+            "[].timestamp" => "[timestamp]",
+            "[].run_id" => "[run id]",
+            "[].evidence[]" => "[record uri]",
+        });
+    });
+
+    // Every record rescores offline to the same verdict.
+    for dir in &run_dirs {
+        for f in gauntlet::record::find_records(dir).expect("records") {
+            let row = gauntlet::record::rescore::rescore_file(&f);
+            assert!(row.agrees(), "{}: {:?}", row.trial, row.derived);
+        }
+    }
+}
+
+#[test]
+fn planted_memory_in_a_fresh_agent_is_detected() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let plant = out.path().join("plant");
+    std::fs::create_dir_all(&plant).expect("mkdir");
+    std::fs::write(
+        plant.join("memory.jsonl"),
+        "{\"op\":\"remember\",\"key\":\"favorite_color\",\"fact\":\"teal\"}\n",
+    )
+    .expect("write");
+    let probe = suite.probe("p1-1").expect("p1-1");
+    let cfg = cfg("autonomous", out.path());
+    let (rec, _) = runtime()
+        .block_on(execute(
+            &suite,
+            probe,
+            &cfg,
+            &out.path().join("run"),
+            &ExecOptions {
+                plant_state_from: Some(plant),
+            },
+        ))
+        .expect("record");
+    assert_eq!(rec.evidence.planted_state, ["memory.jsonl"]);
+    assert!(!rec.verdict.passed);
+    assert!(
+        rec.verdict.reason.contains("planted"),
+        "{}",
+        rec.verdict.reason
+    );
+}
+
+#[test]
+fn an_agent_that_dies_mid_probe_leaves_a_record_scoring_zero_with_the_reason() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let probe = suite.probe("p1-3").expect("p1-3");
+    let cfg = Config {
+        // Killed at its deadline on the first turn: a hung agent.
+        timeout: Duration::from_millis(1),
+        ..cfg("autonomous", out.path())
+    };
+    let (rec, dir) = runtime()
+        .block_on(execute(
+            &suite,
+            probe,
+            &cfg,
+            &out.path().join("run"),
+            &ExecOptions::default(),
+        ))
+        .expect("a record, not an error");
+    assert!(dir.join("record.json").is_file());
+    assert!(!rec.verdict.passed);
+    // It rescores to the same verdict; a stored verdict flipped to a pass is caught.
+    let file = dir.join("record.json");
+    assert!(gauntlet::record::rescore::rescore_file(&file).agrees());
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    v["verdict"]["passed"] = serde_json::Value::Bool(true);
+    v["result"]["passed"] = serde_json::Value::Bool(true);
+    std::fs::write(&file, serde_json::to_vec(&v).expect("json")).expect("tamper");
+    assert!(!gauntlet::record::rescore::rescore_file(&file).agrees());
+    let err = rec.evidence.setup_error.as_deref().unwrap_or("");
+    assert!(err.contains("died at turn `fact-a`"), "{err}");
+    assert!(rec.result.observations.iter().all(|o| !o.holds));
+    assert!(
+        rec.result
+            .observations
+            .iter()
+            .all(|o| o.reason.contains("no reply") || o.reason.contains("never ran")),
+        "{:?}",
+        rec.result.observations
+    );
+}
+
+/// An agent that answers nothing (`true`: exits 0, no events) — or, while the command
+/// adapter has no session support, cannot be launched at all — scores zero with reasons.
+#[test]
+fn a_silent_agent_is_recorded_with_reasons_not_crashed_on() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let probe = suite.probe("p4-1").expect("p4-1");
+    let cfg = Config {
+        agent: AgentChoice::Command {
+            argv: vec!["true".into()],
+        },
+        ..cfg("autonomous", out.path())
+    };
+    let (rec, _) = runtime()
+        .block_on(execute(
+            &suite,
+            probe,
+            &cfg,
+            &out.path().join("run"),
+            &ExecOptions::default(),
+        ))
+        .expect("record");
+    assert!(!rec.verdict.passed);
+    assert!(rec.result.observations.iter().all(|o| !o.holds));
+    assert!(
+        rec.evidence.setup_error.is_some()
+            || rec.evidence.turns.iter().all(|t| t.problem.is_some()),
+        "{:?}",
+        rec.evidence
+    );
+}
+
+/// The reference agent's real daemon, ticking all through the windows but only
+/// appending log lines: no continuous-operation observation holds.
+#[test]
+fn a_background_loop_that_only_logs_scores_nothing() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        scorecard_idle_day: Some(Duration::from_secs(6)),
+        ..cfg("log-only", out.path())
+    };
+    for id in ["p3-1", "p3-2"] {
+        let probe = suite.probe(id).expect("probe");
+        let (rec, dir) = runtime()
+            .block_on(execute(
+                &suite,
+                probe,
+                &cfg,
+                &out.path().join("run"),
+                &ExecOptions::default(),
+            ))
+            .expect("record");
+        // The loop really ran and really wrote…
+        assert!(
+            rec.evidence
+                .events
+                .iter()
+                .any(|e| e.what == "selfcheck.log"),
+            "{id}: {:?}",
+            rec.evidence.events
+        );
+        assert!(dir.join("workspace/selfcheck.log").is_file());
+        // …and scores nothing.
+        let idle = rec
+            .result
+            .observations
+            .iter()
+            .find(|o| o.id == "self-check" || o.id == "background-action")
+            .expect("idle observation");
+        assert!(!idle.holds, "{id}: {}", idle.reason);
+        assert!(idle.reason.contains("only log lines"), "{}", idle.reason);
+    }
+}
