@@ -376,7 +376,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         }
     }
     // The challenge suite, one trial at a time (each may run an agent for long).
-    match rt.block_on(run_challenges(&cfg, filter.as_deref(), &run_dir)) {
+    let challenges = match rt.block_on(run_challenges(&cfg, filter.as_deref(), &run_dir)) {
         Ok((ran, not_passed)) => {
             failed += not_passed;
             if ran > 0 {
@@ -384,9 +384,10 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
                     "{ran} challenge trials, {not_passed} not passed (reports beside each record)"
                 );
             }
+            ran
         }
         Err(e) => return error(e),
-    }
+    };
     // The pages are rendered from what is on disk, like `gauntlet report` does, so
     // the main job's page and a later report of the same run are the same page.
     let opts = gauntlet::report::Options {
@@ -402,13 +403,17 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
     let page = run_dir.join(gauntlet::report::REPORT_HTML);
     if !scorecard.is_empty() {
         println!(
-            "Scorecard: gauntlet leaderboard {} --out <dir>",
+            "Scorecard: on the results page; append it to a leaderboard with \
+             `gauntlet leaderboard {} --out <dir>`",
             run_dir.display()
         );
     }
     println!(
-        "\n{} trials, {} not passed. Results page: {}",
-        records.len() + scorecard.len(),
+        "\n{} trials ({} qa, {} challenge, {} scorecard), {} not passed. Results page: {}",
+        records.len() + challenges + scorecard.len(),
+        records.len(),
+        challenges,
+        scorecard.len(),
         failed,
         page.display()
     );

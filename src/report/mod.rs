@@ -14,6 +14,7 @@ pub mod load;
 pub mod markdown;
 pub mod prices;
 pub mod publish;
+pub mod suites;
 pub mod svg;
 pub mod synthetic;
 pub mod thresholds;
@@ -89,7 +90,13 @@ pub fn summary_json(summary: &Summary) -> String {
 /// Returns the pages, so a caller can report problems and figures.
 pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages, ReportError> {
     let run = load_run(run_dir)?;
-    let pages = render(&run, opts);
+    let mut pages = render(&run, opts);
+    let others = suites::sections(run_dir, &run);
+    if !others.is_empty() {
+        pages.markdown.push_str(&suites::markdown(&others));
+        let at = pages.html.rfind("</body>").unwrap_or(pages.html.len());
+        pages.html.insert_str(at, &suites::html(&others));
+    }
     std::fs::create_dir_all(out).map_err(io(out))?;
     for (name, text) in [
         (REPORT_MD, &pages.markdown),

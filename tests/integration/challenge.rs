@@ -182,7 +182,7 @@ fn challenge_directories_hold_no_executable_code() {
             assert_eq!(mode & 0o111, 0, "{} is executable", p.display());
             let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
             assert!(
-                ["md", "yaml", "yml", "json", "csv", "txt"].contains(&ext),
+                ["md", "yaml", "yml", "json", "toml", "csv", "txt"].contains(&ext),
                 "{}: `.{ext}` is not a data file",
                 p.display()
             );

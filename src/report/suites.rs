@@ -1,0 +1,140 @@
+//! The other suites on a run's results page: the challenge table and the scorecard's
+//! leaderboard rows, rendered by their own modules, for runs (such as the main job's)
+//! that hold more than qa trials.
+//!
+//! The qa summary stays qa-only; these sections are appended after it, so a qa-only run
+//! renders exactly as before.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::load::LoadedRun;
+use super::svg::esc;
+
+/// One suite's section: its heading, a sentence on where it comes from, and either a
+/// markdown table or the reason it could not be built (never a reason to lose the page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub title: &'static str,
+    pub intro: &'static str,
+    pub table: Result<String, String>,
+}
+
+/// The sections for every other suite `run` holds, in a fixed order.
+pub fn sections(run_dir: &Path, run: &LoadedRun) -> Vec<Section> {
+    let mut out = Vec::new();
+    if run.other_suites.contains_key("challenge") {
+        out.push(Section {
+            title: "Challenges",
+            intro: "One row per challenge trial (`challenge::<id>::<profile>`): task outcome and \
+evaluation validity are separate; a manual audit, when there is one, is authoritative. Each \
+trial directory holds its `final-report.md` and `metrics.json`.",
+            table: super::challenge::run_table(run_dir).map_err(|e| e.to_string()),
+        });
+    }
+    if run.other_suites.contains_key("scorecard") {
+        out.push(Section {
+            title: "Autonomy scorecard",
+            intro: "Scores 0-4 per dimension from behaviour observed in gauntlet's sinks, total \
+/20 (`gauntlet leaderboard` appends these rows to a leaderboard). D1 memory, D2 goals, D3 \
+continuous operation, D4 initiative, D5 world.",
+            table: super::leaderboard::collect(&[run_dir.to_path_buf()])
+                .map(|entries| super::leaderboard::render_markdown(&entries))
+                .map_err(|e| e.to_string()),
+        });
+    }
+    out
+}
+
+pub fn markdown(sections: &[Section]) -> String {
+    let mut o = String::new();
+    for s in sections {
+        let _ = write!(o, "\n## {}\n\n{}\n\n", s.title, s.intro);
+        match &s.table {
+            Ok(table) => o.push_str(table),
+            Err(why) => {
+                let _ = writeln!(o, "Not available: {why}");
+            }
+        }
+    }
+    o
+}
+
+pub fn html(sections: &[Section]) -> String {
+    let mut o = String::new();
+    for s in sections {
+        let _ = write!(o, "<h2>{}</h2><p>{}</p>", esc(s.title), esc(s.intro));
+        match &s.table {
+            Ok(table) => o.push_str(&table_html(table)),
+            Err(why) => {
+                let _ = write!(o, "<p class=bad>Not available: {}</p>", esc(why));
+            }
+        }
+        o.push('\n');
+    }
+    o
+}
+
+/// A pipe table as the suites' modules write it (header, separator, rows; no pipes
+/// inside cells) as an HTML table. Markdown emphasis and code marks are dropped.
+fn table_html(table: &str) -> String {
+    let cells = |line: &str| -> Vec<String> {
+        line.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().replace("**", "").replace('`', ""))
+            .collect()
+    };
+    let mut lines = table.lines().filter(|l| l.trim_start().starts_with('|'));
+    let mut o = String::from("<table>");
+    if let Some(head) = lines.next() {
+        o.push_str("<tr>");
+        for c in cells(head) {
+            let _ = write!(o, "<th>{}</th>", esc(&c));
+        }
+        o.push_str("</tr>");
+    }
+    for line in lines.filter(|l| !l.contains("---")) {
+        o.push_str("<tr>");
+        for c in cells(line) {
+            let _ = write!(o, "<td>{}</td>", esc(&c));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipe_table_becomes_an_escaped_html_table() {
+        let html = table_html("| a | b |\n|---|---|\n| **1/20** | `<x>` |\n");
+        assert_eq!(
+            html,
+            "<table><tr><th>a</th><th>b</th></tr><tr><td>1/20</td><td>&lt;x&gt;</td></tr></table>"
+        );
+    }
+
+    #[test]
+    fn a_section_that_cannot_be_built_says_why_and_the_others_stay() {
+        let sections = vec![
+            Section {
+                title: "Challenges",
+                intro: "i",
+                table: Err("x/record.json: truncated".into()),
+            },
+            Section {
+                title: "Autonomy scorecard",
+                intro: "j",
+                table: Ok("| a |\n|---|\n| 1 |\n".into()),
+            },
+        ];
+        let md = markdown(&sections);
+        assert!(md.contains("Not available: x/record.json: truncated"));
+        assert!(md.contains("## Autonomy scorecard"));
+        assert!(html(&sections).contains("<td>1</td>"));
+    }
+}
