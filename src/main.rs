@@ -230,7 +230,23 @@ fn list() -> ExitCode {
             None => println!("{}", p.name),
         }
     }
-    // Challenge trials: `gauntlet challenge list`.
+    let loaded = match gauntlet::plan::challenge::load_default() {
+        Ok(l) => l,
+        Err(e) => return error(e),
+    };
+    for p in gauntlet::plan::challenge::plan(&loaded, &cfg) {
+        match p.skip {
+            Some(why) => println!("{} (ignored: {why})", p.name),
+            None => println!("{}", p.name),
+        }
+    }
+    let suite = match gauntlet::plan::scorecard::load_checked(&cfg) {
+        Ok(s) => s,
+        Err(e) => return error(e),
+    };
+    for p in gauntlet::plan::scorecard::plan_scorecard(&suite) {
+        println!("{}", p.name);
+    }
     ExitCode::SUCCESS
 }
 
