@@ -81,12 +81,7 @@ impl ClaudeCode {
         turn: &SessionTurn,
         ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
+        cli::ensure_installed(NAME, &self.program)?;
         let config_dir = turn.state_dir.join(".claude");
         session::ensure_dir(&config_dir)?;
         let mut env = ClaudeCode::env(ctx);
@@ -146,12 +141,7 @@ impl Adapter for ClaudeCode {
     }
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
+        cli::ensure_installed(NAME, &self.program)?;
         std::fs::create_dir_all(ctx.home.join(".claude")).map_err(|source| {
             AdapterError::Write {
                 path: ctx.home.join(".claude"),
@@ -189,12 +179,7 @@ impl Adapter for ClaudeCode {
         match &run.session {
             Some(turn) => self.session_launch(run, turn, ctx),
             None => {
-                if !self.program.is_file() {
-                    return Err(AdapterError::NotInstalled {
-                        agent: NAME.into(),
-                        program: self.program.clone(),
-                    });
-                }
+                cli::ensure_installed(NAME, &self.program)?;
                 std::fs::create_dir_all(ctx.home.join(".claude")).map_err(|source| {
                     AdapterError::Write {
                         path: ctx.home.join(".claude"),

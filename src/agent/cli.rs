@@ -88,6 +88,18 @@ fn run_version(program: &Path) -> Result<String, String> {
 }
 
 /// Write `contents` to `path`, creating its parent directories.
+/// Refuse to prepare an agent whose CLI is not installed, before anything is written.
+pub fn ensure_installed(agent: &str, program: &Path) -> Result<(), AdapterError> {
+    if program.is_file() {
+        Ok(())
+    } else {
+        Err(AdapterError::NotInstalled {
+            agent: agent.into(),
+            program: program.to_path_buf(),
+        })
+    }
+}
+
 pub fn write_config(path: &Path, contents: &str) -> Result<(), AdapterError> {
     let fail = |source| AdapterError::Write {
         path: path.to_path_buf(),

@@ -83,12 +83,7 @@ impl Codex {
         turn: &SessionTurn,
         ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
+        cli::ensure_installed(NAME, &self.program)?;
         let codex_home = turn.state_dir.join(".codex");
         // Rewritten every turn: the proxy's port differs from trial to trial.
         cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
@@ -149,12 +144,7 @@ impl Adapter for Codex {
     }
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
+        cli::ensure_installed(NAME, &self.program)?;
         let codex_home = ctx.home.join(".codex");
         cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
@@ -191,12 +181,7 @@ impl Adapter for Codex {
         match &run.session {
             Some(turn) => self.session_launch(run, turn, ctx),
             None => {
-                if !self.program.is_file() {
-                    return Err(AdapterError::NotInstalled {
-                        agent: NAME.into(),
-                        program: self.program.clone(),
-                    });
-                }
+                cli::ensure_installed(NAME, &self.program)?;
                 let codex_home = ctx.home.join(".codex");
                 cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
                 Ok(Launch {

@@ -62,12 +62,7 @@ impl OpenCode {
 
     /// Write `opencode.json` into the scratch HOME; the variables that point at it.
     fn prepare(&self, ctx: &LaunchContext<'_>) -> Result<BTreeMap<String, String>, AdapterError> {
-        if !self.program.is_file() {
-            return Err(AdapterError::NotInstalled {
-                agent: NAME.into(),
-                program: self.program.clone(),
-            });
-        }
+        cli::ensure_installed(NAME, &self.program)?;
         let config_dir = ctx.home.join(".config");
         let config = config_dir.join("opencode/opencode.json");
         let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
