@@ -28,6 +28,7 @@ pub(crate) async fn handle(
         Ok(read) => read,
         Err(message) => return refuse(state, protocol, pending, ErrorKind::BadRequest, message),
     };
+    state.log.body(pending.entry.seq, &raw);
     let parsed = match protocol.parse(&body) {
         Ok(parsed) => parsed,
         Err(e) => {

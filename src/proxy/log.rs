@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use super::UsageEntry;
 
 #[derive(Debug, Default)]
@@ -17,6 +19,10 @@ pub(crate) struct UsageLog {
     /// checked against, kept apart so the check does not walk the log.
     metered: AtomicU64,
     entries: Mutex<Vec<UsageEntry>>,
+    /// Request bodies by sequence number, kept only once [`UsageLog::keep_bodies`] was
+    /// called (tests that check what an agent sent, e.g. a resumed conversation);
+    /// `None`, the default, keeps nothing, so a trial's memory does not grow with them.
+    bodies: Mutex<Option<Vec<(u64, Bytes)>>>,
 }
 
 impl UsageLog {
@@ -52,6 +58,28 @@ impl UsageLog {
         self.metered.load(Ordering::SeqCst)
     }
 
+    /// From now on, keep the body of every model call.
+    pub(crate) fn keep_bodies(&self) {
+        let mut bodies = lock(&self.bodies);
+        if bodies.is_none() {
+            *bodies = Some(Vec::new());
+        }
+    }
+
+    /// Keep `body` as the request of call `seq`, when bodies are kept.
+    pub(crate) fn body(&self, seq: u64, body: &Bytes) {
+        if let Some(bodies) = lock(&self.bodies).as_mut() {
+            bodies.push((seq, body.clone()));
+        }
+    }
+
+    /// The kept request bodies, in arrival order.
+    pub(crate) fn bodies(&self) -> Vec<(u64, Bytes)> {
+        let mut bodies = lock(&self.bodies).clone().unwrap_or_default();
+        bodies.sort_by_key(|(seq, _)| *seq);
+        bodies
+    }
+
     pub(crate) fn snapshot(&self) -> Vec<UsageEntry> {
         let mut entries = self.lock().clone();
         entries.sort_by_key(|e| e.seq);
@@ -61,10 +89,14 @@ impl UsageLog {
     /// A panic while holding the lock cannot leave a half-written entry (pushes are
     /// atomic), so a poisoned lock is still safe to use: never lose the other entries.
     fn lock(&self) -> MutexGuard<'_, Vec<UsageEntry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.entries)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// An entry being filled in while its call runs.

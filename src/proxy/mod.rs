@@ -182,6 +182,20 @@ impl Proxy {
         self.log.snapshot()
     }
 
+    /// From now on, keep the request body of every model call, for
+    /// [`Proxy::request_bodies`]. Off by default: a trial records usage, not
+    /// conversations; a test turns it on to see what an agent really sent (that a
+    /// resumed session carries its earlier turns).
+    pub fn keep_request_bodies(&self) {
+        self.log.keep_bodies();
+    }
+
+    /// The request bodies kept since [`Proxy::keep_request_bodies`], as received, with
+    /// the `seq` of their usage entries, in arrival order.
+    pub fn request_bodies(&self) -> Vec<(u64, bytes::Bytes)> {
+        self.log.bodies()
+    }
+
     /// Stop accepting, return the final usage log.
     ///
     /// In-flight calls get a short grace period to finish; calls still running after it

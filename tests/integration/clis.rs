@@ -3,22 +3,29 @@
 //! as any agent, and must get the verdicts the reference agent gets: `verified` on a
 //! verifiable capability, `unverified` on the ambiguous one.
 //!
-//! One test per CLI and capability: `clis::<agent>::<capability>`. Where
+//! One test per CLI and capability: `clis::<agent>::<capability>`, and one per CLI,
+//! `clis::<agent>::session-resume`, that its multi-turn sessions resume the
+//! conversation (see [`session_resume`]). Where
 //! `workspace/node_modules` lacks a CLI the test is listed as ignored, with the reason,
 //! except under `CI=true`, where it runs and fails: CI installs the workspace.
 //!
 //! `cargo test --test clis`; `cargo nextest run -E 'binary(clis)'`.
 
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use gauntlet::agent::cli;
+use gauntlet::agent::process::{self, ProcessSpec};
+use gauntlet::agent::{adapter_for, base_env, cli, Adapter, LaunchContext, PromptRun, SessionTurn};
 use gauntlet::config::{AgentChoice, Config};
 use gauntlet::evidence::{parse_claims, ClaimsFound};
+use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::record::QaRecord;
 use gauntlet::score::Outcome;
 use gauntlet::spec::LoadedApp;
+use gauntlet::spec::{Flow, FlowStep};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// A CLI under test: how gauntlet names it, its binary, its npm package, and the wire
@@ -73,6 +80,17 @@ fn main() -> ExitCode {
             trials
                 .push(Trial::test(name, move || check(cli, capability)).with_ignored_flag(ignored));
         }
+    }
+    for cli in CLIS {
+        let name = format!("clis::{}::session-resume", (cli.agent)().name());
+        let ignored = !cli::installed(cli.bin) && !ci;
+        if ignored && args.list {
+            eprintln!(
+                "{name}: ignored: {} is not installed (cd workspace && npm ci)",
+                cli::npm_bin(cli.bin).display()
+            );
+        }
+        trials.push(Trial::test(name, move || session_resume(cli)).with_ignored_flag(ignored));
     }
     gauntlet::plan::harness::run(args, trials)
 }
@@ -225,5 +243,228 @@ fn pinned_version(root: &Path, package: &str) -> Result<String, Failed> {
             "{}: no pinned version of {package}",
             file.display()
         ))
+    })
+}
+
+/// A word no CLI's prompts contain by chance.
+fn unique_word(prefix: &str) -> String {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!("{prefix}-{:012X}", h.finish() & 0xFFFF_FFFF_FFFF)
+}
+
+/// What one run of the CLI sent the proxy.
+struct Sent {
+    /// Request bodies of its model calls, as text.
+    bodies: Vec<String>,
+}
+
+impl Sent {
+    fn any(&self, word: &str) -> bool {
+        self.bodies.iter().any(|b| b.contains(word))
+    }
+}
+
+/// The directories of one agent across its runs: one scratch HOME and workspace, as a
+/// scorecard trial has.
+struct Dirs {
+    root: PathBuf,
+    home: PathBuf,
+    tmp: PathBuf,
+    workspace: PathBuf,
+}
+
+/// Turn 1 of a session tells the CLI a marker word; turn 2 of the same session (same
+/// id and state directory, `resume`) asks something else, and its model request must
+/// carry turn 1's marker: the CLI resumed the conversation. A first turn with a fresh,
+/// empty state directory (same id, same HOME) must not carry it: the conversation
+/// lives in the state directory, nowhere else. Each run goes through the adapter's
+/// `prompt_launch` and `process::run`, as a scorecard turn does, against the scripted
+/// proxy, which keeps the request bodies for the check.
+fn session_resume(cli: Cli) -> Result<(), Failed> {
+    if !cli::installed(cli.bin) {
+        return Err(fail(format!(
+            "{} is not installed; .ci/run installs the pinned CLIs with `npm ci` in workspace/",
+            cli::npm_bin(cli.bin).display()
+        )));
+    }
+    let out = tempfile::tempdir().map_err(|e| fail(format!("tempdir: {e}")))?;
+    let result = session_turns(cli, out.path());
+    if result.is_err() {
+        // The agents' stdout and stderr stay for diagnosis.
+        let kept = out.keep();
+        eprintln!("kept {}", kept.display());
+    }
+    result
+}
+
+fn session_turns(cli: Cli, root: &Path) -> Result<(), Failed> {
+    let agent = (cli.agent)();
+    let adapter = adapter_for(&agent);
+    let root = root.to_path_buf();
+    let dirs = Dirs {
+        home: root.join("home"),
+        tmp: root.join("tmp"),
+        workspace: root.join("workspace"),
+        root,
+    };
+    for d in [&dirs.home, &dirs.tmp, &dirs.workspace] {
+        std::fs::create_dir_all(d).map_err(|e| fail(format!("{}: {e}", d.display())))?;
+    }
+    let state = dirs.root.join("state");
+    let fresh = dirs.root.join("state-fresh");
+    let id = "session-resume-s1";
+    let marker = unique_word("BLUEFIN");
+    let (ask, ask_fresh) = (unique_word("TARPON"), unique_word("GROUPER"));
+
+    let first =
+        format!("Remember this code word for later: {marker}. Reply with one short sentence.");
+    let sent = run_turn(adapter.as_ref(), &dirs, 1, &first, id, false, &state)?;
+    if !sent.any(&marker) {
+        return Err(fail(format!(
+            "turn 1: no model request carries its own prompt's `{marker}`: the proxy did not see it"
+        )));
+    }
+
+    let second = format!("Question {ask}: which code word did I give you earlier?");
+    let sent = run_turn(adapter.as_ref(), &dirs, 2, &second, id, true, &state)?;
+    if !sent
+        .bodies
+        .iter()
+        .any(|b| b.contains(&ask) && b.contains(&marker))
+    {
+        return Err(fail(format!(
+            "turn 2 (resume): no model request carries both its prompt's `{ask}` and turn 1's \
+             `{marker}`: {} did not resume the conversation ({} requests; agent output in {})",
+            agent.name(),
+            sent.bodies.len(),
+            dirs.root.display()
+        )));
+    }
+
+    let third = format!("Question {ask_fresh}: which code word did I give you earlier?");
+    let sent = run_turn(adapter.as_ref(), &dirs, 3, &third, id, false, &fresh)?;
+    if !sent.any(&ask_fresh) {
+        return Err(fail(format!(
+            "fresh run: no model request carries its own prompt's `{ask_fresh}`"
+        )));
+    }
+    if sent.any(&marker) {
+        return Err(fail(format!(
+            "fresh run: a model request carries `{marker}` from another state directory: \
+             {}'s conversation leaks outside its state directory",
+            agent.name()
+        )));
+    }
+    Ok(())
+}
+
+/// One run of the CLI as a scorecard turn: its own scripted proxy (final message, plain
+/// text), the adapter's launch, the harness's environment; it must end cleanly.
+fn run_turn(
+    adapter: &dyn Adapter,
+    dirs: &Dirs,
+    n: u32,
+    prompt: &str,
+    id: &str,
+    resume: bool,
+    state_dir: &Path,
+) -> Result<Sent, Failed> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| fail(format!("tokio runtime: {e}")))?;
+    rt.block_on(async {
+        let model = "gauntlet-scripted";
+        let flow = Flow {
+            capability: "session-resume".into(),
+            steps: vec![FlowStep::Final {
+                text: "Noted; happy to help.".into(),
+            }],
+        };
+        let proxy = Proxy::start(ProxyMode::Scripted {
+            flow,
+            model: model.into(),
+        })
+        .await
+        .map_err(|e| fail(format!("proxy: {e}")))?;
+        proxy.keep_request_bodies();
+        let proxy_url = proxy.base_url();
+        let run = PromptRun {
+            title: format!("clis::{}::session-resume", adapter.name()),
+            prompt: prompt.into(),
+            workspace: dirs.workspace.clone(),
+            session: Some(SessionTurn {
+                id: id.into(),
+                resume,
+                state_dir: state_dir.to_path_buf(),
+            }),
+        };
+        let launch = adapter
+            .prompt_launch(
+                &run,
+                &LaunchContext {
+                    home: &dirs.home,
+                    workspace: &dirs.workspace,
+                    proxy_url: &proxy_url,
+                    model,
+                },
+            )
+            .map_err(|e| fail(format!("turn {n}: prompt_launch: {e}")))?;
+        // As the scorecard driver: the adapter's variables, then the harness's.
+        let mut env: BTreeMap<String, String> = launch.env;
+        env.extend(base_env(&dirs.home, &dirs.tmp));
+        env.insert("OPENAI_BASE_URL".into(), proxy_url.clone());
+        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
+        env.insert("OPENAI_MODEL".into(), model.into());
+        let stem = format!("turn-{n}");
+        let outcome = process::run(ProcessSpec {
+            program: launch.invocation.program,
+            args: launch.invocation.args.clone(),
+            cwd: dirs.workspace.clone(),
+            env,
+            // A deadline, not a performance bound: the CLIs start slowly on a busy machine.
+            deadline: Duration::from_secs(300),
+            stdout_path: dirs.root.join(format!("{stem}.stdout")),
+            stderr_path: dirs.root.join(format!("{stem}.stderr")),
+            rel_base: dirs.root.clone(),
+            output_cap: 16 * 1024 * 1024,
+            marker: format!("{}:{}:{stem}", std::process::id(), dirs.root.display()),
+        })
+        .await
+        .map_err(|e| fail(format!("turn {n}: {e}")))?;
+        let bodies: Vec<String> = proxy
+            .request_bodies()
+            .iter()
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+            .collect();
+        let usage = proxy.shutdown().await;
+        if !outcome.end.success() {
+            let stderr =
+                std::fs::read_to_string(dirs.root.join(&outcome.stderr.path)).unwrap_or_default();
+            return Err(fail(format!(
+                "turn {n} ({:?}): the agent did not end cleanly: {:?}; usage {usage:?}; stderr: {}",
+                launch.invocation.args,
+                outcome.end,
+                stderr
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<String>()
+                    .chars()
+                    .rev()
+                    .collect::<String>()
+            )));
+        }
+        if !usage.iter().any(|u| u.status == 200) {
+            return Err(fail(format!("turn {n}: no answered model call: {usage:?}")));
+        }
+        Ok(Sent { bodies })
     })
 }
