@@ -125,3 +125,27 @@ impl Pending {
         self.entry.cache_write_tokens = tokens.cache_write;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_are_kept_only_once_asked_and_in_arrival_order() {
+        let log = UsageLog::default();
+        log.body(0, &Bytes::from_static(b"before"));
+        assert!(log.bodies().is_empty(), "kept without being asked");
+        log.keep_bodies();
+        log.body(2, &Bytes::from_static(b"second"));
+        log.body(1, &Bytes::from_static(b"first"));
+        log.keep_bodies();
+        let kept = log.bodies();
+        assert_eq!(
+            kept,
+            [
+                (1, Bytes::from_static(b"first")),
+                (2, Bytes::from_static(b"second"))
+            ]
+        );
+    }
+}
