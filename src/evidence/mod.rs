@@ -99,6 +99,31 @@ pub struct AgentRun {
     pub stragglers_killed: u32,
 }
 
+impl AgentRun {
+    /// The agent as recorded before it starts: empty output files, no exit. A trial
+    /// whose setup fails keeps this, so its record still names files rescore can read.
+    pub fn not_started() -> AgentRun {
+        let empty = |path: &str| RawFile {
+            path: path.into(),
+            bytes: 0,
+            bytes_seen: 0,
+            sha256: crate::hash::sha256(b""),
+        };
+        AgentRun {
+            command: vec![],
+            end: ProcessEnd {
+                exit_code: None,
+                signal: None,
+                timed_out: false,
+                duration_ms: 0,
+            },
+            stdout: empty("agent.stdout"),
+            stderr: empty("agent.stderr"),
+            stragglers_killed: 0,
+        }
+    }
+}
+
 /// Everything observed in one qa trial. Scoring reads this and the raw files it names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaEvidence {

@@ -94,7 +94,10 @@ fn table_html(table: &str) -> String {
         }
         o.push_str("</tr>");
     }
-    for line in lines.filter(|l| !l.contains("---")) {
+    // The separator row is all pipes, dashes and colons; a data row that merely
+    // contains "---" is still a row.
+    let separator = |l: &str| l.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
+    for line in lines.filter(|l| !separator(l)) {
         o.push_str("<tr>");
         for c in cells(line) {
             let _ = write!(o, "<td>{}</td>", esc(&c));
@@ -111,10 +114,11 @@ mod tests {
 
     #[test]
     fn a_pipe_table_becomes_an_escaped_html_table() {
-        let html = table_html("| a | b |\n|---|---|\n| **1/20** | `<x>` |\n");
+        let html = table_html("| a | b |\n|---|---|\n| **1/20** | `<x>` |\n| a---b | - |\n");
         assert_eq!(
             html,
-            "<table><tr><th>a</th><th>b</th></tr><tr><td>1/20</td><td>&lt;x&gt;</td></tr></table>"
+            "<table><tr><th>a</th><th>b</th></tr><tr><td>1/20</td><td>&lt;x&gt;</td></tr>\
+             <tr><td>a---b</td><td>-</td></tr></table>"
         );
     }
 

@@ -17,7 +17,7 @@ use crate::agent::{adapter_for, base_env, LaunchContext, PromptRun};
 use crate::config::{Config, Mode};
 use crate::evidence::normalize::AgentReport;
 use crate::evidence::policy::{self, PolicyFindings, Roots};
-use crate::evidence::{AgentRun, ProcessEnd, RawFile};
+use crate::evidence::{AgentRun, RawFile};
 use crate::proxy::{Budget, Proxy, ProxyMode, UsageEntry};
 use crate::record::{self, RecordConfig};
 use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
@@ -260,18 +260,7 @@ pub async fn execute(
         timeout_secs: timeout.as_secs_f64(),
     };
     let mut evidence = ChallengeEvidence {
-        agent: AgentRun {
-            command: vec![],
-            end: ProcessEnd {
-                exit_code: None,
-                signal: None,
-                timed_out: false,
-                duration_ms: 0,
-            },
-            stdout: empty_raw("agent.stdout"),
-            stderr: empty_raw("agent.stderr"),
-            stragglers_killed: 0,
-        },
+        agent: AgentRun::not_started(),
         workspace: "workspace".into(),
         roots: Roots {
             skills: workspace.join(SKILLS_DIR),
@@ -636,15 +625,6 @@ fn rel_to(p: &Path, base: &Path) -> String {
 fn mkdir(p: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(p.to_path_buf())
-}
-
-fn empty_raw(path: &str) -> RawFile {
-    RawFile {
-        path: path.into(),
-        bytes: 0,
-        bytes_seen: 0,
-        sha256: crate::hash::sha256(b""),
-    }
 }
 
 /// One JUnit-friendly line per trial.

@@ -8,8 +8,7 @@ use crate::agent::process::{self, ProcessSpec};
 use crate::agent::{adapter_for, base_env, LaunchContext, RunSpec};
 use crate::config::{Config, Mode};
 use crate::evidence::{
-    parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, ProcessEnd,
-    QaEvidence, RawFile,
+    parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, QaEvidence,
 };
 use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::record::rescore::derive_qa_verdict_as;
@@ -58,18 +57,7 @@ pub async fn execute(
     let spec = spec_ref(app, capability);
 
     let mut evidence = QaEvidence {
-        agent: AgentRun {
-            command: vec![],
-            end: ProcessEnd {
-                exit_code: None,
-                signal: None,
-                timed_out: false,
-                duration_ms: 0,
-            },
-            stdout: empty_raw("agent.stdout"),
-            stderr: empty_raw("agent.stderr"),
-            stragglers_killed: 0,
-        },
+        agent: AgentRun::not_started(),
         gate: None,
         usage: vec![],
         setup_error: None,
@@ -117,15 +105,6 @@ pub async fn execute(
     };
     record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)?;
     Ok((rec, trial_dir))
-}
-
-fn empty_raw(path: &str) -> RawFile {
-    RawFile {
-        path: path.into(),
-        bytes: 0,
-        bytes_seen: 0,
-        sha256: crate::hash::sha256(b""),
-    }
 }
 
 pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> RecordConfig {
