@@ -3,11 +3,17 @@
 //! directly in the same run, and throughput at 64 concurrent clients.
 //!
 //! `cargo bench --bench proxy` (GAUNTLET_BENCH_ITERS, default 3000 calls per case;
-//! GAUNTLET_BENCH_CLIENTS, default 64). Direct and proxied calls alternate, so both see
-//! the same machine load; the added latency is the proxied percentile minus the direct
-//! one. Target: p50 added latency at most 0.1 ms. The client, the proxy and the
-//! upstream each get a runtime (one worker thread) of their own, as the agent, gauntlet
-//! and the provider are separate processes in real use.
+//! GAUNTLET_BENCH_CLIENTS, default 64). Direct calls, calls through a byte-for-byte TCP
+//! relay and calls through the proxy take turns, so all see the same machine load; the
+//! added latency is a percentile minus the direct one. The relay is the floor any
+//! proxy process pays on this machine (one more loopback hop, two more thread
+//! wake-ups) and shows how much of the proxy's cost is its own work. Target: p50 added
+//! latency at most 0.1 ms.
+//!
+//! The agent, gauntlet and the provider are separate processes in real use, so each
+//! gets a thread of its own here: the upstream and the proxy a one-worker runtime, the
+//! client a current-thread runtime, like the single event loop of the Node agents
+//! (so the client's own thread hand-offs are not counted against either side).
 
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -91,10 +97,57 @@ async fn start_upstream() -> String {
     format!("http://{addr}/v1")
 }
 
-fn body(stream: bool) -> Bytes {
-    Bytes::from(format!(
-        r#"{{"model":"bench","stream":{stream},"stream_options":{{"include_usage":true}},"messages":[{{"role":"system","content":"You are a QA agent."}},{{"role":"user","content":"Verify the balance capability of the ledger."}}]}}"#
-    ))
+/// A TCP relay on 127.0.0.1 that copies bytes both ways between each client
+/// connection and a fresh upstream connection; returns its base URL.
+async fn start_tcp_relay(upstream: &str) -> String {
+    let target = upstream
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let target = target.clone();
+            tokio::spawn(async move {
+                let _ = inbound.set_nodelay(true);
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await else {
+                    return;
+                };
+                let _ = outbound.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+/// A request as an agent sends it: `history` tool results of about 1 KB each before
+/// the last turn (none for the small case; 60, about 64 KB, late in a task).
+fn body(stream: bool, history: usize) -> Bytes {
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are a QA agent."}),
+        serde_json::json!({"role": "user", "content": "Verify the balance capability of the ledger."}),
+    ];
+    for i in 0..history {
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("call_{i}"), "type": "function",
+             "function": {"name": "bash", "arguments": "{\"command\":\"curl -s http://127.0.0.1:8080/balance/7\"}"}}
+        ]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("call_{i}"),
+            "content": format!("HTTP/1.1 200 OK\n{}", "{\"id\":7,\"balance\":\"12.50\"}\n".repeat(30))}));
+    }
+    Bytes::from(
+        serde_json::json!({
+            "model": "bench",
+            "stream": stream,
+            "stream_options": {"include_usage": true},
+            "messages": messages,
+        })
+        .to_string(),
+    )
 }
 
 /// One call: the times to the first and to the last byte of its answer.
@@ -134,31 +187,40 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Where a call goes, in the order the three take turns.
+struct Targets<'a> {
+    direct: &'a str,
+    relay: &'a str,
+    proxy: &'a str,
+}
+
 async fn latency(
     client: &reqwest::Client,
-    direct: &str,
-    proxied: &str,
+    targets: &Targets<'_>,
     stream: bool,
+    history: usize,
     iters: usize,
 ) {
-    let body = body(stream);
+    let body = body(stream, history);
+    let bases = [targets.direct, targets.relay, targets.proxy];
     for _ in 0..200 {
-        call(client, direct, body.clone()).await;
-        call(client, proxied, body.clone()).await;
-    }
-    let mut d = Vec::with_capacity(iters);
-    let mut p = Vec::with_capacity(iters);
-    for i in 0..iters {
-        // Alternate which goes first, so neither always follows the other.
-        if i % 2 == 0 {
-            d.push(call(client, direct, body.clone()).await);
-            p.push(call(client, proxied, body.clone()).await);
-        } else {
-            p.push(call(client, proxied, body.clone()).await);
-            d.push(call(client, direct, body.clone()).await);
+        for base in bases {
+            call(client, base, body.clone()).await;
         }
     }
-    let label = if stream { "streaming" } else { "non-streaming" };
+    let mut times: [Vec<(Duration, Duration)>; 3] = Default::default();
+    for i in 0..iters {
+        // Rotate which goes first, so none always follows another.
+        for k in 0..3 {
+            let which = (i + k) % 3;
+            times[which].push(call(client, bases[which], body.clone()).await);
+        }
+    }
+    let label = format!(
+        "{}, {} KB",
+        if stream { "streaming" } else { "non-streaming" },
+        body.len().div_ceil(1024)
+    );
     let mut cases = vec![("last byte", 1usize)];
     if stream {
         cases.insert(0, ("first byte", 0));
@@ -172,21 +234,20 @@ async fn latency(
             v.sort();
             v
         };
-        let (ds, ps) = (pick(&d), pick(&p));
+        let [d, r, p] = [pick(&times[0]), pick(&times[1]), pick(&times[2])];
         for (name, q) in [("p50", 0.50), ("p99", 0.99)] {
-            let (dq, pq) = (percentile(&ds, q), percentile(&ps, q));
+            let [dq, rq, pq] = [&d, &r, &p].map(|v| ms(percentile(v, q)));
             println!(
-                "{label:<14} {what:<10} {name}: direct {:.3} ms, via proxy {:.3} ms, added {:+.3} ms",
-                ms(dq),
-                ms(pq),
-                ms(pq) - ms(dq)
+                "{label:<21} {what:<10} {name}: direct {dq:.3} ms | tcp relay {rq:.3} ms, added {:+.3} ms | gauntlet proxy {pq:.3} ms, added {:+.3} ms",
+                rq - dq,
+                pq - dq
             );
         }
     }
 }
 
 async fn throughput(base: &str, clients: usize, per_client: usize) -> f64 {
-    let body = body(false);
+    let body = body(false, 0);
     let t = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients {
@@ -225,8 +286,12 @@ fn main() {
     let clients = env_usize("GAUNTLET_BENCH_CLIENTS", 64);
     let upstream_rt = own_runtime();
     let proxy_rt = own_runtime();
-    let client_rt = own_runtime();
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let direct = upstream_rt.block_on(start_upstream());
+    let tcp_relay = proxy_rt.block_on(start_tcp_relay(&direct));
     let proxy = proxy_rt
         .block_on(Proxy::start(ProxyMode::Byok {
             upstream: direct.clone(),
@@ -239,14 +304,24 @@ fn main() {
             .no_proxy()
             .build()
             .expect("client");
-        println!("proxy bench: {iters} calls per case, alternating direct and via proxy");
-        latency(&client, &direct, &proxied, false, iters).await;
-        latency(&client, &direct, &proxied, true, iters).await;
+        println!("proxy bench: {iters} calls per case and target, taking turns");
+        let targets = Targets {
+            direct: &direct,
+            relay: &tcp_relay,
+            proxy: &proxied,
+        };
+        for history in [0, 60] {
+            latency(&client, &targets, false, history, iters).await;
+            latency(&client, &targets, true, history, iters).await;
+        }
         let per_client = (iters / clients).max(20);
         let direct_rps = throughput(&direct, clients, per_client).await;
+        let relay_rps = throughput(&tcp_relay, clients, per_client).await;
         let proxied_rps = throughput(&proxied, clients, per_client).await;
         println!(
-            "throughput at {clients} concurrent clients (non-streaming, {per_client} calls each): direct {direct_rps:.0} calls/s, via proxy {proxied_rps:.0} calls/s"
+            "throughput at {clients} concurrent clients (non-streaming, {per_client} calls each): direct {direct_rps:.0} calls/s | tcp relay {relay_rps:.0} calls/s ({:.2}x direct) | gauntlet proxy {proxied_rps:.0} calls/s ({:.2}x direct)",
+            relay_rps / direct_rps,
+            proxied_rps / direct_rps
         );
     });
     let usage = proxy_rt.block_on(proxy.shutdown());

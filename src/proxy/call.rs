@@ -1,5 +1,6 @@
-//! One model call, whatever its protocol: read and parse the body, check the budget,
-//! then answer from the flow or forward to the provider, and record the call.
+//! One model call, whatever its protocol: read the body (whole when scripted, its
+//! envelope when forwarded), check the budget, then answer from the flow or forward to
+//! the provider, and record the call.
 
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -7,14 +8,12 @@ use hyper::{Request, Response};
 use serde_json::{json, Map, Value};
 
 use super::body::{self, Body};
+use super::envelope::{self, Envelope};
 use super::forward::{self, Outgoing};
 use super::log::Pending;
 use super::server::{Mode, State};
-use super::wire::{ErrorKind, Protocol, RequestError};
+use super::wire::{ErrorKind, Protocol};
 use super::{messages, meter, script};
-
-/// How much of a malformed body its usage entry quotes.
-const BODY_EXCERPT_CHARS: usize = 120;
 
 pub(crate) async fn handle(
     state: &State,
@@ -24,32 +23,25 @@ pub(crate) async fn handle(
     let (parts, incoming) = request.into_parts();
     let path = parts.uri.path().to_owned();
     let mut pending = state.log.begin(protocol.name(), &path);
-    let (raw, body) = match read_object(incoming).await {
-        Ok(read) => read,
+    let raw = match body::read(incoming).await {
+        Ok(raw) => raw,
         Err(message) => return refuse(state, protocol, pending, ErrorKind::BadRequest, message),
     };
     state.log.body(pending.entry.seq, &raw);
-    let parsed = match protocol.parse(&body) {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            return refuse(
-                state,
-                protocol,
-                pending,
-                ErrorKind::BadRequest,
-                e.to_string(),
-            )
-        }
-    };
-    pending.entry.stream = parsed.stream;
-    pending.entry.model = parsed.model.clone();
-    if let Some(message) = state.budget_spent() {
-        return refuse(state, protocol, pending, ErrorKind::Budget, message);
-    }
     match &state.mode {
         Mode::Scripted { flow, model } => {
-            if pending.entry.model.is_none() {
-                pending.entry.model = Some(model.clone());
+            let parsed = match envelope::object(&raw)
+                .and_then(|body| protocol.parse(&body).map_err(|e| e.to_string()))
+            {
+                Ok(parsed) => parsed,
+                Err(message) => {
+                    return refuse(state, protocol, pending, ErrorKind::BadRequest, message)
+                }
+            };
+            pending.entry.stream = parsed.stream;
+            pending.entry.model = parsed.model.clone().or_else(|| Some(model.clone()));
+            if let Some(message) = state.budget_spent() {
+                return refuse(state, protocol, pending, ErrorKind::Budget, message);
             }
             let choice = script::choose(flow, &parsed.asked);
             let tokens = meter::scripted(parsed.input_bytes, choice.reply.output_bytes());
@@ -63,13 +55,25 @@ pub(crate) async fn handle(
             response
         }
         Mode::Byok(upstream) => {
+            // The provider judges the conversation; the proxy reads only what it needs
+            // to forward and meter the call.
+            let envelope = match Envelope::read(&raw) {
+                Ok(envelope) => envelope,
+                Err(message) => {
+                    return refuse(state, protocol, pending, ErrorKind::BadRequest, message)
+                }
+            };
+            pending.entry.stream = envelope.stream;
+            pending.entry.model = envelope.model.clone();
+            if let Some(message) = state.budget_spent() {
+                return refuse(state, protocol, pending, ErrorKind::Budget, message);
+            }
             let call = Outgoing {
                 protocol,
                 path: upstream_path(&parts.uri),
                 client_headers: &parts.headers,
                 raw,
-                body,
-                stream: parsed.stream,
+                envelope,
             };
             forward::forward(upstream, &state.log, pending, call).await
         }
@@ -137,18 +141,8 @@ fn refuse(
 /// The request body as received and as a JSON object, or why it is neither.
 async fn read_object(incoming: Incoming) -> Result<(Bytes, Map<String, Value>), String> {
     let raw = body::read(incoming).await?;
-    let fail = |e: RequestError| {
-        let start: String = String::from_utf8_lossy(&raw)
-            .chars()
-            .take(BODY_EXCERPT_CHARS)
-            .collect();
-        format!("{e} (body of {} bytes starts: {start:?})", raw.len())
-    };
-    match serde_json::from_slice::<Value>(&raw) {
-        Ok(Value::Object(body)) => Ok((raw, body)),
-        Ok(_) => Err(fail(RequestError::NotObject)),
-        Err(e) => Err(fail(RequestError::NotJson(e))),
-    }
+    let body = envelope::object(&raw)?;
+    Ok((raw, body))
 }
 
 /// The path under the upstream base: the request path without its `/v1/` (the base

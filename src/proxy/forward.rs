@@ -9,10 +9,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hyper::header::CONTENT_TYPE;
 use hyper::{HeaderMap, Response, StatusCode};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::body::{self, Body};
+use super::envelope::{self, Envelope};
 use super::log::{Pending, UsageLog};
+use super::peek;
 use super::relay::Relay;
 use super::upstream::Upstream;
 use super::wire::{self, ErrorKind, Protocol};
@@ -28,8 +30,7 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) client_headers: &'a HeaderMap,
     /// The body as received, forwarded unchanged unless usage had to be asked for.
     pub(crate) raw: Bytes,
-    pub(crate) body: Map<String, Value>,
-    pub(crate) stream: bool,
+    pub(crate) envelope: Envelope,
 }
 
 pub(crate) async fn forward(
@@ -39,13 +40,17 @@ pub(crate) async fn forward(
     call: Outgoing<'_>,
 ) -> Response<Body> {
     let protocol = call.protocol;
-    let mut body = call.body;
-    let injected = call.stream && protocol.ask_for_stream_usage(&mut body);
-    let outgoing = if injected {
-        Bytes::from(Value::Object(body).to_string())
-    } else {
-        call.raw
-    };
+    let stream = call.envelope.stream;
+    let asking = (stream && !call.envelope.usage_asked)
+        .then(|| envelope::object(&call.raw).ok())
+        .flatten()
+        .and_then(|mut body| {
+            protocol
+                .ask_for_stream_usage(&mut body)
+                .then(|| Bytes::from(Value::Object(body).to_string()))
+        });
+    let injected = asking.is_some();
+    let outgoing = asking.unwrap_or(call.raw);
 
     let response = match upstream
         .post(&call.path, outgoing, call.client_headers, protocol.auth())
@@ -66,7 +71,7 @@ pub(crate) async fn forward(
     pending.entry.status = status.as_u16();
     pending.entry.source = "upstream".to_owned();
 
-    if call.stream && status.is_success() {
+    if stream && status.is_success() {
         // Waiting for the first chunk before answering lets the response head and that
         // chunk leave in one write: the agent cannot act on the head alone, and a
         // separate write costs it a wake-up (measured: benches/proxy.rs).
@@ -95,7 +100,7 @@ pub(crate) async fn forward(
             return protocol.error(ErrorKind::Upstream, &message);
         }
     };
-    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let parsed = peek::metered(&bytes);
     let tokens = parsed.as_ref().and_then(|v| protocol.usage(v));
     if let Some(tokens) = tokens {
         pending.set_tokens(tokens);

@@ -18,11 +18,13 @@
 mod body;
 mod call;
 mod chat;
+mod envelope;
 mod forward;
 mod log;
 mod mapping;
 mod messages;
 mod meter;
+mod peek;
 mod relay;
 mod responses;
 mod script;

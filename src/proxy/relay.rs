@@ -2,13 +2,14 @@
 //!
 //! Chunks go to the agent as they arrive (the relay is the response body itself, so
 //! nothing is buffered beyond one unfinished event); chunks that have already arrived
-//! together go out in one write. Each event is shown to a
+//! together (a burst in the upstream connection's buffer) go out in one write. Each event is shown to a
 //! protocol-specific [`StreamMeter`]; the entry is recorded exactly once, when the
 //! stream ends, breaks, or is dropped because the agent went away.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
@@ -44,10 +45,75 @@ pub(crate) struct Relay {
     /// Where the entry goes; `None` once recorded.
     finish: Option<(Arc<UsageLog>, Pending)>,
     redactor: Arc<Upstream>,
-    /// The end (or break) of the upstream stream, seen while gathering chunks that had
-    /// already arrived, and handled on the next poll after those were passed on.
+    /// A poll of the upstream stream not yet handled: the first chunk (awaited by
+    /// `forward`), or a break seen while bytes were still waiting to go out.
     held: Option<Polled>,
+    /// Bytes for the agent not yet handed to hyper: a burst being gathered.
+    out: BytesMut,
+    /// The upstream connection's turn to decode what has already arrived.
+    turn: Turn,
+    /// Whether the first bytes went out.
+    started: bool,
 }
+
+/// Giving every other ready task of the runtime (the upstream connection among them)
+/// one turn before the relay goes on.
+///
+/// The upstream connection hands over one decoded chunk per turn, so a burst already
+/// in its buffer comes out one chunk per turn; after a turn with no new chunk, the
+/// gathered bytes go out in one write instead of one per event. Hyper may poll the
+/// body again within the same turn, so the relay waits for the turn to have passed
+/// (the deferred wake-up firing) rather than for the next poll.
+#[derive(Default)]
+struct Turn {
+    /// `None`: no turn asked for since the last chunk.
+    passed: Option<Arc<TurnPassed>>,
+}
+
+struct TurnPassed {
+    done: std::sync::atomic::AtomicBool,
+    task: std::task::Waker,
+}
+
+impl std::task::Wake for TurnPassed {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.done.store(true, std::sync::atomic::Ordering::Release);
+        self.task.wake_by_ref();
+    }
+}
+
+impl Turn {
+    /// Whether to keep waiting: asks for a turn the first time, then waits until it
+    /// passed. `false` once a turn passed with nothing new.
+    fn wait(&mut self, cx: &mut Context<'_>) -> bool {
+        match &self.passed {
+            Some(passed) => !passed.done.load(std::sync::atomic::Ordering::Acquire),
+            None => {
+                let passed = Arc::new(TurnPassed {
+                    done: std::sync::atomic::AtomicBool::new(false),
+                    task: cx.waker().clone(),
+                });
+                let waker = std::task::Waker::from(Arc::clone(&passed));
+                let mut turn = std::pin::pin!(tokio::task::yield_now());
+                // A first poll only registers the deferred wake-up.
+                let _ = turn.as_mut().poll(&mut Context::from_waker(&waker));
+                self.passed = Some(passed);
+                true
+            }
+        }
+    }
+
+    /// A chunk came: the next wait asks for a fresh turn.
+    fn reset(&mut self) {
+        self.passed = None;
+    }
+}
+
+/// Most bytes gathered into one write before it goes out regardless.
+const GATHER_LIMIT: usize = 16 * 1024;
 
 impl Relay {
     /// `first` is the stream's first poll, already awaited by the caller (see
@@ -67,6 +133,9 @@ impl Relay {
             finish: Some((log, pending)),
             redactor,
             held: Some(first),
+            out: BytesMut::new(),
+            turn: Turn::default(),
+            started: false,
         }
     }
 
@@ -94,6 +163,11 @@ impl Relay {
 pub(crate) type Polled = Option<Result<Bytes, reqwest::Error>>;
 
 impl Relay {
+    /// The gathered bytes as one frame for the agent.
+    fn flush(&mut self) -> Frame<Bytes> {
+        Frame::data(self.out.split().freeze())
+    }
+
     /// Meter one upstream chunk; append what the agent gets to `out`.
     fn take_chunk(&mut self, chunk: Bytes, out: &mut BytesMut) {
         let events = self.scanner.push(&chunk);
@@ -117,27 +191,35 @@ impl Stream for Relay {
             }
             let item: Polled = match this.held.take() {
                 Some(item) => item,
-                None => ready!(this.upstream.as_mut().poll_next(cx)),
+                None => match this.upstream.as_mut().poll_next(cx) {
+                    Poll::Ready(item) => item,
+                    Poll::Pending if this.out.is_empty() => return Poll::Pending,
+                    Poll::Pending if this.out.len() < GATHER_LIMIT && this.turn.wait(cx) => {
+                        return Poll::Pending;
+                    }
+                    Poll::Pending => {
+                        this.turn.reset();
+                        return Poll::Ready(Some(Ok(this.flush())));
+                    }
+                },
             };
             match item {
                 Some(Ok(chunk)) => {
-                    let mut out = BytesMut::new();
+                    this.turn.reset();
+                    let mut out = std::mem::take(&mut this.out);
                     this.take_chunk(chunk, &mut out);
-                    // Whatever else has already arrived goes in the same write; nothing
-                    // waits for what has not.
-                    loop {
-                        match this.upstream.as_mut().poll_next(cx) {
-                            Poll::Ready(Some(Ok(more))) => this.take_chunk(more, &mut out),
-                            Poll::Ready(end) => {
-                                this.held = Some(end);
-                                break;
-                            }
-                            Poll::Pending => break,
-                        }
+                    this.out = out;
+                    // The first chunk goes out with the response head at once: it is
+                    // what the agent's first-token latency waits for.
+                    if !this.started && !this.out.is_empty() {
+                        this.started = true;
+                        return Poll::Ready(Some(Ok(this.flush())));
                     }
-                    if !out.is_empty() {
-                        return Poll::Ready(Some(Ok(Frame::data(out.freeze()))));
-                    }
+                }
+                Some(Err(e)) if !this.out.is_empty() => {
+                    // What arrived before the break reaches the agent first.
+                    this.held = Some(Some(Err(e)));
+                    return Poll::Ready(Some(Ok(this.flush())));
                 }
                 Some(Err(e)) => {
                     let message = this.redactor.redact(&format!("upstream stream cut: {e}"));
@@ -148,17 +230,19 @@ impl Stream for Relay {
                 }
                 None => {
                     let rest = this.scanner.finish();
-                    let filters = this.meter.filters();
-                    let out = this.pass(rest.into_iter().collect());
+                    if this.meter.filters() {
+                        let tail = this.pass(rest.into_iter().collect());
+                        this.out.extend_from_slice(&tail);
+                    } else {
+                        // Unfiltered bytes were all gathered as they came.
+                        this.pass(rest.into_iter().collect());
+                    }
                     let error = this.meter.problem().or_else(|| {
                         (!this.meter.complete())
                             .then(|| "upstream stream ended before its end marker".to_owned())
                     });
                     this.record(error);
-                    // Unfiltered bytes were all forwarded as they came.
-                    return Poll::Ready(
-                        (filters && !out.is_empty()).then(|| Ok(Frame::data(Bytes::from(out)))),
-                    );
+                    return Poll::Ready((!this.out.is_empty()).then(|| Ok(this.flush())));
                 }
             }
         }

@@ -169,6 +169,62 @@ async fn a_stream_reaches_the_agent_before_the_provider_finishes_it() {
 }
 
 #[tokio::test]
+async fn every_event_reaches_the_agent_before_the_provider_sends_the_next() {
+    // The proxy sends a burst that has already arrived in one write; this checks it
+    // never waits for an event that has not.
+    let (proxy, fake) = byok().await;
+    for golden in ALL {
+        let mut response = send(&proxy, golden, &request(golden, "paced", true)).await;
+        let mut got = Vec::new();
+        let mut expected = String::new();
+        for (i, event) in golden.stream.split_inclusive("\n\n").enumerate() {
+            if i > 0 {
+                fake.release.notify_one();
+            }
+            expected.push_str(event);
+            // The timeout only turns a would-be hang into a failure; nothing is timed.
+            let more = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                read_at_least(&mut response, expected.len() - got.len()),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{}: event {i} was held back", golden.protocol));
+            got.extend_from_slice(&more);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                expected,
+                "{}",
+                golden.protocol
+            );
+        }
+        assert_eq!(response.chunk().await.ok().flatten(), None);
+    }
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), ALL.len());
+    for (entry, golden) in entries.iter().zip(ALL) {
+        assert_eq!(
+            (tokens(entry), entry.error.as_deref()),
+            (golden.tokens, None)
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_provider_judges_a_request_the_proxy_need_not_understand() {
+    // byok reads only the envelope (model, stream, usage options); a Responses call
+    // without `input` is the provider's to refuse or answer, and passes unchanged.
+    let (proxy, fake) = byok().await;
+    let body = json!({"model": "golden", "previous_response_id": "resp_1", "store": true});
+    let response = send(&proxy, &provider::RESPONSES, &body).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(fake.seen()[0].body, body);
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries[0].model.as_deref(), Some("golden"));
+    assert_eq!(entries[0].source, "upstream");
+    assert_eq!(tokens(&entries[0]), provider::RESPONSES.tokens);
+}
+
+#[tokio::test]
 async fn rate_limits_cut_streams_and_garbage_pass_through_and_are_recorded() {
     let (proxy, fake) = byok().await;
     for golden in ALL {

@@ -112,7 +112,7 @@ pub struct Seen {
 #[derive(Debug, Default)]
 pub struct Provider {
     seen: Mutex<Vec<Seen>>,
-    /// Held streams (`cut`, `gated`) go on only once the test says so.
+    /// Held streams (`cut`, `gated`, `paced`) go on only once the test says so.
     pub release: tokio::sync::Notify,
 }
 
@@ -238,6 +238,24 @@ async fn reply(request: Request<Incoming>, provider: Arc<Provider>) -> Response<
             };
             stream::once(async move { Ok(Frame::data(first)) })
                 .chain(stream::once(cut))
+                .boxed()
+        }
+        // One event per release: each must reach the agent before the next exists.
+        "paced" => {
+            let events: Vec<Bytes> = text
+                .split_inclusive("\n\n")
+                .map(|event| Bytes::from(event.to_owned()))
+                .collect();
+            stream::iter(events.into_iter().enumerate())
+                .then(move |(i, event)| {
+                    let provider = Arc::clone(&provider);
+                    async move {
+                        if i > 0 {
+                            provider.release.notified().await;
+                        }
+                        Ok(Frame::data(event))
+                    }
+                })
                 .boxed()
         }
         "gated" => {

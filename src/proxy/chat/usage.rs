@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::proxy::log::Tokens;
+use crate::proxy::peek;
 use crate::proxy::relay::StreamMeter;
 
 /// The usage block of a response or chunk, if it has a non-null one.
@@ -44,6 +45,9 @@ impl StreamMeter for ChatStreamMeter {
     fn observe(&mut self, data: &str) -> bool {
         if data.trim() == "[DONE]" {
             self.done = true;
+            return true;
+        }
+        if !peek::has_usage(data) {
             return true;
         }
         let Ok(chunk) = serde_json::from_str::<Value>(data) else {

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::proxy::log::Tokens;
+use crate::proxy::peek;
 use crate::proxy::relay::StreamMeter;
 
 /// The raw counts of an Anthropic usage block; each is absent when not reported.
@@ -69,6 +70,15 @@ pub(crate) struct StreamUsage {
 
 impl StreamMeter for StreamUsage {
     fn observe(&mut self, data: &str) -> bool {
+        let metered = peek::kind(data).is_some_and(|kind| {
+            matches!(
+                kind.as_ref(),
+                "message_start" | "message_delta" | "message_stop" | "error"
+            )
+        });
+        if !metered {
+            return true;
+        }
         let Ok(event) = serde_json::from_str::<Value>(data) else {
             return true;
         };

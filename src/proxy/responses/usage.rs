@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::proxy::log::Tokens;
+use crate::proxy::peek;
 use crate::proxy::relay::StreamMeter;
 
 /// The usage block of a response object, if it has one.
@@ -32,6 +33,15 @@ pub(crate) struct StreamUsage {
 
 impl StreamMeter for StreamUsage {
     fn observe(&mut self, data: &str) -> bool {
+        let terminal = peek::kind(data).is_some_and(|kind| {
+            matches!(
+                kind.as_ref(),
+                "response.completed" | "response.incomplete" | "response.failed" | "error"
+            )
+        });
+        if !terminal {
+            return true;
+        }
         let Ok(event) = serde_json::from_str::<Value>(data) else {
             return true;
         };

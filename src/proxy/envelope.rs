@@ -1,0 +1,141 @@
+//! Reading a request body: whole (scripted mode answers from the conversation) or only
+//! its envelope (byok forwards the conversation as received).
+//!
+//! An agent's request is mostly conversation, tens of kilobytes of it late in a task.
+//! Building it as a JSON tree and measuring it costs more than the rest of a forwarded
+//! call, and byok needs three small fields of it, so byok reads those and lets the
+//! parser skip the rest without building anything.
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::wire::RequestError;
+
+/// How much of a malformed body its usage entry quotes.
+const BODY_EXCERPT_CHARS: usize = 120;
+
+/// What forwarding a call needs to know of its request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    pub(crate) model: Option<String>,
+    pub(crate) stream: bool,
+    /// The client asked for a Chat stream's usage chunk itself
+    /// (`stream_options.include_usage`).
+    pub(crate) usage_asked: bool,
+}
+
+/// The envelope's fields as they came; every other field is skipped unbuilt.
+#[derive(Deserialize)]
+struct Fields {
+    #[serde(default)]
+    model: Option<Value>,
+    #[serde(default)]
+    stream: Option<Value>,
+    #[serde(default)]
+    stream_options: Option<Value>,
+}
+
+impl Envelope {
+    /// The envelope of `raw`, or why `raw` is not a JSON object.
+    pub(crate) fn read(raw: &Bytes) -> Result<Envelope, String> {
+        let first = raw.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'{') {
+            if let Ok(fields) = serde_json::from_slice::<Fields>(raw) {
+                return Ok(Envelope::of(
+                    fields.model,
+                    fields.stream,
+                    fields.stream_options,
+                ));
+            }
+        }
+        // Not an object, not json, or an object the typed reading refuses (a repeated
+        // key): the whole reading decides, and names the cause.
+        let mut body = object(raw)?;
+        Ok(Envelope::of(
+            body.remove("model"),
+            body.remove("stream"),
+            body.remove("stream_options"),
+        ))
+    }
+
+    fn of(model: Option<Value>, stream: Option<Value>, options: Option<Value>) -> Envelope {
+        Envelope {
+            model: match model {
+                Some(Value::String(model)) => Some(model),
+                _ => None,
+            },
+            stream: stream.and_then(|s| s.as_bool()).unwrap_or(false),
+            usage_asked: options
+                .as_ref()
+                .and_then(|o| o.get("include_usage"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }
+    }
+}
+
+/// `raw` as a JSON object, or why it is not one (quoting its start).
+pub(crate) fn object(raw: &Bytes) -> Result<Map<String, Value>, String> {
+    let fail = |e: RequestError| {
+        let start: String = String::from_utf8_lossy(raw)
+            .chars()
+            .take(BODY_EXCERPT_CHARS)
+            .collect();
+        format!("{e} (body of {} bytes starts: {start:?})", raw.len())
+    };
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(Value::Object(body)) => Ok(body),
+        Ok(_) => Err(fail(RequestError::NotObject)),
+        Err(e) => Err(fail(RequestError::NotJson(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Envelope, String> {
+        Envelope::read(&Bytes::from(text.to_owned()))
+    }
+
+    #[test]
+    fn the_envelope_is_read_and_everything_else_skipped() {
+        let envelope = read(
+            r#" {"messages":[{"role":"user","content":"hi \"there\""}],"model":"gpt-x",
+                "stream":true,"stream_options":{"include_usage":true},"tools":[]}"#,
+        );
+        assert_eq!(
+            envelope,
+            Ok(Envelope {
+                model: Some("gpt-x".to_owned()),
+                stream: true,
+                usage_asked: true
+            })
+        );
+        assert_eq!(read(r#"{"input":"x"}"#), Ok(Envelope::default()));
+    }
+
+    #[test]
+    fn odd_field_types_read_as_absent_as_the_whole_reading_does() {
+        let envelope = read(r#"{"model":7,"stream":"yes","stream_options":null}"#);
+        assert_eq!(envelope, Ok(Envelope::default()));
+    }
+
+    #[test]
+    fn a_repeated_key_is_read_as_the_whole_reading_reads_it() {
+        let envelope = read(r#"{"stream":false,"model":"a","stream":true}"#);
+        assert_eq!(envelope.map(|e| e.stream), Ok(true));
+    }
+
+    #[test]
+    fn bodies_that_are_not_objects_are_refused_with_their_cause() {
+        let not_json = read("{\"messages\": [").unwrap_err();
+        assert!(not_json.contains("not json"), "{not_json}");
+        assert!(not_json.contains("body of 14 bytes"), "{not_json}");
+        let array = read(r#"["m", true, {}]"#).unwrap_err();
+        assert!(array.contains("not a json object"), "{array}");
+        let garbage = read("\u{0}garbage").unwrap_err();
+        assert!(garbage.contains("not json"), "{garbage}");
+    }
+}
