@@ -2,14 +2,15 @@
 //!
 //! Chunks go to the agent as they arrive (the relay is the response body itself, so
 //! nothing is buffered beyond one unfinished event); chunks that have already arrived
-//! together (a burst in the upstream connection's buffer) go out in one write. Each event is shown to a
-//! protocol-specific [`StreamMeter`]; the entry is recorded exactly once, when the
-//! stream ends, breaks, or is dropped because the agent went away.
+//! together (a burst in the upstream connection's buffer) go out in one write. Each
+//! event is shown to a protocol-specific [`StreamMeter`]; the entry is recorded exactly
+//! once, when the stream ends, breaks, or is dropped because the agent went away.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
@@ -71,16 +72,16 @@ struct Turn {
 }
 
 struct TurnPassed {
-    done: std::sync::atomic::AtomicBool,
-    task: std::task::Waker,
+    done: AtomicBool,
+    task: Waker,
 }
 
-impl std::task::Wake for TurnPassed {
+impl Wake for TurnPassed {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        self.done.store(true, std::sync::atomic::Ordering::Release);
+        self.done.store(true, Ordering::Release);
         self.task.wake_by_ref();
     }
 }
@@ -90,13 +91,13 @@ impl Turn {
     /// passed. `false` once a turn passed with nothing new.
     fn wait(&mut self, cx: &mut Context<'_>) -> bool {
         match &self.passed {
-            Some(passed) => !passed.done.load(std::sync::atomic::Ordering::Acquire),
+            Some(passed) => !passed.done.load(Ordering::Acquire),
             None => {
                 let passed = Arc::new(TurnPassed {
-                    done: std::sync::atomic::AtomicBool::new(false),
+                    done: AtomicBool::new(false),
                     task: cx.waker().clone(),
                 });
-                let waker = std::task::Waker::from(Arc::clone(&passed));
+                let waker = Waker::from(Arc::clone(&passed));
                 let mut turn = std::pin::pin!(tokio::task::yield_now());
                 // A first poll only registers the deferred wake-up.
                 let _ = turn.as_mut().poll(&mut Context::from_waker(&waker));
