@@ -13,6 +13,8 @@ use gauntlet::report::leaderboard::{self, Entry};
 use gauntlet::run::scorecard::{execute, ExecOptions};
 use gauntlet::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
 
+use super::support;
+
 fn suite() -> ScorecardSuite {
     load_suite(&default_dir()).expect("challenges/scorecard loads")
 }
@@ -293,4 +295,58 @@ fn a_background_loop_that_only_logs_scores_nothing() {
         assert!(!idle.holds, "{id}: {}", idle.reason);
         assert!(idle.reason.contains("only log lines"), "{}", idle.reason);
     }
+}
+
+#[test]
+fn the_committed_scorecard_record_schema_is_current_and_real_records_validate() {
+    use gauntlet::run::scorecard::record::{record_schema_text, SCHEMA_PATH};
+    let committed = support::root().join(SCHEMA_PATH);
+    let now = record_schema_text();
+    if std::env::var_os("GAUNTLET_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&committed, &now).expect("write schema");
+    }
+    let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
+    assert!(
+        on_disk == now,
+        "{} is stale: regenerate it with `GAUNTLET_UPDATE_SCHEMA=1 cargo test --test integration the_committed_scorecard_record_schema_is_current`",
+        committed.display()
+    );
+    let schema: serde_json::Value = serde_json::from_str(&now).expect("schema json");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    // Records of a memory probe (turns, a new session) and a world probe (sinks), and of
+    // a probe whose agent died: every shape a record takes.
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let rt = runtime();
+    let mut checked = 0;
+    for (id, timeout) in [
+        ("p1-1", Duration::from_secs(60)),
+        ("p5-2", Duration::from_secs(60)),
+        ("p1-3", Duration::from_millis(1)),
+    ] {
+        let probe = suite.probe(id).expect("probe");
+        let cfg = Config {
+            timeout,
+            ..cfg("autonomous", out.path())
+        };
+        let (_, dir) = rt
+            .block_on(execute(
+                &suite,
+                probe,
+                &cfg,
+                &out.path().join("run"),
+                &ExecOptions::default(),
+            ))
+            .expect("a record");
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("record.json")).expect("record"))
+                .expect("json");
+        let errors: Vec<String> = validator
+            .iter_errors(&record)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{id}: {errors:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
 }

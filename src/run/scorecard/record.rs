@@ -19,7 +19,7 @@ use crate::spec::scorecard::{Bank, LoadedProbe, Scorecard};
 pub const SUITE: &str = "scorecard";
 
 /// What the probe ran under, beyond the harness config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScorecardRun {
     /// The fact bank's seed: the same seed gives the same probes.
     pub seed: String,
@@ -34,7 +34,7 @@ pub struct ScorecardRun {
 }
 
 /// The raw evidence of one agent process (a turn, or the background mode).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessRaw {
     /// The turn label, or `background`.
     pub label: String,
@@ -46,7 +46,7 @@ pub struct ProcessRaw {
     pub stderr: RawFile,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScorecardRecord {
     pub schema_version: u32,
     /// Always `scorecard`: rescore dispatches on it.
@@ -223,4 +223,17 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
 /// The probe a record was planned from, for callers that only hold the record.
 pub fn probe_of(rec: &ScorecardRecord) -> &LoadedProbe {
     &rec.probe
+}
+
+/// Where the committed JSON Schema of a scorecard `record.json` lives
+/// (repository-relative).
+pub const SCHEMA_PATH: &str = "schema/scorecard-record.schema.json";
+
+/// The schema of a scorecard record, pretty-printed and newline-terminated, generated
+/// from the types so that it cannot drift (a test compares it with the committed copy).
+pub fn record_schema_text() -> String {
+    let schema = schemars::schema_for!(ScorecardRecord);
+    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    s.push('\n');
+    s
 }

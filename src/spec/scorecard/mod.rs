@@ -21,7 +21,7 @@ pub use bank::Bank;
 pub const DIMENSIONS: &[&str] = &["memory", "goals", "continuous", "initiative", "world"];
 
 /// `scorecard.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scorecard {
     pub dimensions: Vec<Dimension>,
@@ -32,7 +32,7 @@ pub struct Scorecard {
     pub autonomous_min_dimension: u8,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dimension {
     /// One of [`DIMENSIONS`].
@@ -43,7 +43,7 @@ pub struct Dimension {
     pub levels: Vec<Level>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Level {
     pub level: u8,
@@ -54,7 +54,7 @@ pub struct Level {
 }
 
 /// One row of the classification table: totals in `[min, max]` get `class`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClassRow {
     pub min: f64,
@@ -70,7 +70,7 @@ pub struct ClassRow {
 }
 
 /// One probe file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Probe {
     /// `p1-3`: the last part of the trial name.
@@ -83,7 +83,7 @@ pub struct Probe {
 }
 
 /// What the driver does next.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// A prompted turn; `prompt` is a bank template.
@@ -99,7 +99,7 @@ pub enum Step {
     World(WorldChange),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorldChange {
     /// Set a tracker item's status through the harness's mutation API.
@@ -107,7 +107,7 @@ pub enum WorldChange {
 }
 
 /// An observation as written in a probe file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationSpec {
     pub id: String,
@@ -153,7 +153,7 @@ pub const OBSERVATION_KINDS: &[&str] = &[
 ];
 
 /// The typed form of an observation: what the scorer evaluates.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// The turn's reply contains the slot's value (case-insensitive).
@@ -236,7 +236,7 @@ pub enum Rule {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observation {
     pub id: String,
     pub rule: Rule,
@@ -244,7 +244,7 @@ pub struct Observation {
 }
 
 /// A loaded, validated probe.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadedProbe {
     pub file: PathBuf,
     pub probe: Probe,
@@ -276,7 +276,7 @@ impl LoadedProbe {
 }
 
 /// The whole suite: the scorecard and its probes, in file-name order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScorecardSuite {
     pub dir: PathBuf,
     pub scorecard: Scorecard,
