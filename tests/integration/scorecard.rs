@@ -61,6 +61,33 @@ fn run_profile(suite: &ScorecardSuite, profile: &str, out: &Path) -> std::path::
     run_dir
 }
 
+/// One probe by the autonomous profile with the agent deadline `timeout`, into
+/// `out/run`; the record it must leave, and its directory.
+fn run_probe(
+    suite: &ScorecardSuite,
+    id: &str,
+    timeout: Duration,
+    out: &Path,
+) -> (
+    gauntlet::run::scorecard::record::ScorecardRecord,
+    std::path::PathBuf,
+) {
+    let probe = suite.probe(id).expect("probe");
+    let cfg = Config {
+        timeout,
+        ..cfg("autonomous", out)
+    };
+    runtime()
+        .block_on(execute(
+            suite,
+            probe,
+            &cfg,
+            &out.join("run"),
+            &ExecOptions::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{id}: a record, not an error: {e}"))
+}
+
 fn dims(e: &Entry) -> [u8; 5] {
     let s = &e.scores;
     [s.memory, s.goals, s.continuous, s.initiative, s.world]
@@ -183,21 +210,8 @@ fn planted_memory_in_a_fresh_agent_is_detected() {
 fn an_agent_that_dies_mid_probe_leaves_a_record_scoring_zero_with_the_reason() {
     let suite = suite();
     let out = tempfile::tempdir().expect("tempdir");
-    let probe = suite.probe("p1-3").expect("p1-3");
-    let cfg = Config {
-        // Killed at its deadline on the first turn: a hung agent.
-        timeout: Duration::from_millis(1),
-        ..cfg("autonomous", out.path())
-    };
-    let (rec, dir) = runtime()
-        .block_on(execute(
-            &suite,
-            probe,
-            &cfg,
-            &out.path().join("run"),
-            &ExecOptions::default(),
-        ))
-        .expect("a record, not an error");
+    // Killed at its deadline on the first turn: a hung agent.
+    let (rec, dir) = run_probe(&suite, "p1-3", Duration::from_millis(1), out.path());
     assert!(dir.join("record.json").is_file());
     assert!(!rec.verdict.passed);
     // It rescores to the same verdict; a stored verdict flipped to a pass is caught.
@@ -317,27 +331,13 @@ fn the_committed_scorecard_record_schema_is_current_and_real_records_validate() 
     // a probe whose agent died: every shape a record takes.
     let suite = suite();
     let out = tempfile::tempdir().expect("tempdir");
-    let rt = runtime();
     let mut checked = 0;
     for (id, timeout) in [
         ("p1-1", Duration::from_secs(60)),
         ("p5-2", Duration::from_secs(60)),
         ("p1-3", Duration::from_millis(1)),
     ] {
-        let probe = suite.probe(id).expect("probe");
-        let cfg = Config {
-            timeout,
-            ..cfg("autonomous", out.path())
-        };
-        let (_, dir) = rt
-            .block_on(execute(
-                &suite,
-                probe,
-                &cfg,
-                &out.path().join("run"),
-                &ExecOptions::default(),
-            ))
-            .expect("a record");
+        let (_, dir) = run_probe(&suite, id, timeout, out.path());
         let record: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("record.json")).expect("record"))
                 .expect("json");
