@@ -9,6 +9,7 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::config::{Config, Mode};
+use crate::plan::harness::{conclude, execute_trial, fail, trial};
 use crate::run::challenge::{execute, summary_line, trial_name, Options};
 use crate::spec::challenge::{Challenges, Profile};
 use crate::spec::{AppSpec, SpecError};
@@ -133,31 +134,18 @@ pub fn challenge_main() -> ExitCode {
     let trials: Vec<Trial> = plan(&loaded, &cfg)
         .into_iter()
         .map(|p| {
-            let ignored = p.skip.is_some();
-            if let (Some(why), true) = (&p.skip, args.list) {
-                eprintln!("{}: ignored: {why}", p.name);
-            }
             let loaded = Arc::clone(&loaded);
             let cfg = Arc::clone(&cfg);
-            Trial::test(p.name.clone(), move || run_one(&loaded, &p, &cfg))
-                .with_ignored_flag(ignored)
+            let skip = p.skip.clone();
+            trial(p.name.clone(), skip.as_deref(), args.list, move || {
+                run_one(&loaded, &p, &cfg)
+            })
         })
         .collect();
     crate::plan::harness::run(args, trials)
 }
 
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("Error: {msg}");
-    ExitCode::from(2)
-}
-
 fn run_one(loaded: &Loaded, p: &PlannedChallenge, cfg: &Config) -> Result<(), Failed> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
-    let run_dir = cfg.out_dir.join(crate::record::run_id());
     let challenge = &loaded.challenges.list[p.challenge];
     let app = loaded.apps.get(p.app).ok_or_else(|| {
         let msg = p
@@ -167,36 +155,27 @@ fn run_one(loaded: &Loaded, p: &PlannedChallenge, cfg: &Config) -> Result<(), Fa
         eprintln!("Error: {msg}");
         Failed::from(msg)
     })?;
-    let (rec, dir) = rt
-        .block_on(execute(
+    let (rec, dir) = execute_trial(cfg, |run_dir| async move {
+        let opts = Options::default();
+        execute(
             &loaded.challenges,
             challenge,
             app,
             p.profile,
             cfg,
-            &Options::default(),
+            &opts,
             &run_dir,
-        ))
-        .map_err(|e| {
-            eprintln!("Error: {e}");
-            Failed::from(e.to_string())
-        })?;
-    println!("{}", summary_line(&rec));
-    println!(
-        "gauntlet: record {}",
-        dir.join(crate::record::RECORD_FILE).display()
-    );
-    if rec.verdict.passed {
-        Ok(())
-    } else {
-        let msg = format!(
+        )
+        .await
+    })?;
+    let failure = (!rec.verdict.passed).then(|| {
+        format!(
             "task_outcome {} ({}), evaluation_validity {} ({})",
             rec.verdict.task_outcome.as_str(),
             rec.verdict.outcome_reason,
             rec.verdict.evaluation_validity.as_str(),
             rec.verdict.validity_reason
-        );
-        eprintln!("Error: {msg}");
-        Err(Failed::from(msg))
-    }
+        )
+    });
+    conclude(summary_line(&rec), &dir, Vec::new(), failure)
 }

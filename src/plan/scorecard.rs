@@ -9,6 +9,7 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::config::{Config, Mode};
+use crate::plan::harness::{conclude, execute_trial, fail, trial};
 use crate::run::scorecard::{execute, summary_line, ExecOptions};
 use crate::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
 
@@ -65,52 +66,37 @@ pub fn scorecard_main() -> ExitCode {
         .map(|p| {
             let suite = Arc::clone(&suite);
             let cfg = Arc::clone(&cfg);
-            Trial::test(p.name, move || run_probe(&suite, p.probe, &cfg))
+            trial(p.name.clone(), None, args.list, move || {
+                run_probe(&suite, p.probe, &cfg)
+            })
         })
         .collect();
     super::harness::run(args, trials)
 }
 
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("Error: {msg}");
-    ExitCode::from(2)
-}
-
 fn run_probe(suite: &ScorecardSuite, probe: usize, cfg: &Config) -> Result<(), Failed> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
-    let run_dir = cfg.out_dir.join(crate::record::run_id());
-    let (rec, dir) = rt
-        .block_on(execute(
+    let (rec, dir) = execute_trial(cfg, |run_dir| async move {
+        execute(
             suite,
             &suite.probes[probe],
             cfg,
             &run_dir,
             &ExecOptions::default(),
-        ))
-        .map_err(|e| {
-            eprintln!("Error: {e}");
-            Failed::from(e.to_string())
-        })?;
-    println!("{}", summary_line(&rec));
-    println!(
-        "gauntlet: record {}",
-        dir.join(crate::record::RECORD_FILE).display()
-    );
-    for o in &rec.result.observations {
-        println!(
-            "gauntlet: observation {} holds={} {}",
-            o.id, o.holds, o.reason
-        );
-    }
-    if rec.verdict.passed {
-        Ok(())
-    } else {
-        let msg = format!("{}: {}", rec.verdict.outcome, rec.verdict.reason);
-        eprintln!("Error: {msg}");
-        Err(Failed::from(msg))
-    }
+        )
+        .await
+    })?;
+    let observations = rec
+        .result
+        .observations
+        .iter()
+        .map(|o| {
+            format!(
+                "gauntlet: observation {} holds={} {}",
+                o.id, o.holds, o.reason
+            )
+        })
+        .collect();
+    let failure =
+        (!rec.verdict.passed).then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason));
+    conclude(summary_line(&rec), &dir, observations, failure)
 }
