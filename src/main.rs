@@ -219,33 +219,35 @@ fn load() -> Result<(Config, Vec<gauntlet::spec::LoadedApp>), String> {
     Ok((cfg, apps))
 }
 
+/// One line of a listing: the trial's name, and why it is ignored here if it is.
+fn print_planned(name: &str, skip: Option<&str>) {
+    match skip {
+        Some(why) => println!("{name} (ignored: {why})"),
+        None => println!("{name}"),
+    }
+}
+
 fn list() -> ExitCode {
     let (cfg, apps) = match load() {
         Ok(x) => x,
         Err(e) => return error(e),
     };
     for p in gauntlet::plan::plan_qa(&apps, &cfg) {
-        match p.skip {
-            Some(why) => println!("{} (ignored: {why})", p.name),
-            None => println!("{}", p.name),
-        }
+        print_planned(&p.name, p.skip.as_deref());
     }
     let loaded = match gauntlet::plan::challenge::load_default() {
         Ok(l) => l,
         Err(e) => return error(e),
     };
     for p in gauntlet::plan::challenge::plan(&loaded, &cfg) {
-        match p.skip {
-            Some(why) => println!("{} (ignored: {why})", p.name),
-            None => println!("{}", p.name),
-        }
+        print_planned(&p.name, p.skip.as_deref());
     }
     let suite = match gauntlet::plan::scorecard::load_checked(&cfg) {
         Ok(s) => s,
         Err(e) => return error(e),
     };
     for p in gauntlet::plan::scorecard::plan_scorecard(&suite) {
-        println!("{}", p.name);
+        print_planned(&p.name, None);
     }
     ExitCode::SUCCESS
 }
@@ -617,10 +619,7 @@ fn challenge_list() -> ExitCode {
         Err(e) => return error(e),
     };
     for p in gauntlet::plan::challenge::plan(&loaded, &cfg) {
-        match p.skip {
-            Some(why) => println!("{} (ignored: {why})", p.name),
-            None => println!("{}", p.name),
-        }
+        print_planned(&p.name, p.skip.as_deref());
     }
     ExitCode::SUCCESS
 }
