@@ -75,6 +75,15 @@ pub struct Invocation {
     pub args: Vec<String>,
 }
 
+impl Invocation {
+    /// The command line as recorded in the evidence: program, then arguments.
+    pub fn command_line(&self) -> Vec<String> {
+        let mut command = vec![self.program.to_string_lossy().into_owned()];
+        command.extend(self.args.iter().cloned());
+        command
+    }
+}
+
 /// Why an agent could not be prepared for its trial.
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterError {
@@ -486,6 +495,17 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
 /// The scrubbed environment every agent starts from: nothing of the caller's leaks in
 /// but a sane PATH (gauntlet's binaries first) and locale; the trial adds what the
 /// agent needs.
+/// The model variables every agent process gets: the metering proxy as its provider, a
+/// placeholder key (the agent never holds the provider's key: the proxy adds it
+/// upstream), and the configured model.
+pub fn model_env(proxy_url: &str, model: &str) -> [(String, String); 3] {
+    [
+        ("OPENAI_BASE_URL".into(), proxy_url.to_owned()),
+        ("OPENAI_API_KEY".into(), "gauntlet-proxy".into()),
+        ("OPENAI_MODEL".into(), model.to_owned()),
+    ]
+}
+
 pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     // gauntlet's own binaries come first, so that a claimed test can be

@@ -489,12 +489,8 @@ async fn run_agent(
     env.extend(world.env().clone());
     env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
     env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
-    env.insert("OPENAI_BASE_URL".into(), proxy_url.to_string());
-    env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
-    env.insert("OPENAI_MODEL".into(), t.cfg.model.clone());
-    let mut command = vec![inv.program.to_string_lossy().into_owned()];
-    command.extend(inv.args.iter().cloned());
-    evidence.agent.command = command;
+    env.extend(crate::agent::model_env(proxy_url, &t.cfg.model));
+    evidence.agent.command = inv.command_line();
     let outcome = process::run(ProcessSpec {
         program: inv.program,
         args: inv.args,

@@ -227,13 +227,8 @@ async fn observe(
             graph_file.to_string_lossy().into(),
         );
         env.insert("GAUNTLET_N".into(), cfg.n.to_string());
-        env.insert("OPENAI_BASE_URL".into(), proxy.base_url());
-        // The agent never holds the provider key: the proxy adds it upstream.
-        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
-        env.insert("OPENAI_MODEL".into(), cfg.model.clone());
-        let mut command = vec![inv.program.to_string_lossy().into_owned()];
-        command.extend(inv.args.iter().cloned());
-        evidence.agent.command = command;
+        env.extend(crate::agent::model_env(&proxy.base_url(), &cfg.model));
+        evidence.agent.command = inv.command_line();
         let outcome = process::run(ProcessSpec {
             program: inv.program,
             args: inv.args,

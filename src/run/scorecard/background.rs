@@ -69,12 +69,9 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Strin
     env.extend(crate::agent::base_env(d.home, d.tmp));
     env.extend(d.sinks.agent_env());
     if !proxy_url.is_empty() {
-        env.insert("OPENAI_BASE_URL".into(), proxy_url);
-        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
-        env.insert("OPENAI_MODEL".into(), d.cfg.model.clone());
+        env.extend(crate::agent::model_env(&proxy_url, &d.cfg.model));
     }
-    let mut command = vec![launch.invocation.program.to_string_lossy().into_owned()];
-    command.extend(launch.invocation.args.iter().cloned());
+    let command = launch.invocation.command_line();
     let spec = ProcessSpec {
         program: launch.invocation.program,
         args: launch.invocation.args,

@@ -185,9 +185,7 @@ impl Driver<'_> {
         let mut env = adapter_env;
         env.extend(base_env(self.home, self.tmp));
         env.extend(self.sinks.agent_env());
-        env.insert("OPENAI_BASE_URL".into(), proxy_url.to_string());
-        env.insert("OPENAI_API_KEY".into(), "gauntlet-proxy".into());
-        env.insert("OPENAI_MODEL".into(), self.cfg.model.clone());
+        env.extend(crate::agent::model_env(proxy_url, &self.cfg.model));
         env
     }
 
@@ -254,8 +252,7 @@ impl Driver<'_> {
             }
         };
         let stem = format!("turn-{turn_no:02}-{label}");
-        let mut command = vec![launch.invocation.program.to_string_lossy().into_owned()];
-        command.extend(launch.invocation.args.iter().cloned());
+        let command = launch.invocation.command_line();
         let outcome = process::run(ProcessSpec {
             program: launch.invocation.program,
             args: launch.invocation.args,
