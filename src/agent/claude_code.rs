@@ -142,12 +142,7 @@ impl Adapter for ClaudeCode {
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         cli::ensure_installed(NAME, &self.program)?;
-        std::fs::create_dir_all(ctx.home.join(".claude")).map_err(|source| {
-            AdapterError::Write {
-                path: ctx.home.join(".claude"),
-                source,
-            }
-        })?;
+        session::ensure_dir(&ctx.home.join(".claude"))?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
         Ok(Launch {
             invocation: Invocation {
@@ -180,12 +175,7 @@ impl Adapter for ClaudeCode {
             Some(turn) => self.session_launch(run, turn, ctx),
             None => {
                 cli::ensure_installed(NAME, &self.program)?;
-                std::fs::create_dir_all(ctx.home.join(".claude")).map_err(|source| {
-                    AdapterError::Write {
-                        path: ctx.home.join(".claude"),
-                        source,
-                    }
-                })?;
+                session::ensure_dir(&ctx.home.join(".claude"))?;
                 Ok(Launch {
                     invocation: self.prompt_invocation(run)?,
                     env: ClaudeCode::env(ctx),
