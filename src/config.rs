@@ -21,6 +21,7 @@
 //! | `GAUNTLET_SCORECARD_IDLE_SECS` | how long one seed day of idle lasts in a scorecard probe; shorter than 86400 is a compressed run, recorded and never ranked beside full ones | `86400` (byok), `24` (scripted) |
 //! | `GAUNTLET_SCORECARD_SEED` | the scorecard fact bank's seed: the same seed gives the same probes | `gauntlet-0` |
 //! | `GAUNTLET_SCORECARD_PROFILE` | scripted mode: which scripted agent profile the scorecard trials use (`stub`, `reactive`, `autonomous`, from `challenges/scorecard/agents/`) | `autonomous` |
+//! | `GAUNTLET_SANDBOX` | `sealed`: every agent and gate run in a sandbox of its own (docs/sealing.md); `off`: unsealed, on purpose only, marked in every record and never ranked | `sealed` |
 //! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
 
 use std::collections::BTreeMap;
@@ -68,6 +69,26 @@ pub enum Mode {
     Byok,
 }
 
+/// Whether trials are sealed (docs/sealing.md).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Sandbox {
+    /// Every process run for the agent, and every gate run, in its own namespaces.
+    #[default]
+    Sealed,
+    /// Unsealed: the agent could see around the gate or rewrite evidence. Only when
+    /// `GAUNTLET_SANDBOX=off` says so; such trials are marked and never ranked.
+    Off,
+}
+
+impl Sandbox {
+    pub fn sealed(self) -> bool {
+        self == Sandbox::Sealed
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Config {
     pub agent: AgentChoice,
@@ -97,6 +118,8 @@ pub struct Config {
     /// Scorecard, scripted mode: the scripted agent profile.
     #[serde(default = "default_scorecard_profile")]
     pub scorecard_profile: String,
+    #[serde(default)]
+    pub sandbox: Sandbox,
 }
 
 /// The seed's idle window: 24 hours.
@@ -154,6 +177,7 @@ impl Default for Config {
             scorecard_idle_day: None,
             scorecard_seed: default_scorecard_seed(),
             scorecard_profile: default_scorecard_profile(),
+            sandbox: Sandbox::Sealed,
         }
     }
 }
@@ -189,6 +213,7 @@ const KEYS: &[&str] = &[
     "scorecard_idle_secs",
     "scorecard_seed",
     "scorecard_profile",
+    "sandbox",
 ];
 
 impl Config {
@@ -316,6 +341,13 @@ impl Config {
                     return Err(bad("is empty"));
                 }
                 self.out_dir = PathBuf::from(value);
+            }
+            "sandbox" => {
+                self.sandbox = match value {
+                    "sealed" | "on" => Sandbox::Sealed,
+                    "off" => Sandbox::Off,
+                    _ => return Err(bad("expected `sealed` or `off`")),
+                }
             }
             "upstream_url" => {
                 if !(value.starts_with("http://") || value.starts_with("https://")) {

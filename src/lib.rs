@@ -21,6 +21,7 @@ pub mod report;
 pub mod run;
 pub mod score;
 pub mod spec;
+pub mod sys;
 pub mod world;
 
 /// The harness version written into every record.

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::evidence::{ProcessEnd, RawFile};
 use crate::hash::Sha256Stream;
+use crate::sys::sandbox::{self, SandboxError, SealReport, SealSpec, View};
 
 /// The environment variable that tags every process of one trial, so that processes
 /// which left the group (`setsid`) can still be found in `/proc/*/environ`.
@@ -60,8 +61,14 @@ pub struct ProcessSpec {
     /// Bytes kept per stream; the rest is read and counted but not written.
     pub output_cap: u64,
     /// A unique string (e.g. trial name + random) put in the child's environment as
-    /// GAUNTLET_TRIAL_MARKER so stragglers can be found after the group is gone.
+    /// GAUNTLET_TRIAL_MARKER so stragglers can be found after the group is gone. Only
+    /// unsealed: a sealed process's stragglers are its sandbox's, and a marker would be
+    /// one more thing a test could read.
     pub marker: String,
+    /// The sandbox it runs in (see [`crate::sys::sandbox`]): exactly this view, plus the
+    /// system paths and the harness's own binaries read-only. `None` runs it unsealed
+    /// (`GAUNTLET_SANDBOX=off`).
+    pub seal: Option<View>,
 }
 
 /// What was observed.
@@ -70,8 +77,11 @@ pub struct ProcessOutcome {
     pub end: ProcessEnd,
     pub stdout: RawFile,
     pub stderr: RawFile,
-    /// Processes (by group kill or marker sweep) still alive after the child ended.
+    /// Processes (by group kill or marker sweep, or in its sandbox) still alive after
+    /// the child ended.
     pub stragglers_killed: u32,
+    /// Whether it ran sealed.
+    pub sealed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +117,10 @@ pub enum ProcessError {
     },
     #[error("output copier for {} failed: {reason}", path.display())]
     Copier { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error("cannot seal {}: {cause}", program.display())]
+    Seal { program: PathBuf, cause: String },
 }
 
 /// Run `spec` to completion (or its deadline) and report what happened.
@@ -128,14 +142,30 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     let stdout_file = create_output(&spec.stdout_path).await?;
     let stderr_file = create_output(&spec.stderr_path).await?;
 
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
-        .env(MARKER_VAR, &spec.marker)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+    let sealed = match &spec.seal {
+        Some(view) => Some(seal_spec(&spec, view)?),
+        None => None,
+    };
+    let mut cmd = match &sealed {
+        // The helper gets nothing but its spec on stdin: its command line and
+        // environment are the sandbox's PID 1's, which the program can read.
+        Some(_) => {
+            let mut cmd = Command::new(sandbox::helper());
+            cmd.env_clear().stdin(Stdio::piped());
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(&spec.program);
+            cmd.args(&spec.args)
+                .current_dir(&spec.cwd)
+                .env_clear()
+                .envs(&spec.env)
+                .env(MARKER_VAR, &spec.marker)
+                .stdin(Stdio::null());
+            cmd
+        }
+    };
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
@@ -145,6 +175,16 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
         program: spec.program.clone(),
         source,
     })?;
+    if let Some(seal) = &sealed {
+        let bytes = serde_json::to_vec(seal).map_err(|e| ProcessError::Seal {
+            program: spec.program.clone(),
+            cause: e.to_string(),
+        })?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A helper that died before reading is seen below as its exit.
+            let _ = stdin.write_all(&bytes).await;
+        }
+    }
     // With process_group(0) the group id is the child's pid.
     let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
     // From here on, dropping this future still kills everything the child started.
@@ -171,6 +211,23 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     };
     let (status, timed_out) = match waited {
         Waited::Exited(status) => (status, false),
+        Waited::Deadline if sealed.is_some() => {
+            // The helper's init kills the program's group and counts what left it; a
+            // helper that does not answer is killed with its whole sandbox.
+            if let Some(pid) = pgid {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+            match tokio::time::timeout(GONE_WAIT, child.wait()).await {
+                Ok(status) => (status, true),
+                Err(_) => {
+                    reaper.sweep_group();
+                    (child.wait().await, true)
+                }
+            }
+        }
         Waited::Deadline => {
             // The deadline kills the group: these are the trial, not stragglers. What
             // left the group (setsid) is found by the marker below and counted.
@@ -180,8 +237,16 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
-    // Anything still alive now outlived the child: fork-and-exit, setsid daemons.
-    let stragglers_killed = reaper.sweep();
+    // Anything still alive now outlived the child: fork-and-exit, setsid daemons. In a
+    // sandbox its init counted and killed them.
+    let mut stragglers_killed = reaper.sweep();
+    let mut seal_error = None;
+    if let Some(seal) = &sealed {
+        let report = read_report(&seal.report);
+        let _ = std::fs::remove_file(&seal.report);
+        stragglers_killed += report.stragglers_killed;
+        seal_error = report.setup_error;
+    }
     let until = Instant::now() + GONE_WAIT;
     while reaper.any_alive() && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -195,13 +260,52 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
         source,
     })?;
     let (stdout, stderr) = (stdout?, stderr?);
+    if let Some(cause) = seal_error {
+        return Err(ProcessError::Seal {
+            program: spec.program.clone(),
+            cause,
+        });
+    }
 
     Ok(ProcessOutcome {
         end: process_end(status, timed_out, duration_ms),
         stdout: stdout.into_raw_file(&spec.stdout_path, &spec.rel_base),
         stderr: stderr.into_raw_file(&spec.stderr_path, &spec.rel_base),
         stragglers_killed,
+        sealed: sealed.is_some(),
     })
+}
+
+/// The helper's spec for `spec` sealed in `view`: the view, plus what every sealed
+/// process needs to run (the harness's binaries, the pinned CLIs, the program itself).
+/// The writable directories are handed to the sandbox user first.
+fn seal_spec(spec: &ProcessSpec, view: &View) -> Result<SealSpec, ProcessError> {
+    sandbox::probe()?;
+    let view = view
+        .clone()
+        .extend(sandbox::runtime_view(&spec.program, &spec.args, view));
+    sandbox::hand_over(&view)?;
+    let mut report = spec.stdout_path.clone().into_os_string();
+    report.push(".seal");
+    Ok(SealSpec {
+        parent_pid: std::process::id(),
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+        env: spec.env.clone(),
+        cwd: spec.cwd.clone(),
+        mounts: view.mounts,
+        uid: sandbox::SANDBOX_UID,
+        gid: sandbox::SANDBOX_GID,
+        report: PathBuf::from(report),
+    })
+}
+
+/// The helper's report; an unreadable one (the helper was killed) reports nothing.
+fn read_report(path: &Path) -> SealReport {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
 }
 
 /// Kill every process whose environment holds GAUNTLET_TRIAL_MARKER=<marker>

@@ -77,6 +77,10 @@ pub struct Gate {
     pub runs: Vec<GateRun>,
     /// Why the gate could not run at all (test dir missing or escaping the workspace).
     pub not_run: Option<String>,
+    /// The order the runs were planned in, drawn from the OS's entropy at run time (the
+    /// mutant's place among the app's runs). Empty in records from before the draw.
+    #[serde(default)]
+    pub order: Vec<GateTarget>,
 }
 
 impl Gate {

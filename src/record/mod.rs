@@ -64,6 +64,14 @@ pub struct RecordConfig {
     /// Absent in records written before it existed.
     #[serde(default)]
     pub commit: Option<String>,
+    /// Whether the trial ran sealed (docs/sealing.md). Records written before sealing
+    /// existed were not sealed, and read as `off`.
+    #[serde(default = "unsealed")]
+    pub sandbox: crate::config::Sandbox,
+}
+
+fn unsealed() -> crate::config::Sandbox {
+    crate::config::Sandbox::Off
 }
 
 /// Which piece of data a trial was planned from, by hash.

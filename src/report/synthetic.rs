@@ -212,6 +212,7 @@ impl SyntheticRun {
                     stderr: raw("gate/mutant-1.stderr", b"")?,
                 });
                 Some(Gate {
+                    order: vec![],
                     required: self.n,
                     runs,
                     not_run: None,
@@ -275,6 +276,7 @@ impl SyntheticRun {
             finished_at: (started + chrono::Duration::milliseconds(wall_ms as i64)).to_rfc3339(),
             wall_ms,
             config: RecordConfig {
+                sandbox: crate::config::Sandbox::Sealed,
                 agent: "synthetic".into(),
                 agent_version: "1.0".into(),
                 model: self.model.clone(),

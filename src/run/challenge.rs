@@ -26,6 +26,7 @@ use crate::spec::challenge::{
     RENDERED_PROMPT, SKILLS_DIR,
 };
 use crate::spec::{AppSpec, Flow};
+use crate::sys::sandbox::View;
 use crate::world::target::Target;
 
 /// The hard ceiling of one challenge trial unless configured otherwise: a p99.9-style
@@ -411,9 +412,15 @@ async fn observe(
     .await
     .map_err(|e| format!("metering proxy failed to start: {e}"))?;
     let result = async {
-        let mut world = Target::start(t.app, None, &t.trial_dir.join("app"), "app")
-            .await
-            .map_err(|e| format!("app failed to start: {e}"))?;
+        let mut world = Target::start(
+            t.app,
+            None,
+            &t.trial_dir.join("target"),
+            &t.trial_dir.join("app"),
+            "app",
+        )
+        .await
+        .map_err(|e| format!("app failed to start: {e}"))?;
         let r = run_agent(
             t,
             adapter,
@@ -426,7 +433,7 @@ async fn observe(
         )
         .await;
         // The world is observed after the agent, whatever became of it, while it still runs.
-        evidence.world = observe_world(&t.challenge.manifest, world.env(), &workspace).await;
+        evidence.world = observe_world(&t.challenge.manifest, &world.host_env(), &workspace).await;
         world.stop().await;
         r
     }
@@ -446,7 +453,7 @@ async fn run_agent(
     tmp: &Path,
     proxy_url: &str,
 ) -> Result<(), String> {
-    evidence.seed = seed(&t.challenge.manifest, world.env()).await;
+    evidence.seed = seed(&t.challenge.manifest, &world.host_env()).await;
     if let Some(bad) = evidence
         .seed
         .iter()
@@ -462,7 +469,7 @@ async fn run_agent(
         ));
     }
     if crate::plan::needs_browser(t.app.modality) {
-        crate::world::browser::preflight(world.env(), tmp)
+        crate::world::browser::preflight(&world.host_env(), tmp)
             .await
             .map_err(|e| format!("browser check failed: {e}"))?;
     }
@@ -485,8 +492,9 @@ async fn run_agent(
         .map_err(|e| format!("agent `{}` could not be prepared: {e}", adapter.name()))?;
     let inv = launch.invocation;
     let mut env = launch.env;
+    let sealed = t.cfg.sandbox.sealed();
     env.extend(base_env(home, tmp));
-    env.extend(world.env().clone());
+    env.extend(world.env_for(sealed));
     env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
     env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
     env.extend(crate::agent::model_env(proxy_url, &t.cfg.model));
@@ -502,6 +510,7 @@ async fn run_agent(
         rel_base: t.trial_dir.to_path_buf(),
         output_cap: t.cfg.output_cap_bytes,
         marker: format!("{}:{}", std::process::id(), t.trial_dir.display()),
+        seal: sealed.then(|| challenge_view(workspace, home, tmp, world)),
     })
     .await
     .map_err(|e| format!("agent could not be run: {e}"))?;
@@ -510,6 +519,22 @@ async fn run_agent(
     evidence.agent.stderr = outcome.stderr;
     evidence.agent.stragglers_killed = outcome.stragglers_killed;
     Ok(())
+}
+
+/// What a challenge agent sees: its workspace, HOME and TMPDIR writable; the repository
+/// read-only, because what it reads there (docs, tests, product source) is the policy
+/// evidence the challenge exists to collect; `target/` (other trials, their records, the
+/// harness's build) hidden under an empty tmpfs, the harness's binaries excepted.
+fn challenge_view(workspace: &Path, home: &Path, tmp: &Path, world: &Target) -> View {
+    let repo = crate::binaries::repo_root();
+    let mut view = View::new().read(&repo);
+    view.mounts.push(crate::sys::sandbox::Mount::Tmpfs {
+        target: repo.join("target"),
+    });
+    view.write(workspace)
+        .write(home)
+        .write(tmp)
+        .extend(world.view())
 }
 
 /// Send the manifest's seed requests to the app.

@@ -14,6 +14,7 @@ use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::record::rescore::derive_qa_verdict_as;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
+use crate::sys::sandbox::View;
 use crate::world::target::Target;
 
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +121,7 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
         max_tokens_per_trial: cfg.max_tokens_per_trial,
         commit: record::gauntlet_commit(),
+        sandbox: cfg.sandbox,
     }
 }
 
@@ -180,11 +182,18 @@ async fn observe(
         .map_err(|e| format!("metering proxy failed to start: {e}"))?;
 
     let result = async {
-        let mut world = Target::start(&app.app, None, &trial_dir.join("app"), "app")
-            .await
-            .map_err(|e| format!("app failed to start: {e}"))?;
+        let sealed = cfg.sandbox.sealed();
+        let mut world = Target::start(
+            &app.app,
+            None,
+            &trial_dir.join("target"),
+            &trial_dir.join("app"),
+            "app",
+        )
+        .await
+        .map_err(|e| format!("app failed to start: {e}"))?;
         if crate::plan::needs_browser(app.app.modality) {
-            let checked = crate::world::browser::preflight(world.env(), &tmp).await;
+            let checked = crate::world::browser::preflight(&world.host_env(), &tmp).await;
             if let Err(e) = checked {
                 world.stop().await;
                 return Err(format!("browser check failed: {e}"));
@@ -192,7 +201,7 @@ async fn observe(
         }
         let run = RunSpec {
             graph_file: graph_file.clone(),
-            target: world.locator(),
+            target: world.locator(sealed),
             capability: capability.into(),
             n: cfg.n,
             workspace: workspace.clone(),
@@ -220,7 +229,7 @@ async fn observe(
         // The adapter's variables first: the harness's own below always win.
         let mut env = launch.env;
         env.extend(base_env(&home, &tmp));
-        env.extend(world.env().clone());
+        env.extend(world.env_for(sealed));
         env.insert("GAUNTLET_CAPABILITY".into(), capability.into());
         env.insert(
             "GAUNTLET_GRAPH_FILE".into(),
@@ -240,6 +249,14 @@ async fn observe(
             rel_base: trial_dir.to_path_buf(),
             output_cap: cfg.output_cap_bytes,
             marker: marker(trial_dir),
+            seal: sealed.then(|| {
+                View::new()
+                    .write(&workspace)
+                    .write(&home)
+                    .write(&tmp)
+                    .read(&graph_file)
+                    .extend(world.view())
+            }),
         })
         .await;
         world.stop().await;
@@ -290,12 +307,7 @@ async fn observe(
     let Some(test) = claim.test else {
         return Ok(());
     };
-    evidence.gate = Some(
-        gate(
-            app, capability, &test, &workspace, cfg, trial_dir, &home, &tmp,
-        )
-        .await,
-    );
+    evidence.gate = Some(gate(app, capability, &test, &workspace, cfg, trial_dir).await);
     Ok(())
 }
 
@@ -333,8 +345,11 @@ pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, String> 
     Ok(canon)
 }
 
-/// The harness's own verification: N runs against a fresh app, one against the mutant.
-#[allow(clippy::too_many_arguments)]
+/// The harness's own verification: N runs against the app, one against the mutant, in
+/// an order drawn at run time. Each run is blind: a freshly started target reached
+/// through the same locators, a fresh copy of the test directory at the path the
+/// agent wrote it, a fresh HOME and TMPDIR, and (sealed) a sandbox of its own; nothing
+/// a run can see names its target or carries over from another run.
 async fn gate(
     app: &LoadedApp,
     capability: &str,
@@ -342,13 +357,13 @@ async fn gate(
     workspace: &Path,
     cfg: &Config,
     trial_dir: &Path,
-    home: &Path,
-    tmp: &Path,
 ) -> Gate {
+    let order = draw_order(cfg.n);
     let mut gate = Gate {
         required: cfg.n,
         runs: vec![],
         not_run: None,
+        order: order.clone(),
     };
     let dir = match resolve_test_dir(workspace, &test.dir) {
         Ok(d) => d,
@@ -357,61 +372,149 @@ async fn gate(
             return gate;
         }
     };
-    let gate_dir = trial_dir.join("gate");
-    if let Err(e) = std::fs::create_dir_all(&gate_dir) {
-        gate.not_run = Some(format!("{}: {e}", gate_dir.display()));
+    if let Err(e) = check_test_size(&dir) {
+        gate.not_run = Some(e);
         return gate;
     }
-    let targets = [
-        (GateTarget::App, None, cfg.n),
-        (GateTarget::Mutant, Some(capability), 1),
-    ];
-    for (target, mutant, count) in targets {
-        let label = match target {
-            GateTarget::App => "app",
-            GateTarget::Mutant => "mutant",
+    let gate_dir = trial_dir.join("gate");
+    let logs = gate_dir.join("logs");
+    if let Err(e) = std::fs::create_dir_all(&logs) {
+        gate.not_run = Some(format!("{}: {e}", logs.display()));
+        return gate;
+    }
+    let sealed = cfg.sandbox.sealed();
+    let mut attempts = [0u32; 2];
+    for (position, target) in order.iter().copied().enumerate() {
+        let (label, mutant, slot) = match target {
+            GateTarget::App => ("app", None, 0),
+            GateTarget::Mutant => ("mutant", Some(capability), 1),
         };
-        let mut world = match Target::start(&app.app, mutant, &gate_dir, label).await {
-            Ok(w) => w,
-            Err(e) => {
-                gate.not_run = Some(format!("{label} failed to start: {e}"));
-                return gate;
-            }
-        };
-        for attempt in 1..=count {
-            let mut env: BTreeMap<String, String> = base_env(home, tmp);
-            env.extend(world.env().clone());
-            let stem = format!("{label}-{attempt}");
-            let outcome = process::run(ProcessSpec {
-                program: PathBuf::from("sh"),
-                args: vec!["-c".into(), test.command.clone()],
-                cwd: dir.clone(),
-                env,
-                deadline: cfg.gate_timeout,
-                stdout_path: gate_dir.join(format!("{stem}.stdout")),
-                stderr_path: gate_dir.join(format!("{stem}.stderr")),
-                rel_base: trial_dir.to_path_buf(),
-                output_cap: 1 << 20,
-                marker: format!("{}:{stem}", marker(trial_dir)),
-            })
-            .await;
-            match outcome {
-                Ok(o) => gate.runs.push(GateRun {
-                    target,
-                    attempt,
-                    command: test.command.clone(),
-                    end: o.end,
-                    stdout: o.stdout,
-                    stderr: o.stderr,
-                }),
+        attempts[slot] += 1;
+        let attempt = attempts[slot];
+        let stem = format!("{label}-{attempt}");
+        // What the run can see lives under a name that says only its position.
+        let run_dir = gate_dir.join(format!("run-{}", position + 1));
+        let copy = run_dir.join("test");
+        if let Err(e) = copy_tree(&dir, &copy) {
+            gate.not_run = Some(format!(
+                "cannot copy the test dir for run {}: {e}",
+                position + 1
+            ));
+            return gate;
+        }
+        let mut world =
+            match Target::start(&app.app, mutant, &run_dir.join("target"), &logs, &stem).await {
+                Ok(w) => w,
                 Err(e) => {
-                    gate.not_run = Some(format!("{label} run {attempt}: {e}"));
-                    world.stop().await;
+                    gate.not_run = Some(format!("{label} failed to start: {e}"));
                     return gate;
                 }
+            };
+        let (home, tmp, cwd) = if sealed {
+            // The sandbox's private /tmp is fresh for every run.
+            (PathBuf::from("/tmp"), PathBuf::from("/tmp"), dir.clone())
+        } else {
+            let home = run_dir.join("home");
+            let tmp = run_dir.join("tmp");
+            for d in [&home, &tmp] {
+                let _ = std::fs::create_dir_all(d);
+            }
+            (home, tmp, copy.clone())
+        };
+        let mut env: BTreeMap<String, String> = base_env(&home, &tmp);
+        env.extend(world.env_for(sealed));
+        let outcome = process::run(ProcessSpec {
+            program: PathBuf::from("sh"),
+            args: vec!["-c".into(), test.command.clone()],
+            cwd,
+            env,
+            deadline: cfg.gate_timeout,
+            stdout_path: gate_dir.join(format!("{stem}.stdout")),
+            stderr_path: gate_dir.join(format!("{stem}.stderr")),
+            rel_base: trial_dir.to_path_buf(),
+            output_cap: 1 << 20,
+            marker: format!("{}:gate-{}", marker(trial_dir), position + 1),
+            seal: sealed.then(|| View::new().bind(&copy, &dir, true).extend(world.view())),
+        })
+        .await;
+        world.stop().await;
+        match outcome {
+            Ok(o) => gate.runs.push(GateRun {
+                target,
+                attempt,
+                command: test.command.clone(),
+                end: o.end,
+                stdout: o.stdout,
+                stderr: o.stderr,
+            }),
+            Err(e) => {
+                gate.not_run = Some(format!("{label} run {attempt}: {e}"));
+                return gate;
             }
         }
-        world.stop().await;
     }
     gate
+}
+
+/// N app runs and one mutant run, the mutant's place drawn from the OS's entropy, so
+/// that no test can know which run is which by counting.
+fn draw_order(n: u32) -> Vec<GateTarget> {
+    let mut order = vec![GateTarget::App; n as usize];
+    let slot = (random_u64() % (u64::from(n) + 1)) as usize;
+    order.insert(slot, GateTarget::Mutant);
+    order
+}
+
+fn random_u64() -> u64 {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        // No entropy source: the clock's low bits still vary from run to run.
+        Err(_) => u64::from(chrono::Utc::now().timestamp_subsec_nanos()),
+    }
+}
+
+/// The most a claimed test directory may hold: it is copied once per gate run.
+const MAX_TEST_DIR_BYTES: u64 = 64 << 20;
+
+fn check_test_size(dir: &Path) -> Result<(), String> {
+    fn size(p: &Path) -> u64 {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            return 0;
+        };
+        if meta.is_dir() {
+            std::fs::read_dir(p)
+                .map(|it| it.flatten().map(|e| size(&e.path())).sum())
+                .unwrap_or(0)
+        } else {
+            meta.len()
+        }
+    }
+    let total = size(dir);
+    if total > MAX_TEST_DIR_BYTES {
+        return Err(format!(
+            "test dir {} holds {total} bytes, over the gate's limit of {MAX_TEST_DIR_BYTES}",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Copy `from` to `to` (which must not exist): files, directories, and symlinks as
+/// symlinks (never followed, so a test dir cannot pull in what it links to).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.file_type().is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+    } else if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else {
+        std::fs::copy(from, to).map(|_| ())
+    }
 }

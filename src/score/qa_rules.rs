@@ -42,6 +42,7 @@ fn gate(app_codes: &[i32], mutant: Option<i32>) -> Gate {
         required: 3,
         runs,
         not_run: None,
+        order: vec![],
     }
 }
 fn final_event(text: &str) -> String {
@@ -263,6 +264,7 @@ fn wrong_capability_malformed_and_missing_test() {
         required: 3,
         runs: vec![],
         not_run: Some("dir escapes".into()),
+        order: vec![],
     };
     let v = verdict(
         Feature,

@@ -91,8 +91,12 @@ impl AppProcess {
         let stdout_file = create_log(&stdout_log).await?;
         let stderr_file = create_log(&stderr_log).await?;
 
+        // A scrubbed environment: the harness's holds the provider key in byok mode.
         let mut child = Command::new(binary)
             .args(args)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("LANG", "C.UTF-8")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -2,5 +2,6 @@
 
 pub mod app;
 pub mod browser;
+pub mod cli_relay;
 pub mod sinks;
 pub mod target;

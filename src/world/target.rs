@@ -1,5 +1,5 @@
-//! The thing under test, started for one purpose (the agent's session, the gate's
-//! re-runs, the mutant run), whatever its modality.
+//! The thing under test, started for one purpose (the agent's session, one gate run),
+//! whatever its modality.
 //!
 //! Each modality reaches tests and agents through environment variables, so that a
 //! claimed test is one shell command whatever it drives:
@@ -7,83 +7,165 @@
 //! | modality | started as | environment |
 //! | --- | --- | --- |
 //! | `http-api`, `browser-flow` | the app's server | `APP_URL` |
-//! | `cli` | nothing runs; a mutant is a wrapper script | `APP_BIN` |
+//! | `cli` | a relay that runs the app per invocation | `APP_BIN` (and `GAUNTLET_APP_SOCKET`, the relay's) |
 //! | `browser-extension` | the app's page server, which also writes the extension | `APP_URL`, `EXTENSION_DIR` |
+//!
+//! A target is blind: the app and every mutant are handed over through the same
+//! locators. Everything a sealed process sees of a target lives in one locator
+//! directory, mounted at [`TARGET_MOUNT`] in every sandbox, so `APP_BIN`,
+//! `EXTENSION_DIR` and the relay's socket have the same paths for app and mutant; a CLI
+//! app is reached through the same relay binary, which runs the real app (with or
+//! without `--mutant`) outside the sandbox, so nothing a test can read — path, bytes,
+//! arguments, process list — says which one answers. The app's logs go elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::app::AppProcess;
+use super::cli_relay::CliRelay;
 use crate::spec::{AppSpec, Modality};
+use crate::sys::sandbox::{View, TARGET_MOUNT};
 
 /// How long an app may take to print its port.
 pub const APP_STARTUP: Duration = Duration::from_secs(20);
 
+/// The relay's socket, in the locator directory.
+const SOCKET: &str = "app.sock";
+
 /// A started target. Stop it with [`Target::stop`]; dropping it kills any process.
 pub struct Target {
-    env: BTreeMap<String, String>,
+    /// The locator directory on the host.
+    dir: PathBuf,
+    url: Option<String>,
+    /// The CLI app's file name, when it is reached through the relay.
+    bin_name: Option<String>,
+    extension: bool,
     process: Option<AppProcess>,
+    relay: Option<CliRelay>,
 }
 
 impl Target {
-    /// Start `app` (its `mutant` if given) for `label`, keeping its files in `dir`.
+    /// Start `app` (its `mutant` if given). `dir` is the locator directory (created; it
+    /// must hold nothing else and its path must say nothing about the target), `logs`
+    /// where the app's output goes, as `<label>.stdout` / `.stderr`.
     pub async fn start(
         app: &AppSpec,
         mutant: Option<&str>,
         dir: &Path,
+        logs: &Path,
         label: &str,
     ) -> Result<Target, String> {
         let binary = crate::binaries::bin_path(&app.binary);
+        if !binary.is_file() {
+            return Err(format!(
+                "app binary {} does not exist: run `cargo build --bins`",
+                binary.display()
+            ));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut args: Vec<String> = Vec::new();
         if let Some(m) = mutant {
             args.extend(["--mutant".to_string(), m.to_string()]);
         }
-        let mut env = BTreeMap::new();
+        let mut target = Target {
+            dir: dir.to_path_buf(),
+            url: None,
+            bin_name: None,
+            extension: false,
+            process: None,
+            relay: None,
+        };
         match app.modality {
             Modality::Cli => {
-                if !binary.is_file() {
+                let name = binary
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| app.binary.clone());
+                let bin_dir = dir.join("bin");
+                std::fs::create_dir_all(&bin_dir)
+                    .map_err(|e| format!("{}: {e}", bin_dir.display()))?;
+                let relay_bin = crate::binaries::bin_path(super::cli_relay::RELAY_BINARY);
+                if !relay_bin.is_file() {
                     return Err(format!(
-                        "app binary {} does not exist: run `cargo build --bins`",
-                        binary.display()
+                        "the CLI relay {} does not exist: run `cargo build --bins`",
+                        relay_bin.display()
                     ));
                 }
-                let bin = match mutant {
-                    None => binary,
-                    Some(_) => write_wrapper(&binary, &args, dir, label)?,
-                };
-                env.insert("APP_BIN".into(), bin.to_string_lossy().into_owned());
-                Ok(Target { env, process: None })
+                std::os::unix::fs::symlink(&relay_bin, bin_dir.join(&name))
+                    .map_err(|e| format!("{}: {e}", bin_dir.join(&name).display()))?;
+                target.relay = Some(
+                    CliRelay::start(&binary, &args, &dir.join(SOCKET), logs, label)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+                target.bin_name = Some(name);
             }
             Modality::HttpApi | Modality::BrowserFlow | Modality::BrowserExtension => {
                 if app.modality == Modality::BrowserExtension {
-                    let ext = dir.join(format!("{label}-extension"));
+                    let ext = dir.join("extension");
                     args.extend([
                         "--extension-out".to_string(),
                         ext.to_string_lossy().into_owned(),
                     ]);
-                    env.insert("EXTENSION_DIR".into(), ext.to_string_lossy().into_owned());
+                    target.extension = true;
                 }
-                let process = AppProcess::start(&binary, &args, dir, label, APP_STARTUP)
+                let process = AppProcess::start(&binary, &args, logs, label, APP_STARTUP)
                     .await
                     .map_err(|e| e.to_string())?;
-                env.insert("APP_URL".into(), process.url().to_string());
-                Ok(Target {
-                    env,
-                    process: Some(process),
-                })
+                target.url = Some(process.url().to_string());
+                target.process = Some(process);
             }
+        }
+        Ok(target)
+    }
+
+    /// What a sealed process needs to reach the target: the locators as they appear
+    /// inside its sandbox (with [`Target::view`] mounted).
+    pub fn env(&self) -> BTreeMap<String, String> {
+        self.env_at(Path::new(TARGET_MOUNT))
+    }
+
+    /// The same, as paths on the host: for unsealed processes and the harness itself.
+    pub fn host_env(&self) -> BTreeMap<String, String> {
+        self.env_at(&self.dir)
+    }
+
+    /// [`Target::env`] when `sealed`, else [`Target::host_env`].
+    pub fn env_for(&self, sealed: bool) -> BTreeMap<String, String> {
+        if sealed {
+            self.env()
+        } else {
+            self.host_env()
         }
     }
 
-    /// What a test or an agent needs to reach the target.
-    pub fn env(&self) -> &BTreeMap<String, String> {
-        &self.env
+    fn env_at(&self, base: &Path) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        let at = |rel: &str| base.join(rel).to_string_lossy().into_owned();
+        if let Some(url) = &self.url {
+            env.insert("APP_URL".into(), url.clone());
+        }
+        if let Some(name) = &self.bin_name {
+            env.insert("APP_BIN".into(), at(&format!("bin/{name}")));
+            env.insert("GAUNTLET_APP_SOCKET".into(), at(SOCKET));
+        }
+        if self.extension {
+            env.insert("EXTENSION_DIR".into(), at("extension"));
+        }
+        env
     }
 
-    /// `APP_URL` or `APP_BIN`: the one value an agent is handed on its command line.
-    pub fn locator(&self) -> Locator {
-        match (self.env.get("APP_URL"), self.env.get("APP_BIN")) {
+    /// The locator directory, read-only at [`TARGET_MOUNT`].
+    pub fn view(&self) -> View {
+        View::new().bind(&self.dir, TARGET_MOUNT, false)
+    }
+
+    /// `APP_URL` or `APP_BIN` (as [`Target::env_for`] gives them): the one value an
+    /// agent is handed on its command line.
+    pub fn locator(&self, sealed: bool) -> Locator {
+        let env = self.env_for(sealed);
+        match (env.get("APP_URL"), env.get("APP_BIN")) {
             (Some(url), _) => Locator::Url(url.clone()),
             (None, Some(bin)) => Locator::Bin(PathBuf::from(bin)),
             (None, None) => Locator::Url(String::new()),
@@ -93,6 +175,9 @@ impl Target {
     pub async fn stop(&mut self) {
         if let Some(p) = self.process.as_mut() {
             p.stop().await;
+        }
+        if let Some(r) = self.relay.take() {
+            r.stop().await;
         }
     }
 }
@@ -111,30 +196,4 @@ impl std::fmt::Display for Locator {
             Locator::Bin(b) => write!(f, "{}", b.display()),
         }
     }
-}
-
-/// A CLI mutant is the same binary with `--mutant <capability>` always first.
-fn write_wrapper(
-    binary: &Path,
-    args: &[String],
-    dir: &Path,
-    label: &str,
-) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let wdir = dir.join(format!("{label}-bin"));
-    std::fs::create_dir_all(&wdir).map_err(|e| format!("{}: {e}", wdir.display()))?;
-    let name = binary
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    let path = wdir.join(name);
-    let script = format!(
-        "#!/bin/sh\nexec {} {} \"$@\"\n",
-        shell_words::quote(&binary.to_string_lossy()),
-        shell_words::join(args)
-    );
-    std::fs::write(&path, script).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
 }

@@ -1,8 +1,9 @@
 //! The frozen app `cli-tally` against its own data: the loader accepts it, its hash is
 //! current, and every scripted flow's shell test holds on the real binary, fails on its
 //! own mutant and holds on every other one — with the binaries handed over exactly as
-//! the harness hands them (`world::target::Target`: the real path, or a wrapper script
-//! that always passes `--mutant <capability>` first), through `APP_BIN`.
+//! the harness hands them (`world::target::Target`: the CLI relay, the same bytes for
+//! the app and every mutant, which runs the real app with or without `--mutant`),
+//! through `APP_BIN`.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -23,38 +24,53 @@ const MUTANTS: [&str; 5] = [
     "reject-non-numeric",
 ];
 
-/// The binary the harness hands a test for `mutant` (none: the real one).
-fn app_bin(mutant: Option<&str>, dir: &Path) -> String {
-    let loaded = load_frozen("cli-tally", Modality::Cli);
-    let rt = match tokio::runtime::Builder::new_current_thread()
+/// A started target as the harness hands it to an unsealed test: its host
+/// environment (`APP_BIN`, the relay's socket), alive while this lives.
+struct Handed {
+    env: std::collections::BTreeMap<String, String>,
+    _target: Target,
+}
+
+/// One runtime for every target of a test: the CLI relay answers on its workers while
+/// the test runs `sh` on this thread.
+fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => panic!("runtime: {e}"),
-    };
+    }
+}
+
+/// The binary the harness hands a test for `mutant` (none: the real app).
+fn app_bin(rt: &tokio::runtime::Runtime, mutant: Option<&str>, dir: &Path) -> Handed {
+    let loaded = load_frozen("cli-tally", Modality::Cli);
     let label = mutant.unwrap_or("app");
-    let target = match rt.block_on(Target::start(&loaded.app, mutant, dir, label)) {
+    let locators = dir.join(format!("{label}-target"));
+    let target = match rt.block_on(Target::start(&loaded.app, mutant, &locators, dir, label)) {
         Ok(t) => t,
         Err(e) => panic!("Target::start({mutant:?}): {e}"),
     };
-    let Locator::Bin(bin) = target.locator() else {
+    let Locator::Bin(bin) = target.locator(false) else {
         panic!("a cli app is handed over as a binary");
     };
-    assert_eq!(
-        target.env().get("APP_BIN").map(String::as_str),
-        bin.to_str()
-    );
-    assert!(!target.env().contains_key("APP_URL"));
-    bin.to_string_lossy().into_owned()
+    let env = target.host_env();
+    assert_eq!(env.get("APP_BIN").map(String::as_str), bin.to_str());
+    assert!(!env.contains_key("APP_URL"));
+    Handed {
+        env,
+        _target: target,
+    }
 }
 
-fn sh(dir: &Path, command: &str, app_bin: &str) -> Output {
+fn sh(dir: &Path, command: &str, app: &Handed) -> Output {
     Command::new("sh")
         .arg("-c")
         .arg(command)
         .current_dir(dir)
-        .env("APP_BIN", app_bin)
+        .envs(&app.env)
         .env_remove("APP_URL")
         .output()
         .unwrap_or_else(|e| panic!("cannot run sh -c {command:?}: {e}"))
@@ -105,7 +121,7 @@ fn loader_accepts_cli_tally_and_its_flows_claim_shell_tests() {
 }
 
 /// Replay every flow as an agent would, then gate its claimed test as the harness
-/// would: on the real binary twice and on every mutant wrapper.
+/// would: on the real app twice and on every mutant, each through the relay.
 #[test]
 fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
     let loaded = load_frozen("cli-tally", Modality::Cli);
@@ -113,12 +129,23 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
         Ok(d) => d,
         Err(e) => panic!("tempdir: {e}"),
     };
-    let real = app_bin(None, bins_dir.path());
-    assert_eq!(real, BIN, "the real app is handed over as itself");
-    let mutants: Vec<(&str, String)> = MUTANTS
+    let rt = runtime();
+    let real = app_bin(&rt, None, bins_dir.path());
+    let mutants: Vec<(&str, Handed)> = MUTANTS
         .iter()
-        .map(|m| (*m, app_bin(Some(m), bins_dir.path())))
+        .map(|m| (*m, app_bin(&rt, Some(m), bins_dir.path())))
         .collect();
+    // Blind: the app and every mutant are the same file name and the same bytes (the
+    // relay), so a test can tell them apart only by how they behave.
+    let bytes = |h: &Handed| {
+        let bin = h.env.get("APP_BIN").cloned().unwrap_or_default();
+        assert!(bin.ends_with("/cli-tally"), "{bin}");
+        std::fs::read(&bin).unwrap_or_else(|e| panic!("{bin}: {e}"))
+    };
+    let real_bytes = bytes(&real);
+    for (m, h) in &mutants {
+        assert!(bytes(h) == real_bytes, "{m}: the mutant's APP_BIN differs from the app's");
+    }
     let mut failures = Vec::new();
     for cap in &loaded.corpus.capabilities {
         let Some(flow) = loaded.flows.get(&cap.id) else {

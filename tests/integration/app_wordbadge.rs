@@ -255,15 +255,27 @@ fn the_harness_target_hands_over_url_and_extension_dir() {
         Err(e) => panic!("runtime: {e}"),
     };
     for (mutant, label) in [(None, "app"), (Some("empty-page"), "mutant")] {
-        let mut target = match rt.block_on(Target::start(&loaded.app, mutant, tmp.path(), label)) {
+        let locators = tmp.path().join(format!("{label}-target"));
+        let mut target = match rt.block_on(Target::start(
+            &loaded.app,
+            mutant,
+            &locators,
+            tmp.path(),
+            label,
+        )) {
             Ok(t) => t,
             Err(e) => panic!("Target::start: {e}"),
         };
-        let Locator::Url(url) = target.locator() else {
+        let Locator::Url(url) = target.locator(false) else {
             panic!("an extension app is handed over by URL");
         };
         assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-        let Some(ext) = target.env().get("EXTENSION_DIR").cloned() else {
+        // Sealed processes see it at the same path for the app and every mutant.
+        assert_eq!(
+            target.env().get("EXTENSION_DIR").map(String::as_str),
+            Some("/run/gauntlet/target/extension")
+        );
+        let Some(ext) = target.host_env().get("EXTENSION_DIR").cloned() else {
             panic!("no EXTENSION_DIR");
         };
         let files = read_dir_files(Path::new(&ext));

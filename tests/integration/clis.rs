@@ -436,6 +436,14 @@ fn run_turn(
             rel_base: dirs.root.clone(),
             output_cap: 16 * 1024 * 1024,
             marker: format!("{}:{}:{stem}", std::process::id(), dirs.root.display()),
+            // Sealed, as the scorecard driver runs a turn.
+            seal: Some(
+                gauntlet::sys::sandbox::View::new()
+                    .write(&dirs.workspace)
+                    .write(&dirs.home)
+                    .write(&dirs.tmp)
+                    .write(state_dir),
+            ),
         })
         .await
         .map_err(|e| fail(format!("turn {n}: {e}")))?;

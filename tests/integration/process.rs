@@ -40,6 +40,7 @@ fn spec(dir: &Path, name: &str, script: &str, deadline: Duration, cap: u64) -> P
         rel_base: dir.to_path_buf(),
         output_cap: cap,
         marker: marker(name),
+        seal: None,
     }
 }
 

@@ -87,6 +87,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Strin
             std::process::id(),
             d.trial_dir.display()
         ),
+        seal: d.view(),
     };
     Ok(Some(Running {
         label: "background".into(),

@@ -189,6 +189,19 @@ impl Driver<'_> {
         env
     }
 
+    /// The sandbox of every process the probe runs for the agent (turns and its
+    /// background mode): its workspace, HOME, TMPDIR and state directory writable;
+    /// `None` when the run is unsealed.
+    pub fn view(&self) -> Option<crate::sys::sandbox::View> {
+        self.cfg.sandbox.sealed().then(|| {
+            crate::sys::sandbox::View::new()
+                .write(self.workspace)
+                .write(self.home)
+                .write(self.tmp)
+                .write(self.state_dir)
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn turn(
         &self,
@@ -264,6 +277,7 @@ impl Driver<'_> {
             rel_base: self.trial_dir.to_path_buf(),
             output_cap: self.cfg.output_cap_bytes,
             marker: format!("{}:{}:{stem}", std::process::id(), self.trial_dir.display()),
+            seal: self.view(),
         })
         .await;
         obs.usage.extend(proxy.shutdown().await);

@@ -83,6 +83,11 @@ impl ChromiumProcess {
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(extra)
             .arg("about:blank")
+            // Only what Chromium needs: never the harness's environment (the key).
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &root)
+            .env("LANG", "C.UTF-8")
             // Found again by this even where it leaves the group (crashpad's handler
             // starts a session of its own); its crash database stays in `root`.
             .env(MARKER_VAR, &root)

@@ -1,0 +1,247 @@
+//! The sandbox's PID 1: builds the root, starts the program, reaps, and ends the
+//! sandbox when the program ends.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use gauntlet::sys::sandbox::{SealReport, SealSpec};
+use nix::errno::Errno;
+use nix::sched::CloneFlags;
+use nix::sys::signal::{self, SigSet, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{ForkResult, Gid, Pid, Uid};
+
+/// How long init waits for the processes it killed to be reaped before it exits (the
+/// kernel kills and reaps whatever is left when init exits, in any case).
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// Exit code of the program's process when it could not be started (as `sh` does).
+const NOT_STARTED: i32 = 127;
+
+pub fn run(spec: &SealSpec) -> SealReport {
+    let setup = |e: String| SealReport {
+        setup_error: Some(e),
+        ..SealReport::default()
+    };
+    // Init dies with the helper: the harness's SIGKILL of the helper ends the sandbox.
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)) {
+        return setup(format!("prctl(PR_SET_PDEATHSIG) in init: {e}"));
+    }
+    let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
+    if let Err(e) = nix::sched::unshare(flags) {
+        return setup(format!("unshare(mount, ipc, uts namespaces): {e}"));
+    }
+    if let Err(e) = crate::root::build(spec) {
+        return setup(e);
+    }
+    let program = match Exec::prepare(spec) {
+        Ok(p) => p,
+        Err(e) => return setup(e),
+    };
+    // Init waits for signals synchronously: a SIGTERM (the deadline) or SIGCHLD that
+    // arrives at any moment is pending until `wait`, so none is lost.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGCHLD);
+    signals.add(Signal::SIGTERM);
+    if let Err(e) = signals.thread_block() {
+        return setup(format!("sigprocmask in init: {e}"));
+    }
+    // SAFETY: init is single-threaded.
+    let child = match unsafe { nix::unistd::fork() } {
+        Err(e) => return setup(format!("fork of the program: {e}")),
+        Ok(ForkResult::Child) => program.exec(&signals),
+        Ok(ForkResult::Parent { child }) => child,
+    };
+    let mut report = wait_for(child, &signals);
+    report.stragglers_killed = end_sandbox();
+    report
+}
+
+/// Reap until the program itself has ended; SIGTERM kills its process group first.
+fn wait_for(child: Pid, signals: &SigSet) -> SealReport {
+    loop {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == child => {
+                    return SealReport {
+                        exit_code: Some(code),
+                        ..SealReport::default()
+                    }
+                }
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                    return SealReport {
+                        signal: Some(sig as i32),
+                        ..SealReport::default()
+                    }
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(Errno::EINTR) => continue,
+                Err(e) => {
+                    return SealReport {
+                        setup_error: Some(format!("waiting for the program: {e}")),
+                        ..SealReport::default()
+                    }
+                }
+            }
+        }
+        if let Ok(Signal::SIGTERM) = signals.wait() {
+            let _ = signal::killpg(child, Signal::SIGKILL);
+            let _ = signal::kill(child, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Kill everything still alive in the sandbox and say how many there were.
+fn end_sandbox() -> u32 {
+    let alive = live_processes();
+    if alive > 0 {
+        // From PID 1, -1 reaches every other process of the namespace.
+        let _ = signal::kill(Pid::from_raw(-1), Signal::SIGKILL);
+    }
+    let until = Instant::now() + REAP_WAIT;
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                if Instant::now() > until {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+    alive
+}
+
+/// Processes of this namespace other than init that are not yet dead.
+fn live_processes() -> u32 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut n = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid <= 1 {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .unwrap_or("Z");
+        if !matches!(state, "Z" | "X" | "x") {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Everything the program's process needs, prepared before fork so that the child
+/// only makes system calls.
+struct Exec {
+    path: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    cwd: PathBuf,
+    uid: Uid,
+    gid: Gid,
+    display: String,
+}
+
+impl Exec {
+    fn prepare(spec: &SealSpec) -> Result<Exec, String> {
+        let cstr = |s: &[u8], what: &str| {
+            CString::new(s).map_err(|_| format!("{what} contains a NUL byte"))
+        };
+        let path =
+            resolve(&spec.program, spec.env.get("PATH").map(String::as_str)).ok_or_else(|| {
+                format!(
+                    "cannot run {}: not found in the sandbox (PATH={})",
+                    spec.program.display(),
+                    spec.env.get("PATH").map(String::as_str).unwrap_or("")
+                )
+            })?;
+        let mut argv = vec![cstr(spec.program.as_os_str().as_bytes(), "the program")?];
+        for a in &spec.args {
+            argv.push(cstr(a.as_bytes(), "an argument")?);
+        }
+        let envp = spec
+            .env
+            .iter()
+            .map(|(k, v)| cstr(format!("{k}={v}").as_bytes(), "a variable"))
+            .collect::<Result<_, _>>()?;
+        Ok(Exec {
+            path: cstr(path.as_os_str().as_bytes(), "the program")?,
+            argv,
+            envp,
+            cwd: spec.cwd.clone(),
+            uid: Uid::from_raw(spec.uid),
+            gid: Gid::from_raw(spec.gid),
+            display: spec.program.display().to_string(),
+        })
+    }
+
+    /// In the program's process: become the sandbox user, then exec.
+    fn exec(self, blocked: &SigSet) -> ! {
+        let fail = |what: &str, e: Errno| -> ! {
+            eprintln!("gauntlet-seal: cannot run {}: {what}: {e}", self.display);
+            std::process::exit(NOT_STARTED)
+        };
+        // The signal mask survives exec: give the program the one it would have had.
+        if let Err(e) = blocked.thread_unblock() {
+            fail("sigprocmask", e);
+        }
+        // Its own session: the harness's deadline kills this process group, and
+        // anything that left it is counted as a straggler.
+        if let Err(e) = nix::unistd::setsid() {
+            fail("setsid", e);
+        }
+        if let Err(e) = nix::unistd::chdir(&self.cwd) {
+            fail(&format!("working directory {}", self.cwd.display()), e);
+        }
+        if let Err(e) = nix::unistd::setgroups(&[]) {
+            fail("setgroups", e);
+        }
+        if let Err(e) = nix::unistd::setgid(self.gid) {
+            fail("setgid", e);
+        }
+        // Leaving uid 0 clears every capability: nothing can remount the view.
+        if let Err(e) = nix::unistd::setuid(self.uid) {
+            fail("setuid", e);
+        }
+        if let Err(e) = nix::sys::prctl::set_no_new_privs() {
+            fail("no_new_privs", e);
+        }
+        // The program must not inherit init's handler-less death signal setting; it
+        // gets its own: it dies with init.
+        let _ = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL));
+        let Err(e) = nix::unistd::execve(&self.path, &self.argv, &self.envp);
+        fail("exec", e)
+    }
+}
+
+/// `program` as exec would find it: a path as given, a bare name on `path` (the
+/// program's own PATH, inside the sandbox).
+fn resolve(program: &Path, path: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return Some(program.to_path_buf());
+    }
+    path.unwrap_or("/usr/local/bin:/usr/bin:/bin")
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| runnable(p))
+}

@@ -1,0 +1,204 @@
+//! The sandbox's filesystem: a read-only tmpfs root holding the system paths, a small
+//! `/dev`, the namespace's own `/proc`, a private `/tmp`, and the spec's binds; the
+//! host's root is detached, so nothing else is reachable by any path.
+//!
+//! The construction follows bubblewrap's: a tmpfs on `/tmp` becomes a staging root with
+//! the host's root at `/oldroot` (so bind sources, `/tmp` ones included, stay
+//! reachable), the new root is assembled at `/newroot`, the host's root is detached,
+//! and a second pivot makes `/newroot` the root.
+
+use std::os::unix::fs::symlink;
+use std::path::{Component, Path, PathBuf};
+
+use gauntlet::sys::sandbox::{Mount, SealSpec, SYSTEM_PATHS};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+const NONE: Option<&str> = None;
+
+/// Device nodes bound from the host's `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+pub fn build(spec: &SealSpec) -> Result<(), String> {
+    // Nothing we mount may propagate back to the host's namespace.
+    mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE)
+        .map_err(|e| format!("making / private: {e}"))?;
+    tmpfs("/tmp", "mode=0755,size=1m")?;
+    mkdir(Path::new("/tmp/oldroot"))?;
+    mkdir(Path::new("/tmp/newroot"))?;
+    nix::unistd::pivot_root("/tmp", "/tmp/oldroot")
+        .map_err(|e| format!("pivot_root to the staging root: {e}"))?;
+    nix::unistd::chdir("/").map_err(|e| format!("chdir /: {e}"))?;
+
+    tmpfs("/newroot", "mode=0755,size=4m")?;
+    for path in SYSTEM_PATHS {
+        system_path(path)?;
+    }
+    dev()?;
+    let proc_dir = Path::new("/newroot/proc");
+    mkdir(proc_dir)?;
+    mount(
+        Some("proc"),
+        proc_dir,
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        NONE,
+    )
+    .map_err(|e| format!("mounting /proc: {e}"))?;
+    bind(
+        Path::new("/oldroot/sys"),
+        Path::new("/newroot/sys"),
+        false,
+        false,
+    )?;
+    tmpfs("/newroot/tmp", "mode=1777")?;
+    for m in &spec.mounts {
+        match m {
+            Mount::Bind {
+                source,
+                target,
+                writable,
+            } => {
+                let from = under("/oldroot", source)?;
+                let to = under("/newroot", target)?;
+                bind(&from, &to, *writable, true)
+                    .map_err(|e| format!("{e} (bind of {})", source.display()))?;
+            }
+            Mount::Tmpfs { target } => {
+                let to = under("/newroot", target)?;
+                tmpfs(&to, "mode=1777")?;
+            }
+        }
+    }
+    // The root itself: nothing but its mounts is writable.
+    mount(
+        NONE,
+        "/newroot",
+        NONE,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID,
+        NONE,
+    )
+    .map_err(|e| format!("making the root read-only: {e}"))?;
+
+    // Make /newroot the root, then detach the staging root and, under it, the host's
+    // (one detach: each costs an RCU grace period).
+    nix::unistd::chdir("/newroot").map_err(|e| format!("chdir /newroot: {e}"))?;
+    nix::unistd::pivot_root(".", ".").map_err(|e| format!("pivot_root to the new root: {e}"))?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(|e| format!("detaching the staging root: {e}"))?;
+    nix::unistd::chdir("/").map_err(|e| format!("chdir / in the new root: {e}"))?;
+    Ok(())
+}
+
+/// `path` (absolute, no `..`) re-rooted under `root`.
+fn under(root: &str, path: &Path) -> Result<PathBuf, String> {
+    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "sandbox path {} is not absolute or has `..`",
+            path.display()
+        ));
+    }
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    Ok(Path::new(root).join(rel))
+}
+
+fn system_path(path: &str) -> Result<(), String> {
+    let from = under("/oldroot", Path::new(path))?;
+    let to = under("/newroot", Path::new(path))?;
+    let Ok(meta) = std::fs::symlink_metadata(&from) else {
+        return Ok(());
+    };
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(&from).map_err(|e| format!("{path}: {e}"))?;
+        return symlink(&target, &to).map_err(|e| format!("symlink {path}: {e}"));
+    }
+    if meta.is_dir() {
+        return bind(&from, &to, false, true);
+    }
+    Ok(())
+}
+
+fn dev() -> Result<(), String> {
+    let dev = Path::new("/newroot/dev");
+    tmpfs(dev, "mode=0755")?;
+    for name in DEVICES {
+        let from = Path::new("/oldroot/dev").join(name);
+        if from.exists() {
+            bind_dev(&from, &dev.join(name))?;
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ] {
+        symlink(target, dev.join(name)).map_err(|e| format!("/dev/{name}: {e}"))?;
+    }
+    let pts = dev.join("pts");
+    mkdir(&pts)?;
+    mount(
+        Some("devpts"),
+        &pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=620"),
+    )
+    .map_err(|e| format!("mounting /dev/pts: {e}"))?;
+    // Chromium keeps its shared memory here.
+    tmpfs(dev.join("shm"), "mode=1777")?;
+    Ok(())
+}
+
+fn bind_dev(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::File::create(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    mount(Some(from), to, NONE, MsFlags::MS_BIND, NONE)
+        .map_err(|e| format!("binding {}: {e}", from.display()))?;
+    Ok(())
+}
+
+/// Bind `from` at `to` (creating the mount point), then remount with the flags the
+/// view asks for: read-only unless `writable`, never setuid or device files.
+fn bind(from: &Path, to: &Path, writable: bool, recursive: bool) -> Result<(), String> {
+    let meta = std::fs::metadata(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    if meta.is_dir() {
+        mkdir(to)?;
+    } else {
+        if let Some(parent) = to.parent() {
+            mkdir(parent)?;
+        }
+        if !to.exists() {
+            std::fs::File::create(to).map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+    }
+    let mut flags = MsFlags::MS_BIND;
+    if recursive {
+        flags |= MsFlags::MS_REC;
+    }
+    mount(Some(from), to, NONE, flags, NONE)
+        .map_err(|e| format!("binding {}: {e}", from.display()))?;
+    let mut remount =
+        MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    if !writable {
+        remount |= MsFlags::MS_RDONLY;
+    }
+    mount(NONE, to, NONE, remount, NONE)
+        .map_err(|e| format!("remounting {}: {e}", to.display()))?;
+    Ok(())
+}
+
+fn tmpfs(at: impl AsRef<Path>, options: &str) -> Result<(), String> {
+    let at = at.as_ref();
+    mkdir(at)?;
+    mount(
+        Some("tmpfs"),
+        at,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options),
+    )
+    .map_err(|e| format!("mounting a tmpfs on {}: {e}", at.display()))
+}
+
+fn mkdir(path: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(path).map_err(|e| format!("creating {}: {e}", path.display()))
+}

@@ -1,0 +1,6 @@
+//! Process control below every adapter: the sandbox each sealed process runs in.
+//!
+//! Nothing here knows about suites, agents or apps: it turns "run this program and
+//! let it see exactly these paths" into Linux namespaces (see `docs/sealing.md`).
+
+pub mod sandbox;

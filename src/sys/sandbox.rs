@@ -1,0 +1,339 @@
+//! The sealed view of one process: what it may see and write, handed to the
+//! `gauntlet-seal` helper, which builds it with Linux namespaces before it runs the
+//! program.
+//!
+//! Why a helper binary and not a `pre_exec` hook: the setup forks twice, mounts, and
+//! waits, none of which is sound in the forked child of a multi-threaded process (only
+//! async-signal-safe calls are), and a helper reports its errors as ordinary text.
+//!
+//! The view is sent on the helper's stdin, never on its command line or in its
+//! environment: PID 1 of the sandbox is the helper itself, and the sandboxed program can
+//! read `/proc/1/cmdline`. For the same reason the sources of binds must carry no label
+//! a test could read (`/proc/self/mountinfo` names them): callers use neutral names.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+/// The unprivileged user every sealed program runs as (`nobody`): it owns no file of the
+/// host, so what the mount view leaves visible is still only readable where the world
+/// may read it, and it has no capability to undo the view.
+pub const SANDBOX_UID: u32 = 65534;
+pub const SANDBOX_GID: u32 = 65534;
+
+/// Inside a sandbox, where a target's locator directory is mounted: the same path for
+/// the app and for every mutant, so a test cannot tell them apart by where they are.
+pub const TARGET_MOUNT: &str = "/run/gauntlet/target";
+
+/// Host directories every sealed program sees read-only: what binaries need to run.
+/// Missing ones are skipped; on merged-/usr systems `/bin` and friends are symlinks and
+/// are recreated as such.
+pub const SYSTEM_PATHS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// One entry of the view, applied in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Mount {
+    /// `source` on the host appears at `target` inside; writable or read-only.
+    Bind {
+        source: PathBuf,
+        target: PathBuf,
+        writable: bool,
+    },
+    /// A fresh, empty, writable tmpfs at `target`.
+    Tmpfs { target: PathBuf },
+}
+
+/// Everything the helper needs: the program, its environment, and the view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealSpec {
+    /// The harness's pid: the helper dies with it (and checks it is still its parent).
+    pub parent_pid: u32,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Working directory inside the sandbox.
+    pub cwd: PathBuf,
+    /// Applied after the system paths, `/dev`, `/proc` and the private `/tmp`.
+    pub mounts: Vec<Mount>,
+    pub uid: u32,
+    pub gid: u32,
+    /// Where the helper writes its [`SealReport`] (outside the sandbox).
+    pub report: PathBuf,
+}
+
+/// What the helper observed, written to [`SealSpec::report`] when the sandbox ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealReport {
+    /// The program's exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+    /// Processes still alive in the sandbox when the program ended (or was stopped at
+    /// its deadline, those outside its process group): killed with the sandbox.
+    pub stragglers_killed: u32,
+    /// Why the sandbox could not be built or the program not started.
+    pub setup_error: Option<String>,
+}
+
+/// A view for the usual case: these directories writable, these paths readable, each
+/// at its own path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    pub mounts: Vec<Mount>,
+}
+
+impl View {
+    pub fn new() -> View {
+        View::default()
+    }
+
+    /// `dir` writable at its own path.
+    pub fn write(mut self, dir: impl Into<PathBuf>) -> View {
+        let dir = dir.into();
+        self.mounts.push(Mount::Bind {
+            source: dir.clone(),
+            target: dir,
+            writable: true,
+        });
+        self
+    }
+
+    /// `path` (file or directory) read-only at its own path; skipped when it does not
+    /// exist, so optional tools can be listed unconditionally.
+    pub fn read(mut self, path: impl Into<PathBuf>) -> View {
+        let path = path.into();
+        if path.exists() {
+            self.mounts.push(Mount::Bind {
+                source: path.clone(),
+                target: path,
+                writable: false,
+            });
+        }
+        self
+    }
+
+    /// `source` at `target`.
+    pub fn bind(
+        mut self,
+        source: impl Into<PathBuf>,
+        target: impl Into<PathBuf>,
+        writable: bool,
+    ) -> View {
+        self.mounts.push(Mount::Bind {
+            source: source.into(),
+            target: target.into(),
+            writable,
+        });
+        self
+    }
+
+    pub fn extend(mut self, other: View) -> View {
+        self.mounts.extend(other.mounts);
+        self
+    }
+
+    /// Whether `path` lies under a writable bind of this view.
+    pub fn writes(&self, path: &Path) -> bool {
+        self.mounts.iter().any(|m| match m {
+            Mount::Bind {
+                target, writable, ..
+            } => *writable && path.starts_with(target),
+            Mount::Tmpfs { target } => path.starts_with(target),
+        })
+    }
+
+    /// The writable bind sources: the directories the sandbox user must own.
+    pub fn writable_sources(&self) -> impl Iterator<Item = &Path> {
+        self.mounts.iter().filter_map(|m| match m {
+            Mount::Bind {
+                source,
+                writable: true,
+                ..
+            } => Some(source.as_path()),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the sandbox helper {} is missing: run `cargo build --bins`", path.display())]
+    HelperMissing { path: PathBuf },
+    #[error("cannot create namespaces for a sealed trial: {cause} (set GAUNTLET_SANDBOX=off to run unsealed; such runs are marked unsealed and never ranked)")]
+    Unavailable { cause: String },
+    #[error("cannot hand {} to the sandbox user: {source}", path.display())]
+    Chown {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The helper binary, beside the harness's other binaries.
+pub fn helper() -> PathBuf {
+    crate::binaries::bin_path("gauntlet-seal")
+}
+
+/// Whether sealed processes can be run here, checked once per process by sealing
+/// `/bin/true`. The error names the cause.
+pub fn probe() -> Result<(), SandboxError> {
+    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
+    let helper = helper();
+    if !helper.is_file() {
+        return Err(SandboxError::HelperMissing { path: helper });
+    }
+    PROBED
+        .get_or_init(|| probe_once(&helper))
+        .clone()
+        .map_err(|cause| SandboxError::Unavailable { cause })
+}
+
+fn probe_once(helper: &Path) -> Result<(), String> {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("gauntlet-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let spec = SealSpec {
+        parent_pid: std::process::id(),
+        program: PathBuf::from("/bin/true"),
+        args: vec![],
+        env: BTreeMap::new(),
+        cwd: PathBuf::from("/"),
+        mounts: vec![],
+        uid: SANDBOX_UID,
+        gid: SANDBOX_GID,
+        report: dir.join("report.json"),
+    };
+    let bytes = serde_json::to_vec(&spec).map_err(|e| e.to_string())?;
+    let mut child = std::process::Command::new(helper)
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(&bytes).map_err(|e| e.to_string())?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let report = std::fs::read(&spec.report)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<SealReport>(&b).ok());
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(SealReport {
+        setup_error: Some(e),
+        ..
+    }) = report
+    {
+        return Err(e);
+    }
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "{} exited with {}: {}",
+            helper.display(),
+            out.status,
+            stderr.trim()
+        ));
+    }
+    Ok(())
+}
+
+/// The harness's binaries a sealed program may run: the reference agent, `gauntlet`
+/// (for `gauntlet flow run`) and the CLI relay apps are reached through.
+pub const HARNESS_BINARIES: &[&str] = &["gauntlet", "gauntlet-agent", "gauntlet-cli-relay"];
+
+/// What a sealed `program args` needs beyond `view` to start at all, read-only: the
+/// harness's binaries, the pinned agent CLIs (`workspace/` of the repository), a
+/// browser named by `GAUNTLET_CHROMIUM`, and the program and the files its arguments
+/// name (a `command` agent's script: its directory, so it can source its siblings,
+/// unless that directory is the repository or above it).
+pub fn runtime_view(program: &Path, args: &[String], view: &View) -> View {
+    let bin_dir = crate::binaries::bin_dir();
+    let repo = crate::binaries::repo_root();
+    let mut extra = View::new();
+    for name in HARNESS_BINARIES {
+        extra = extra.read(bin_dir.join(name));
+    }
+    extra = extra.read(repo.join("workspace"));
+    if let Some(chromium) = std::env::var_os("GAUNTLET_CHROMIUM") {
+        extra = extra.read(PathBuf::from(chromium));
+    }
+    let named = std::iter::once(program.to_path_buf()).chain(args.iter().map(PathBuf::from));
+    for path in named.filter(|p| p.is_absolute() && p.exists()) {
+        // Under a later tmpfs a bind is hidden again: only binds count as seen.
+        let seen = |p: &Path| {
+            let under_bind = view.mounts.iter().chain(&extra.mounts).any(|m| match m {
+                Mount::Bind { target, .. } => p.starts_with(target),
+                Mount::Tmpfs { .. } => false,
+            });
+            let masked = view.mounts.iter().any(|m| match m {
+                Mount::Tmpfs { target } => p.starts_with(target),
+                Mount::Bind { .. } => false,
+            });
+            (under_bind && !masked) || SYSTEM_PATHS.iter().any(|s| p.starts_with(s))
+        };
+        if seen(&path) {
+            continue;
+        }
+        let dir = path
+            .parent()
+            .filter(|d| path.is_file() && !repo.starts_with(d));
+        extra = extra.read(dir.map(Path::to_path_buf).unwrap_or(path));
+    }
+    extra
+}
+
+/// Make every writable source of `view` (and what is already in it) owned by the
+/// sandbox user, so the sealed program can write where it was handed a directory and
+/// nowhere else. Symlinks are changed themselves, never followed.
+pub fn hand_over(view: &View) -> Result<(), SandboxError> {
+    for dir in view.writable_sources() {
+        chown_tree(dir)?;
+    }
+    Ok(())
+}
+
+fn chown_tree(path: &Path) -> Result<(), SandboxError> {
+    let err = |source| SandboxError::Chown {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::os::unix::fs::lchown(path, Some(SANDBOX_UID), Some(SANDBOX_GID)).map_err(err)?;
+    let meta = std::fs::symlink_metadata(path).map_err(err)?;
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).map_err(err)? {
+            let entry = entry.map_err(err)?;
+            chown_tree(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_only_under_writable_binds() {
+        let view = View::new()
+            .write("/w")
+            .bind("/src", "/ro", false)
+            .bind("/x", "/rw", true);
+        assert!(view.writes(Path::new("/w/a")));
+        assert!(view.writes(Path::new("/rw")));
+        assert!(!view.writes(Path::new("/ro/a")));
+        assert!(!view.writes(Path::new("/wx")));
+        let sources: Vec<_> = view.writable_sources().collect();
+        assert_eq!(sources, [Path::new("/w"), Path::new("/x")]);
+    }
+
+    #[test]
+    fn read_skips_missing_paths() {
+        let view = View::new().read("/definitely/not/here");
+        assert!(view.mounts.is_empty());
+    }
+}
