@@ -150,6 +150,10 @@ pub struct Summary {
     pub harness: Option<Harness>,
     /// A scripted-model run: a harness illustration, never a benchmark result.
     pub illustration: bool,
+    /// Some trial ran unsealed (`GAUNTLET_SANDBOX=off`, or recorded before sealing):
+    /// its agent could have seen around the gate, so the run is never ranked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unsealed: bool,
     /// The price table the costs come from (`name (sha256:…)`), if any.
     pub prices: Option<String>,
     pub thresholds: Vec<String>,
@@ -265,6 +269,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
     Summary {
         format: SUMMARY_FORMAT,
         illustration: records.iter().any(|r| r.config.mode == Mode::Scripted),
+        unsealed: records.iter().any(|r| !r.config.sandbox.sealed()),
         harness,
         prices: opts.prices.source.clone(),
         thresholds: opts

@@ -52,6 +52,13 @@ pub fn render(s: &Summary) -> String {
             )
         );
     }
+    if s.unsealed {
+        let _ = writeln!(
+            o,
+            "<p class=\"warn\">{}</p>",
+            esc(super::markdown::UNSEALED).replace("**Unsealed.**", "<strong>Unsealed.</strong>")
+        );
+    }
     harness(&mut o, s);
     charts(&mut o, s);
 

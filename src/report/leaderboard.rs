@@ -164,6 +164,9 @@ fn entry(
     if first.config.mode == Mode::Scripted {
         why.push("scripted run: a harness illustration, not ranked".to_string());
     }
+    if recs.iter().any(|(_, r)| !r.config.sandbox.sealed()) {
+        why.push("unsealed run (GAUNTLET_SANDBOX=off): not ranked".to_string());
+    }
     if recs.iter().any(|(_, r)| r.scorecard.compressed) {
         why.push(format!(
             "compressed idle window ({} s per seed day): not ranked beside full runs",

@@ -35,11 +35,16 @@ fn cell(s: &str) -> String {
 /// The warning every page of a scripted run carries.
 pub const ILLUSTRATION: &str = "**Harness illustration.** This run used the scripted model: it shows the pipeline working end to end. It is not a benchmark result and is never ranked next to real runs.";
 
+pub const UNSEALED: &str = "**Unsealed.** Some trials of this run ran without their sandbox (GAUNTLET_SANDBOX=off, or recorded before trials were sealed): their agents could have seen around the gate or rewritten evidence (docs/sealing.md). It is never ranked.";
+
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# gauntlet results\n");
     if s.illustration {
         let _ = writeln!(o, "> {ILLUSTRATION}\n");
+    }
+    if s.unsealed {
+        let _ = writeln!(o, "> {UNSEALED}\n");
     }
     harness(&mut o, s);
     let _ = writeln!(o, "## Run\n");

@@ -159,8 +159,9 @@ pub fn regenerate_published(results: &Path, opts: &Options) -> Result<PathBuf, R
             summary: pages.summary,
         });
     }
-    let (real, illustrations): (Vec<&Entry>, Vec<&Entry>) =
-        entries.iter().partition(|e| !e.summary.illustration);
+    let (real, illustrations): (Vec<&Entry>, Vec<&Entry>) = entries
+        .iter()
+        .partition(|e| !e.summary.illustration && !e.summary.unsealed);
     let mut ranked = real;
     ranked.sort_by(|a, b| {
         let key = |e: &Entry| {

@@ -657,13 +657,14 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
         )
     });
     format!(
-        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
+        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{}",
         rec.trial,
         rec.verdict.task_outcome.as_str(),
         rec.verdict.evaluation_validity.as_str(),
         rec.verdict.passed,
         rec.wall_ms,
-        rec.verdict.outcome_reason
+        rec.verdict.outcome_reason,
+        crate::run::unsealed_tag(&rec.config)
     )
 }
 

@@ -14,8 +14,19 @@ pub fn summary_line(rec: &crate::record::QaRecord) -> String {
         "gauntlet: {} verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
         rec.trial, rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
     );
+    line.push_str(unsealed_tag(&rec.config));
     if let Some(limit) = &rec.evidence.budget_hit {
         line.push_str(&format!(" budget_hit={limit:?}"));
     }
     line
+}
+
+/// ` sandbox=off` for a trial that ran unsealed, appended to every suite's summary line
+/// so that JUnit says so; empty for a sealed one.
+pub fn unsealed_tag(config: &crate::record::RecordConfig) -> &'static str {
+    if config.sandbox.sealed() {
+        ""
+    } else {
+        " sandbox=off"
+    }
 }

@@ -501,8 +501,10 @@ fn check_test_size(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Copy `from` to `to` (which must not exist): files, directories, and symlinks as
-/// symlinks (never followed, so a test dir cannot pull in what it links to).
+/// Copy `from` to `to` (which must not exist): regular files, directories, and symlinks
+/// as symlinks (never followed, so a test dir cannot pull in what it links to: the
+/// harness copies as root, outside any sandbox). Anything else (a FIFO that would block
+/// the copy, a device) is left out.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(from)?;
     if meta.file_type().is_symlink() {
@@ -514,7 +516,9 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             copy_tree(&entry.path(), &to.join(entry.file_name()))?;
         }
         Ok(())
-    } else {
+    } else if meta.is_file() {
         std::fs::copy(from, to).map(|_| ())
+    } else {
+        Ok(())
     }
 }

@@ -263,25 +263,30 @@ pub fn runtime_view(program: &Path, args: &[String], view: &View) -> View {
         extra = extra.read(PathBuf::from(chromium));
     }
     let named = std::iter::once(program.to_path_buf()).chain(args.iter().map(PathBuf::from));
-    for path in named.filter(|p| p.is_absolute() && p.exists()) {
+    // Only files the command names: a directory argument (a trial directory, say) is
+    // not the agent's code, and binding it would shadow the trial's own binds.
+    for path in named.filter(|p| p.is_absolute() && p.is_file()) {
+        let binds = || view.mounts.iter().chain(&extra.mounts);
         // Under a later tmpfs a bind is hidden again: only binds count as seen.
-        let seen = |p: &Path| {
-            let under_bind = view.mounts.iter().chain(&extra.mounts).any(|m| match m {
-                Mount::Bind { target, .. } => p.starts_with(target),
-                Mount::Tmpfs { .. } => false,
-            });
-            let masked = view.mounts.iter().any(|m| match m {
-                Mount::Tmpfs { target } => p.starts_with(target),
-                Mount::Bind { .. } => false,
-            });
-            (under_bind && !masked) || SYSTEM_PATHS.iter().any(|s| p.starts_with(s))
-        };
-        if seen(&path) {
+        let under_bind = binds().any(|m| match m {
+            Mount::Bind { target, .. } => path.starts_with(target),
+            Mount::Tmpfs { .. } => false,
+        });
+        let masked = view.mounts.iter().any(|m| match m {
+            Mount::Tmpfs { target } => path.starts_with(target),
+            Mount::Bind { .. } => false,
+        });
+        if (under_bind && !masked) || SYSTEM_PATHS.iter().any(|s| path.starts_with(s)) {
             continue;
         }
-        let dir = path
-            .parent()
-            .filter(|d| path.is_file() && !repo.starts_with(d));
+        // The script's directory, so it can source its siblings, unless that would
+        // expose the repository or cover a directory the trial binds.
+        let dir = path.parent().filter(|d| {
+            !repo.starts_with(d)
+                && !binds().any(|m| match m {
+                    Mount::Bind { target, .. } | Mount::Tmpfs { target } => target.starts_with(d),
+                })
+        });
         extra = extra.read(dir.map(Path::to_path_buf).unwrap_or(path));
     }
     extra

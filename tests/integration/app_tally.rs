@@ -144,7 +144,10 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
     };
     let real_bytes = bytes(&real);
     for (m, h) in &mutants {
-        assert!(bytes(h) == real_bytes, "{m}: the mutant's APP_BIN differs from the app's");
+        assert!(
+            bytes(h) == real_bytes,
+            "{m}: the mutant's APP_BIN differs from the app's"
+        );
     }
     let mut failures = Vec::new();
     for cap in &loaded.corpus.capabilities {

@@ -92,14 +92,9 @@ async fn run(
         rel_base: d.root.clone(),
         output_cap: 1 << 20,
         marker: format!("gauntlet-sessions-test-{label}-{}", std::process::id()),
-        // As the scorecard driver seals a turn; the state directory lives in the
-        // workspace here.
-        seal: Some(
-            gauntlet::sys::sandbox::View::new()
-                .write(&d.workspace)
-                .write(&home)
-                .write(&tmp),
-        ),
+        // Sealed as the scorecard driver seals a turn; the test's state directories,
+        // HOME and TMPDIR all live under its root.
+        seal: Some(gauntlet::sys::sandbox::View::new().write(&d.root)),
     })
     .await
     .unwrap_or_else(|e| panic!("{label}: {e}"));

@@ -173,13 +173,14 @@ fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
 pub fn summary_line(r: &ScorecardRecord) -> String {
     let held = r.result.observations.iter().filter(|o| o.holds).count();
     format!(
-        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}",
+        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{}",
         r.trial,
         r.verdict.passed,
         r.result.observations.len(),
         r.result.recall_score,
         r.scorecard.compressed,
-        r.verdict.reason
+        r.verdict.reason,
+        crate::run::unsealed_tag(&r.config)
     )
 }
 
