@@ -1,8 +1,11 @@
 //! Harness overhead per trial: everything a qa trial costs except the agent's own run
-//! (planning, workspace, proxy, app process, process control, scoring, the record),
-//! measured with a trivial agent, against a bare libtest-mimic trial in the same run.
+//! (workspace, proxy, app process, process control, the gate's N + 1 runs each against
+//! a freshly started target, scoring, the record), measured with a trivial agent that
+//! makes a real verified claim (`tests/fixtures/agents/honest-balance.sh`: a curl test
+//! of `balance`), sealed and unsealed, against a bare libtest-mimic trial in the same
+//! run.
 //!
-//! `cargo bench --bench overhead` (GAUNTLET_BENCH_ITERS, default 20).
+//! `cargo bench --bench overhead` (GAUNTLET_BENCH_ITERS, default 20; N = 3).
 
 use std::time::{Duration, Instant};
 
@@ -21,13 +24,18 @@ fn main() {
     let root = gauntlet::binaries::repo_root();
     let app = gauntlet::spec::load_app(&root.join("apps/api-ledger")).expect("api-ledger loads");
     let out = tempfile::tempdir().expect("tempdir");
-    let trivial = r#"printf '%s\n' '{"type":"final","text":"```gauntlet-claim\n{\"capability\":\"balance\",\"status\":\"unverified\"}\n```"}'"#;
-    let cfg = Config {
+    let agent_script = root.join("tests/fixtures/agents/honest-balance.sh");
+    let sealed_cfg = Config {
         agent: AgentChoice::Command {
-            argv: vec!["sh".into(), "-c".into(), trivial.into()],
+            argv: vec!["sh".into(), agent_script.to_string_lossy().into_owned()],
         },
         out_dir: out.path().to_path_buf(),
+        n: 3,
         ..Config::default()
+    };
+    let unsealed_cfg = Config {
+        sandbox: gauntlet::config::Sandbox::Off,
+        ..sealed_cfg.clone()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -35,32 +43,37 @@ fn main() {
         .build()
         .expect("runtime");
 
-    // Warm-up: page cache, first process spawns.
-    let _ = rt.block_on(gauntlet::run::qa::execute(
-        &app,
-        "balance",
-        None,
-        &cfg,
-        &out.path().join("warm"),
-    ));
-
-    let mut overhead = Vec::with_capacity(iters);
-    let mut agent = Vec::with_capacity(iters);
-    for i in 0..iters {
+    let trial = |cfg: &Config, dir: String| -> (Duration, Duration) {
         let t = Instant::now();
         let (rec, _) = rt
             .block_on(gauntlet::run::qa::execute(
                 &app,
                 "balance",
                 None,
-                &cfg,
-                &out.path().join(format!("r{i}")),
+                cfg,
+                &out.path().join(dir),
             ))
             .expect("trial");
         let total = t.elapsed();
+        assert_eq!(
+            rec.verdict.outcome,
+            gauntlet::score::Outcome::Verified,
+            "the benchmark's agent must be verified: {}",
+            rec.verdict.reason
+        );
         let a = Duration::from_millis(rec.evidence.agent.end.duration_ms);
+        (total.saturating_sub(a), a)
+    };
+    // Warm-up: page cache, first process spawns, the sandbox probe.
+    trial(&sealed_cfg, "warm-sealed".into());
+    trial(&unsealed_cfg, "warm-unsealed".into());
+
+    let (mut sealed, mut unsealed, mut agent) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..iters {
+        let (o, a) = trial(&sealed_cfg, format!("s{i}"));
+        sealed.push(o);
         agent.push(a);
-        overhead.push(total.saturating_sub(a));
+        unsealed.push(trial(&unsealed_cfg, format!("u{i}")).0);
     }
 
     let mut bare = Vec::with_capacity(iters);
@@ -75,24 +88,22 @@ fn main() {
         bare.push(t.elapsed());
     }
 
-    let o = median(&mut overhead);
+    let o = median(&mut sealed);
+    let u = median(&mut unsealed);
     let a = median(&mut agent);
     let b = median(&mut bare);
-    println!("qa trial harness overhead (trivial agent, {iters} iterations)");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("qa trial harness overhead (verified claim, N = 3 + mutant, {iters} iterations)");
+    println!("  sealed overhead per trial, median:   {:>10.3} ms", ms(o));
+    println!("  unsealed overhead per trial, median: {:>10.3} ms", ms(u));
+    println!("  the agent's own run (sealed), median:{:>10.3} ms", ms(a));
+    println!("  bare libtest-mimic trial, median:    {:>10.3} ms", ms(b));
     println!(
-        "  harness overhead per trial, median: {:>10.3} ms",
-        o.as_secs_f64() * 1e3
+        "  sealed / unsealed:                   {:>10.2}x",
+        ms(o) / ms(u).max(1e-9)
     );
     println!(
-        "  trivial agent's own run, median:   {:>10.3} ms",
-        a.as_secs_f64() * 1e3
-    );
-    println!(
-        "  bare libtest-mimic trial, median:  {:>10.3} ms",
-        b.as_secs_f64() * 1e3
-    );
-    println!(
-        "  ratio overhead / bare trial:       {:>10.0}x",
-        o.as_secs_f64() / b.as_secs_f64().max(1e-9)
+        "  sealed / bare trial:                 {:>10.0}x",
+        ms(o) / ms(b).max(1e-9)
     );
 }

@@ -297,6 +297,7 @@ fn seal_spec(spec: &ProcessSpec, view: &View) -> Result<SealSpec, ProcessError> 
         uid: sandbox::SANDBOX_UID,
         gid: sandbox::SANDBOX_GID,
         report: PathBuf::from(report),
+        forward: sandbox::loopback_ports(&spec.env),
     })
 }
 

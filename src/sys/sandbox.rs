@@ -64,6 +64,10 @@ pub struct SealSpec {
     pub gid: u32,
     /// Where the helper writes its [`SealReport`] (outside the sandbox).
     pub report: PathBuf,
+    /// Host loopback ports reachable from the sandbox's own network namespace, at the
+    /// same numbers; every other port of the host is out of reach.
+    #[serde(default)]
+    pub forward: Vec<u16>,
 }
 
 /// What the helper observed, written to [`SealSpec::report`] when the sandbox ended.
@@ -206,6 +210,7 @@ fn probe_once(helper: &Path) -> Result<(), String> {
         uid: SANDBOX_UID,
         gid: SANDBOX_GID,
         report: dir.join("report.json"),
+        forward: vec![],
     };
     let bytes = serde_json::to_vec(&spec).map_err(|e| e.to_string())?;
     let mut child = std::process::Command::new(helper)
@@ -240,6 +245,29 @@ fn probe_once(helper: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The loopback ports named in `env`'s values (`127.0.0.1:<port>`, `localhost:<port>`,
+/// `[::1]:<port>`): what the harness handed the program to reach — its proxy, its
+/// target, its sinks — and so exactly what its sandbox forwards.
+pub fn loopback_ports(env: &BTreeMap<String, String>) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for value in env.values() {
+        for host in ["127.0.0.1:", "localhost:", "[::1]:"] {
+            let mut rest = value.as_str();
+            while let Some(at) = rest.find(host) {
+                rest = &rest[at + host.len()..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(port) = digits.parse::<u16>() {
+                    if port != 0 && !ports.contains(&port) {
+                        ports.push(port);
+                    }
+                }
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports
 }
 
 /// The harness's binaries a sealed program may run: the reference agent, `gauntlet`
@@ -334,6 +362,21 @@ mod tests {
         assert!(!view.writes(Path::new("/wx")));
         let sources: Vec<_> = view.writable_sources().collect();
         assert_eq!(sources, [Path::new("/w"), Path::new("/x")]);
+    }
+
+    #[test]
+    fn loopback_ports_come_from_the_environment() {
+        let env: BTreeMap<String, String> = [
+            ("OPENAI_BASE_URL", "http://127.0.0.1:4100/v1"),
+            ("APP_URL", "http://127.0.0.1:4200"),
+            ("http_proxy", "http://localhost:4300/"),
+            ("OTHER", "[::1]:4100 and 127.0.0.1:0 and 127.0.0.1:x"),
+            ("PATH", "/usr/bin"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(loopback_ports(&env), vec![4100, 4200, 4300]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ const REAP_WAIT: Duration = Duration::from_secs(2);
 /// Exit code of the program's process when it could not be started (as `sh` does).
 const NOT_STARTED: i32 = 127;
 
-pub fn run(spec: &SealSpec) -> SealReport {
+pub fn run(spec: &SealSpec, mut ready: std::fs::File, go: std::fs::File) -> SealReport {
     let setup = |e: String| SealReport {
         setup_error: Some(e),
         ..SealReport::default()
@@ -29,9 +29,28 @@ pub fn run(spec: &SealSpec) -> SealReport {
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)) {
         return setup(format!("prctl(PR_SET_PDEATHSIG) in init: {e}"));
     }
-    let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
+    let flags = CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS
+        | CloneFlags::CLONE_NEWNET;
     if let Err(e) = nix::sched::unshare(flags) {
-        return setup(format!("unshare(mount, ipc, uts namespaces): {e}"));
+        return setup(format!("unshare(mount, ipc, uts, network namespaces): {e}"));
+    }
+    if let Err(e) = crate::forward::loopback_up() {
+        return setup(format!("bringing up the sandbox's loopback: {e}"));
+    }
+    // The helper opens the forwarded ports in this namespace before anything runs, so
+    // the program never finds its proxy refusing connections.
+    use std::io::{Read, Write};
+    let mut answer = Vec::new();
+    let forwarded = ready.write_all(b"1").is_ok() && {
+        drop(ready);
+        let _ = (&go).take(4096).read_to_end(&mut answer);
+        answer.first() == Some(&b'1')
+    };
+    if !forwarded {
+        let why = String::from_utf8_lossy(answer.get(1..).unwrap_or_default()).into_owned();
+        return setup(format!("forwarding the sandbox's ports: {why}"));
     }
     if let Err(e) = crate::root::build(spec) {
         return setup(e);

@@ -14,9 +14,11 @@
 //! The helper exits as the program did (same code, or the same signal), and writes a
 //! [`SealReport`] to the spec's report path.
 
+mod forward;
 mod init;
 mod root;
 
+use std::fs::File;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -83,12 +85,20 @@ fn run(spec: &SealSpec) -> SealReport {
     if nix::unistd::getppid().as_raw() != spec.parent_pid as i32 {
         return setup("the harness that started this sandbox is gone".into());
     }
-    let (report_rx, report_tx) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
-        Ok(p) => p,
-        Err(e) => return setup(format!("pipe: {e}")),
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
+    // Init → helper: its report. Init → helper: its network namespace exists. Helper
+    // → init: the ports are forwarded (`1`) or could not be (`0`).
+    let (Ok((report_rx, report_tx)), Ok((ready_rx, ready_tx)), Ok((go_rx, go_tx))) =
+        (pipe(), pipe(), pipe())
+    else {
+        return setup(format!("pipe: {}", std::io::Error::last_os_error()));
     };
     // Only the PID namespace is entered here (it takes effect for our children); init
     // makes the others its own, so that tearing them down is init's exit, not ours.
+    let own_pid_ns = match File::open("/proc/self/ns/pid") {
+        Ok(f) => f,
+        Err(e) => return setup(format!("/proc/self/ns/pid: {e}")),
+    };
     if let Err(e) = nix::sched::unshare(CloneFlags::CLONE_NEWPID) {
         return setup(format!("unshare(CLONE_NEWPID): {e}"));
     }
@@ -97,17 +107,34 @@ fn run(spec: &SealSpec) -> SealReport {
     match unsafe { nix::unistd::fork() } {
         Err(e) => setup(format!("fork of the sandbox init: {e}")),
         Ok(ForkResult::Child) => {
-            drop(report_rx);
-            let report = init::run(spec);
+            drop((report_rx, ready_rx, go_tx));
+            let report = init::run(spec, File::from(ready_tx), File::from(go_rx));
             let mut tx = std::fs::File::from(report_tx);
             let _ = tx.write_all(&serde_json::to_vec(&report).unwrap_or_default());
             drop(tx);
             std::process::exit(0)
         }
         Ok(ForkResult::Parent { child }) => {
-            drop(report_tx);
+            drop((report_tx, ready_tx, go_rx));
+            // Back to our own PID namespace for children: the kernel refuses threads
+            // to a process whose children would be born elsewhere, and the port relays
+            // are threads.
+            if let Err(e) = nix::sched::setns(&own_pid_ns, CloneFlags::CLONE_NEWPID) {
+                let _ = signal::kill(child, Signal::SIGKILL);
+                return setup(format!("setns back to the helper's PID namespace: {e}"));
+            }
             INIT_PID.store(child.as_raw(), Ordering::SeqCst);
             forward_sigterm();
+            let mut ready = [0u8; 1];
+            // End of file instead: init failed before its network existed, and says why
+            // in its report.
+            if File::from(ready_rx).read_exact(&mut ready).is_ok() {
+                let go = match forward::start(child.as_raw(), &spec.forward) {
+                    Ok(()) => b"1".to_vec(),
+                    Err(e) => format!("0{e}").into_bytes(),
+                };
+                let _ = File::from(go_tx).write_all(&go);
+            }
             let mut bytes = Vec::new();
             let mut rx = std::fs::File::from(report_rx);
             // End of file: init wrote its report and closed it on exit, after it killed

@@ -1,0 +1,143 @@
+//! What sealing costs per sandboxed process: `/bin/true` run through the harness's
+//! process control unsealed, sealed (`gauntlet-seal`: PID, mount, IPC and UTS
+//! namespaces, a new root, the sandbox user) and under bubblewrap with a comparable
+//! view (as root, without a user namespace: bubblewrap's `--uid` needs one), taking
+//! turns in the same run so that the machine's state is shared.
+//!
+//! `cargo bench --bench sandbox` (GAUNTLET_BENCH_ITERS, default 300). bubblewrap is
+//! measured when `bwrap` is installed (`apt-get install bubblewrap`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use gauntlet::agent::process::{self, ProcessSpec};
+use gauntlet::sys::sandbox::View;
+
+fn spec(dir: &Path, program: &str, args: &[&str], seal: Option<View>, i: usize) -> ProcessSpec {
+    let mut env = BTreeMap::new();
+    env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
+    ProcessSpec {
+        program: PathBuf::from(program),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        cwd: dir.to_path_buf(),
+        env,
+        deadline: Duration::from_secs(30),
+        stdout_path: dir.join(format!("{i}.stdout")),
+        stderr_path: dir.join(format!("{i}.stderr")),
+        rel_base: dir.to_path_buf(),
+        output_cap: 1 << 16,
+        marker: format!("bench-sandbox-{}-{i}", std::process::id()),
+        seal,
+    }
+}
+
+fn pct(v: &mut [Duration], p: f64) -> f64 {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i].as_secs_f64() * 1e3
+}
+
+fn main() {
+    let iters: usize = std::env::var("GAUNTLET_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("work dir");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file());
+    let bwrap_args: Vec<String> = [
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        "--bind".into(),
+        work.to_string_lossy().into_owned(),
+        work.to_string_lossy().into_owned(),
+        "--unshare-pid".into(),
+        "--unshare-ipc".into(),
+        "--unshare-uts".into(),
+        "--die-with-parent".into(),
+        "/usr/bin/true".into(),
+    ])
+    .collect();
+    let bwrap_refs: Vec<&str> = bwrap_args.iter().map(String::as_str).collect();
+
+    let run = |s: ProcessSpec| -> Duration {
+        let t = Instant::now();
+        let out = rt.block_on(process::run(s)).expect("process runs");
+        assert_eq!(out.end.exit_code, Some(0), "the benchmarked process failed");
+        t.elapsed()
+    };
+    // Warm-up: page cache, the sandbox probe.
+    for i in 0..5 {
+        run(spec(&work, "/bin/true", &[], None, i));
+        run(spec(
+            &work,
+            "/bin/true",
+            &[],
+            Some(View::new().write(&work)),
+            i,
+        ));
+    }
+    let (mut plain, mut sealed, mut bw) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..iters {
+        plain.push(run(spec(&work, "/bin/true", &[], None, i)));
+        sealed.push(run(spec(
+            &work,
+            "/bin/true",
+            &[],
+            Some(View::new().write(&work)),
+            i,
+        )));
+        if let Some(b) = bwrap {
+            bw.push(run(spec(&work, b, &bwrap_refs, None, i)));
+        }
+    }
+    let (p50, p99) = (pct(&mut plain, 0.5), pct(&mut plain, 0.99));
+    println!("one sandboxed process (/bin/true), {iters} rounds, interleaved");
+    println!("  unsealed spawn:   p50 {p50:>8.3} ms   p99 {p99:>8.3} ms");
+    let (s50, s99) = (pct(&mut sealed, 0.5), pct(&mut sealed, 0.99));
+    println!(
+        "  gauntlet-seal:    p50 {s50:>8.3} ms   p99 {s99:>8.3} ms   added p50 {:>7.3} ms",
+        s50 - p50
+    );
+    if !bw.is_empty() {
+        let (b50, b99) = (pct(&mut bw, 0.5), pct(&mut bw, 0.99));
+        println!(
+            "  bubblewrap:       p50 {b50:>8.3} ms   p99 {b99:>8.3} ms   added p50 {:>7.3} ms",
+            b50 - p50
+        );
+    } else {
+        println!("  bubblewrap:       not installed (apt-get install bubblewrap)");
+    }
+}
