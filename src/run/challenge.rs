@@ -180,11 +180,13 @@ pub fn derive(
         }
         Err(e) => return Err(format!("{}: {e}", stdout.display())),
     };
-    let policy = policy::assess(
+    let mut policy = policy::assess(
         &parsed.report.tool_calls,
         &evidence.roots,
         provenance.profile,
     );
+    // Calls the report only counted were never assessed.
+    policy.not_kept.tool_calls = parsed.report.dropped.tool_calls;
     let final_message = parsed.transcript.final_message.clone();
     let verdict = score(&ChallengeInputs {
         manifest: &provenance.manifest,
@@ -572,11 +574,16 @@ pub async fn observe_world(
             },
             WorldSource::File(rel) => {
                 let f = workspace.join(rel);
-                match std::fs::read(&f) {
+                // Read at most one byte past the limit: the agent wrote this file, and
+                // its size is not to be trusted with memory.
+                let read = std::fs::File::open(&f).and_then(|file| {
+                    use std::io::Read;
+                    let mut b = Vec::new();
+                    file.take((1 << 20) + 1).read_to_end(&mut b).map(|_| b)
+                });
+                match read {
                     Err(e) => Err(format!("{rel}: {e}")),
-                    Ok(b) if b.len() > 1 << 20 => {
-                        Err(format!("{rel}: {} bytes, over 1 MiB", b.len()))
-                    }
+                    Ok(b) if b.len() > 1 << 20 => Err(format!("{rel}: over 1 MiB")),
                     Ok(b) => {
                         serde_json::from_slice(&b).map_err(|e| format!("{rel}: not JSON: {e}"))
                     }
