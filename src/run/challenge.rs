@@ -639,13 +639,14 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
         )
     });
     format!(
-        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
+        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?} record_sha256={}",
         rec.trial,
         rec.verdict.task_outcome.as_str(),
         rec.verdict.evaluation_validity.as_str(),
         rec.verdict.passed,
         rec.wall_ms,
-        rec.verdict.outcome_reason
+        rec.verdict.outcome_reason,
+        record::digest::value_sha256(rec)
     )
 }
 
@@ -658,8 +659,7 @@ pub fn rederive(
     let dir = file.parent().unwrap_or(Path::new("."));
     let check = |raw: &RawFile| -> Result<(), String> {
         let f = dir.join(&raw.path);
-        let bytes = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let found = crate::hash::sha256(&bytes);
+        let found = record::digest::file_sha256(&f).map_err(|e| e.to_string())?;
         if found != raw.sha256 {
             return Err(format!(
                 "{}: evidence does not match its recorded hash (recorded {}, found {found})",

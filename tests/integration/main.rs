@@ -8,6 +8,7 @@ mod bad_agents;
 mod browser;
 mod challenge;
 mod flowtest;
+mod integrity;
 mod merge;
 mod plan;
 mod process;
