@@ -33,8 +33,17 @@ enum Command {
     },
     /// List the trials the current config plans.
     List,
-    /// Re-derive every verdict offline from recorded evidence; exit 1 on any disagreement.
-    Rescore { path: PathBuf },
+    /// Re-derive every verdict offline from recorded evidence, verify every raw file
+    /// against its recorded hash and a run's records against its manifest, and print
+    /// the run digest; exit 1 on any disagreement, altered file, planned trial without
+    /// a record or record nobody planned.
+    Rescore {
+        path: PathBuf,
+        /// The run digest printed when the run ended (`sha256:…`): exit 1 unless the
+        /// records hash to it, so a consistent rewrite of the run is caught.
+        #[arg(long)]
+        digest: Option<String>,
+    },
     /// Write report.md, report.html and summary.json for a run directory; exit 1 when
     /// some file of the run could not be counted (the pages name it).
     Report {
@@ -164,7 +173,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { filter, jobs } => run(filter, jobs),
         Command::List => list(),
-        Command::Rescore { path } => rescore(&path),
+        Command::Rescore { path, digest } => rescore(&path, digest.as_deref()),
         Command::Report { run_dir, out, opts } => report(&run_dir, out.as_deref(), &opts),
         Command::Publish {
             run_dir,
@@ -252,18 +261,16 @@ fn list() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Run every planned challenge trial whose name contains `filter`; (run, not passed).
+/// Run the planned challenge trials (already filtered; ignored ones are said and
+/// skipped); (run, not passed).
 async fn run_challenges(
     cfg: &Config,
-    filter: Option<&str>,
+    loaded: &gauntlet::plan::challenge::Loaded,
+    plan: &[gauntlet::plan::challenge::PlannedChallenge],
     run_dir: &std::path::Path,
-) -> Result<(usize, usize), String> {
-    let loaded = gauntlet::plan::challenge::load_default().map_err(|e| e.to_string())?;
+) -> (usize, usize) {
     let (mut ran, mut failed) = (0, 0);
-    for p in gauntlet::plan::challenge::plan(&loaded, cfg) {
-        if filter.is_some_and(|f| !p.name.contains(f)) {
-            continue;
-        }
+    for p in plan {
         if let Some(why) = &p.skip {
             println!("{:<44} ignored: {why}", p.name);
             continue;
@@ -293,7 +300,18 @@ async fn run_challenges(
             }
         }
     }
-    Ok((ran, failed))
+    (ran, failed)
+}
+
+/// The run digest of what `run_dir` holds now (see `record::digest::run_digest`).
+fn digest_of(run_dir: &std::path::Path) -> Result<String, String> {
+    let files = record::find_records(run_dir).map_err(|e| e.to_string())?;
+    let entries = files
+        .iter()
+        .map(|f| record::digest::DigestEntry::of(f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    Ok(record::digest::run_digest(&entries))
 }
 
 fn run(filter: Option<String>, jobs: usize) -> ExitCode {
@@ -316,11 +334,45 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
             ));
         }
     }
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
     let plan: Vec<_> = gauntlet::plan::plan_qa(&apps, &cfg)
         .into_iter()
-        .filter(|p| filter.as_deref().is_none_or(|f| p.name.contains(f)))
+        .filter(|p| wanted(&p.name))
+        .collect();
+    // Every suite is loaded and planned before anything starts: bad data fails here,
+    // and the whole plan goes into the run's manifest before the first trial.
+    let suite = match gauntlet::plan::scorecard::load_checked(&cfg) {
+        Ok(s) => s,
+        Err(e) => return error(e),
+    };
+    let loaded = match gauntlet::plan::challenge::load_default() {
+        Ok(l) => l,
+        Err(e) => return error(e),
+    };
+    let challenge_plan: Vec<_> = gauntlet::plan::challenge::plan(&loaded, &cfg)
+        .into_iter()
+        .filter(|p| wanted(&p.name))
         .collect();
     let run_dir = cfg.out_dir.join(record::run_id());
+    {
+        use gauntlet::record::manifest::{append, PlannedTrial};
+        let qa = plan.iter().filter(|p| p.skip.is_none()).map(|p| {
+            let kind = apps[p.app].capability(&p.capability).map(|c| c.kind);
+            PlannedTrial::now(&p.name, "qa", kind)
+        });
+        let scorecard = gauntlet::plan::scorecard::plan_scorecard(&suite)
+            .into_iter()
+            .filter(|p| wanted(&p.name))
+            .map(|p| PlannedTrial::now(&p.name, gauntlet::run::scorecard::record::SUITE, None));
+        let challenge = challenge_plan
+            .iter()
+            .filter(|p| p.skip.is_none() && loaded.apps.get(p.app).is_some())
+            .map(|p| PlannedTrial::now(&p.name, "challenge", None));
+        let planned: Vec<PlannedTrial> = qa.chain(scorecard).chain(challenge).collect();
+        if let Err(e) = append(&run_dir, &planned) {
+            return error(e);
+        }
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -352,16 +404,13 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         out
     });
     // The scorecard probes, each against a fresh agent, into the same run directory.
-    let scorecard = match gauntlet::plan::scorecard::load_checked(&cfg) {
-        Ok(suite) => rt.block_on(gauntlet::run::scorecard::run_all(
-            &suite,
-            &cfg,
-            &run_dir,
-            filter.as_deref(),
-            jobs,
-        )),
-        Err(e) => return error(e),
-    };
+    let scorecard = rt.block_on(gauntlet::run::scorecard::run_all(
+        &suite,
+        &cfg,
+        &run_dir,
+        filter.as_deref(),
+        jobs,
+    ));
     let mut records = Vec::new();
     let mut failed = 0;
     for (name, r) in &scorecard {
@@ -394,17 +443,16 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         }
     }
     // The challenge suite, one trial at a time (each may run an agent for long).
-    let challenges = match rt.block_on(run_challenges(&cfg, filter.as_deref(), &run_dir)) {
-        Ok((ran, not_passed)) => {
-            failed += not_passed;
-            if ran > 0 {
-                println!(
-                    "{ran} challenge trials, {not_passed} not passed (reports beside each record)"
-                );
-            }
-            ran
+    let challenges = {
+        let (ran, not_passed) =
+            rt.block_on(run_challenges(&cfg, &loaded, &challenge_plan, &run_dir));
+        failed += not_passed;
+        if ran > 0 {
+            println!(
+                "{ran} challenge trials, {not_passed} not passed (reports beside each record)"
+            );
         }
-        Err(e) => return error(e),
+        ran
     };
     // The pages are rendered from what is on disk, like `gauntlet report` does, so
     // the main job's page and a later report of the same run are the same page.
@@ -426,8 +474,14 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
             run_dir.display()
         );
     }
+    // The digest pins every record as it is now: `gauntlet rescore <run dir> --digest`
+    // with it catches any later rewrite of the run, however consistent.
+    let digest = match digest_of(&run_dir) {
+        Ok(d) => d,
+        Err(e) => return error(e),
+    };
     println!(
-        "\n{} trials ({} qa, {} challenge, {} scorecard), {} not passed. Results page: {}",
+        "\n{} trials ({} qa, {} challenge, {} scorecard), {} not passed; run digest: {digest}; results page: {}",
         records.len() + challenges + scorecard.len(),
         records.len(),
         challenges,
@@ -442,25 +496,35 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
     }
 }
 
-fn rescore(path: &std::path::Path) -> ExitCode {
-    let files = match record::find_records(path) {
-        Ok(f) if !f.is_empty() => f,
-        Ok(_) => return error(format!("{}: no records found", path.display())),
+fn rescore(path: &std::path::Path, expected: Option<&str>) -> ExitCode {
+    use record::rescore::ManifestState;
+    if let Some(d) = expected.filter(|d| !record::digest::is_digest(d)) {
+        return error(format!(
+            "--digest `{d}`: expected sha256: and 64 lowercase hex digits"
+        ));
+    }
+    let r = match record::rescore::rescore_path(path) {
+        Ok(r) => r,
         Err(e) => return error(e),
     };
-    let rows: Vec<_> = files
-        .iter()
-        .map(|f| record::rescore::rescore_file(f))
-        .collect();
-    print!("{}", record::rescore::render_table(&rows));
-    let bad = rows.iter().filter(|r| !r.agrees()).count();
-    println!(
-        "{} records, {} agree, {} disagree or unreadable",
-        rows.len(),
-        rows.len() - bad,
-        bad
-    );
-    if bad == 0 {
+    let planned_nothing = !matches!(r.manifest, ManifestState::Present { .. });
+    if r.rows.is_empty() && planned_nothing && expected.is_none() {
+        return error(format!("{}: no records found", path.display()));
+    }
+    print!("{}", record::rescore::render_run(&r));
+    let mut ok = r.ok();
+    if let Some(want) = expected {
+        if want == r.digest {
+            println!("run digest matches --digest");
+        } else {
+            println!(
+                "DIGEST MISMATCH: the records hash to {}, not {want}: the run was changed after it ended",
+                r.digest
+            );
+            ok = false;
+        }
+    }
+    if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -674,6 +738,14 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
         Err(e) => return error(format!("tokio runtime: {e}")),
     };
     let run_dir = cfg.out_dir.join(record::run_id());
+    let planned = record::manifest::PlannedTrial::now(
+        &gauntlet::run::challenge::trial_name(id, profile),
+        "challenge",
+        None,
+    );
+    if let Err(e) = record::manifest::append(&run_dir, &[planned]) {
+        return error(e);
+    }
     let opts = gauntlet::run::challenge::Options {
         timeout,
         flow: None,

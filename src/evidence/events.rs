@@ -6,6 +6,11 @@ use serde::{Deserialize, Serialize};
 
 /// Longest line kept whole; a longer line is counted as garbage, never buffered whole.
 pub const MAX_LINE: usize = 4 << 20;
+/// Events a transcript keeps, in stream order; later ones are counted in
+/// [`Transcript::dropped_events`], never held, so a flood of tiny events costs a count.
+pub const MAX_EVENTS: usize = 10_000;
+/// Objects of unknown type a transcript keeps raw; later ones are counted.
+pub const MAX_UNKNOWN: usize = 1_000;
 
 /// A normalized event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,9 +70,34 @@ pub struct Transcript {
     pub unknown_events: Vec<serde_json::Value>,
     pub tool_calls: u64,
     pub failed_tool_calls: u64,
+    /// Events past [`MAX_EVENTS`]: counted, not kept. The final message is kept whatever
+    /// the count, and `tool_calls` / `failed_tool_calls` count every call.
+    #[serde(default)]
+    pub dropped_events: u64,
+    /// Unknown objects past [`MAX_UNKNOWN`]: counted, not kept.
+    #[serde(default)]
+    pub dropped_unknown_events: u64,
 }
 
 impl Transcript {
+    /// Keep `event`, or count it once [`MAX_EVENTS`] are kept.
+    pub fn push_event(&mut self, event: Event) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push(event);
+        } else {
+            self.dropped_events += 1;
+        }
+    }
+
+    /// Keep an unknown object raw, or count it once [`MAX_UNKNOWN`] are kept.
+    pub fn push_unknown(&mut self, raw: serde_json::Value) {
+        if self.unknown_events.len() < MAX_UNKNOWN {
+            self.unknown_events.push(raw);
+        } else {
+            self.dropped_unknown_events += 1;
+        }
+    }
+
     /// Every text a claim block could hide in that is *not* the final message.
     pub fn tool_outputs(&self) -> impl Iterator<Item = &str> {
         self.events.iter().filter_map(|e| match e {
@@ -113,9 +143,9 @@ pub fn parse_transcript<R: BufRead>(mut reader: R) -> Transcript {
                     Event::ToolResult { failed: true, .. } => t.failed_tool_calls += 1,
                     _ => {}
                 }
-                t.events.push(event);
+                t.push_event(event);
             }
-            Err(_) => t.unknown_events.push(value),
+            Err(_) => t.push_unknown(value),
         }
     }
     t
@@ -175,6 +205,34 @@ mod tests {
         let t = parse_transcript(&input[..]);
         assert_eq!(t.garbage_lines, 1);
         assert_eq!(t.final_message.as_deref(), Some("ok"));
+    }
+
+    #[test]
+    fn a_flood_of_tiny_events_is_counted_not_kept() {
+        let n = MAX_EVENTS + 5_000;
+        let mut input = br#"{"type":"message","text":"x"}
+"#
+        .repeat(n);
+        input.extend_from_slice(
+            &br#"{"type":"mystery"}
+"#
+            .repeat(MAX_UNKNOWN + 7),
+        );
+        input.extend_from_slice(br#"{"type":"final","text":"done"}"#);
+        let t = parse_transcript(&input[..]);
+        assert_eq!(t.events.len(), MAX_EVENTS);
+        assert_eq!(
+            t.dropped_events,
+            (n - MAX_EVENTS + 1) as u64,
+            "the final event too"
+        );
+        assert_eq!(
+            t.final_message.as_deref(),
+            Some("done"),
+            "the final message is kept"
+        );
+        assert_eq!(t.unknown_events.len(), MAX_UNKNOWN);
+        assert_eq!(t.dropped_unknown_events, 7);
     }
 
     #[test]

@@ -12,6 +12,15 @@
 //!
 //! Nothing here trusts the stream: unknown event types are kept and counted, lines that
 //! are not JSON objects are counted, and every text kept in the report is bounded.
+//!
+//! Bounded whatever the agent prints: the report keeps at most [`MAX_ITEMS`] of each
+//! list (tool calls, texts, errors, per-step usage) and at most [`TEXT_BUDGET`] bytes of
+//! text in all (past it a preview keeps only the size and hash of its text), counts
+//! every event type by name up to [`MAX_TYPES`] names of at most [`NAME_BYTES`] bytes,
+//! and counts in [`Dropped`] everything it did not keep. The transcript keeps a bounded
+//! number of events ([`MAX_EVENTS`](super::events::MAX_EVENTS)). Memory and record size
+//! then depend on these caps, not on how many events the agent wrote: a flood of tiny
+//! events costs counters.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -25,6 +34,18 @@ use super::events::{read_line_bounded, Event, Transcript};
 pub const PREVIEW_BYTES: usize = 2048;
 /// A tool input whose JSON is longer than this is kept as a preview, not whole.
 pub const INPUT_BYTES: usize = 8192;
+/// Items a report keeps of each list (tool calls, texts, errors, per-step usage); the
+/// rest are counted in [`Dropped`]. The final message is always kept.
+pub const MAX_ITEMS: usize = 1000;
+/// Bytes of text a report keeps in all (previews, inputs, titles, metadata); past it,
+/// previews keep only the size and SHA-256 of their text.
+pub const TEXT_BUDGET: usize = 2 << 20;
+/// Event type names a report counts by name; objects of further types are counted in
+/// [`Dropped::event_types`].
+pub const MAX_TYPES: usize = 256;
+/// Bytes kept of a name the stream gives (event type, tool name, call id, session id,
+/// version, model).
+pub const NAME_BYTES: usize = 128;
 
 /// The first [`PREVIEW_BYTES`] of a text, with the size and hash of all of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -47,7 +68,7 @@ impl Preview {
         Preview::bounded(text, limit)
     }
 
-    fn bounded(text: &str, limit: usize) -> Preview {
+    pub(crate) fn bounded(text: &str, limit: usize) -> Preview {
         let mut end = text.len().min(limit);
         while !text.is_char_boundary(end) {
             end -= 1;
@@ -166,6 +187,61 @@ pub struct AgentReport {
     pub unknown_events: BTreeMap<String, u64>,
     /// Lines that were not JSON objects, or were too long to keep.
     pub garbage_lines: u64,
+    /// What the report did not keep, by kind (absent when it kept everything).
+    #[serde(default, skip_serializing_if = "Dropped::is_empty")]
+    pub dropped: Dropped,
+}
+
+/// What a report counted but did not keep, so that a bounded report still says how
+/// much there was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Dropped {
+    /// Tool calls past [`MAX_ITEMS`] (`steps` and `failed_tool_calls` still count them).
+    pub tool_calls: u64,
+    /// Results of tool calls that were not kept.
+    pub tool_results: u64,
+    /// Texts past [`MAX_ITEMS`].
+    pub texts: u64,
+    /// Errors past [`MAX_ITEMS`].
+    pub errors: u64,
+    /// Per-step usage entries past [`MAX_ITEMS`] (`reported_usage` still sums them).
+    pub step_usage: u64,
+    /// Objects whose type was not counted by name in `event_types`: past [`MAX_TYPES`]
+    /// names.
+    pub event_types: u64,
+    /// The same for `unknown_events`.
+    pub unknown_event_types: u64,
+    /// Bytes of text not kept in previews once [`TEXT_BUDGET`] was spent (their size and
+    /// hash are kept).
+    pub text_bytes: u64,
+}
+
+impl Dropped {
+    pub fn is_empty(&self) -> bool {
+        *self == Dropped::default()
+    }
+}
+
+/// The first [`NAME_BYTES`] of a name, on a char boundary.
+fn name(s: &str) -> String {
+    let mut end = s.len().min(NAME_BYTES);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+/// Count one object under `ty` in `map`, or in `overflow` once the map has
+/// [`MAX_TYPES`] names.
+fn count_type(map: &mut BTreeMap<String, u64>, overflow: &mut u64, ty: &str) {
+    let key = name(ty);
+    if let Some(n) = map.get_mut(&key) {
+        *n += 1;
+    } else if map.len() < MAX_TYPES {
+        map.insert(key, 1);
+    } else {
+        *overflow += 1;
+    }
 }
 
 /// What a stream parser produces: the transcript for scoring, the report for the record.
@@ -214,10 +290,13 @@ pub fn for_each_object<R: BufRead + ?Sized>(
 pub struct Normalizer {
     transcript: Transcript,
     report: AgentReport,
-    /// Tool call id → index in `report.tool_calls`.
+    /// Tool call id → index in `report.tool_calls` (kept calls only).
     open: BTreeMap<String, usize>,
-    pending: Vec<String>,
+    /// The pending texts of one message, joined by newlines as they come.
+    pending: Option<String>,
     pending_key: Option<String>,
+    /// Bytes of text the report may still keep ([`TEXT_BUDGET`] at the start).
+    budget: usize,
     pending_at: Option<i64>,
     final_override: Option<String>,
     /// The dialect marks its final message explicitly; pending text is never final.
@@ -231,19 +310,52 @@ impl Normalizer {
                 format: format.to_owned(),
                 ..AgentReport::default()
             },
+            budget: TEXT_BUDGET,
             ..Normalizer::default()
+        }
+    }
+
+    /// A preview of `text` of at most `limit` bytes, within what is left of the budget.
+    fn preview(&mut self, text: &str, limit: usize) -> Preview {
+        let wanted = text.len().min(limit);
+        let p = Preview::bounded(text, wanted.min(self.budget));
+        self.budget -= p.text.len();
+        self.report.dropped.text_bytes += (wanted - p.text.len()) as u64;
+        p
+    }
+
+    /// `value` whole when its JSON fits [`INPUT_BYTES`] (and, if `budgeted`, what is
+    /// left of the budget), otherwise `null` and a bounded preview of its JSON. A tool
+    /// call's input is never refused for the budget — the policy assessment reads paths
+    /// out of it — so inputs are bounded by [`INPUT_BYTES`] × [`MAX_ITEMS`] instead.
+    fn bounded_value(&mut self, value: &Value, budgeted: bool) -> (Value, Option<Preview>) {
+        let json = value.to_string();
+        if json.len() <= INPUT_BYTES && (!budgeted || json.len() <= self.budget) {
+            self.budget = self.budget.saturating_sub(json.len());
+            (value.clone(), None)
+        } else {
+            (Value::Null, Some(self.preview(&json, PREVIEW_BYTES)))
         }
     }
 
     /// Count one object of type `ty` (known or not).
     pub fn seen(&mut self, ty: &str) {
-        *self.report.event_types.entry(ty.to_owned()).or_default() += 1;
+        count_type(
+            &mut self.report.event_types,
+            &mut self.report.dropped.event_types,
+            ty,
+        );
     }
 
-    /// An object of a type the adapter does not know: kept raw and counted.
+    /// An object of a type the adapter does not know: kept raw (up to a bound) and
+    /// counted.
     pub fn unknown(&mut self, ty: &str, raw: Value) {
-        *self.report.unknown_events.entry(ty.to_owned()).or_default() += 1;
-        self.transcript.unknown_events.push(raw);
+        count_type(
+            &mut self.report.unknown_events,
+            &mut self.report.dropped.unknown_event_types,
+            ty,
+        );
+        self.transcript.push_unknown(raw);
     }
 
     pub fn garbage(&mut self) {
@@ -257,39 +369,50 @@ impl Normalizer {
 
     pub fn session(&mut self, id: Option<&str>) {
         if self.report.session_id.is_none() {
-            self.report.session_id = id.map(str::to_owned);
+            self.report.session_id = id.map(name);
         }
     }
 
     pub fn start(&mut self, version: Option<&str>, model: Option<&str>) {
         if let Some(v) = version {
-            self.report.agent_version = Some(v.to_owned());
+            self.report.agent_version = Some(name(v));
         }
         if let Some(m) = model {
-            self.report.model = Some(m.to_owned());
+            self.report.model = Some(name(m));
         }
     }
 
     /// A tool call began (or was announced). Calling it again for the same id updates
-    /// the input and keeps the first start time.
-    pub fn tool_call(&mut self, id: &str, name: &str, input: &Value, at_ms: Option<i64>) {
+    /// the input and keeps the first start time. Past [`MAX_ITEMS`] calls a new call is
+    /// counted, in the transcript too, but not kept in the report.
+    pub fn tool_call(&mut self, id: &str, tool: &str, input: &Value, at_ms: Option<i64>) {
         self.flush_pending();
-        let (input, input_preview) = bounded_input(input);
-        match self.open.get(id) {
-            Some(&i) => {
+        match self.open.get(id).copied() {
+            Some(i) => {
+                let (input, input_preview) = self.bounded_value(input, false);
                 let call = &mut self.report.tool_calls[i];
                 if !input.is_null() || input_preview.is_some() {
-                    call.input = input.clone();
+                    call.input = input;
                     call.input_preview = input_preview;
                 }
                 call.started_ms = call.started_ms.or(at_ms);
             }
+            None if self.report.tool_calls.len() >= MAX_ITEMS => {
+                self.report.dropped.tool_calls += 1;
+                self.transcript.tool_calls += 1;
+                self.transcript.push_event(Event::ToolCall {
+                    id: name(id),
+                    tool: name(tool),
+                    input: Value::Null,
+                });
+            }
             None => {
+                let (input, input_preview) = self.bounded_value(input, false);
                 self.open
                     .insert(id.to_owned(), self.report.tool_calls.len());
                 self.report.tool_calls.push(ToolCallRecord {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
+                    id: name(id),
+                    name: name(tool),
                     status: "pending".into(),
                     failed: false,
                     input: input.clone(),
@@ -301,36 +424,43 @@ impl Normalizer {
                     metadata: None,
                 });
                 self.transcript.tool_calls += 1;
-                self.transcript.events.push(Event::ToolCall {
-                    id: id.to_owned(),
-                    tool: name.to_owned(),
+                self.transcript.push_event(Event::ToolCall {
+                    id: name(id),
+                    tool: name(tool),
                     input,
                 });
             }
         }
     }
 
-    /// The agent's title and metadata for call `id` (already announced).
+    /// The agent's title and metadata for call `id` (already announced and kept).
     pub fn tool_meta(&mut self, id: &str, title: Option<&str>, metadata: Option<&Value>) {
-        let Some(&i) = self.open.get(id) else {
+        let Some(i) = self.open.get(id).copied() else {
             return;
         };
-        let call = &mut self.report.tool_calls[i];
-        if let Some(t) = title.filter(|t| !t.is_empty()) {
-            call.title = Some(Preview::of(t).text);
-        }
-        if let Some(m) = metadata.filter(|m| !m.is_null()) {
-            let (kept, preview) = bounded_input(m);
-            call.metadata = Some(match preview {
+        let title = title
+            .filter(|t| !t.is_empty())
+            .map(|t| self.preview(t, PREVIEW_BYTES).text);
+        let metadata = metadata.filter(|m| !m.is_null()).map(|m| {
+            let (kept, preview) = self.bounded_value(m, true);
+            match preview {
                 Some(p) => {
                     serde_json::json!({ "preview": p.text, "bytes": p.bytes, "sha256": p.sha256 })
                 }
                 None => kept,
-            });
+            }
+        });
+        let call = &mut self.report.tool_calls[i];
+        if title.is_some() {
+            call.title = title;
+        }
+        if metadata.is_some() {
+            call.metadata = metadata;
         }
     }
 
-    /// A tool call ended. A result for an id never announced is recorded as a call too.
+    /// A tool call ended. A result for an id never announced is recorded as a call too
+    /// (while the report has room; past it, the result is counted).
     pub fn tool_result(
         &mut self,
         id: &str,
@@ -339,24 +469,32 @@ impl Normalizer {
         failed: bool,
         at_ms: Option<i64>,
     ) {
-        if !self.open.contains_key(id) {
-            self.tool_call(id, "", &Value::Null, None);
-        }
-        let Some(&i) = self.open.get(id) else {
-            return;
-        };
-        let call = &mut self.report.tool_calls[i];
-        call.status = status.to_owned();
-        call.failed = failed;
-        call.output = Some(Preview::of(output));
-        call.ended_ms = at_ms;
-        let tool = call.name.clone();
         if failed {
             self.report.failed_tool_calls += 1;
             self.transcript.failed_tool_calls += 1;
         }
-        self.transcript.events.push(Event::ToolResult {
-            id: id.to_owned(),
+        if !self.open.contains_key(id) && self.report.tool_calls.len() < MAX_ITEMS {
+            self.tool_call(id, "", &Value::Null, None);
+        }
+        let Some(i) = self.open.get(id).copied() else {
+            self.report.dropped.tool_results += 1;
+            self.transcript.push_event(Event::ToolResult {
+                id: name(id),
+                tool: String::new(),
+                output: output.to_owned(),
+                failed,
+            });
+            return;
+        };
+        let preview = self.preview(output, PREVIEW_BYTES);
+        let call = &mut self.report.tool_calls[i];
+        call.status = name(status);
+        call.failed = failed;
+        call.output = Some(preview);
+        call.ended_ms = at_ms;
+        let tool = call.name.clone();
+        self.transcript.push_event(Event::ToolResult {
+            id: name(id),
             tool,
             output: output.to_owned(),
             failed,
@@ -374,7 +512,13 @@ impl Normalizer {
             self.pending_key = Some(key.to_owned());
             self.pending_at = at_ms;
         }
-        self.pending.push(text.to_owned());
+        match &mut self.pending {
+            Some(p) => {
+                p.push('\n');
+                p.push_str(text);
+            }
+            None => self.pending = Some(text.to_owned()),
+        }
     }
 
     /// For dialects whose final message is only ever an explicit event (the gauntlet
@@ -390,8 +534,13 @@ impl Normalizer {
     }
 
     pub fn error(&mut self, message: &str) {
-        self.report.errors.push(Preview::of(message).text);
-        self.transcript.events.push(Event::Error {
+        if self.report.errors.len() < MAX_ITEMS {
+            let text = self.preview(message, PREVIEW_BYTES).text;
+            self.report.errors.push(text);
+        } else {
+            self.report.dropped.errors += 1;
+        }
+        self.transcript.push_event(Event::Error {
             message: message.to_owned(),
         });
     }
@@ -401,74 +550,68 @@ impl Normalizer {
             return;
         }
         self.report.reported_usage.add(usage);
-        self.report.step_usage.push(usage.clone());
-        self.transcript.events.push(Event::Usage {
+        if self.report.step_usage.len() < MAX_ITEMS {
+            self.report.step_usage.push(usage.clone());
+        } else {
+            self.report.dropped.step_usage += 1;
+        }
+        self.transcript.push_event(Event::Usage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
         });
     }
 
     fn flush_pending(&mut self) {
-        if self.pending.is_empty() {
-            self.pending_key = None;
-            return;
-        }
-        let text = self.pending.join("\n");
-        self.pending.clear();
         self.pending_key = None;
-        self.report.texts.push(TextRecord {
-            text: Preview::of(&text),
-            is_final: false,
-            at_ms: self.pending_at.take(),
-        });
-        self.transcript.events.push(Event::Message { text });
+        let Some(text) = self.pending.take() else {
+            return;
+        };
+        let at_ms = self.pending_at.take();
+        if self.report.texts.len() < MAX_ITEMS {
+            let text = self.preview(&text, PREVIEW_BYTES);
+            self.report.texts.push(TextRecord {
+                text,
+                is_final: false,
+                at_ms,
+            });
+        } else {
+            self.report.dropped.texts += 1;
+        }
+        self.transcript.push_event(Event::Message { text });
     }
 
     pub fn finish(mut self) -> Parsed {
         if self.explicit_final {
             self.flush_pending();
         }
-        let pending = (!self.pending.is_empty()).then(|| self.pending.join("\n"));
-        let final_text = match (self.final_override.take(), pending) {
-            (Some(stated), Some(pending)) if stated == pending => {
-                self.pending.clear();
-                Some(stated)
-            }
-            (Some(stated), Some(_)) => {
+        let final_text = match (self.final_override.take(), self.pending.take()) {
+            (Some(stated), Some(pending)) if stated == pending => Some(stated),
+            (Some(stated), Some(pending)) => {
+                self.pending = Some(pending);
                 self.flush_pending();
                 Some(stated)
             }
             (Some(stated), None) => Some(stated),
-            (None, Some(pending)) => {
-                self.pending.clear();
-                Some(pending)
-            }
+            (None, Some(pending)) => Some(pending),
             (None, None) => None,
         };
         if let Some(text) = final_text {
+            // The final message is kept whatever the caps: it is the one a claim may
+            // come from.
+            let preview = self.preview(&text, PREVIEW_BYTES);
             self.report.texts.push(TextRecord {
-                text: Preview::of(&text),
+                text: preview,
                 is_final: true,
                 at_ms: self.pending_at.take(),
             });
             self.transcript
-                .events
-                .push(Event::Final { text: text.clone() });
+                .push_event(Event::Final { text: text.clone() });
             self.transcript.final_message = Some(text);
         }
         Parsed {
             transcript: self.transcript,
             report: self.report,
         }
-    }
-}
-
-fn bounded_input(input: &Value) -> (Value, Option<Preview>) {
-    let json = input.to_string();
-    if json.len() <= INPUT_BYTES {
-        (input.clone(), None)
-    } else {
-        (Value::Null, Some(Preview::of(&json)))
     }
 }
 
@@ -491,7 +634,7 @@ pub fn parse_gauntlet(reader: &mut dyn BufRead) -> Parsed {
         let event = match serde_json::from_value::<Event>(v.clone()) {
             Ok(event) => event,
             Err(_) => {
-                t.unknown_events.push(v.clone());
+                t.push_unknown(v.clone());
                 n.unknown(&ty, v);
                 return;
             }
@@ -540,7 +683,7 @@ pub fn parse_gauntlet(reader: &mut dyn BufRead) -> Parsed {
                 n.final_message(text);
             }
         }
-        t.events.push(event);
+        t.push_event(event);
     });
     let mut parsed = n.finish();
     t.garbage_lines = parsed.report.garbage_lines;
@@ -643,6 +786,96 @@ mod tests {
             p.report.reported_usage.cost_usd.and_then(|c| c.as_f64()),
             Some(1.0)
         );
+    }
+
+    #[test]
+    fn a_flood_is_counted_and_the_report_stays_bounded() {
+        let n = 50_000;
+        let mut input = Vec::new();
+        for i in 0..n {
+            input.extend_from_slice(br#"{"type":"message","text":"x"}"#);
+            input.push(b'\n');
+            if i % 10 == 0 {
+                let call = format!(
+                    r#"{{"type":"tool_call","id":"c{i}","tool":"shell","input":{{"command":"ls"}}}}
+{{"type":"tool_result","id":"c{i}","output":"{}","failed":true}}
+{{"type":"t{i}"}}
+{{"type":"error","message":"e"}}
+{{"type":"usage","input_tokens":1}}
+"#,
+                    "o".repeat(3000)
+                );
+                input.extend_from_slice(call.as_bytes());
+            }
+        }
+        input.extend_from_slice(br#"{"type":"final","text":"the end"}"#);
+        let p = parse_gauntlet(&mut &input[..]);
+        let r = &p.report;
+        let calls = (n / 10) as u64;
+        assert_eq!(
+            r.texts.len(),
+            MAX_ITEMS + 1,
+            "the final message beyond the cap"
+        );
+        assert!(r
+            .texts
+            .last()
+            .is_some_and(|t| t.is_final && t.text.text == "the end"));
+        assert_eq!(r.dropped.texts, n as u64 - MAX_ITEMS as u64);
+        assert_eq!(r.tool_calls.len(), MAX_ITEMS);
+        assert_eq!(r.dropped.tool_calls, calls - MAX_ITEMS as u64);
+        assert_eq!(r.dropped.tool_results, calls - MAX_ITEMS as u64);
+        assert_eq!(r.failed_tool_calls, calls, "every failure is counted");
+        assert_eq!(r.steps, calls);
+        assert_eq!(r.errors.len(), MAX_ITEMS);
+        assert_eq!(r.step_usage.len(), MAX_ITEMS);
+        assert_eq!(r.reported_usage.input_tokens, Some(calls));
+        assert_eq!(r.unknown_events.len(), MAX_TYPES);
+        assert_eq!(r.dropped.unknown_event_types, calls - MAX_TYPES as u64);
+        assert_eq!(r.event_types.len(), MAX_TYPES);
+        assert_eq!(r.event_types.get("message"), Some(&(n as u64)));
+        // Whatever the outputs, the previews kept stay within the text budget.
+        let kept: usize = r
+            .tool_calls
+            .iter()
+            .filter_map(|c| c.output.as_ref())
+            .map(|o| o.text.len())
+            .sum();
+        assert!(kept <= TEXT_BUDGET, "{kept}");
+        assert!(r
+            .tool_calls
+            .iter()
+            .all(|c| c.output.as_ref().is_some_and(|o| o.bytes == 3000)));
+        let json = serde_json::to_vec(r).unwrap();
+        assert!(json.len() < 4 << 20, "{} bytes", json.len());
+        // The transcript is bounded too, and still scores the final message.
+        assert_eq!(
+            p.transcript.events.len(),
+            crate::evidence::events::MAX_EVENTS
+        );
+        assert_eq!(p.transcript.final_message.as_deref(), Some("the end"));
+        assert_eq!(p.transcript.tool_calls, calls);
+    }
+
+    #[test]
+    fn long_names_are_cut_and_the_text_budget_leaves_size_and_hash() {
+        let mut n = Normalizer::new("t");
+        let long = "n".repeat(10 * NAME_BYTES);
+        n.seen(&long);
+        n.session(Some(&long));
+        n.tool_call(&long, &long, &Value::Null, None);
+        n.budget = 10;
+        n.text("m1", "0123456789abcdef", None);
+        n.text("m2", "more", None);
+        let p = n.finish();
+        let r = &p.report;
+        assert!(r.event_types.keys().all(|k| k.len() == NAME_BYTES));
+        assert_eq!(r.session_id.as_ref().map(String::len), Some(NAME_BYTES));
+        assert_eq!(r.tool_calls[0].name.len(), NAME_BYTES);
+        assert_eq!(r.texts[0].text.text, "0123456789");
+        assert_eq!(r.texts[1].text.text, "");
+        assert_eq!(r.texts[1].text.sha256, crate::hash::sha256(b"more"));
+        assert_eq!(r.dropped.text_bytes, 6 + 4);
     }
 
     #[test]

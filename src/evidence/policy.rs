@@ -144,7 +144,33 @@ pub struct PolicyFindings {
     pub shell_commands: u64,
     /// Simple commands that drive the app under test (`curl`, `$APP_BIN`, `gauntlet flow`).
     pub app_commands: u64,
+    /// What was found but not kept, and tool calls the assessment never saw (absent when
+    /// nothing was dropped).
+    #[serde(default, skip_serializing_if = "NotKept::is_empty")]
+    pub not_kept: NotKept,
 }
+
+/// Counts of findings past [`MAX_FINDINGS`] of their list, and of tool calls the agent's
+/// report did not keep: the assessment cannot see those, so a trial with any is
+/// `unauditable`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NotKept {
+    pub paths: u64,
+    pub disallowed_reads: u64,
+    pub opaque_shell_commands: u64,
+    /// Tool calls past the report's cap ([`MAX_ITEMS`](super::normalize::MAX_ITEMS)).
+    pub tool_calls: u64,
+}
+
+impl NotKept {
+    pub fn is_empty(&self) -> bool {
+        *self == NotKept::default()
+    }
+}
+
+/// Items kept of each list of findings (paths, disallowed reads, opaque commands); the
+/// rest are counted in [`NotKept`], and `by_category` still counts every distinct path.
+pub const MAX_FINDINGS: usize = 5000;
 
 /// Tools whose input is a shell command, by name as agents call them.
 fn is_shell_tool(name: &str) -> bool {
@@ -173,6 +199,8 @@ fn access_of_tool(name: &str) -> Access {
 /// Assess every tool call of a run.
 pub fn assess(calls: &[ToolCallRecord], roots: &Roots, profile: Profile) -> PolicyFindings {
     let mut f = PolicyFindings::default();
+    let mut disallowed = std::collections::BTreeSet::new();
+    let mut distinct: BTreeMap<&str, std::collections::BTreeSet<String>> = BTreeMap::new();
     for (i, call) in calls.iter().enumerate() {
         let mut found: Vec<(String, Access, PathBuf)> = Vec::new();
         if is_shell_tool(&call.name) {
@@ -187,11 +215,15 @@ pub fn assess(calls: &[ToolCallRecord], roots: &Roots, profile: Profile) -> Poli
                 }
                 Err(reason) => {
                     f.shell_commands += 1;
-                    f.opaque_shell_commands.push(OpaqueCommand {
-                        call: i,
-                        command: crate::evidence::normalize::Preview::of(&cmd).text,
-                        reason,
-                    })
+                    if f.opaque_shell_commands.len() < MAX_FINDINGS {
+                        f.opaque_shell_commands.push(OpaqueCommand {
+                            call: i,
+                            command: crate::evidence::normalize::Preview::of(&cmd).text,
+                            reason,
+                        })
+                    } else {
+                        f.not_kept.opaque_shell_commands += 1;
+                    }
                 }
             }
         } else {
@@ -205,26 +237,31 @@ pub fn assess(calls: &[ToolCallRecord], roots: &Roots, profile: Profile) -> Poli
             let category = classify(roots, &resolved);
             let allowed = category.allowed_under(profile);
             let resolved = resolved.to_string_lossy().into_owned();
-            if !allowed && !f.disallowed_reads.contains(&resolved) {
-                f.disallowed_reads.push(resolved.clone());
+            if !allowed && disallowed.insert(resolved.clone()) {
+                if f.disallowed_reads.len() < MAX_FINDINGS {
+                    f.disallowed_reads.push(resolved.clone());
+                } else {
+                    f.not_kept.disallowed_reads += 1;
+                }
             }
             f.escalated_to_product_code |= category.is_implementation();
-            f.paths.push(ObservedPath {
-                call: i,
-                path,
-                resolved,
-                category,
-                access,
-                allowed,
-            });
+            distinct
+                .entry(category.as_str())
+                .or_default()
+                .insert(resolved.clone());
+            if f.paths.len() < MAX_FINDINGS {
+                f.paths.push(ObservedPath {
+                    call: i,
+                    path,
+                    resolved,
+                    category,
+                    access,
+                    allowed,
+                });
+            } else {
+                f.not_kept.paths += 1;
+            }
         }
-    }
-    let mut distinct: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
-    for p in &f.paths {
-        distinct
-            .entry(p.category.as_str())
-            .or_default()
-            .insert(&p.resolved);
     }
     f.by_category = distinct
         .into_iter()

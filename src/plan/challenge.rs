@@ -155,7 +155,8 @@ fn run_one(loaded: &Loaded, p: &PlannedChallenge, cfg: &Config) -> Result<(), Fa
         eprintln!("Error: {msg}");
         Failed::from(msg)
     })?;
-    let (rec, dir) = execute_trial(cfg, |run_dir| async move {
+    let planned = crate::record::manifest::PlannedTrial::now(&p.name, "challenge", None);
+    let (rec, dir) = execute_trial(cfg, planned, |run_dir| async move {
         let opts = Options::default();
         execute(
             &loaded.challenges,

@@ -52,26 +52,37 @@ pub(crate) fn trial(
     Trial::test(name, body).with_ignored_flag(skip.is_some())
 }
 
-/// A trial's run on a runtime of its own, into a fresh run directory. An error means no
-/// record could be written: the trial fails with its cause.
+/// A trial's run on a runtime of its own, into a fresh run directory. Before anything
+/// starts, the trial's line is appended to the run's manifest (`planned`): under nextest
+/// every trial is its own process and nobody else knows which trials were asked for, so
+/// each names itself, and rescore finds a trial that then left no record. An error
+/// means no record could be written: the trial fails with its cause.
 pub(crate) fn execute_trial<T, E, F>(
     cfg: &Config,
+    planned: crate::record::manifest::PlannedTrial,
     go: impl FnOnce(PathBuf) -> F,
 ) -> Result<T, Failed>
 where
     F: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
+    let fail = |e: String| {
+        eprintln!("Error: {e}");
+        Failed::from(e)
+    };
+    let run_dir = cfg.out_dir.join(crate::record::run_id());
+    crate::record::manifest::append(&run_dir, std::slice::from_ref(&planned)).map_err(|e| {
+        fail(format!(
+            "cannot plan {} in the run manifest: {e}",
+            planned.trial
+        ))
+    })?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
-    let run_dir = cfg.out_dir.join(crate::record::run_id());
-    rt.block_on(go(run_dir)).map_err(|e| {
-        eprintln!("Error: {e}");
-        Failed::from(e.to_string())
-    })
+        .map_err(|e| fail(format!("tokio runtime: {e}")))?;
+    rt.block_on(go(run_dir)).map_err(|e| fail(e.to_string()))
 }
 
 /// The end of a trial that left a record: its summary line, where the record is and any
@@ -124,10 +135,48 @@ fn run_qa(
     repeat: Option<u32>,
     cfg: &Config,
 ) -> Result<(), Failed> {
-    let (rec, dir) = execute_trial(cfg, |run_dir| async move {
+    let planned = crate::record::manifest::PlannedTrial::now(
+        &crate::run::qa::trial_name(&app.app.name, capability, repeat),
+        "qa",
+        app.capability(capability).map(|c| c.kind),
+    );
+    let (rec, dir) = execute_trial(cfg, planned, |run_dir| async move {
         execute(app, capability, repeat, cfg, &run_dir).await
     })?;
     let failure =
         (!rec.verdict.passed).then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason));
     conclude(crate::run::summary_line(&rec), &dir, Vec::new(), failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::manifest::{self, PlannedTrial};
+
+    #[test]
+    fn a_trial_names_itself_in_the_manifest_before_anything_starts() {
+        let out = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            out_dir: out.path().to_path_buf(),
+            ..Config::default()
+        };
+        for attempt in 1..=2usize {
+            let planned = PlannedTrial::now("qa::app::cap", "qa", None);
+            let seen = execute_trial(&cfg, planned, |run_dir| async move {
+                // The trial body runs only once its line is on disk.
+                let m = manifest::read(&run_dir).map_err(|e| e.to_string())?;
+                Ok::<_, String>(m.map(|m| m.entries.len()))
+            })
+            .unwrap_or_else(|_| panic!("attempt {attempt} runs"));
+            // A retry appends its own line: attempts are counted, never confused.
+            assert_eq!(seen, Some(attempt));
+        }
+        let m = manifest::read(&out.path().join(crate::record::run_id()))
+            .unwrap()
+            .unwrap();
+        assert!(m
+            .entries
+            .iter()
+            .all(|e| e.trial == "qa::app::cap" && e.suite == "qa" && e.pid == std::process::id()));
+    }
 }

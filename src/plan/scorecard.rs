@@ -75,7 +75,12 @@ pub fn scorecard_main() -> ExitCode {
 }
 
 fn run_probe(suite: &ScorecardSuite, probe: usize, cfg: &Config) -> Result<(), Failed> {
-    let (rec, dir) = execute_trial(cfg, |run_dir| async move {
+    let planned = crate::record::manifest::PlannedTrial::now(
+        &suite.probes[probe].trial_name(),
+        crate::run::scorecard::record::SUITE,
+        None,
+    );
+    let (rec, dir) = execute_trial(cfg, planned, |run_dir| async move {
         execute(
             suite,
             &suite.probes[probe],

@@ -4,13 +4,15 @@
 //! id). Merging copies every trial directory into a new run directory and refuses,
 //! naming the difference, when the inputs were not made with the same harness
 //! config and the same specs — their figures would not mean one thing. The inputs are
-//! never changed, and the output must be new.
+//! never changed, and the output must be new. The inputs' run manifests are joined into
+//! the merged run's, so rescore checks the merged run against every partition's plan.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::manifest::MANIFEST_FILE;
 use super::{QaRecord, QaSpecRef, RECORD_FILE};
 
 /// The manifest a merged run carries: where its trials came from.
@@ -164,6 +166,23 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
         format: "gauntlet-merge/1",
         inputs: vec![],
     };
+    // Each partition planned its own trials; the merged run planned them all.
+    let mut plans: Vec<Vec<u8>> = Vec::new();
+    for input in inputs {
+        let plan = input.join(MANIFEST_FILE);
+        match std::fs::read(&plan) {
+            Ok(bytes) => plans.push(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&plan)(e)),
+        }
+    }
+    if !plans.is_empty() && plans.len() != inputs.len() {
+        return Err(MergeError::Refused(format!(
+            "{} of {} inputs have a run manifest ({MANIFEST_FILE}): these are not partitions of one run",
+            plans.len(),
+            inputs.len()
+        )));
+    }
     for input in inputs {
         let mut entries: Vec<_> = std::fs::read_dir(input)
             .map_err(io(input))?
@@ -176,7 +195,8 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
         for e in entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let path = e.path();
-            if name.starts_with('.') || (!path.is_dir() && GENERATED.contains(&name.as_str())) {
+            let skipped = GENERATED.contains(&name.as_str()) || name == MANIFEST_FILE;
+            if name.starts_with('.') || (!path.is_dir() && skipped) {
                 continue;
             }
             if !path.is_dir() {
@@ -246,6 +266,17 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
         std::fs::create_dir(&staging).map_err(io(&staging))?;
         for (src, name) in &copies {
             copy_tree(src, &staging.join(name))?;
+        }
+        if !plans.is_empty() {
+            let m = staging.join(MANIFEST_FILE);
+            let mut all = Vec::new();
+            for p in &plans {
+                all.extend_from_slice(p);
+                if !all.is_empty() && !all.ends_with(b"\n") {
+                    all.push(b'\n');
+                }
+            }
+            std::fs::write(&m, all).map_err(io(&m))?;
         }
         let m = staging.join(MERGE_FILE);
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";

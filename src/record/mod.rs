@@ -4,7 +4,10 @@
 //! file hard-linked into place, which fails if the name exists), so a record is never
 //! overwritten and never seen half-written.
 
+pub mod digest;
+pub mod manifest;
 pub mod merge;
+pub mod raw;
 pub mod rescore;
 pub mod schema;
 
@@ -146,13 +149,12 @@ pub fn write_new_json<T: Serialize>(
     value: &T,
 ) -> Result<PathBuf, RecordError> {
     let target = dir.join(name);
-    let mut tmp = tempfile_in(dir)?;
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| RecordError::Invalid {
+    let bytes = digest::record_bytes(value).map_err(|e| RecordError::Invalid {
         file: target.clone(),
         reason: e.to_string(),
     })?;
+    let mut tmp = tempfile_in(dir)?;
     tmp.1.write_all(&bytes).map_err(io(&tmp.0))?;
-    tmp.1.write_all(b"\n").map_err(io(&tmp.0))?;
     tmp.1.sync_all().map_err(io(&tmp.0))?;
     let linked = std::fs::hard_link(&tmp.0, &target);
     let _ = std::fs::remove_file(&tmp.0);
@@ -196,6 +198,21 @@ pub fn suite_of(file: &Path) -> Result<String, RecordError> {
         reason: e.to_string(),
     })?;
     Ok(head.suite)
+}
+
+/// The trial a record file belongs to (its `trial` field), read without committing to
+/// any suite's record shape.
+pub fn trial_of(file: &Path) -> Result<String, RecordError> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        trial: String,
+    }
+    let bytes = std::fs::read(file).map_err(io(file))?;
+    let head: Head = serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+        file: file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(head.trial)
 }
 
 /// Read one record file.

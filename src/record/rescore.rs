@@ -154,6 +154,12 @@ pub struct RescoreRow {
     pub derived: Result<Verdict, String>,
     /// A challenge record's verdicts (suite `challenge`); `stored`/`derived` are unused then.
     pub challenge: Option<ChallengeRescore>,
+    /// Raw files the record names that were verified (see [`super::raw`]).
+    pub raw_files: usize,
+    /// Raw files that are missing, of another size, or hash to something else.
+    pub raw_problems: Vec<String>,
+    /// `sha256:<hex>` of the record file as stored.
+    pub record_sha256: Option<String>,
 }
 
 /// A challenge record's stored verdict and the one re-derived from its raw files.
@@ -164,7 +170,35 @@ pub struct ChallengeRescore {
 }
 
 impl RescoreRow {
+    /// A row of a record's stored and re-derived verdict (raw files not yet verified).
+    pub fn verdicts(
+        file: &Path,
+        trial: String,
+        stored: Option<Verdict>,
+        derived: Result<Verdict, String>,
+    ) -> RescoreRow {
+        RescoreRow {
+            file: file.to_path_buf(),
+            trial,
+            stored,
+            derived,
+            challenge: None,
+            raw_files: 0,
+            raw_problems: Vec::new(),
+            record_sha256: None,
+        }
+    }
+
+    /// A row of a record that could not be read.
+    pub fn unreadable(file: &Path, why: String) -> RescoreRow {
+        RescoreRow::verdicts(file, "?".into(), None, Err(why))
+    }
+
+    /// The stored verdict follows from the evidence, and every raw file is as recorded.
     pub fn agrees(&self) -> bool {
+        if !self.raw_problems.is_empty() {
+            return false;
+        }
         if let Some(c) = &self.challenge {
             return matches!(&c.derived, Ok(d) if *d == c.stored);
         }
@@ -172,8 +206,20 @@ impl RescoreRow {
     }
 }
 
-/// Rescore one record file.
+/// Rescore one record file: re-derive its verdict from its evidence, verify every raw
+/// file it names, and hash it.
 pub fn rescore_file(file: &Path) -> RescoreRow {
+    let mut row = rescore_verdict(file);
+    // A record that is not JSON at all is already an unreadable verdict.
+    if let Ok(check) = super::raw::verify_record_file(file) {
+        row.raw_files = check.checked;
+        row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
+    }
+    row.record_sha256 = super::digest::file_sha256(file).ok();
+    row
+}
+
+fn rescore_verdict(file: &Path) -> RescoreRow {
     // Dispatch on the record's suite.
     if crate::run::scorecard::record::is_scorecard_record(file) {
         return crate::run::scorecard::record::rescore_file(file);
@@ -181,45 +227,144 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
     if super::suite_of(file).is_ok_and(|s| s == "challenge") {
         return match crate::run::challenge::rederive(file) {
             Ok((rec, derived)) => RescoreRow {
-                file: file.to_path_buf(),
-                trial: rec.trial,
-                stored: None,
-                derived: Err("challenge record".into()),
                 challenge: Some(ChallengeRescore {
                     stored: rec.verdict,
                     derived,
                 }),
+                ..RescoreRow::verdicts(file, rec.trial, None, Err("challenge record".into()))
             },
-            Err(e) => RescoreRow {
-                file: file.to_path_buf(),
-                trial: "?".into(),
-                stored: None,
-                derived: Err(e),
-                challenge: None,
-            },
+            Err(e) => RescoreRow::unreadable(file, e),
         };
     }
     let rec: QaRecord = match super::load(file) {
         Ok(r) => r,
-        Err(e) => {
-            return RescoreRow {
-                file: file.to_path_buf(),
-                trial: "?".into(),
-                stored: None,
-                derived: Err(e.to_string()),
-                challenge: None,
+        Err(e) => return RescoreRow::unreadable(file, e.to_string()),
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let derived = derive_qa_verdict_as(dir, &rec.config.agent, &rec.spec, &rec.evidence)
+        .map_err(|e| e.to_string());
+    RescoreRow::verdicts(file, rec.trial.clone(), Some(rec.verdict), derived)
+}
+
+/// Whether rescore could check a run directory's records against a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestState {
+    /// The path is one record or one trial directory, not a run.
+    NotARun,
+    /// A run directory without `manifest.jsonl`: made before manifests existed (every
+    /// run under `results/` published before then), or by a caller that plans nothing
+    /// (tests calling a suite's `execute` directly).
+    Absent,
+    /// The manifest's planned attempts and distinct trials.
+    Present { attempts: usize, trials: usize },
+}
+
+/// Everything rescore found in a path: one row per record, the manifest's findings,
+/// and the run digest.
+#[derive(Debug, Clone)]
+pub struct RunRescore {
+    pub rows: Vec<RescoreRow>,
+    pub manifest: ManifestState,
+    pub findings: Vec<super::manifest::Finding>,
+    /// [`super::digest::run_digest`] over every record found.
+    pub digest: String,
+}
+
+impl RunRescore {
+    /// Every record agrees with its evidence and its raw files, and the records are
+    /// exactly the planned ones.
+    ///
+    /// A run without a manifest passes on its records alone: runs published before
+    /// manifests existed (and runs of callers that plan nothing) must keep rescoring,
+    /// and nothing in them could tell a removed record from one never planned. What
+    /// protects such a run, and a run whose manifest was deleted, is its digest:
+    /// `--digest` with the value the run printed when it ended. The missing manifest is
+    /// stated on its own line so that nobody mistakes the pass for a complete check.
+    pub fn ok(&self) -> bool {
+        self.findings.is_empty() && self.rows.iter().all(RescoreRow::agrees)
+    }
+
+    pub fn disagreeing(&self) -> usize {
+        self.rows.iter().filter(|r| !r.agrees()).count()
+    }
+}
+
+/// Rescore `path`: a record file, a trial directory, or a run directory (every
+/// `*/record.json`, checked against the run's manifest when it has one).
+pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
+    let files = super::find_records(path)?;
+    let is_run = path.is_dir() && !path.join(super::RECORD_FILE).is_file();
+    let rows: Vec<RescoreRow> = files.iter().map(|f| rescore_file(f)).collect();
+    let entries: Vec<super::digest::DigestEntry> = files
+        .iter()
+        .filter_map(|f| super::digest::DigestEntry::of(f).ok())
+        .collect();
+    let digest = super::digest::run_digest(&entries);
+    let (manifest, findings) = if !is_run {
+        (ManifestState::NotARun, Vec::new())
+    } else {
+        match super::manifest::read(path)? {
+            None => (ManifestState::Absent, Vec::new()),
+            Some(m) => {
+                let records: Vec<(String, String)> = files
+                    .iter()
+                    .zip(&entries)
+                    .map(|(f, e)| {
+                        let dir = f
+                            .parent()
+                            .and_then(|d| d.file_name())
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        (e.trial.clone(), dir)
+                    })
+                    .collect();
+                let findings = super::manifest::check(&m, &records);
+                let state = ManifestState::Present {
+                    attempts: m.entries.len(),
+                    trials: m.planned().len(),
+                };
+                (state, findings)
             }
         }
     };
-    let dir = file.parent().unwrap_or(Path::new("."));
-    RescoreRow {
-        file: file.to_path_buf(),
-        trial: rec.trial.clone(),
-        derived: derive_qa_verdict_as(dir, &rec.config.agent, &rec.spec, &rec.evidence)
-            .map_err(|e| e.to_string()),
-        stored: Some(rec.verdict),
-        challenge: None,
+    Ok(RunRescore {
+        rows,
+        manifest,
+        findings,
+        digest,
+    })
+}
+
+/// The whole rescore report: the table, the manifest's findings, the digest, a total.
+pub fn render_run(r: &RunRescore) -> String {
+    let mut out = render_table(&r.rows);
+    match &r.manifest {
+        ManifestState::NotARun => {}
+        ManifestState::Absent => out.push_str(&format!(
+            "manifest: none ({} absent: a run made before manifests, or by a caller that plans nothing); \
+             missing or unplanned records cannot be detected, only a rewrite against the run digest\n",
+            super::manifest::MANIFEST_FILE
+        )),
+        ManifestState::Present { attempts, trials } => {
+            out.push_str(&format!(
+                "manifest: {trials} planned trials ({attempts} attempts)\n"
+            ));
+            for f in &r.findings {
+                out.push_str(&format!("{f}\n"));
+            }
+        }
     }
+    let raw: usize = r.rows.iter().map(|row| row.raw_files).sum();
+    out.push_str(&format!("run digest: {}\n", r.digest));
+    let bad = r.disagreeing();
+    out.push_str(&format!(
+        "{} records, {} agree, {} disagree or unreadable; {raw} raw files verified; {} manifest findings\n",
+        r.rows.len(),
+        r.rows.len() - bad,
+        bad,
+        r.findings.len()
+    ));
+    out
 }
 
 /// Render rows as a plain table.
@@ -238,6 +383,7 @@ pub fn render_table(rows: &[RescoreRow]) -> String {
                 )
             };
             let (derived, status) = match &c.derived {
+                _ if !r.raw_problems.is_empty() => ("-".to_string(), altered(r)),
                 Ok(d) if r.agrees() => (label(d), "agrees".to_string()),
                 Ok(d) => (
                     label(d),
@@ -259,6 +405,7 @@ pub fn render_table(rows: &[RescoreRow]) -> String {
         }
         let stored = r.stored.as_ref().map(|v| v.outcome.as_str()).unwrap_or("-");
         let (derived, status) = match &r.derived {
+            _ if !r.raw_problems.is_empty() => ("-".to_string(), altered(r)),
             Ok(d) if r.agrees() => (d.outcome.as_str().to_string(), "agrees".to_string()),
             Ok(d) => (
                 d.outcome.as_str().to_string(),
@@ -275,4 +422,11 @@ pub fn render_table(rows: &[RescoreRow]) -> String {
         ));
     }
     out
+}
+
+fn altered(r: &RescoreRow) -> String {
+    format!(
+        "ALTERED: raw evidence does not match the record: {}",
+        r.raw_problems.join("; ")
+    )
 }

@@ -21,8 +21,61 @@ use crate::record::QaRecord;
 use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
-use super::load::{LoadedRun, Problem};
+use super::load::{LoadedRun, MissingQa, Problem, MISSING_REASON};
 use super::Options;
+
+/// One qa trial as the figures count it: a record, or a planned trial that left none
+/// (an error, never dropped).
+#[derive(Debug, Clone, Copy)]
+enum Counted<'a> {
+    Record(&'a QaRecord),
+    Missing(&'a MissingQa),
+}
+
+impl<'a> Counted<'a> {
+    fn app(&self) -> &'a str {
+        match self {
+            Counted::Record(r) => &r.spec.app,
+            Counted::Missing(m) => &m.app,
+        }
+    }
+    fn capability(&self) -> &'a str {
+        match self {
+            Counted::Record(r) => &r.spec.capability,
+            Counted::Missing(m) => &m.capability,
+        }
+    }
+    fn repeat(&self) -> u32 {
+        match self {
+            Counted::Record(r) => r.repeat,
+            Counted::Missing(m) => m.repeat,
+        }
+    }
+    fn kind(&self) -> CapabilityKind {
+        match self {
+            Counted::Record(r) => r.spec.kind,
+            Counted::Missing(m) => m.kind,
+        }
+    }
+    fn outcome(&self) -> Outcome {
+        match self {
+            Counted::Record(r) => r.verdict.outcome,
+            Counted::Missing(_) => Outcome::Error,
+        }
+    }
+    fn passed(&self) -> bool {
+        match self {
+            Counted::Record(r) => r.verdict.passed,
+            Counted::Missing(_) => false,
+        }
+    }
+    fn record(&self) -> Option<&'a QaRecord> {
+        match self {
+            Counted::Record(r) => Some(r),
+            Counted::Missing(_) => None,
+        }
+    }
+}
 
 /// The format tag of `summary.json`.
 pub const SUMMARY_FORMAT: &str = "gauntlet-summary/1";
@@ -165,12 +218,44 @@ pub struct Summary {
     pub trials: Vec<TrialRow>,
     pub problems: Vec<Problem>,
     pub superseded_attempts: Vec<String>,
+    /// Every suite in the run: planned, recorded, passed and errors.
+    pub suites: Vec<SuiteCounts>,
 }
 
-/// Everything a page shows, from the records of one run.
+/// One suite's counts on the results page. A planned trial without a record is an
+/// error here, named in `missing`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SuiteCounts {
+    pub suite: String,
+    /// Distinct trials the run manifest planned; absent for a run without a manifest.
+    pub planned: Option<usize>,
+    /// Trials counted: those with a record (the last attempt of each) and those planned
+    /// without one.
+    pub trials: usize,
+    pub recorded: usize,
+    pub passed: usize,
+    /// Trials with an `error` verdict (qa, scorecard), and planned trials with no record.
+    pub errors: usize,
+    /// Planned trials with no record, each with the reason "planned but no record".
+    pub missing: Vec<MissingTrial>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingTrial {
+    pub trial: String,
+    pub reason: String,
+}
+
+/// Everything a page shows, from the records of one run (and its planned trials that
+/// left no record, counted as errors).
 pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
     let records = &run.records;
-    let k = records.iter().map(|r| r.repeat).max().unwrap_or(0);
+    let counted: Vec<Counted> = records
+        .iter()
+        .map(Counted::Record)
+        .chain(run.missing_qa.iter().map(Counted::Missing))
+        .collect();
+    let k = counted.iter().map(|c| c.repeat()).max().unwrap_or(0);
     let harness = records.first().map(|r| {
         let c = &r.config;
         let mut run_ids: Vec<String> = records.iter().map(|r| r.run_id.clone()).collect();
@@ -192,21 +277,25 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         }
     });
 
-    let mut by_cap: BTreeMap<(&str, &str), Vec<&QaRecord>> = BTreeMap::new();
-    for r in records {
+    let mut by_cap: BTreeMap<(&str, &str), Vec<Counted>> = BTreeMap::new();
+    for c in &counted {
         by_cap
-            .entry((r.spec.app.as_str(), r.spec.capability.as_str()))
+            .entry((c.app(), c.capability()))
             .or_default()
-            .push(r);
+            .push(*c);
+    }
+    // Records come sorted by repeat; a missing trial takes its repeat's place.
+    for group in by_cap.values_mut() {
+        group.sort_by_key(|c| c.repeat());
     }
     let mut capabilities = Vec::new();
     for ((app, cap), recs) in &by_cap {
         let threshold = opts.thresholds.for_capability(app, cap).map(|rule| {
             let passes = recs
                 .iter()
-                .filter(|r| r.repeat <= rule.of && r.verdict.passed)
+                .filter(|r| r.repeat() <= rule.of && r.passed())
                 .count() as u32;
-            let have = recs.iter().filter(|r| r.repeat <= rule.of).count() as u32;
+            let have = recs.iter().filter(|r| r.repeat() <= rule.of).count() as u32;
             ThresholdResult {
                 rule: format!("{}={}/{}", rule.pattern, rule.need, rule.of),
                 need: rule.need,
@@ -218,8 +307,8 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         capabilities.push(CapabilityFigures {
             app: app.to_string(),
             capability: cap.to_string(),
-            kind: recs[0].spec.kind,
-            outcomes: recs.iter().map(|r| r.verdict.outcome).collect(),
+            kind: recs[0].kind(),
+            outcomes: recs.iter().map(|r| r.outcome()).collect(),
             threshold,
             figures: figures(recs, std::slice::from_ref(recs), k, opts),
         });
@@ -229,12 +318,12 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
     let mut app_names: Vec<&str> = by_cap.keys().map(|(a, _)| *a).collect();
     app_names.dedup();
     for app in app_names {
-        let groups: Vec<Vec<&QaRecord>> = by_cap
+        let groups: Vec<Vec<Counted>> = by_cap
             .iter()
             .filter(|((a, _), _)| *a == app)
             .map(|(_, v)| v.clone())
             .collect();
-        let all: Vec<&QaRecord> = groups.iter().flatten().copied().collect();
+        let all: Vec<Counted> = groups.iter().flatten().copied().collect();
         let caps: Vec<&CapabilityFigures> = capabilities.iter().filter(|c| c.app == app).collect();
         apps.push(AppFigures {
             app: app.to_string(),
@@ -244,26 +333,43 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         });
     }
 
-    let all: Vec<&QaRecord> = records.iter().collect();
-    let groups: Vec<Vec<&QaRecord>> = by_cap.values().cloned().collect();
-    let trials = records
+    let groups: Vec<Vec<Counted>> = by_cap.values().cloned().collect();
+    let all: Vec<Counted> = groups.iter().flatten().copied().collect();
+    let trials = all
         .iter()
-        .map(|r| {
-            let (tokens_in, tokens_out) = r.tokens();
-            TrialRow {
-                trial: r.trial.clone(),
-                app: r.spec.app.clone(),
-                capability: r.spec.capability.clone(),
-                repeat: r.repeat,
-                kind: r.spec.kind,
-                outcome: r.verdict.outcome,
-                passed: r.verdict.passed,
-                reason: r.verdict.reason.clone(),
-                tokens_in,
-                tokens_out,
-                cost_usd: record_cost(r, opts).ok(),
-                wall_ms: r.wall_ms,
+        .map(|c| match c {
+            Counted::Record(r) => {
+                let (tokens_in, tokens_out) = r.tokens();
+                TrialRow {
+                    trial: r.trial.clone(),
+                    app: r.spec.app.clone(),
+                    capability: r.spec.capability.clone(),
+                    repeat: r.repeat,
+                    kind: r.spec.kind,
+                    outcome: r.verdict.outcome,
+                    passed: r.verdict.passed,
+                    reason: r.verdict.reason.clone(),
+                    tokens_in,
+                    tokens_out,
+                    cost_usd: record_cost(r, opts).ok(),
+                    wall_ms: r.wall_ms,
+                }
             }
+            Counted::Missing(m) => TrialRow {
+                trial: m.trial.clone(),
+                app: m.app.clone(),
+                capability: m.capability.clone(),
+                repeat: m.repeat,
+                kind: m.kind,
+                outcome: Outcome::Error,
+                passed: false,
+                reason: MISSING_REASON.into(),
+                tokens_in: 0,
+                tokens_out: 0,
+                // What it spent, if anything, went with its record.
+                cost_usd: None,
+                wall_ms: 0,
+            },
         })
         .collect();
     Summary {
@@ -285,7 +391,71 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         trials,
         problems: run.problems.clone(),
         superseded_attempts: run.superseded.clone(),
+        suites: suite_counts(run),
     }
+}
+
+/// Per suite: what the manifest planned, what was recorded and how it went. qa counts
+/// the records the qa figures count; the other suites count their last attempts.
+fn suite_counts(run: &LoadedRun) -> Vec<SuiteCounts> {
+    let mut names: Vec<&str> = vec!["qa"];
+    names.extend(run.other_suites.keys().map(String::as_str));
+    names.extend(run.missing.iter().map(|p| p.suite.as_str()));
+    if let Some(m) = &run.manifest {
+        names.extend(m.entries.iter().map(|e| e.suite.as_str()));
+    }
+    names.sort();
+    names.dedup();
+    let planned = run.manifest.as_ref().map(|m| m.planned());
+    names
+        .into_iter()
+        .filter_map(|suite| {
+            let (recorded, passed, errors) = if suite == "qa" {
+                let r = &run.records;
+                (
+                    r.len(),
+                    r.iter().filter(|r| r.verdict.passed).count(),
+                    r.iter()
+                        .filter(|r| r.verdict.outcome == Outcome::Error)
+                        .count(),
+                )
+            } else {
+                let r: Vec<_> = run
+                    .other_records
+                    .iter()
+                    .filter(|r| r.suite == suite)
+                    .collect();
+                (
+                    r.len(),
+                    r.iter().filter(|r| r.passed).count(),
+                    r.iter().filter(|r| r.error).count(),
+                )
+            };
+            let missing: Vec<MissingTrial> = run
+                .missing
+                .iter()
+                .filter(|p| p.suite == suite)
+                .map(|p| MissingTrial {
+                    trial: p.trial.clone(),
+                    reason: MISSING_REASON.into(),
+                })
+                .collect();
+            let planned = planned
+                .as_ref()
+                .map(|p| p.values().filter(|t| t.first.suite == suite).count());
+            let empty = recorded == 0 && missing.is_empty() && planned.unwrap_or(0) == 0;
+            // qa always has its row (the page is about it); other suites when present.
+            (!empty || suite == "qa").then(|| SuiteCounts {
+                suite: suite.to_string(),
+                planned,
+                trials: recorded + missing.len(),
+                recorded,
+                passed,
+                errors: errors + missing.len(),
+                missing,
+            })
+        })
+        .collect()
 }
 
 fn thresholds_met(caps: &[&CapabilityFigures]) -> Option<ThresholdsMet> {
@@ -325,19 +495,20 @@ fn choose_ratio(c: usize, n: usize, k: usize) -> f64 {
     (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
 }
 
-/// `records`: the group; `items`: the same records grouped by capability, the items
-/// pass@k and pass^k average over.
-fn figures(records: &[&QaRecord], items: &[Vec<&QaRecord>], k: u32, opts: &Options) -> Figures {
+/// `records`: the group; `items`: the same trials grouped by capability, the items
+/// pass@k and pass^k average over. A planned trial without a record counts as a trial
+/// with an `error` verdict that used nothing.
+fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) -> Figures {
     let mut f = Figures {
         trials: records.len(),
         ..Figures::default()
     };
     let mut unpriced = Vec::new();
     let mut cost = 0.0;
-    for r in records {
-        let o = r.verdict.outcome;
-        f.passed += usize::from(r.verdict.passed);
-        if r.spec.kind.is_verifiable() {
+    for c in records {
+        let o = c.outcome();
+        f.passed += usize::from(c.passed());
+        if c.kind().is_verifiable() {
             f.verifiable_trials += 1;
             f.verified += usize::from(o == Outcome::Verified);
         } else {
@@ -346,6 +517,9 @@ fn figures(records: &[&QaRecord], items: &[Vec<&QaRecord>], k: u32, opts: &Optio
         }
         f.false_verifications += usize::from(o == Outcome::FalseVerification);
         f.errors += usize::from(o == Outcome::Error);
+        let Some(r) = c.record() else {
+            continue;
+        };
         for u in &r.evidence.usage {
             f.tokens_in += u.input_tokens.unwrap_or(0);
             f.tokens_out += u.output_tokens.unwrap_or(0);
@@ -372,7 +546,7 @@ fn figures(records: &[&QaRecord], items: &[Vec<&QaRecord>], k: u32, opts: &Optio
             if n < kk {
                 continue;
             }
-            let c = item.iter().filter(|r| r.verdict.passed).count();
+            let c = item.iter().filter(|r| r.passed()).count();
             hat.push(choose_ratio(c, n, kk));
             at.push(1.0 - choose_ratio(n - c, n, kk));
         }
@@ -390,11 +564,8 @@ fn figures(records: &[&QaRecord], items: &[Vec<&QaRecord>], k: u32, opts: &Optio
     }
 
     for rep in 1..=k {
-        let of_rep: Vec<_> = records.iter().filter(|r| r.repeat == rep).collect();
-        if let Some(r) = rate(
-            of_rep.iter().filter(|r| r.verdict.passed).count(),
-            of_rep.len(),
-        ) {
+        let of_rep: Vec<_> = records.iter().filter(|r| r.repeat() == rep).collect();
+        if let Some(r) = rate(of_rep.iter().filter(|r| r.passed()).count(), of_rep.len()) {
             f.per_repeat_pass_rate.push(r);
         }
     }
@@ -412,7 +583,11 @@ fn figures(records: &[&QaRecord], items: &[Vec<&QaRecord>], k: u32, opts: &Optio
         f.spread = Some(max - min);
     }
 
-    let mut walls: Vec<u64> = records.iter().map(|r| r.wall_ms).collect();
+    // Wall-clock is measured: a trial that left no record has none.
+    let mut walls: Vec<u64> = records
+        .iter()
+        .filter_map(|c| c.record().map(|r| r.wall_ms))
+        .collect();
     walls.sort_unstable();
     f.wall_ms_max = walls.last().copied();
     f.wall_ms_median = match walls.len() {

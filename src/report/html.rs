@@ -69,6 +69,22 @@ pub fn render(s: &Summary) -> String {
     }
     let _ = writeln!(o, "</table>");
 
+    let (head, rows) = super::suite_table(s);
+    let _ = write!(o, "<h2>Per suite</h2><table><tr>");
+    for h in head {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    let _ = writeln!(o, "</tr>");
+    for r in rows {
+        let _ = write!(o, "<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let class = if (1..6).contains(&i) { " class=n" } else { "" };
+            let _ = write!(o, "<td{class}>{}</td>", esc(c));
+        }
+        let _ = writeln!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</table>");
+
     let _ = writeln!(o, "<h2>Per capability</h2><table><tr><th>capability</th><th>kind</th><th>outcome by repeat</th><th>passed</th><th>verified rate</th><th>false verif.</th><th>errors</th><th>pass^k</th><th>pass@k</th><th>tokens in / out</th><th>cost</th><th>wall median / max ms</th><th>threshold</th></tr>");
     for c in &s.capabilities {
         let f = &c.figures;
@@ -107,7 +123,7 @@ pub fn render(s: &Summary) -> String {
     }
     let _ = writeln!(o, "</table>");
     if !s.problems.is_empty() {
-        let _ = writeln!(o, "<h2 class=bad>Problems</h2><p>These files were not counted; everything else was.</p><ul>");
+        let _ = writeln!(o, "<h2 class=bad>Problems</h2><p>These files were not counted as records (a planned trial without a record is counted as an error); everything else was.</p><ul>");
         for p in &s.problems {
             let _ = writeln!(
                 o,

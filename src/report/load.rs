@@ -7,15 +7,49 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
 use crate::record::merge::{IdentityCheck, MERGE_FILE};
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, RECORD_FILE};
+use crate::spec::CapabilityKind;
 
 use super::{io, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 
 /// Files a run directory may hold besides trial directories: the pages written into
-/// it and the merge manifest.
-pub const KNOWN_FILES: &[&str] = &[REPORT_MD, REPORT_HTML, SUMMARY_JSON, MERGE_FILE];
+/// it, the merge manifest and the run manifest.
+pub const KNOWN_FILES: &[&str] = &[
+    REPORT_MD,
+    REPORT_HTML,
+    SUMMARY_JSON,
+    MERGE_FILE,
+    MANIFEST_FILE,
+];
+
+/// Why a planned trial without a record is counted as an error.
+pub const MISSING_REASON: &str = "planned but no record";
+
+/// A planned qa trial that left no record: counted as an error, never dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingQa {
+    pub trial: String,
+    pub app: String,
+    pub capability: String,
+    pub repeat: u32,
+    /// From the manifest, else from another repeat's record; a trial of a kind nobody
+    /// recorded counts as verifiable, the count that cannot flatter the run.
+    pub kind: CapabilityKind,
+}
+
+/// The head of a record of another suite, for the per-suite counts (its own section
+/// re-derives and shows it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherRecord {
+    pub suite: String,
+    pub trial: String,
+    pub passed: bool,
+    /// The verdict's outcome is `error` (suites whose verdict has an outcome).
+    pub error: bool,
+}
 
 /// A file of the run that the report could not use, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,6 +72,14 @@ pub struct LoadedRun {
     /// Trial directories of the other suites (challenge, scorecard), by suite: they have
     /// their own pages; this one counts only qa trials.
     pub other_suites: BTreeMap<String, Vec<String>>,
+    /// The other suites' records (the last attempt of each trial), for the per-suite counts.
+    pub other_records: Vec<OtherRecord>,
+    /// The run manifest, if the run has one.
+    pub manifest: Option<Manifest>,
+    /// Planned trials of every suite that left no record, in name order.
+    pub missing: Vec<PlannedTrial>,
+    /// The qa ones among them, as the qa figures count them.
+    pub missing_qa: Vec<MissingQa>,
 }
 
 impl LoadedRun {
@@ -109,6 +151,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         ..LoadedRun::default()
     };
     let mut found = Vec::new();
+    // Every trial that has a record, in any state: a broken record is a problem, not a
+    // missing trial.
+    let mut recorded: Vec<String> = Vec::new();
+    let mut others: BTreeMap<String, (String, OtherRecord)> = BTreeMap::new();
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
@@ -133,8 +179,19 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             });
             continue;
         }
+        if let Ok(trial) = record::trial_of(&file) {
+            recorded.push(trial);
+        }
         match record::suite_of(&file) {
             Ok(suite) if suite != "qa" => {
+                if let Some((finished, head)) = other_head(&file) {
+                    match others.get(&head.trial) {
+                        Some((f, _)) if *f > finished => {}
+                        _ => {
+                            others.insert(head.trial.clone(), (finished, head));
+                        }
+                    }
+                }
                 run.other_suites.entry(suite).or_default().push(name);
                 continue;
             }
@@ -145,8 +202,119 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             Err(cause) => run.problems.push(Problem { file: rel, cause }),
         }
     }
+    run.other_records = others.into_values().map(|(_, h)| h).collect();
+    run.manifest = record::manifest::read(dir).map_err(|e| ReportError::Invalid {
+        file: dir.join(MANIFEST_FILE),
+        reason: e.to_string(),
+    })?;
+    if let Some(m) = &run.manifest {
+        for (line, reason) in &m.bad_lines {
+            run.problems.push(Problem {
+                file: MANIFEST_FILE.into(),
+                cause: format!("line {line} is not a planned trial: {reason}"),
+            });
+        }
+        let planned = m.planned();
+        found.retain(|(name, rec): &(String, QaRecord)| {
+            let known = planned.contains_key(rec.trial.as_str());
+            if !known {
+                run.problems.push(Problem {
+                    file: format!("{name}/{RECORD_FILE}"),
+                    cause: format!(
+                        "trial `{}` is not in the run manifest: a record nobody planned; not counted",
+                        rec.trial
+                    ),
+                });
+            }
+            known
+        });
+        let recorded: Vec<&str> = recorded.iter().map(String::as_str).collect();
+        run.missing = record::manifest::missing(m, &recorded)
+            .into_iter()
+            .cloned()
+            .collect();
+    }
+    for p in &run.missing {
+        run.problems.push(Problem {
+            file: MANIFEST_FILE.into(),
+            cause: format!(
+                "`{}` ({}): {MISSING_REASON}; counted as an error",
+                p.trial, p.suite
+            ),
+        });
+    }
     run.accept(found);
+    run.missing_qa = run
+        .missing
+        .iter()
+        .filter(|p| p.suite == "qa")
+        .map(|p| missing_qa(p, &run.records))
+        .collect();
     Ok(run)
+}
+
+/// A missing qa trial, placed by its name (`qa::<app>::<capability>[::r<k>]`).
+fn missing_qa(p: &PlannedTrial, records: &[QaRecord]) -> MissingQa {
+    let parts: Vec<&str> = p
+        .trial
+        .strip_prefix("qa::")
+        .unwrap_or(&p.trial)
+        .split("::")
+        .collect();
+    let (app, capability, repeat) = match parts.as_slice() {
+        [app, cap, r]
+            if r.strip_prefix('r')
+                .is_some_and(|k| k.parse::<u32>().is_ok()) =>
+        {
+            (*app, *cap, r[1..].parse().unwrap_or(1))
+        }
+        [app, cap] => (*app, *cap, 1),
+        _ => ("?", p.trial.as_str(), 1),
+    };
+    let kind = p
+        .kind
+        .or_else(|| {
+            records
+                .iter()
+                .find(|r| r.spec.app == app && r.spec.capability == capability)
+                .map(|r| r.spec.kind)
+        })
+        .unwrap_or(CapabilityKind::Feature);
+    MissingQa {
+        trial: p.trial.clone(),
+        app: app.into(),
+        capability: capability.into(),
+        repeat,
+        kind,
+    }
+}
+
+/// The head of another suite's record: when it finished, and its stored verdict.
+fn other_head(file: &Path) -> Option<(String, OtherRecord)> {
+    #[derive(serde::Deserialize)]
+    struct Verdict {
+        passed: bool,
+        #[serde(default)]
+        outcome: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Head {
+        suite: String,
+        trial: String,
+        #[serde(default)]
+        finished_at: String,
+        verdict: Verdict,
+    }
+    let h: Head = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    Some((
+        h.finished_at,
+        OtherRecord {
+            suite: h.suite,
+            trial: h.trial,
+            passed: h.verdict.passed,
+            error: h.verdict.outcome.as_deref() == Some("error"),
+        },
+    ))
 }
 
 /// Load a record and re-derive its verdict from the evidence beside it.
@@ -156,6 +324,13 @@ fn check(file: &Path) -> Result<QaRecord, String> {
         other => other.to_string(),
     })?;
     let dir = file.parent().unwrap_or(Path::new("."));
+    // Every raw file the record names, not only the stream the verdict is read from.
+    let value = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+    if let Some(p) = record::raw::verify(dir, &value).problems.first() {
+        return Err(format!(
+            "raw evidence does not match the record ({p}); not counted"
+        ));
+    }
     let derived = derive_qa_verdict(dir, &rec.spec, &rec.evidence).map_err(|e| e.to_string())?;
     if derived != rec.verdict {
         return Err(format!(

@@ -54,6 +54,15 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(o, "| {k} | {} |", cell(&v));
     }
 
+    let _ = writeln!(o, "\n## Per suite\n");
+    let (head, rows) = super::suite_table(s);
+    let _ = writeln!(o, "| {} |", head.join(" | "));
+    let _ = writeln!(o, "| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
+        let _ = writeln!(o, "| {} |", cells.join(" | "));
+    }
+
     let _ = writeln!(o, "\n## Per app\n");
     let _ = writeln!(
         o,
@@ -161,7 +170,7 @@ pub fn render(s: &Summary) -> String {
     if !s.problems.is_empty() {
         let _ = writeln!(
             o,
-            "\n## Problems\n\nThese files were not counted; everything else above was.\n"
+            "\n## Problems\n\nThese files were not counted as records (a planned trial without a record is counted above as an error); everything else above was.\n"
         );
         for p in &s.problems {
             let _ = writeln!(o, "- `{}`: {}", p.file, p.cause);

@@ -204,3 +204,43 @@ fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
         ),
     ]
 }
+
+/// The per-suite table as (header, rows): one list, so that the markdown and HTML pages
+/// count the same way. A planned trial without a record is an error, and named.
+fn suite_table(s: &Summary) -> ([&'static str; 7], Vec<[String; 7]>) {
+    let head = [
+        "suite",
+        "planned",
+        "trials",
+        "recorded",
+        "passed",
+        "errors",
+        "planned but no record",
+    ];
+    let rows = s
+        .suites
+        .iter()
+        .map(|c| {
+            [
+                c.suite.clone(),
+                c.planned
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "no manifest".into()),
+                c.trials.to_string(),
+                c.recorded.to_string(),
+                c.passed.to_string(),
+                c.errors.to_string(),
+                if c.missing.is_empty() {
+                    "-".into()
+                } else {
+                    c.missing
+                        .iter()
+                        .map(|m| format!("{} ({})", m.trial, m.reason))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+            ]
+        })
+        .collect();
+    (head, rows)
+}

@@ -181,11 +181,13 @@ pub fn derive(
         }
         Err(e) => return Err(format!("{}: {e}", stdout.display())),
     };
-    let policy = policy::assess(
+    let mut policy = policy::assess(
         &parsed.report.tool_calls,
         &evidence.roots,
         provenance.profile,
     );
+    // Calls the report only counted were never assessed.
+    policy.not_kept.tool_calls = parsed.report.dropped.tool_calls;
     let final_message = parsed.transcript.final_message.clone();
     let verdict = score(&ChallengeInputs {
         manifest: &provenance.manifest,
@@ -597,11 +599,16 @@ pub async fn observe_world(
             },
             WorldSource::File(rel) => {
                 let f = workspace.join(rel);
-                match std::fs::read(&f) {
+                // Read at most one byte past the limit: the agent wrote this file, and
+                // its size is not to be trusted with memory.
+                let read = std::fs::File::open(&f).and_then(|file| {
+                    use std::io::Read;
+                    let mut b = Vec::new();
+                    file.take((1 << 20) + 1).read_to_end(&mut b).map(|_| b)
+                });
+                match read {
                     Err(e) => Err(format!("{rel}: {e}")),
-                    Ok(b) if b.len() > 1 << 20 => {
-                        Err(format!("{rel}: {} bytes, over 1 MiB", b.len()))
-                    }
+                    Ok(b) if b.len() > 1 << 20 => Err(format!("{rel}: over 1 MiB")),
                     Ok(b) => {
                         serde_json::from_slice(&b).map_err(|e| format!("{rel}: not JSON: {e}"))
                     }
@@ -657,14 +664,15 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
         )
     });
     format!(
-        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{}",
+        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{} record_sha256={}",
         rec.trial,
         rec.verdict.task_outcome.as_str(),
         rec.verdict.evaluation_validity.as_str(),
         rec.verdict.passed,
         rec.wall_ms,
         rec.verdict.outcome_reason,
-        crate::run::unsealed_tag(&rec.config)
+        crate::run::unsealed_tag(&rec.config),
+        record::digest::value_sha256(rec)
     )
 }
 
@@ -677,8 +685,7 @@ pub fn rederive(
     let dir = file.parent().unwrap_or(Path::new("."));
     let check = |raw: &RawFile| -> Result<(), String> {
         let f = dir.join(&raw.path);
-        let bytes = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let found = crate::hash::sha256(&bytes);
+        let found = record::digest::file_sha256(&f).map_err(|e| e.to_string())?;
         if found != raw.sha256 {
             return Err(format!(
                 "{}: evidence does not match its recorded hash (recorded {}, found {found})",

@@ -7,7 +7,10 @@ pub mod challenge;
 pub mod qa;
 pub mod scorecard;
 
-/// One line per trial that nextest keeps in JUnit `system-out`, for dashboards.
+/// One line per trial that nextest keeps in JUnit `system-out`, for dashboards. It ends
+/// with the record's own hash (`record_sha256=`, the last field of every suite's line),
+/// from which, with the trial name, the run digest can be recomputed
+/// ([`crate::record::digest::run_digest`]).
 pub fn summary_line(rec: &crate::record::QaRecord) -> String {
     let (tin, tout) = rec.tokens();
     let mut line = format!(
@@ -18,6 +21,10 @@ pub fn summary_line(rec: &crate::record::QaRecord) -> String {
     if let Some(limit) = &rec.evidence.budget_hit {
         line.push_str(&format!(" budget_hit={limit:?}"));
     }
+    line.push_str(&format!(
+        " record_sha256={}",
+        crate::record::digest::value_sha256(rec)
+    ));
     line
 }
 

@@ -427,12 +427,13 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
         )
     };
 
+    let not_kept = &i.policy.not_kept;
     let (evaluation_validity, validity_reason) = if !i.policy.disallowed_reads.is_empty() {
         (
             Validity::Contaminated,
             format!(
                 "{} path(s) outside the roots profile `{}` allows, first {}",
-                i.policy.disallowed_reads.len(),
+                i.policy.disallowed_reads.len() as u64 + not_kept.disallowed_reads,
                 i.profile,
                 i.policy.disallowed_reads[0]
             ),
@@ -442,9 +443,18 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
             Validity::Unauditable,
             format!(
                 "{} opaque shell command(s), first ({}): {}",
-                i.policy.opaque_shell_commands.len(),
+                i.policy.opaque_shell_commands.len() as u64 + not_kept.opaque_shell_commands,
                 c.reason,
                 c.command
+            ),
+        )
+    } else if not_kept.tool_calls > 0 {
+        (
+            Validity::Unauditable,
+            format!(
+                "{} tool call(s) past the report's cap of {} were counted, not kept: their paths cannot be audited",
+                not_kept.tool_calls,
+                crate::evidence::normalize::MAX_ITEMS
             ),
         )
     } else {

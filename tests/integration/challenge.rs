@@ -643,12 +643,20 @@ fn the_cli_runs_exactly_one_profile_per_invocation() {
         .flatten()
         .collect();
     assert_eq!(runs.len(), 1);
+    let manifest = gauntlet::record::manifest::MANIFEST_FILE;
     let trials: Vec<String> = std::fs::read_dir(runs[0].path())
         .expect("trials")
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != manifest)
         .collect();
     assert_eq!(trials, ["challenge.tally-report.skills"]);
+    // The one trial it ran is the one it planned, before it started.
+    let planned = gauntlet::record::manifest::read(&runs[0].path())
+        .expect("manifest")
+        .expect("the run has a manifest");
+    let names: Vec<&str> = planned.entries.iter().map(|e| e.trial.as_str()).collect();
+    assert_eq!(names, ["challenge::tally-report::skills"]);
     let o = gauntlet_cli(&["challenge", "list"], None, out.path());
     let listed = String::from_utf8_lossy(&o.stdout);
     assert!(

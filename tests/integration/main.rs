@@ -9,6 +9,7 @@ mod browser;
 mod challenge;
 mod flowtest;
 mod hostile;
+mod integrity;
 mod merge;
 mod plan;
 mod process;

@@ -381,9 +381,18 @@ fn the_junit_summary_line_carries_the_figures() {
     assert_eq!(
         line,
         format!(
-            "gauntlet: qa::api-ledger::balance::r1 verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
-            rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
+            "gauntlet: qa::api-ledger::balance::r1 verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?} record_sha256={}",
+            rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason,
+            gauntlet::record::digest::value_sha256(&rec)
         )
+    );
+    // The hash the line carries is the hash of the record file as stored.
+    let on_disk =
+        gauntlet::record::digest::file_sha256(&run.join("qa.api-ledger.balance.r1/record.json"))
+            .expect("hash");
+    assert!(
+        line.ends_with(&format!(" record_sha256={on_disk}")),
+        "{line}"
     );
     // One line, so that JUnit system-out keeps it whole and a grep finds it.
     assert!(!line.contains('\n'));

@@ -26,6 +26,9 @@ use record::{verdict_of, ScorecardRecord, ScorecardRun, SUITE};
 
 pub use crate::run::qa::TrialError;
 
+/// Where a probe's sinks' logs go, beside its record.
+pub const SINKS_LOG: &str = "sinks.json";
+
 /// Options a test may set; a real run uses the default.
 #[derive(Debug, Clone, Default)]
 pub struct ExecOptions {
@@ -73,6 +76,7 @@ pub async fn execute(
     let adapter = adapter_for(&cfg.agent);
     let bank = Bank::from_seed(&cfg.scorecard_seed);
     let mut obs = Observed::default();
+    let mut sinks_log = None;
 
     let setup: Result<(), String> = async {
         let profile = match cfg.mode {
@@ -111,8 +115,16 @@ pub async fn execute(
         obs.evidence
             .events
             .extend(observe::network_events(&network, &obs.phases));
-        // The sinks' own logs, raw, beside the record.
-        let _ = rec::write_new_json(&trial_dir, "sinks.json", &network);
+        // The sinks' own logs, raw, beside the record, and hashed in it.
+        if rec::write_new_json(&trial_dir, SINKS_LOG, &network).is_ok() {
+            let bytes = rec::digest::record_bytes(&network).unwrap_or_default();
+            sinks_log = Some(crate::evidence::RawFile {
+                path: SINKS_LOG.into(),
+                bytes: bytes.len() as u64,
+                bytes_seen: bytes.len() as u64,
+                sha256: crate::hash::sha256(&bytes),
+            });
+        }
         driven
     }
     .await;
@@ -146,6 +158,7 @@ pub async fn execute(
         probe: probe.clone(),
         card: suite.scorecard.clone(),
         processes: obs.processes,
+        sinks_log,
         usage: obs.usage,
         evidence,
         result,
@@ -173,14 +186,15 @@ fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
 pub fn summary_line(r: &ScorecardRecord) -> String {
     let held = r.result.observations.iter().filter(|o| o.holds).count();
     format!(
-        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{}",
+        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{} record_sha256={}",
         r.trial,
         r.verdict.passed,
         r.result.observations.len(),
         r.result.recall_score,
         r.scorecard.compressed,
         r.verdict.reason,
-        crate::run::unsealed_tag(&r.config)
+        crate::run::unsealed_tag(&r.config),
+        rec::digest::value_sha256(r)
     )
 }
 

@@ -67,6 +67,11 @@ pub struct ScorecardRecord {
     pub card: Scorecard,
     /// One entry per agent process, in order; turn replies are re-read from these.
     pub processes: Vec<ProcessRaw>,
+    /// The sinks' own logs as written beside the record (`sinks.json`), hashed like
+    /// every raw file; absent when the sinks never started, and in records written
+    /// before it was kept.
+    #[serde(default)]
+    pub sinks_log: Option<RawFile>,
     /// Every model call of every process, as the metering proxy saw it.
     pub usage: Vec<crate::proxy::UsageEntry>,
     pub evidence: ProbeEvidence,
@@ -189,15 +194,7 @@ pub fn reply_of(end: &ProcessEnd, final_message: Option<String>) -> Option<Strin
 pub fn rescore_file(file: &Path) -> RescoreRow {
     let rec = match load(file) {
         Ok(r) => r,
-        Err(e) => {
-            return RescoreRow {
-                file: file.to_path_buf(),
-                trial: "?".into(),
-                stored: None,
-                derived: Err(e.to_string()),
-                challenge: None,
-            }
-        }
+        Err(e) => return RescoreRow::unreadable(file, e.to_string()),
     };
     let dir = file.parent().unwrap_or(Path::new("."));
     let derived = match derive(dir, &rec) {
@@ -211,13 +208,7 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
         }),
         Err(e) => Err(e.to_string()),
     };
-    RescoreRow {
-        file: file.to_path_buf(),
-        trial: rec.trial.clone(),
-        stored: Some(rec.verdict),
-        derived,
-        challenge: None,
-    }
+    RescoreRow::verdicts(file, rec.trial.clone(), Some(rec.verdict), derived)
 }
 
 /// The probe a record was planned from, for callers that only hold the record.

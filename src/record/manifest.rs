@@ -1,0 +1,352 @@
+//! The run manifest: the trials planned to run in a run directory, written before any
+//! of them starts, so that a trial whose record is missing, or a record nobody planned,
+//! is found afterwards.
+//!
+//! `manifest.jsonl` holds one JSON object per line, one line per planned attempt:
+//! `{"trial": …, "suite": …, "planned_at": …, "pid": …}` (and, for a qa trial, the
+//! capability's `kind`, so a page can count a missing trial where it belongs). Lines
+//! are only ever appended, each attempt's in a single `write` on a file opened with
+//! `O_APPEND`, because under nextest every trial is its own process and none of them
+//! knows the filter: each appends its own line before it starts anything. `gauntlet
+//! run` knows its whole plan and appends every line at once, before the first trial.
+//!
+//! A retried trial (nextest `--retries`) appends one line per attempt and leaves one
+//! trial directory per attempt (`<trial>`, `<trial>.2`, …): trials are matched by name,
+//! attempts by count.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::RecordError;
+use crate::spec::CapabilityKind;
+
+pub const MANIFEST_FILE: &str = "manifest.jsonl";
+
+/// One planned attempt of a trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedTrial {
+    /// The test name, e.g. `qa::api-ledger::balance`.
+    pub trial: String,
+    /// `qa`, `challenge` or `scorecard`.
+    pub suite: String,
+    /// RFC 3339, when the line was written.
+    pub planned_at: String,
+    /// The process that planned it (under nextest, the trial's own process).
+    pub pid: u32,
+    /// A qa trial's capability kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<CapabilityKind>,
+}
+
+impl PlannedTrial {
+    /// An attempt planned now by this process.
+    pub fn now(trial: &str, suite: &str, kind: Option<CapabilityKind>) -> PlannedTrial {
+        PlannedTrial {
+            trial: trial.to_owned(),
+            suite: suite.to_owned(),
+            planned_at: chrono::Utc::now().to_rfc3339(),
+            pid: std::process::id(),
+            kind,
+        }
+    }
+}
+
+/// Append `planned` to the manifest of `run_dir` (created if missing) in one write, and
+/// flush it to disk before returning: a trial starts only once its line is stored.
+pub fn append(run_dir: &Path, planned: &[PlannedTrial]) -> Result<(), RecordError> {
+    if planned.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(run_dir).map_err(super::io(run_dir))?;
+    let file = run_dir.join(MANIFEST_FILE);
+    let mut text = Vec::new();
+    for p in planned {
+        // Plain data with string keys: serializing cannot fail.
+        serde_json::to_writer(&mut text, p).map_err(|e| RecordError::Invalid {
+            file: file.clone(),
+            reason: e.to_string(),
+        })?;
+        text.push(b'\n');
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .map_err(super::io(&file))?;
+    f.write_all(&text).map_err(super::io(&file))?;
+    f.sync_data().map_err(super::io(&file))
+}
+
+/// A manifest as read back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Manifest {
+    pub entries: Vec<PlannedTrial>,
+    /// Lines that are not a planned trial: (1-based line number, why).
+    pub bad_lines: Vec<(usize, String)>,
+}
+
+impl Manifest {
+    /// Planned attempts per trial name, with the suite and kind of the first line.
+    pub fn planned(&self) -> BTreeMap<&str, Planned<'_>> {
+        let mut out: BTreeMap<&str, Planned<'_>> = BTreeMap::new();
+        for e in &self.entries {
+            out.entry(e.trial.as_str())
+                .or_insert(Planned {
+                    first: e,
+                    attempts: 0,
+                })
+                .attempts += 1;
+        }
+        out
+    }
+}
+
+/// A trial of the manifest: its first line and how many attempts were planned.
+#[derive(Debug, Clone, Copy)]
+pub struct Planned<'a> {
+    pub first: &'a PlannedTrial,
+    pub attempts: usize,
+}
+
+/// The manifest of `run_dir`, or `None` when it has none (a run made before manifests,
+/// or a directory that is not a run).
+pub fn read(run_dir: &Path) -> Result<Option<Manifest>, RecordError> {
+    use std::io::BufRead;
+    let file = run_dir.join(MANIFEST_FILE);
+    let f = match std::fs::File::open(&file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(super::io(&file)(e)),
+    };
+    let mut m = Manifest::default();
+    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+        let line = line.map_err(super::io(&file))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<PlannedTrial>(&line) {
+            Ok(p) => m.entries.push(p),
+            Err(e) => m.bad_lines.push((i + 1, e.to_string())),
+        }
+    }
+    Ok(Some(m))
+}
+
+/// A way the records of a run and its manifest disagree. Every finding means the run's
+/// evidence is not whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// A planned trial that left no record at all.
+    Missing { trial: String, suite: String },
+    /// A planned trial with fewer records than planned attempts: an attempt vanished.
+    AttemptMissing {
+        trial: String,
+        planned: usize,
+        records: usize,
+    },
+    /// Records of a trial nobody planned, or more records than planned attempts.
+    Unplanned {
+        trial: String,
+        /// The trial directories holding its records.
+        dirs: Vec<String>,
+        planned: usize,
+    },
+    /// A manifest line that is not a planned trial.
+    BadLine { line: usize, reason: String },
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finding::Missing { trial, suite } => {
+                write!(f, "MISSING: {trial} ({suite}): planned but no record")
+            }
+            Finding::AttemptMissing {
+                trial,
+                planned,
+                records,
+            } => write!(
+                f,
+                "MISSING: {trial}: {planned} attempts planned but {records} record(s): an attempt left no record"
+            ),
+            Finding::Unplanned {
+                trial,
+                dirs,
+                planned: 0,
+            } => write!(
+                f,
+                "UNPLANNED: {trial} ({}): a record nobody planned",
+                dirs.join(", ")
+            ),
+            Finding::Unplanned {
+                trial,
+                dirs,
+                planned,
+            } => write!(
+                f,
+                "UNPLANNED: {trial} ({}): {} records but {planned} attempt(s) planned: a record nobody planned",
+                dirs.join(", "),
+                dirs.len()
+            ),
+            Finding::BadLine { line, reason } => {
+                write!(f, "MANIFEST: {MANIFEST_FILE} line {line}: not a planned trial: {reason}")
+            }
+        }
+    }
+}
+
+/// Compare a manifest with the records found: `records` holds (trial name, trial
+/// directory) for every record of the run. Findings come sorted by trial.
+pub fn check(manifest: &Manifest, records: &[(String, String)]) -> Vec<Finding> {
+    let mut out: Vec<Finding> = manifest
+        .bad_lines
+        .iter()
+        .map(|(line, reason)| Finding::BadLine {
+            line: *line,
+            reason: reason.clone(),
+        })
+        .collect();
+    let planned = manifest.planned();
+    let mut found: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (trial, dir) in records {
+        found.entry(trial.as_str()).or_default().push(dir.as_str());
+    }
+    for (trial, p) in &planned {
+        let n = found.get(trial).map_or(0, Vec::len);
+        if n == 0 {
+            out.push(Finding::Missing {
+                trial: trial.to_string(),
+                suite: p.first.suite.clone(),
+            });
+        } else if n < p.attempts {
+            out.push(Finding::AttemptMissing {
+                trial: trial.to_string(),
+                planned: p.attempts,
+                records: n,
+            });
+        }
+    }
+    for (trial, dirs) in &found {
+        let attempts = planned.get(trial).map_or(0, |p| p.attempts);
+        if dirs.len() > attempts {
+            let mut dirs: Vec<String> = dirs.iter().map(|d| d.to_string()).collect();
+            dirs.sort();
+            out.push(Finding::Unplanned {
+                trial: trial.to_string(),
+                dirs,
+                planned: attempts,
+            });
+        }
+    }
+    out
+}
+
+/// The planned trials of `manifest` that left no record among `recorded` (trial names):
+/// what a results page counts as errors.
+pub fn missing<'m>(manifest: &'m Manifest, recorded: &[&str]) -> Vec<&'m PlannedTrial> {
+    let recorded: std::collections::BTreeSet<&str> = recorded.iter().copied().collect();
+    manifest
+        .planned()
+        .into_values()
+        .filter(|p| !recorded.contains(p.first.trial.as_str()))
+        .map(|p| p.first)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(trial: &str, dir: &str) -> (String, String) {
+        (trial.into(), dir.into())
+    }
+
+    #[test]
+    fn lines_are_appended_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        assert_eq!(read(&run).unwrap(), None);
+        append(&run, &[PlannedTrial::now("qa::a::b", "qa", None)]).unwrap();
+        append(
+            &run,
+            &[
+                PlannedTrial::now("qa::a::c", "qa", Some(CapabilityKind::Ambiguous)),
+                PlannedTrial::now("scorecard::m::p", "scorecard", None),
+            ],
+        )
+        .unwrap();
+        let m = read(&run).unwrap().expect("a manifest");
+        let names: Vec<&str> = m.entries.iter().map(|e| e.trial.as_str()).collect();
+        assert_eq!(names, ["qa::a::b", "qa::a::c", "scorecard::m::p"]);
+        assert_eq!(m.entries[1].kind, Some(CapabilityKind::Ambiguous));
+        assert!(m.bad_lines.is_empty());
+    }
+
+    #[test]
+    fn missing_unplanned_and_retried_trials_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path();
+        for t in ["qa::a", "qa::b", "qa::b", "qa::c", "qa::d"] {
+            append(run, &[PlannedTrial::now(t, "qa", None)]).unwrap();
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(run.join(MANIFEST_FILE))
+            .unwrap()
+            .write_all(b"{\"trial\": 1}\n")
+            .unwrap();
+        let m = read(run).unwrap().unwrap();
+        let records = [
+            rec("qa::a", "qa.a"),
+            // A retry: two attempts planned, two records.
+            rec("qa::b", "qa.b"),
+            rec("qa::b", "qa.b.2"),
+            // qa::c planned once, recorded twice: a forged second attempt.
+            rec("qa::c", "qa.c"),
+            rec("qa::c", "qa.c.2"),
+            rec("qa::z", "qa.z"),
+        ];
+        let f = check(&m, &records);
+        assert!(
+            matches!(&f[0], Finding::BadLine { line: 6, .. }),
+            "{:?}",
+            f[0]
+        );
+        assert_eq!(
+            f[1..],
+            vec![
+                Finding::Missing {
+                    trial: "qa::d".into(),
+                    suite: "qa".into()
+                },
+                Finding::Unplanned {
+                    trial: "qa::c".into(),
+                    dirs: vec!["qa.c".into(), "qa.c.2".into()],
+                    planned: 1
+                },
+                Finding::Unplanned {
+                    trial: "qa::z".into(),
+                    dirs: vec!["qa.z".into()],
+                    planned: 0
+                },
+            ]
+        );
+        assert!(f[1].to_string().contains("planned but no record"));
+        assert!(f[3].to_string().contains("a record nobody planned"));
+        // One attempt of two left nothing.
+        let f = check(&m, &[rec("qa::a", "qa.a"), rec("qa::b", "qa.b.2")]);
+        assert!(f.contains(&Finding::AttemptMissing {
+            trial: "qa::b".into(),
+            planned: 2,
+            records: 1
+        }));
+        let gone: Vec<&str> = missing(&m, &["qa::a", "qa::b"])
+            .iter()
+            .map(|p| p.trial.as_str())
+            .collect();
+        assert_eq!(gone, ["qa::c", "qa::d"]);
+    }
+}

@@ -1,0 +1,187 @@
+//! The one raw-file verifier: every raw file a record names is on disk, of the size it
+//! recorded, and hashes to what it recorded.
+//!
+//! A record names a raw file with a [`RawFile`](crate::evidence::RawFile) object —
+//! `{"path", "bytes", "bytes_seen", "sha256"}` — wherever it sits in the record: the
+//! agent's streams, every gate run's streams, every scorecard turn, and whatever raw
+//! file a suite records next. The verifier finds them by that shape in the record's
+//! JSON, so no suite can add a raw file that escapes it. Exit codes, signals and
+//! timings are fields of the record itself: the record's own hash covers them
+//! ([`super::digest`]).
+
+use std::io::Read;
+use std::path::{Component, Path};
+
+use serde_json::Value;
+
+/// A raw file that does not match its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawProblem {
+    /// As the record names it, relative to the trial directory.
+    pub path: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for RawProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.problem)
+    }
+}
+
+/// What verifying one record's raw files found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawCheck {
+    /// Raw files named (each distinct path once).
+    pub checked: usize,
+    pub problems: Vec<RawProblem>,
+}
+
+/// A raw-file reference found in a record.
+struct Named<'a> {
+    path: &'a str,
+    bytes: u64,
+    sha256: &'a str,
+}
+
+fn collect<'a>(v: &'a Value, out: &mut Vec<Named<'a>>) {
+    match v {
+        Value::Object(m) => {
+            let raw = (
+                m.get("path").and_then(Value::as_str),
+                m.get("bytes").and_then(Value::as_u64),
+                m.get("bytes_seen").and_then(Value::as_u64),
+                m.get("sha256").and_then(Value::as_str),
+            );
+            if let (Some(path), Some(bytes), Some(_), Some(sha256)) = raw {
+                out.push(Named {
+                    path,
+                    bytes,
+                    sha256,
+                });
+                return;
+            }
+            for v in m.values() {
+                collect(v, out);
+            }
+        }
+        Value::Array(a) => {
+            for v in a {
+                collect(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Verify every raw file `record` (a record's JSON) names against the files in
+/// `trial_dir`. Each file is streamed, never held whole.
+pub fn verify(trial_dir: &Path, record: &Value) -> RawCheck {
+    let mut named = Vec::new();
+    collect(record, &mut named);
+    let mut check = RawCheck::default();
+    let mut seen: Vec<(&str, u64, &str)> = Vec::new();
+    for n in named {
+        let key = (n.path, n.bytes, n.sha256);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        check.checked += 1;
+        if let Err(problem) = verify_one(trial_dir, &n) {
+            check.problems.push(RawProblem {
+                path: n.path.to_owned(),
+                problem,
+            });
+        }
+    }
+    check
+}
+
+fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
+    let rel = Path::new(n.path);
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err("the recorded path leaves the trial directory".into());
+    }
+    let file = trial_dir.join(rel);
+    let mut f = std::fs::File::open(&file).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut hash = crate::hash::Sha256Stream::default();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut len = 0u64;
+    loop {
+        let got = f
+            .read(&mut buf)
+            .map_err(|e| format!("cannot be read: {e}"))?;
+        if got == 0 {
+            break;
+        }
+        len += got as u64;
+        hash.update(&buf[..got]);
+    }
+    let found = hash.finish();
+    if found != n.sha256 {
+        return Err(format!(
+            "does not match its recorded hash (recorded {}, found {found})",
+            n.sha256
+        ));
+    }
+    if len != n.bytes {
+        return Err(format!("{len} bytes on disk, {} recorded", n.bytes));
+    }
+    Ok(())
+}
+
+/// [`verify`] for the record file `file` (its trial directory is the file's parent).
+pub fn verify_record_file(file: &Path) -> Result<RawCheck, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+    Ok(verify(file.parent().unwrap_or(Path::new(".")), &value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_raw_file_named_anywhere_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.out"), b"hello").unwrap();
+        std::fs::create_dir(dir.path().join("gate")).unwrap();
+        std::fs::write(dir.path().join("gate/1.out"), b"x").unwrap();
+        let raw = |path: &str, content: &[u8]| {
+            serde_json::json!({
+                "path": path, "bytes": content.len(), "bytes_seen": content.len(),
+                "sha256": crate::hash::sha256(content),
+            })
+        };
+        let rec = serde_json::json!({
+            "evidence": {
+                "agent": {"stdout": raw("a.out", b"hello"), "end": {"exit_code": 0}},
+                "gate": {"runs": [{"stdout": raw("gate/1.out", b"x")}]},
+            }
+        });
+        let ok = verify(dir.path(), &rec);
+        assert_eq!(ok.checked, 2);
+        assert!(ok.problems.is_empty(), "{:?}", ok.problems);
+
+        std::fs::write(dir.path().join("gate/1.out"), b"y").unwrap();
+        let bad = verify(dir.path(), &rec);
+        assert_eq!(bad.problems.len(), 1);
+        assert_eq!(bad.problems[0].path, "gate/1.out");
+        assert!(bad.problems[0].problem.contains("recorded hash"));
+
+        let escaping = serde_json::json!({"x": raw("../a.out", b"hello")});
+        let esc = verify(&dir.path().join("gate"), &escaping);
+        assert!(esc.problems[0]
+            .problem
+            .contains("leaves the trial directory"));
+
+        std::fs::remove_file(dir.path().join("a.out")).unwrap();
+        let gone = verify(dir.path(), &rec);
+        assert!(gone.problems.iter().any(|p| p.path == "a.out"));
+    }
+}
