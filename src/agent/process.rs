@@ -390,7 +390,7 @@ pub(crate) struct Captured {
 }
 
 impl Captured {
-    fn into_raw_file(self, path: &Path, rel_base: &Path) -> RawFile {
+    pub(crate) fn into_raw_file(self, path: &Path, rel_base: &Path) -> RawFile {
         RawFile {
             path: relative(path, rel_base),
             bytes: self.bytes,

@@ -148,4 +148,8 @@ pub struct QaEvidence {
     /// evidence it has; this says why that evidence may be short.
     #[serde(default)]
     pub budget_hit: Option<String>,
+    /// The app's and the mutants' logs (the agent's session and every gate run), hashed
+    /// like every other raw file. Absent in records from before they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub world_logs: Vec<RawFile>,
 }

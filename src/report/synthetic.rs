@@ -252,6 +252,7 @@ impl SyntheticRun {
             setup_error: None,
             agent_report: None,
             budget_hit: None,
+            world_logs: vec![],
         };
         let spec = QaSpecRef {
             app: app.into(),

@@ -133,6 +133,10 @@ pub struct ChallengeEvidence {
     /// Every model call the proxy metered.
     pub usage: Vec<UsageEntry>,
     pub setup_error: Option<String>,
+    /// The app's logs, hashed like every other raw file. Absent in records from before
+    /// they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub world_logs: Vec<crate::evidence::RawFile>,
 }
 
 /// What is derived from the evidence by pure functions, kept for readers (rescore
@@ -276,6 +280,7 @@ pub async fn execute(
         world: vec![],
         usage: vec![],
         setup_error: None,
+        world_logs: vec![],
     };
     let ctx = TrialCtx {
         challenges,
@@ -436,7 +441,7 @@ async fn observe(
         .await;
         // The world is observed after the agent, whatever became of it, while it still runs.
         evidence.world = observe_world(&t.challenge.manifest, &world.host_env(), &workspace).await;
-        world.stop().await;
+        evidence.world_logs = world.stop(t.trial_dir).await;
         r
     }
     .await;

@@ -64,6 +64,7 @@ pub async fn execute(
         setup_error: None,
         agent_report: None,
         budget_hit: None,
+        world_logs: vec![],
     };
 
     match observe(
@@ -195,7 +196,7 @@ async fn observe(
         if crate::plan::needs_browser(app.app.modality) {
             let checked = crate::world::browser::preflight(&world.host_env(), &tmp).await;
             if let Err(e) = checked {
-                world.stop().await;
+                evidence.world_logs.extend(world.stop(trial_dir).await);
                 return Err(format!("browser check failed: {e}"));
             }
         }
@@ -221,7 +222,7 @@ async fn observe(
         let launch = match launch {
             Ok(l) => l,
             Err(e) => {
-                world.stop().await;
+                evidence.world_logs.extend(world.stop(trial_dir).await);
                 return Err(e);
             }
         };
@@ -259,7 +260,7 @@ async fn observe(
             }),
         })
         .await;
-        world.stop().await;
+        evidence.world_logs.extend(world.stop(trial_dir).await);
         let outcome = outcome.map_err(|e| format!("agent could not be run: {e}"))?;
         evidence.agent.end = outcome.end;
         evidence.agent.stdout = outcome.stdout;
@@ -307,7 +308,18 @@ async fn observe(
     let Some(test) = claim.test else {
         return Ok(());
     };
-    evidence.gate = Some(gate(app, capability, &test, &workspace, cfg, trial_dir).await);
+    evidence.gate = Some(
+        gate(
+            app,
+            capability,
+            &test,
+            &workspace,
+            cfg,
+            trial_dir,
+            &mut evidence.world_logs,
+        )
+        .await,
+    );
     Ok(())
 }
 
@@ -357,6 +369,7 @@ async fn gate(
     workspace: &Path,
     cfg: &Config,
     trial_dir: &Path,
+    world_logs: &mut Vec<crate::evidence::RawFile>,
 ) -> Gate {
     let order = draw_order(cfg.n);
     let mut gate = Gate {
@@ -437,7 +450,7 @@ async fn gate(
             seal: sealed.then(|| View::new().bind(&copy, &dir, true).extend(world.view())),
         })
         .await;
-        world.stop().await;
+        world_logs.extend(world.stop(trial_dir).await);
         match outcome {
             Ok(o) => gate.runs.push(GateRun {
                 target,

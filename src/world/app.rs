@@ -165,7 +165,7 @@ impl AppProcess {
                     Ok(app)
                 }
                 None => {
-                    app.stop().await;
+                    app.stop(log_dir).await;
                     Err(AppError::NotLoopback {
                         label: label.to_string(),
                         url,
@@ -173,7 +173,7 @@ impl AppProcess {
                 }
             },
             Startup::Exited(status) => {
-                app.stop().await;
+                app.stop(log_dir).await;
                 let (exit_code, signal) = exit_parts(status.ok());
                 Err(AppError::ExitedEarly {
                     label: label.to_string(),
@@ -183,7 +183,7 @@ impl AppProcess {
                 })
             }
             Startup::TimedOut => {
-                app.stop().await;
+                app.stop(log_dir).await;
                 Err(AppError::StartupTimeout {
                     label: label.to_string(),
                     waited: startup,
@@ -217,17 +217,24 @@ impl AppProcess {
     }
 
     /// Kill the group and wait; idempotent. Drop also kills (best-effort, sync).
+    /// Returns the logs it closed, hashed, with paths relative to `rel_base` (the
+    /// trial directory), so a record can cover them; empty on a second call.
     ///
-    /// Log copier errors (a full disk) are not reported here: the app's logs are
-    /// diagnostics, and the trial's evidence does not depend on them.
-    pub async fn stop(&mut self) {
+    /// A log whose copier failed (a full disk) is left out: the app's logs are
+    /// diagnostics, and no verdict depends on them.
+    pub async fn stop(&mut self, rel_base: &Path) -> Vec<crate::evidence::RawFile> {
         if let Some(mut child) = self.child.take() {
             self.kill();
             // The group leader is our child; reap it so no zombie outlives the trial.
             let _ = child.wait().await;
         }
+        let paths = [self.stdout_log.clone(), self.stderr_log.clone()];
         let logs = self.logs.drain(..).map(Capture::finish);
-        let _ = futures_util::future::join_all(logs).await;
+        let done = futures_util::future::join_all(logs).await;
+        done.into_iter()
+            .zip(paths)
+            .filter_map(|(c, path)| c.ok().map(|c| c.into_raw_file(&path, rel_base)))
+            .collect()
     }
 
     fn kill(&self) {

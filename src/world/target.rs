@@ -172,13 +172,17 @@ impl Target {
         }
     }
 
-    pub async fn stop(&mut self) {
+    /// Stop it; returns the app's logs, hashed, relative to `rel_base` (the trial
+    /// directory), for the record.
+    pub async fn stop(&mut self, rel_base: &Path) -> Vec<crate::evidence::RawFile> {
+        let mut logs = Vec::new();
         if let Some(p) = self.process.as_mut() {
-            p.stop().await;
+            logs = p.stop(rel_base).await;
         }
         if let Some(r) = self.relay.take() {
             r.stop().await;
         }
+        logs
     }
 }
 

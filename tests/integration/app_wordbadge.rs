@@ -284,6 +284,6 @@ fn the_harness_target_hands_over_url_and_extension_dir() {
             .get("worker.js")
             .is_some_and(|w| w.contains("const ZERO_TEXT = \"0\";"));
         assert_eq!(zero, mutant.is_none(), "{label}: {ext}");
-        rt.block_on(target.stop());
+        rt.block_on(target.stop(tmp.path()));
     }
 }

@@ -22,6 +22,7 @@ mod reference_agent;
 mod report;
 mod rescore;
 mod scorecard;
+mod sealing;
 mod sessions;
 mod sinks;
 mod support;

@@ -297,12 +297,22 @@ async fn app_url_parsed_and_stop_leaves_nothing() {
     assert_eq!(app.url(), "http://127.0.0.1:4321");
     let pid = i32::try_from(app.pid()).expect("pid");
     assert!(alive(pid));
-    app.stop().await;
+    let logs = app.stop(dir.path()).await;
     assert!(!alive(pid), "app {pid} survived stop");
     assert!(group_members(pid).is_empty());
-    app.stop().await; // idempotent
+    assert!(
+        app.stop(dir.path()).await.is_empty(),
+        "idempotent: nothing closed twice"
+    );
     let log = std::fs::read_to_string(dir.path().join("app.stdout")).expect("stdout log");
     assert_eq!(log, "booting\nlistening on http://127.0.0.1:4321\n");
+    // The logs it closed come back hashed, named relative to the trial dir, for the record.
+    let stdout = logs
+        .iter()
+        .find(|l| l.path == "app.stdout")
+        .expect("the stdout log is returned");
+    assert_eq!(stdout.sha256, gauntlet::hash::sha256(log.as_bytes()));
+    assert_eq!(stdout.bytes, log.len() as u64);
     let err = std::fs::read_to_string(dir.path().join("app.stderr")).expect("stderr log");
     assert_eq!(err, "to-stderr\n");
 }
