@@ -131,6 +131,12 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     let Ok(args) = serde_json::from_slice::<Vec<String>>(&header) else {
         return;
     };
+    if let Some(refusal) = refuse(&args) {
+        let mut tx = tx;
+        let _ = write_frame(&mut tx, STDERR, refusal.as_bytes()).await;
+        let _ = write_frame(&mut tx, EXIT, &2i32.to_be_bytes()).await;
+        return;
+    }
     let (frames, mut outbox) = mpsc::channel::<(u8, Vec<u8>)>(16);
     let writer = tokio::spawn(async move {
         let mut tx = tx;
@@ -236,6 +242,21 @@ pub fn short_socket_path(socket: &Path) -> std::io::Result<(Option<std::fs::File
     Ok((Some(dir), short))
 }
 
+/// The harness's own flags (`--mutant`, and for every app the flags the harness uses to
+/// start it) are the relay's, never a test's: a mutant is the app started with
+/// `--mutant <capability>` in front, so a test passing the flag itself would see the
+/// mutant refuse a repeated option where the app accepts it — a tell that is not the
+/// capability's behaviour. Such an invocation gets the same answer from every target.
+fn refuse(args: &[String]) -> Option<String> {
+    const HARNESS_FLAGS: &[&str] = &["--mutant", "--extension-out"];
+    let bad = args
+        .iter()
+        .find(|a| HARNESS_FLAGS.iter().any(|f| a.starts_with(f)))?;
+    Some(format!(
+        "gauntlet-cli-relay: `{bad}` is the harness's flag, not the app's: refused\n"
+    ))
+}
+
 /// Read one frame; `None` at a clean end of stream.
 pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<Option<(u8, Vec<u8>)>> {
     let mut head = [0u8; 5];
@@ -272,6 +293,15 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_harness_flags_are_refused_the_same_way_for_every_target() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(refuse(&args(&["sum", "1", "2"])).is_none());
+        assert!(refuse(&args(&["--mutant", "version", "sum"])).is_some());
+        assert!(refuse(&args(&["sum", "--mutant=sum"])).is_some());
+        assert!(refuse(&args(&["--json", "sum", "--mutantx"])).is_some());
+    }
 
     #[tokio::test]
     async fn frames_round_trip_and_refuse_oversized_ones() {

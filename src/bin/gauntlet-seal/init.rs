@@ -17,6 +17,13 @@ use nix::unistd::{ForkResult, Gid, Pid, Uid};
 /// kernel kills and reaps whatever is left when init exits, in any case).
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
+/// Processes the sandbox user may have at once (`RLIMIT_NPROC`).
+const MAX_PROCESSES: u64 = 4096;
+
+/// How long processes still exiting when the program ended may take before they count
+/// as stragglers.
+const SETTLE: Duration = Duration::from_millis(50);
+
 /// Exit code of the program's process when it could not be started (as `sh` does).
 const NOT_STARTED: i32 = 127;
 
@@ -114,7 +121,19 @@ fn wait_for(child: Pid, signals: &SigSet) -> SealReport {
 
 /// Kill everything still alive in the sandbox and say how many there were.
 fn end_sandbox() -> u32 {
-    let alive = live_processes();
+    // A process already on its way out when the program ended (a tool child the
+    // program killed without waiting for) is not a straggler: give such processes a
+    // moment to finish dying, reaping them, before counting what is really left.
+    let settle = Instant::now() + SETTLE;
+    let mut alive = live_processes();
+    while alive > 0 && Instant::now() < settle {
+        while matches!(
+            waitpid(None, Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..))
+        ) {}
+        std::thread::sleep(Duration::from_millis(1));
+        alive = live_processes();
+    }
     if alive > 0 {
         // From PID 1, -1 reaches every other process of the namespace.
         let _ = signal::kill(Pid::from_raw(-1), Signal::SIGKILL);
@@ -226,6 +245,12 @@ impl Exec {
         }
         if let Err(e) = nix::unistd::chdir(&self.cwd) {
             fail(&format!("working directory {}", self.cwd.display()), e);
+        }
+        // A fork bomb is bounded before the deadline. The count is per user, and every
+        // sandbox runs as the same one: the bound is shared by sandboxes running at once.
+        use nix::sys::resource::{setrlimit, Resource};
+        if let Err(e) = setrlimit(Resource::RLIMIT_NPROC, MAX_PROCESSES, MAX_PROCESSES) {
+            fail("setrlimit(RLIMIT_NPROC)", e);
         }
         if let Err(e) = nix::unistd::setgroups(&[]) {
             fail("setgroups", e);

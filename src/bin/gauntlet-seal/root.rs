@@ -15,6 +15,13 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
 const NONE: Option<&str> = None;
 
+/// The most a sandbox's private `/tmp` (and any tmpfs of its view) may hold: tmpfs is
+/// memory, and an unsized one may take half of it.
+const TMP_SIZE: &str = "1g";
+
+/// The most its `/dev/shm` may hold (Chromium's shared memory lives there).
+const SHM_SIZE: &str = "512m";
+
 /// Device nodes bound from the host's `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -50,7 +57,7 @@ pub fn build(spec: &SealSpec) -> Result<(), String> {
         false,
         false,
     )?;
-    tmpfs("/newroot/tmp", "mode=1777")?;
+    tmpfs("/newroot/tmp", &format!("mode=1777,size={TMP_SIZE}"))?;
     for m in &spec.mounts {
         match m {
             Mount::Bind {
@@ -65,7 +72,7 @@ pub fn build(spec: &SealSpec) -> Result<(), String> {
             }
             Mount::Tmpfs { target } => {
                 let to = under("/newroot", target)?;
-                tmpfs(&to, "mode=1777")?;
+                tmpfs(&to, &format!("mode=1777,size={TMP_SIZE}"))?;
             }
         }
     }
@@ -145,7 +152,7 @@ fn dev() -> Result<(), String> {
     )
     .map_err(|e| format!("mounting /dev/pts: {e}"))?;
     // Chromium keeps its shared memory here.
-    tmpfs(dev.join("shm"), "mode=1777")?;
+    tmpfs(dev.join("shm"), &format!("mode=1777,size={SHM_SIZE}"))?;
     Ok(())
 }
 
