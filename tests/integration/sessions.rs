@@ -636,7 +636,7 @@ async fn a_planted_symlink_is_refused_not_written_through_on_the_next_turn() {
     std::fs::write(&victim, b"{\"verdict\":\"pass\"}").unwrap_or_else(|e| panic!("{e}"));
     let state = d.root.join("state");
     let plant = format!(
-        "mkdir -p .agent && ln -s {v} .agent/prompt.md && ln -s {v} \"$HOME/prompt-s1.md\" && echo planted",
+        "mkdir -p .agent && ln -s {v} .agent/prompt.md && ln -sf {v} \"$HOME/prompt-s1.md\" && echo planted",
         v = victim.display()
     );
     let reply = turn(
