@@ -87,7 +87,6 @@ fn run_version(program: &Path) -> Result<String, String> {
     result
 }
 
-/// Write `contents` to `path`, creating its parent directories.
 /// Refuse to prepare an agent whose CLI is not installed, before anything is written.
 pub fn ensure_installed(agent: &str, program: &Path) -> Result<(), AdapterError> {
     if program.is_file() {
@@ -100,15 +99,12 @@ pub fn ensure_installed(agent: &str, program: &Path) -> Result<(), AdapterError>
     }
 }
 
-pub fn write_config(path: &Path, contents: &str) -> Result<(), AdapterError> {
-    let fail = |source| AdapterError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(fail)?;
-    }
-    std::fs::write(path, contents).map_err(fail)
+/// Write `contents` to `rel` below `root` (the scratch HOME or the state dir, which
+/// persist across turns and which the agent may have rigged), creating its parent
+/// directories, through `sys::beneath`: a symlink anywhere on the way is refused.
+pub fn write_config(root: &Path, rel: &str, contents: &str) -> Result<(), AdapterError> {
+    crate::sys::beneath::write(root, Path::new(rel), contents.as_bytes())
+        .map_err(AdapterError::Unsafe)
 }
 
 /// `http://127.0.0.1:PORT` from the proxy's `http://127.0.0.1:PORT/v1`: Anthropic

@@ -86,7 +86,7 @@ impl Codex {
         cli::ensure_installed(NAME, &self.program)?;
         let codex_home = turn.state_dir.join(".codex");
         // Rewritten every turn: the proxy's port differs from trial to trial.
-        cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
+        cli::write_config(&turn.state_dir, ".codex/config.toml", &Codex::config(ctx))?;
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
@@ -146,7 +146,7 @@ impl Adapter for Codex {
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         cli::ensure_installed(NAME, &self.program)?;
         let codex_home = ctx.home.join(".codex");
-        cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
+        cli::write_config(ctx.home, ".codex/config.toml", &Codex::config(ctx))?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
         Ok(Launch {
             invocation: Invocation {
@@ -183,7 +183,7 @@ impl Adapter for Codex {
             None => {
                 cli::ensure_installed(NAME, &self.program)?;
                 let codex_home = ctx.home.join(".codex");
-                cli::write_config(&codex_home.join("config.toml"), &Codex::config(ctx))?;
+                cli::write_config(ctx.home, ".codex/config.toml", &Codex::config(ctx))?;
                 Ok(Launch {
                     invocation: self.prompt_invocation(run)?,
                     env: BTreeMap::from([(

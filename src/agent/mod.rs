@@ -93,6 +93,10 @@ pub enum AdapterError {
         #[source]
         source: std::io::Error,
     },
+    /// A file in a directory the agent controls was refused (a symlink, a FIFO, a hard
+    /// link, a path leaving its root): the harness does not write through it.
+    #[error("cannot write the agent's file: {0}")]
+    Unsafe(#[source] crate::sys::beneath::BeneathError),
     #[error("{agent}: {program} is not installed (run `npm ci` in workspace/)")]
     NotInstalled { agent: String, program: PathBuf },
     #[error("agent `{agent}` cannot {what}")]
@@ -199,18 +203,20 @@ pub const PROMPT_FILE: &str = ".agent/prompt.md";
 /// The prompt file of `run`, written unless it already holds exactly the prompt (the
 /// challenge harness saves the rendered prompt there itself).
 fn write_prompt_file(run: &PromptRun) -> Result<PathBuf, AdapterError> {
+    // The workspace is the agent's: the file may have been replaced by a symlink, a
+    // FIFO or a hard link since the last turn. Both the check and the write go through
+    // `sys::beneath`, which refuses all three.
     let file = run.workspace.join(PROMPT_FILE);
-    if std::fs::read(&file).is_ok_and(|b| b == run.prompt.as_bytes()) {
+    let root = crate::sys::beneath::Dir::create(&run.workspace).map_err(AdapterError::Unsafe)?;
+    let limit = run.prompt.len() as u64;
+    if root
+        .read(Path::new(PROMPT_FILE), limit)
+        .is_ok_and(|b| b == run.prompt.as_bytes())
+    {
         return Ok(file);
     }
-    let io = |source| AdapterError::Write {
-        path: file.clone(),
-        source,
-    };
-    if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
-    std::fs::write(&file, &run.prompt).map_err(io)?;
+    root.write(Path::new(PROMPT_FILE), run.prompt.as_bytes())
+        .map_err(AdapterError::Unsafe)?;
     Ok(file)
 }
 

@@ -66,7 +66,7 @@ impl OpenCode {
         let config_dir = ctx.home.join(".config");
         let config = config_dir.join("opencode/opencode.json");
         let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
-        cli::write_config(&config, &text)?;
+        cli::write_config(ctx.home, ".config/opencode/opencode.json", &text)?;
         let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
         Ok(BTreeMap::from([
             (

@@ -84,11 +84,10 @@ pub fn write_prompt(run: &PromptRun, home: &Path) -> Result<PathBuf, AdapterErro
         Some(turn) => format!("prompt-{}.md", sanitize(&turn.id)),
         None => "prompt.md".into(),
     };
-    let path = home.join(name);
-    std::fs::write(&path, &run.prompt).map_err(|source| AdapterError::Write {
-        path: path.clone(),
-        source,
-    })?;
+    let path = home.join(&name);
+    // HOME persists across a session's turns: the agent may have planted a symlink.
+    crate::sys::beneath::write(home, Path::new(&name), run.prompt.as_bytes())
+        .map_err(AdapterError::Unsafe)?;
     Ok(path)
 }
 

@@ -603,17 +603,12 @@ pub async fn observe_world(
                 },
             },
             WorldSource::File(rel) => {
-                let f = workspace.join(rel);
-                // Read at most one byte past the limit: the agent wrote this file, and
-                // its size is not to be trusted with memory.
-                let read = std::fs::File::open(&f).and_then(|file| {
-                    use std::io::Read;
-                    let mut b = Vec::new();
-                    file.take((1 << 20) + 1).read_to_end(&mut b).map(|_| b)
-                });
+                // The agent wrote this file: its size is not to be trusted with memory,
+                // and it may be a symlink to a host file or a FIFO. `sys::beneath` reads
+                // only a regular file below the workspace, at most 1 MiB.
+                let read = crate::sys::beneath::read(workspace, Path::new(rel), 1 << 20);
                 match read {
                     Err(e) => Err(format!("{rel}: {e}")),
-                    Ok(b) if b.len() > 1 << 20 => Err(format!("{rel}: over 1 MiB")),
                     Ok(b) => {
                         serde_json::from_slice(&b).map_err(|e| format!("{rel}: not JSON: {e}"))
                     }

@@ -3,4 +3,5 @@
 //! Nothing here knows about suites, agents or apps: it turns "run this program and
 //! let it see exactly these paths" into Linux namespaces (see `docs/sealing.md`).
 
+pub mod beneath;
 pub mod sandbox;

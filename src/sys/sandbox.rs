@@ -338,9 +338,35 @@ fn chown_tree(path: &Path) -> Result<(), SandboxError> {
     std::os::unix::fs::lchown(path, Some(SANDBOX_UID), Some(SANDBOX_GID)).map_err(err)?;
     let meta = std::fs::symlink_metadata(path).map_err(err)?;
     if meta.is_dir() {
-        for entry in std::fs::read_dir(path).map_err(err)? {
-            let entry = entry.map_err(err)?;
-            chown_tree(&entry.path())?;
+        // Below the (trusted) source, walked by open descriptors: a directory that a
+        // process of the agent swaps for a symlink while this runs is not entered,
+        // so the harness never chowns a host file (`sys::beneath`).
+        let dir = super::beneath::Dir::open(path).map_err(beneath_err)?;
+        chown_below(&dir)?;
+    }
+    Ok(())
+}
+
+fn beneath_err(e: super::beneath::BeneathError) -> SandboxError {
+    SandboxError::Chown {
+        path: e.path().to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn chown_below(dir: &super::beneath::Dir) -> Result<(), SandboxError> {
+    for entry in dir.entries().map_err(beneath_err)? {
+        match dir.chown(&entry.name, SANDBOX_UID, SANDBOX_GID) {
+            Ok(()) => {}
+            Err(e) if e.is_race() => continue,
+            Err(e) => return Err(beneath_err(e)),
+        }
+        if entry.kind == super::beneath::Kind::Dir {
+            match dir.sub(Path::new(&entry.name)) {
+                Ok(sub) => chown_below(&sub)?,
+                Err(e) if e.is_race() => {}
+                Err(e) => return Err(beneath_err(e)),
+            }
         }
     }
     Ok(())

@@ -623,3 +623,86 @@ fn agents_without_a_background_mode_say_so() {
         );
     }
 }
+
+/// A sealed turn plants symlinks where the harness writes next turn (`.agent/prompt.md`
+/// in the workspace, the session prompt in HOME, pointing at a file outside, as another
+/// trial's record would be): preparing the next turn is a clear error naming the file,
+/// and the outside file is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_symlink_is_refused_not_written_through_on_the_next_turn() {
+    let d = dirs();
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let victim = outside.path().join("record.json");
+    std::fs::write(&victim, b"{\"verdict\":\"pass\"}").unwrap_or_else(|e| panic!("{e}"));
+    let state = d.root.join("state");
+    let plant = format!(
+        "mkdir -p .agent && ln -s {v} .agent/prompt.md && ln -sf {v} \"$HOME/prompt-s1.md\" && echo planted",
+        v = victim.display()
+    );
+    let reply = turn(
+        &d,
+        "plant",
+        &state,
+        "s1",
+        false,
+        "hello",
+        vec![
+            tool("shell", json!({ "command": plant })),
+            final_text("done"),
+        ],
+        &BTreeMap::new(),
+    )
+    .await;
+    assert_eq!(reply, "done");
+    assert!(
+        std::fs::symlink_metadata(d.workspace.join(".agent/prompt.md"))
+            .is_ok_and(|m| m.file_type().is_symlink())
+    );
+
+    let home = d.root.join("home-plant");
+    let ctx = LaunchContext {
+        home: &home,
+        workspace: &d.workspace,
+        proxy_url: "http://127.0.0.1:9/v1",
+        model: "scripted",
+    };
+    // One-shot prompt file in the workspace.
+    let one_shot = PromptRun {
+        title: "t".into(),
+        prompt: "overwrite me".into(),
+        workspace: d.workspace.clone(),
+        session: None,
+    };
+    let e = reference()
+        .prompt_launch(&one_shot, &ctx)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.contains(".agent/prompt.md") && e.contains("symlink"),
+        "want a refusal naming the file: {e:?}"
+    );
+    // The session prompt in the persistent HOME.
+    let next = PromptRun {
+        session: Some(SessionTurn {
+            id: "s1".into(),
+            resume: true,
+            state_dir: state.clone(),
+        }),
+        ..one_shot
+    };
+    let e = reference()
+        .prompt_launch(&next, &ctx)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.contains("prompt-s1.md") && e.contains("symlink"),
+        "want a refusal naming the file: {e:?}"
+    );
+    assert_eq!(
+        std::fs::read(&victim).ok().as_deref(),
+        Some(&b"{\"verdict\":\"pass\"}"[..]),
+        "the outside file was written through a planted link"
+    );
+}

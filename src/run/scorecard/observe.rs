@@ -34,9 +34,14 @@ fn cap(text: &str, max: usize) -> String {
 
 /// A workspace file as the record keeps it: hash, size, and its text when small.
 pub fn file_obs(root: &Path, rel: &str, entry: &workspace::FileEntry) -> FileObs {
+    // The file is read again after the snapshot, and a process of the agent may have
+    // swapped it since (for a symlink to the harness's own /proc entry): the read goes
+    // through `sys::beneath` (no symlink, no FIFO, bounded), and its text is kept only
+    // if it is still the content the snapshot hashed.
     let text = (entry.size <= FILE_TEXT_CAP && !entry.symlink)
-        .then(|| std::fs::read(root.join(rel)).ok())
+        .then(|| crate::sys::beneath::read(root, Path::new(rel), FILE_TEXT_CAP).ok())
         .flatten()
+        .filter(|b| workspace::sha256_of(b) == entry.sha256)
         .and_then(|b| String::from_utf8(b).ok());
     FileObs {
         sha256: entry.sha256.clone(),
@@ -187,5 +192,42 @@ mod tests {
         assert_eq!(phase_of(&phases, 10), "ask");
         assert_eq!(phase_of(&phases, 22), "between");
         assert_eq!(phase_of(&phases, 40), "day");
+    }
+
+    /// The snapshot saw a small regular file; by the time the harness reads its text, a
+    /// process of the agent has swapped in a symlink to a secret (the harness's
+    /// `/proc/<pid>/environ` in byok mode), or a FIFO: neither is followed or blocks.
+    #[test]
+    fn a_file_swapped_after_the_snapshot_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let secret = outside.path().join("environ");
+        std::fs::write(&secret, "OPENAI_API_KEY=sk-secret").unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        std::fs::write(root.join("notes.txt"), "hello").unwrap_or_else(|e| panic!("{e}"));
+        let snap = WorkspaceSnapshot::take(root).unwrap_or_else(|e| panic!("{e}"));
+        let entry = snap.files["notes.txt"].clone();
+        assert_eq!(
+            file_obs(root, "notes.txt", &entry).text.as_deref(),
+            Some("hello")
+        );
+
+        std::fs::remove_file(root.join("notes.txt")).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&secret, root.join("notes.txt"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(file_obs(root, "notes.txt", &entry).text, None);
+
+        std::fs::remove_file(root.join("notes.txt")).unwrap_or_else(|e| panic!("{e}"));
+        nix::unistd::mkfifo(
+            &root.join("notes.txt"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(file_obs(root, "notes.txt", &entry).text, None);
+
+        // Same size, other bytes: not the content the snapshot hashed, so no text.
+        std::fs::remove_file(root.join("notes.txt")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join("notes.txt"), "HELLO").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(file_obs(root, "notes.txt", &entry).text, None);
     }
 }

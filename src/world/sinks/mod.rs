@@ -67,6 +67,8 @@ pub enum SinkError {
         #[source]
         source: std::io::Error,
     },
+    #[error("workspace snapshot: {0}")]
+    Unsafe(#[source] crate::sys::beneath::BeneathError),
     #[error("{root}: workspace has more than {limit} files; snapshot refused")]
     TooManyFiles { root: PathBuf, limit: usize },
     #[error("tracker: {what} `{id}` does not exist")]

@@ -12,12 +12,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::SinkError;
+use crate::sys::beneath::{BeneathError, Dir, Kind};
 
 /// A snapshot refuses roots with more files than this.
 pub const FILE_LIMIT: usize = 50_000;
@@ -90,32 +91,33 @@ impl WorkspaceSnapshot {
     ) -> Result<WorkspaceSnapshot, SinkError> {
         let taken_at_ms = super::now_ms();
         let mut files = BTreeMap::new();
-        if !root.exists() {
-            return Ok(WorkspaceSnapshot { taken_at_ms, files });
-        }
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            let read_err = |source| SinkError::Read {
-                path: dir.clone(),
-                source,
-            };
-            let entries = std::fs::read_dir(&dir).map_err(read_err)?;
-            for entry in entries {
-                let entry = entry.map_err(|source| SinkError::Read {
-                    path: dir.clone(),
-                    source,
-                })?;
-                let path = entry.path();
-                let meta = std::fs::symlink_metadata(&path).map_err(|source| SinkError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-                if meta.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                if !meta.is_file() && !meta.file_type().is_symlink() {
-                    continue; // sockets, fifos: no content to compare
+        // Walked by open directory descriptors (`sys::beneath`), never by path: a
+        // directory swapped for a symlink mid-walk is not entered, a file swapped for
+        // a symlink or a FIFO is not opened, and what is hashed is what was opened.
+        let top = match Dir::open(root) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => return Ok(WorkspaceSnapshot { taken_at_ms, files }),
+            Err(e) => return Err(SinkError::Unsafe(e)),
+        };
+        let mut stack: Vec<(Dir, String)> = vec![(top, String::new())];
+        while let Some((dir, prefix)) = stack.pop() {
+            for entry in dir.entries().map_err(SinkError::Unsafe)? {
+                let name = Path::new(&entry.name);
+                let rel = match prefix.as_str() {
+                    "" => entry.name.to_string_lossy().into_owned(),
+                    p => format!("{p}/{}", entry.name.to_string_lossy()),
+                };
+                match entry.kind {
+                    Kind::Dir => {
+                        match dir.sub(name) {
+                            Ok(sub) => stack.push((sub, rel)),
+                            Err(e) if e.is_race() => {}
+                            Err(e) => return Err(SinkError::Unsafe(e)),
+                        }
+                        continue;
+                    }
+                    Kind::Other(_) => continue, // sockets, fifos: no content to compare
+                    Kind::File | Kind::Symlink => {}
                 }
                 if files.len() >= FILE_LIMIT {
                     return Err(SinkError::TooManyFiles {
@@ -123,54 +125,60 @@ impl WorkspaceSnapshot {
                         limit: FILE_LIMIT,
                     });
                 }
-                let rel = relative(root, &path);
-                let mtime_ms = meta
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_millis() as u64)
-                    .unwrap_or(0);
-                let entry = if meta.file_type().is_symlink() {
-                    let target = std::fs::read_link(&path).map_err(|source| SinkError::Read {
-                        path: path.clone(),
-                        source,
-                    })?;
-                    let bytes = target.to_string_lossy().into_owned().into_bytes();
-                    FileEntry {
-                        size: bytes.len() as u64,
-                        sha256: hex_digest(&bytes),
-                        mtime_ms,
-                        symlink: true,
-                        prefix_sha256: None,
-                    }
+                let found = if entry.kind == Kind::Symlink {
+                    dir.read_link(&entry.name).map(|target| {
+                        let bytes = target.to_string_lossy().into_owned().into_bytes();
+                        FileEntry {
+                            size: bytes.len() as u64,
+                            sha256: hex_digest(&bytes),
+                            mtime_ms: entry.mtime_ms,
+                            symlink: true,
+                            prefix_sha256: None,
+                        }
+                    })
                 } else {
-                    let grew_from = before
-                        .and_then(|b| b.files.get(&rel))
-                        .filter(|old| !old.symlink && old.size < meta.len())
-                        .map(|old| old.size);
-                    let (sha256, prefix_sha256, size) = hash_file(&path, grew_from)?;
-                    FileEntry {
-                        size,
-                        sha256,
-                        mtime_ms,
-                        symlink: false,
-                        prefix_sha256,
-                    }
+                    dir.open_file(name).and_then(|(file, meta)| {
+                        let grew_from = before
+                            .and_then(|b| b.files.get(&rel))
+                            .filter(|old| !old.symlink && old.size < meta.len())
+                            .map(|old| old.size);
+                        let mtime_ms = meta
+                            .modified()
+                            .ok()
+                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                            .map(|d| d.as_millis() as u64)
+                            .unwrap_or(0);
+                        let (sha256, prefix_sha256, size) =
+                            hash_file(file, grew_from).map_err(|source| BeneathError::Io {
+                                path: dir.path().join(name),
+                                source,
+                            })?;
+                        Ok(FileEntry {
+                            size,
+                            sha256,
+                            mtime_ms,
+                            symlink: false,
+                            prefix_sha256,
+                        })
+                    })
                 };
-                files.insert(rel, entry);
+                match found {
+                    Ok(e) => {
+                        files.insert(rel, e);
+                    }
+                    // Changed while looked at: left out of this snapshot.
+                    Err(e) if e.is_race() => {}
+                    Err(e) => return Err(SinkError::Unsafe(e)),
+                }
             }
         }
         Ok(WorkspaceSnapshot { taken_at_ms, files })
     }
 }
 
-fn relative(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+/// `sha256:<hex>` of `bytes`, as a snapshot's entries hash contents.
+pub fn sha256_of(bytes: &[u8]) -> String {
+    hex_digest(bytes)
 }
 
 fn hex_digest(bytes: &[u8]) -> String {
@@ -188,20 +196,15 @@ fn hex(digest: &[u8]) -> String {
 
 /// The whole file's hash, the hash of its first `prefix` bytes if asked, and its size.
 fn hash_file(
-    path: &PathBuf,
+    mut file: std::fs::File,
     prefix: Option<u64>,
-) -> Result<(String, Option<String>, u64), SinkError> {
-    let err = |source| SinkError::Read {
-        path: path.clone(),
-        source,
-    };
-    let mut file = std::fs::File::open(path).map_err(err)?;
+) -> std::io::Result<(String, Option<String>, u64)> {
     let mut whole = Sha256::new();
     let mut head = prefix.map(|n| (Sha256::new(), n));
     let mut buf = vec![0u8; 64 * 1024];
     let mut size: u64 = 0;
     loop {
-        let n = file.read(&mut buf).map_err(err)?;
+        let n = file.read(&mut buf)?;
         if n == 0 {
             break;
         }
@@ -323,5 +326,34 @@ mod tests {
         let s = WorkspaceSnapshot::take(dir.path()).unwrap_or_else(|e| panic!("{e}"));
         assert!(s.files["link"].symlink);
         assert_eq!(s.files["link"].size, "/etc/passwd".len() as u64);
+    }
+
+    /// A FIFO (a reader would block on it forever) and a directory symlinked outside
+    /// are in the watched root: the snapshot neither blocks nor enters them.
+    #[test]
+    fn a_fifo_does_not_block_and_a_linked_dir_is_not_entered() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        write(outside.path(), "secret.txt", "SECRET");
+        write(dir.path(), "ok.txt", "fine");
+        nix::unistd::mkfifo(
+            &dir.path().join("pipe"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let root = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = tx.send(WorkspaceSnapshot::take(&root));
+        });
+        let s = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("the snapshot blocked on a FIFO"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = s.files.keys().map(String::as_str).collect();
+        assert_eq!(names, ["ok.txt", "out"]);
+        assert!(s.files["out"].symlink);
     }
 }
