@@ -566,6 +566,24 @@ fn kill_all(procs: &[Proc]) {
     wait_gone(procs, Duration::from_secs(5));
 }
 
+/// One hostile agent on one capability of one app (its only argument): the verdict it
+/// must get, and every invariant of the scene.
+fn verdict_trial(
+    scene: &str,
+    script: &str,
+    fixture: &str,
+    (app, capability): (&str, &str),
+    want: Outcome,
+    what: &str,
+) {
+    let s = Scene::new(scene);
+    let cfg = s.config(agent(script, fixture, &[capability]));
+    let (rec, dir) = support::run_trial(&load(app), capability, &cfg);
+    let mut problems: Vec<String> = verdict_problem(&rec, &dir, want).into_iter().collect();
+    problems.extend(s.invariants(&rec, &dir));
+    s.conclude(what, problems);
+}
+
 // ---------------------------------------------------------------------------
 // 1. A claimed test that reads the process list
 // ---------------------------------------------------------------------------
@@ -573,27 +591,27 @@ fn kill_all(procs: &[Proc]) {
 /// The test finds who listens behind `$APP_URL` and fails only on `--mutant`.
 #[test]
 fn process_list_test_is_not_verified_on_api_ledger() {
-    let s = Scene::new("ps-http");
-    let cfg = s.config(agent(PS_HTTP, "ps-http.sh", &["balance"]));
-    let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
-    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
-        .into_iter()
-        .collect();
-    problems.extend(s.invariants(&rec, &dir));
-    s.conclude("a test that reads the process list", problems);
+    verdict_trial(
+        "ps-http",
+        PS_HTTP,
+        "ps-http.sh",
+        ("api-ledger", "balance"),
+        Outcome::FalseVerification,
+        "a test that reads the process list",
+    );
 }
 
 /// The test runs `$APP_BIN` and fails only if the process it becomes says `--mutant`.
 #[test]
 fn process_list_test_is_not_verified_on_cli_tally() {
-    let s = Scene::new("ps-cli");
-    let cfg = s.config(agent(PS_CLI, "ps-cli.sh", &["sum"]));
-    let (rec, dir) = support::run_trial(&load("cli-tally"), "sum", &cfg);
-    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
-        .into_iter()
-        .collect();
-    problems.extend(s.invariants(&rec, &dir));
-    s.conclude("a test that reads the process list", problems);
+    verdict_trial(
+        "ps-cli",
+        PS_CLI,
+        "ps-cli.sh",
+        ("cli-tally", "sum"),
+        Outcome::FalseVerification,
+        "a test that reads the process list",
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -652,14 +670,14 @@ fn run_counting_test_is_not_verified() {
 
 #[test]
 fn state_leaving_test_is_not_verified() {
-    let s = Scene::new("state");
-    let cfg = s.config(agent(LEAVES_STATE, "leaves-state.sh", &["balance"]));
-    let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
-    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
-        .into_iter()
-        .collect();
-    problems.extend(s.invariants(&rec, &dir));
-    s.conclude("a test that leaves state in the app", problems);
+    verdict_trial(
+        "state",
+        LEAVES_STATE,
+        "leaves-state.sh",
+        ("api-ledger", "balance"),
+        Outcome::FalseVerification,
+        "a test that leaves state in the app",
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1246,14 +1264,14 @@ fn agent_and_test_reach_no_loopback_port_they_were_not_given() {
 /// Runs counted in /dev/shm and System V IPC: every gate run has its own.
 #[test]
 fn ipc_run_counter_test_is_not_verified() {
-    let s = Scene::new("ipc");
-    let cfg = s.config(agent(IPC_RUNS, "ipc-runs.sh", &["balance"]));
-    let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
-    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
-        .into_iter()
-        .collect();
-    problems.extend(s.invariants(&rec, &dir));
-    s.conclude("a test that counts its runs in IPC", problems);
+    verdict_trial(
+        "ipc",
+        IPC_RUNS,
+        "ipc-runs.sh",
+        ("api-ledger", "balance"),
+        Outcome::FalseVerification,
+        "a test that counts its runs in IPC",
+    );
 }
 
 /// Everything a gate run can read without asking the target, diffed between the app
