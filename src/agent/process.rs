@@ -238,15 +238,20 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
     // Anything still alive now outlived the child: fork-and-exit, setsid daemons. In a
-    // sandbox its init counted and killed them.
-    let mut stragglers_killed = reaper.sweep();
-    let mut seal_error = None;
-    if let Some(seal) = &sealed {
-        let report = read_report(&seal.report);
-        let _ = std::fs::remove_file(&seal.report);
-        stragglers_killed += report.stragglers_killed;
-        seal_error = report.setup_error;
-    }
+    // sandbox its init counted and killed them, and nothing of it can be outside the
+    // sandbox (the helper's group holds only the helper and init): no /proc scan, just
+    // the group kill, which is cheap.
+    let (stragglers_killed, seal_error) = match &sealed {
+        Some(seal) => {
+            if let Some(pgid) = pgid {
+                kill_group(pgid);
+            }
+            let report = read_report(&seal.report);
+            let _ = std::fs::remove_file(&seal.report);
+            (report.stragglers_killed, report.setup_error)
+        }
+        None => (reaper.sweep(), None),
+    };
     let until = Instant::now() + GONE_WAIT;
     while reaper.any_alive() && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(5)).await;
