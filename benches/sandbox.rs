@@ -4,6 +4,12 @@
 //! view (as root, without a user namespace: bubblewrap's `--uid` needs one), taking
 //! turns in the same run so that the machine's state is shared.
 //!
+//! Two figures each: the latency a trial sees (process start to outcome, interleaved
+//! rounds), and what the machine pays (busy CPU time of all cores, from `/proc/stat`,
+//! over a block of rounds of one kind): a sealed process's helper builds its namespaces
+//! and root before the process is asked for (`sys::warm`), so latency alone would hide
+//! that work, and the kernel tears namespaces down in its own threads after the fact.
+//!
 //! `cargo bench --bench sandbox` (GAUNTLET_BENCH_ITERS, default 300). bubblewrap is
 //! measured when `bwrap` is installed (`apt-get install bubblewrap`).
 
@@ -36,6 +42,29 @@ fn pct(v: &mut [Duration], p: f64) -> f64 {
     v.sort();
     let i = ((v.len() as f64 - 1.0) * p).round() as usize;
     v[i].as_secs_f64() * 1e3
+}
+
+/// Busy CPU time of the whole machine so far (every core, every process and kernel
+/// thread), from `/proc/stat`'s first line: all fields but idle and iowait.
+fn busy_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .expect("cpu line")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let busy: u64 = fields
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_micros(busy * 1_000_000 / hz)
 }
 
 fn main() {
@@ -123,8 +152,23 @@ fn main() {
             bw.push(run(spec(&work, b, &bwrap_refs, None, i)));
         }
     }
+    // Machine cost: one block of rounds per kind, after the interleaved ones.
+    let block = |program: &str, args: &[&str], seal: bool| -> f64 {
+        let before = busy_cpu();
+        for i in 0..iters {
+            let view = seal.then(|| View::new().write(&work));
+            run(spec(&work, program, args, view, i));
+        }
+        // Let the kernel finish tearing down the last namespaces.
+        std::thread::sleep(Duration::from_millis(200));
+        (busy_cpu() - before).as_secs_f64() * 1e3 / iters as f64
+    };
+    let cpu_plain = block("/bin/true", &[], false);
+    let cpu_sealed = block("/bin/true", &[], true);
+    let cpu_bwrap = bwrap.map(|b| block(b, &bwrap_refs, false));
+
     let (p50, p99) = (pct(&mut plain, 0.5), pct(&mut plain, 0.99));
-    println!("one sandboxed process (/bin/true), {iters} rounds, interleaved");
+    println!("one sandboxed process (/bin/true), {iters} rounds, interleaved: latency");
     println!("  unsealed spawn:   p50 {p50:>8.3} ms   p99 {p99:>8.3} ms");
     let (s50, s99) = (pct(&mut sealed, 0.5), pct(&mut sealed, 0.99));
     println!(
@@ -139,5 +183,19 @@ fn main() {
         );
     } else {
         println!("  bubblewrap:       not installed (apt-get install bubblewrap)");
+    }
+    println!("  (latency ends when the outcome is known: unsealed, after the /proc sweep for");
+    println!("  stragglers; sealed, after the sandbox's init counted them)");
+    println!("machine CPU per process (all cores, /proc/stat), {iters} rounds per block");
+    println!("  unsealed spawn:   {cpu_plain:>8.3} ms");
+    println!(
+        "  gauntlet-seal:    {cpu_sealed:>8.3} ms   added {:>7.3} ms",
+        cpu_sealed - cpu_plain
+    );
+    if let Some(b) = cpu_bwrap {
+        println!(
+            "  bubblewrap:       {b:>8.3} ms   added {:>7.3} ms",
+            b - cpu_plain
+        );
     }
 }

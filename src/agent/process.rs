@@ -14,13 +14,15 @@ use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::evidence::{ProcessEnd, RawFile};
 use crate::hash::Sha256Stream;
 use crate::sys::sandbox::{self, SandboxError, SealReport, SealSpec, View};
+use crate::sys::spawned::Spawned;
+use crate::sys::warm;
+use std::os::unix::process::CommandExt;
 
 /// The environment variable that tags every process of one trial, so that processes
 /// which left the group (`setsid`) can still be found in `/proc/*/environ`.
@@ -146,59 +148,54 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
         Some(view) => Some(seal_spec(&spec, view)?),
         None => None,
     };
-    let mut cmd = match &sealed {
-        // The helper gets nothing but its spec on stdin: its command line and
-        // environment are the sandbox's PID 1's, which the program can read.
-        Some(_) => {
-            let mut cmd = Command::new(sandbox::helper());
-            cmd.env_clear().stdin(Stdio::piped());
-            cmd
+    let started = Instant::now();
+    let spawn_err = |source| ProcessError::Spawn {
+        program: spec.program.clone(),
+        source,
+    };
+    let mut child = match &sealed {
+        Some(seal) => {
+            let mut helper = warm::take().await.map_err(spawn_err)?;
+            let bytes = serde_json::to_vec(seal).map_err(|e| ProcessError::Seal {
+                program: spec.program.clone(),
+                cause: e.to_string(),
+            })?;
+            if let Some(mut stdin) = helper.stdin().map_err(spawn_err)? {
+                // A helper that died before reading is seen below as its exit.
+                let _ = stdin.write_all(&bytes).await;
+            }
+            helper
         }
         None => {
-            let mut cmd = Command::new(&spec.program);
-            cmd.args(&spec.args)
+            let child = std::process::Command::new(&spec.program)
+                .args(&spec.args)
                 .current_dir(&spec.cwd)
                 .env_clear()
                 .envs(&spec.env)
                 .env(MARKER_VAR, &spec.marker)
-                .stdin(Stdio::null());
-            cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .map_err(spawn_err)?;
+            Spawned::new(child).map_err(spawn_err)?
         }
     };
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
-        program: spec.program.clone(),
-        source,
-    })?;
-    if let Some(seal) = &sealed {
-        let bytes = serde_json::to_vec(seal).map_err(|e| ProcessError::Seal {
-            program: spec.program.clone(),
-            cause: e.to_string(),
-        })?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A helper that died before reading is seen below as its exit.
-            let _ = stdin.write_all(&bytes).await;
-        }
-    }
     // With process_group(0) the group id is the child's pid.
-    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let pgid = i32::try_from(child.id()).ok().filter(|pid| *pid > 0);
     // From here on, dropping this future still kills everything the child started.
     let mut reaper = Reaper::new(pgid, Some(&spec.marker));
 
     let stdout = spawn_capture(
-        child.stdout.take(),
+        child.stdout().map_err(spawn_err)?,
         stdout_file,
         &spec.stdout_path,
         spec.output_cap,
         |_| {},
     );
     let stderr = spawn_capture(
-        child.stderr.take(),
+        child.stderr().map_err(spawn_err)?,
         stderr_file,
         &spec.stderr_path,
         spec.output_cap,
@@ -293,7 +290,6 @@ fn seal_spec(spec: &ProcessSpec, view: &View) -> Result<SealSpec, ProcessError> 
     let mut report = spec.stdout_path.clone().into_os_string();
     report.push(".seal");
     Ok(SealSpec {
-        parent_pid: std::process::id(),
         program: spec.program.clone(),
         args: spec.args.clone(),
         env: spec.env.clone(),

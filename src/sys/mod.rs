@@ -5,3 +5,5 @@
 
 pub mod beneath;
 pub mod sandbox;
+pub mod spawned;
+pub mod warm;

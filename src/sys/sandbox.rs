@@ -51,8 +51,6 @@ pub enum Mount {
 /// Everything the helper needs: the program, its environment, and the view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealSpec {
-    /// The harness's pid: the helper dies with it (and checks it is still its parent).
-    pub parent_pid: u32,
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
@@ -177,6 +175,12 @@ pub enum SandboxError {
     },
 }
 
+/// What a helper reads first on its stdin, as soon as it starts: the pid of the
+/// harness, which it must die with. The spec follows when there is a program to run.
+pub fn parent_line() -> Vec<u8> {
+    format!("{}\n", std::process::id()).into_bytes()
+}
+
 /// The helper binary, beside the harness's other binaries.
 pub fn helper() -> PathBuf {
     crate::binaries::bin_path("gauntlet-seal")
@@ -201,7 +205,6 @@ fn probe_once(helper: &Path) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("gauntlet-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let spec = SealSpec {
-        parent_pid: std::process::id(),
         program: PathBuf::from("/bin/true"),
         args: vec![],
         env: BTreeMap::new(),
@@ -221,7 +224,10 @@ fn probe_once(helper: &Path) -> Result<(), String> {
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(&bytes).map_err(|e| e.to_string())?;
+        stdin
+            .write_all(&parent_line())
+            .and_then(|()| stdin.write_all(&bytes))
+            .map_err(|e| e.to_string())?;
     }
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     let report = std::fs::read(&spec.report)

@@ -27,7 +27,10 @@ const SETTLE: Duration = Duration::from_millis(50);
 /// Exit code of the program's process when it could not be started (as `sh` does).
 const NOT_STARTED: i32 = 127;
 
-pub fn run(spec: &SealSpec, mut ready: std::fs::File, go: std::fs::File) -> SealReport {
+/// Largest go message (a status byte and the spec) accepted from the helper.
+const MAX_GO: u64 = (4 << 20) + 1;
+
+pub fn run(mut ready: std::fs::File, go: std::fs::File) -> SealReport {
     let setup = |e: String| SealReport {
         setup_error: Some(e),
         ..SealReport::default()
@@ -35,6 +38,14 @@ pub fn run(spec: &SealSpec, mut ready: std::fs::File, go: std::fs::File) -> Seal
     // Init dies with the helper: the harness's SIGKILL of the helper ends the sandbox.
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)) {
         return setup(format!("prctl(PR_SET_PDEATHSIG) in init: {e}"));
+    }
+    // Forked before the spec was read, init still holds the helper's stdin, where the
+    // spec arrives: neither init nor the program may read it.
+    if let Err(e) = std::fs::File::open("/dev/null")
+        .map_err(|e| e.to_string())
+        .and_then(|null| nix::unistd::dup2_stdin(&null).map_err(|e| e.to_string()))
+    {
+        return setup(format!("/dev/null as init's stdin: {e}"));
     }
     let flags = CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWIPC
@@ -46,20 +57,31 @@ pub fn run(spec: &SealSpec, mut ready: std::fs::File, go: std::fs::File) -> Seal
     if let Err(e) = crate::forward::loopback_up() {
         return setup(format!("bringing up the sandbox's loopback: {e}"));
     }
-    // The helper opens the forwarded ports in this namespace before anything runs, so
-    // the program never finds its proxy refusing connections.
     use std::io::{Read, Write};
-    let mut answer = Vec::new();
-    let forwarded = ready.write_all(b"1").is_ok() && {
-        drop(ready);
-        let _ = (&go).take(4096).read_to_end(&mut answer);
-        answer.first() == Some(&b'1')
-    };
-    if !forwarded {
-        let why = String::from_utf8_lossy(answer.get(1..).unwrap_or_default()).into_owned();
-        return setup(format!("forwarding the sandbox's ports: {why}"));
+    if ready.write_all(b"1").is_err() {
+        return setup("the helper went away before the spec came".into());
     }
-    if let Err(e) = crate::root::build(spec) {
+    drop(ready);
+    if let Err(e) = crate::root::stage() {
+        return setup(e);
+    }
+    // The helper opens the forwarded ports in this namespace before anything runs, so
+    // the program never finds its proxy refusing connections; then it sends the spec.
+    let mut answer = Vec::new();
+    let _ = (&go).take(MAX_GO).read_to_end(&mut answer);
+    let spec: SealSpec = match answer.split_first() {
+        Some((b'1', spec)) => match serde_json::from_slice(spec) {
+            Ok(spec) => spec,
+            Err(e) => return setup(format!("the spec init was handed: {e}")),
+        },
+        Some((_, why)) => {
+            let why = String::from_utf8_lossy(why).into_owned();
+            return setup(format!("forwarding the sandbox's ports: {why}"));
+        }
+        None => return setup("the helper went away before the spec came".into()),
+    };
+    let spec = &spec;
+    if let Err(e) = crate::root::finish(spec) {
         return setup(e);
     }
     let program = match Exec::prepare(spec) {

@@ -1,12 +1,18 @@
 //! `gauntlet-seal`: runs one program in a sandbox of its own.
 //!
-//! The harness writes a [`SealSpec`] (JSON) on this helper's stdin. The helper then
+//! The harness starts helpers ahead of need (`agent::warm`) and writes on a helper's
+//! stdin, first, its own pid on a line, and later, when it has a program to run, a
+//! [`SealSpec`] (JSON, to end of file). Between the two the helper builds everything
+//! that does not depend on the program, so that what is left when the spec arrives is a
+//! few mounts and a fork:
 //!
-//! 1. dies with the harness (`PR_SET_PDEATHSIG`), so a killed harness leaves no sandbox;
-//! 2. unshares PID, mount, IPC and UTS namespaces and forks the sandbox's init, PID 1;
-//! 3. init builds a new root on a tmpfs that holds only the system paths, `/dev`,
-//!    `/proc`, a private `/tmp` and the spec's binds, pivots into it, and forks the
-//!    program as an unprivileged user with no capabilities and `no_new_privs`;
+//! 1. it dies with the harness (`PR_SET_PDEATHSIG`), so a killed harness leaves no
+//!    sandbox;
+//! 2. it unshares a PID namespace and forks the sandbox's init, PID 1, which makes
+//!    mount, IPC, UTS and network namespaces its own and stages a root on a tmpfs that
+//!    holds only the system paths, `/dev`, `/proc` and a private `/tmp`;
+//! 3. with the spec, init adds its binds, pivots into the root, and forks the program
+//!    as an unprivileged user with no capabilities and `no_new_privs`;
 //! 4. when the program ends (or the harness sends SIGTERM at its deadline: the program's
 //!    process group is killed), init counts what is still alive, kills it, and reports;
 //!    the kernel kills anything else in the namespace as init exits.
@@ -37,6 +43,13 @@ const MAX_SPEC: u64 = 4 << 20;
 static INIT_PID: AtomicI32 = AtomicI32::new(0);
 
 fn main() {
+    let parent = match read_parent() {
+        Ok(pid) => pid,
+        Err(e) => fail_early(&format!("cannot read the harness's pid on stdin: {e}")),
+    };
+    // Everything that does not need the program; a failure here is reported once the
+    // spec says where reports go.
+    let staged = stage(parent);
     let spec = match read_spec() {
         Ok(spec) => spec,
         Err(e) => fail_early(&format!("cannot read the sandbox spec on stdin: {e}")),
@@ -48,10 +61,39 @@ fn main() {
             spec.report.display()
         )),
     };
-    let report = run(&spec);
+    let report = match staged {
+        Ok(sandbox) => sandbox.run(&spec),
+        Err(e) => SealReport {
+            setup_error: Some(e),
+            ..SealReport::default()
+        },
+    };
     let _ = (&report_file).write_all(&serde_json::to_vec(&report).unwrap_or_default());
     drop(report_file);
     exit_like(&report)
+}
+
+/// The first line on stdin: the pid of the harness that started this helper.
+fn read_parent() -> Result<u32, String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    // Byte by byte: what follows the line is the spec, read later, and must stay in
+    // the pipe until then.
+    let mut stdin = std::io::stdin().lock();
+    while line.len() < 16 {
+        match stdin.read(&mut byte) {
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => {
+                return std::str::from_utf8(&line)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| format!("not a pid: {:?}", String::from_utf8_lossy(&line)));
+            }
+            Ok(_) => line.push(byte[0]),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("no pid line".into())
 }
 
 fn read_spec() -> Result<SealSpec, String> {
@@ -72,44 +114,43 @@ fn fail_early(message: &str) -> ! {
     std::process::exit(SETUP_FAILED)
 }
 
-/// Everything from the namespaces on; any failure becomes the report's setup error.
-fn run(spec: &SealSpec) -> SealReport {
-    let setup = |e: String| SealReport {
-        setup_error: Some(e),
-        ..SealReport::default()
-    };
-    if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)) {
-        return setup(format!("prctl(PR_SET_PDEATHSIG): {e}"));
-    }
+/// A sandbox whose init has staged its root and waits for the program.
+struct Staged {
+    init: Pid,
+    /// Init → helper: its report, at its end.
+    report: File,
+    /// Init → helper: its network namespace exists (or, end of file: init failed).
+    ready: File,
+    /// Helper → init: `1` and the spec, or `0` and why the ports could not be forwarded.
+    go: File,
+}
+
+/// Namespaces and the staged root, before any spec exists.
+fn stage(parent: u32) -> Result<Staged, String> {
+    nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL))
+        .map_err(|e| format!("prctl(PR_SET_PDEATHSIG): {e}"))?;
     // The harness may have died before the line above: then nobody waits for us.
-    if nix::unistd::getppid().as_raw() != spec.parent_pid as i32 {
-        return setup("the harness that started this sandbox is gone".into());
+    if nix::unistd::getppid().as_raw() != parent as i32 {
+        return Err("the harness that started this sandbox is gone".into());
     }
-    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
-    // Init → helper: its report. Init → helper: its network namespace exists. Helper
-    // → init: the ports are forwarded (`1`) or could not be (`0`).
-    let (Ok((report_rx, report_tx)), Ok((ready_rx, ready_tx)), Ok((go_rx, go_tx))) =
-        (pipe(), pipe(), pipe())
-    else {
-        return setup(format!("pipe: {}", std::io::Error::last_os_error()));
-    };
+    let pipe =
+        || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"));
+    let ((report_rx, report_tx), (ready_rx, ready_tx), (go_rx, go_tx)) =
+        (pipe()?, pipe()?, pipe()?);
     // Only the PID namespace is entered here (it takes effect for our children); init
     // makes the others its own, so that tearing them down is init's exit, not ours.
-    let own_pid_ns = match File::open("/proc/self/ns/pid") {
-        Ok(f) => f,
-        Err(e) => return setup(format!("/proc/self/ns/pid: {e}")),
-    };
-    if let Err(e) = nix::sched::unshare(CloneFlags::CLONE_NEWPID) {
-        return setup(format!("unshare(CLONE_NEWPID): {e}"));
-    }
+    let own_pid_ns =
+        File::open("/proc/self/ns/pid").map_err(|e| format!("/proc/self/ns/pid: {e}"))?;
+    nix::sched::unshare(CloneFlags::CLONE_NEWPID)
+        .map_err(|e| format!("unshare(CLONE_NEWPID): {e}"))?;
     // SAFETY: this process is single-threaded (no thread was started), so the child
     // may run any code after fork.
     match unsafe { nix::unistd::fork() } {
-        Err(e) => setup(format!("fork of the sandbox init: {e}")),
+        Err(e) => Err(format!("fork of the sandbox init: {e}")),
         Ok(ForkResult::Child) => {
             drop((report_rx, ready_rx, go_tx));
-            let report = init::run(spec, File::from(ready_tx), File::from(go_rx));
-            let mut tx = std::fs::File::from(report_tx);
+            let report = init::run(File::from(ready_tx), File::from(go_rx));
+            let mut tx = File::from(report_tx);
             let _ = tx.write_all(&serde_json::to_vec(&report).unwrap_or_default());
             drop(tx);
             std::process::exit(0)
@@ -121,30 +162,49 @@ fn run(spec: &SealSpec) -> SealReport {
             // are threads.
             if let Err(e) = nix::sched::setns(&own_pid_ns, CloneFlags::CLONE_NEWPID) {
                 let _ = signal::kill(child, Signal::SIGKILL);
-                return setup(format!("setns back to the helper's PID namespace: {e}"));
+                return Err(format!("setns back to the helper's PID namespace: {e}"));
             }
             INIT_PID.store(child.as_raw(), Ordering::SeqCst);
             forward_sigterm();
-            let mut ready = [0u8; 1];
-            // End of file instead: init failed before its network existed, and says why
-            // in its report.
-            if File::from(ready_rx).read_exact(&mut ready).is_ok() {
-                let go = match forward::start(child.as_raw(), &spec.forward) {
-                    Ok(()) => b"1".to_vec(),
-                    Err(e) => format!("0{e}").into_bytes(),
-                };
-                let _ = File::from(go_tx).write_all(&go);
-            }
-            let mut bytes = Vec::new();
-            let mut rx = std::fs::File::from(report_rx);
-            // End of file: init wrote its report and closed it on exit, after it killed
-            // and reaped everything. Init's own exit (tearing down its mount
-            // namespace) is not waited for: it holds nothing the harness needs.
-            let read = rx.read_to_end(&mut bytes);
-            match read.ok().and_then(|_| serde_json::from_slice(&bytes).ok()) {
-                Some(report) => report,
-                None => setup("the sandbox init died without a report".into()),
-            }
+            Ok(Staged {
+                init: child,
+                report: File::from(report_rx),
+                ready: File::from(ready_rx),
+                go: File::from(go_tx),
+            })
+        }
+    }
+}
+
+impl Staged {
+    /// Forward the spec's ports, hand init the spec, and wait for its report.
+    fn run(mut self, spec: &SealSpec) -> SealReport {
+        let mut ready = [0u8; 1];
+        // End of file instead: init failed before its network existed, and says why
+        // in its report.
+        if self.ready.read_exact(&mut ready).is_ok() {
+            let go = match forward::start(self.init.as_raw(), &spec.forward) {
+                Ok(()) => {
+                    let mut go = b"1".to_vec();
+                    go.extend(serde_json::to_vec(spec).unwrap_or_default());
+                    go
+                }
+                Err(e) => format!("0{e}").into_bytes(),
+            };
+            let _ = self.go.write_all(&go);
+        }
+        drop(self.go);
+        let mut bytes = Vec::new();
+        // End of file: init wrote its report and closed it on exit, after it killed
+        // and reaped everything. Init's own exit (tearing down its mount namespace) is
+        // not waited for: it holds nothing the harness needs.
+        let read = self.report.read_to_end(&mut bytes);
+        match read.ok().and_then(|_| serde_json::from_slice(&bytes).ok()) {
+            Some(report) => report,
+            None => SealReport {
+                setup_error: Some("the sandbox init died without a report".into()),
+                ..SealReport::default()
+            },
         }
     }
 }

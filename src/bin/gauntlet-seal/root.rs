@@ -25,7 +25,10 @@ const SHM_SIZE: &str = "512m";
 /// Device nodes bound from the host's `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
-pub fn build(spec: &SealSpec) -> Result<(), String> {
+/// Everything that does not depend on the program: the staging root, and the new root
+/// with its system paths, `/dev`, `/proc`, `/sys` and `/tmp`. Built while the helper
+/// waits for a spec.
+pub fn stage() -> Result<(), String> {
     // Nothing we mount may propagate back to the host's namespace.
     mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE)
         .map_err(|e| format!("making / private: {e}"))?;
@@ -58,6 +61,11 @@ pub fn build(spec: &SealSpec) -> Result<(), String> {
         false,
     )?;
     tmpfs("/newroot/tmp", &format!("mode=1777,size={TMP_SIZE}"))?;
+    Ok(())
+}
+
+/// The spec's binds, then the switch into the new root.
+pub fn finish(spec: &SealSpec) -> Result<(), String> {
     for m in &spec.mounts {
         match m {
             Mount::Bind {
