@@ -299,6 +299,7 @@ fn seal_spec(spec: &ProcessSpec, view: &View) -> Result<SealSpec, ProcessError> 
         gid: sandbox::SANDBOX_GID,
         report: PathBuf::from(report),
         forward: sandbox::loopback_ports(&spec.env),
+        limits: view.limits,
     })
 }
 

@@ -66,6 +66,28 @@ pub struct SealSpec {
     /// same numbers; every other port of the host is out of reach.
     #[serde(default)]
     pub forward: Vec<u16>,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// What one sandbox may use of the machine, enforced by a control group of its own
+/// where the machine offers one (the helper's report says whether it did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Tasks (processes and threads) at once: Chromium alone runs a few hundred.
+    pub tasks: u64,
+    /// Memory, page cache of its files and its tmpfs pages included; past it the
+    /// kernel kills a process of the sandbox, not of the machine.
+    pub memory_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            tasks: 4096,
+            memory_bytes: 4 << 30,
+        }
+    }
 }
 
 /// What the helper observed, written to [`SealSpec::report`] when the sandbox ended.
@@ -80,6 +102,10 @@ pub struct SealReport {
     pub stragglers_killed: u32,
     /// Why the sandbox could not be built or the program not started.
     pub setup_error: Option<String>,
+    /// Whether [`SealSpec::limits`] were enforced by a control group of the sandbox's
+    /// own; without one only a per-user process count bounds it.
+    #[serde(default)]
+    pub limited: bool,
 }
 
 /// A view for the usual case: these directories writable, these paths readable, each
@@ -87,6 +113,7 @@ pub struct SealReport {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct View {
     pub mounts: Vec<Mount>,
+    pub limits: Limits,
 }
 
 impl View {
@@ -214,6 +241,7 @@ fn probe_once(helper: &Path) -> Result<(), String> {
         gid: SANDBOX_GID,
         report: dir.join("report.json"),
         forward: vec![],
+        limits: Limits::default(),
     };
     let bytes = serde_json::to_vec(&spec).map_err(|e| e.to_string())?;
     let mut child = std::process::Command::new(helper)

@@ -13,7 +13,7 @@ use gauntlet::report::leaderboard::{self, Entry};
 use gauntlet::run::scorecard::{execute, ExecOptions};
 use gauntlet::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
 
-use super::support;
+use super::support::{self, runtime};
 
 fn suite() -> ScorecardSuite {
     load_suite(&default_dir()).expect("challenges/scorecard loads")
@@ -31,14 +31,6 @@ fn cfg(profile: &str, out: &Path) -> Config {
         scorecard_profile: profile.into(),
         ..Config::default()
     }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
 }
 
 /// Every probe of the suite, concurrently (each with its own sinks, ports and state

@@ -142,3 +142,144 @@ fn without_the_sandbox_a_trial_refuses_naming_the_cause_unless_turned_off() {
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("sandbox=off"), "{text}");
 }
+
+/// `sh -c script` sealed in a view that writes only `dir`, bounded by `limits`.
+fn sealed_sh(
+    dir: &Path,
+    name: &str,
+    script: &str,
+    limits: gauntlet::sys::sandbox::Limits,
+) -> gauntlet::agent::process::ProcessSpec {
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
+    let mut view = gauntlet::sys::sandbox::View::new().write(dir);
+    view.limits = limits;
+    gauntlet::agent::process::ProcessSpec {
+        program: PathBuf::from("/bin/sh"),
+        args: vec!["-c".into(), script.into()],
+        cwd: dir.to_path_buf(),
+        env,
+        deadline: std::time::Duration::from_secs(60),
+        stdout_path: dir.join(format!("{name}.stdout")),
+        stderr_path: dir.join(format!("{name}.stderr")),
+        rel_base: dir.to_path_buf(),
+        output_cap: 1 << 16,
+        marker: format!("sealing-{name}-{}", std::process::id()),
+        seal: Some(view),
+    }
+}
+
+/// Run `script` sealed to its end: the outcome, and what it wrote on stderr.
+fn run_sealed(
+    rt: &tokio::runtime::Runtime,
+    dir: &Path,
+    name: &str,
+    script: &str,
+    limits: gauntlet::sys::sandbox::Limits,
+) -> (gauntlet::agent::process::ProcessOutcome, String) {
+    let outcome = rt
+        .block_on(gauntlet::agent::process::run(sealed_sh(
+            dir, name, script, limits,
+        )))
+        .expect("sealed run");
+    let stderr = std::fs::read_to_string(dir.join(format!("{name}.stderr"))).unwrap_or_default();
+    (outcome, stderr)
+}
+
+/// Every sandbox runs as the same user, so a per-user process count would let one
+/// trial's fork bomb make another's forks fail. Each sandbox's tasks are counted in a
+/// group of its own: with both bounded at 40 tasks, one that holds 30 sleeping
+/// processes does not keep the other from starting 30 of its own.
+#[test]
+fn a_sandbox_full_of_processes_leaves_the_one_beside_it_room_to_fork() {
+    let limits = gauntlet::sys::sandbox::Limits {
+        tasks: 40,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let full = dir.path().join("full");
+    std::fs::create_dir_all(&full).expect("dir");
+    let rt = runtime();
+    let outcome = rt.block_on(async {
+        let holder = tokio::spawn(gauntlet::agent::process::run(sealed_sh(
+            &full,
+            "holder",
+            "for i in $(seq 30); do sleep 20 & done; echo full > ready; wait",
+            limits,
+        )));
+        // Wait until the first sandbox holds its 30 processes.
+        let ready = full.join("ready");
+        for _ in 0..600 {
+            if ready.exists() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(ready.exists(), "the first sandbox never filled up");
+        let beside = dir.path().join("beside");
+        std::fs::create_dir_all(&beside).expect("dir");
+        let outcome = gauntlet::agent::process::run(sealed_sh(
+            &beside,
+            "beside",
+            "for i in $(seq 30); do sleep 0.2 & done; wait",
+            limits,
+        ))
+        .await
+        .expect("sealed run");
+        holder.abort();
+        let _ = holder.await;
+        (
+            outcome,
+            std::fs::read_to_string(beside.join("beside.stderr")).unwrap_or_default(),
+        )
+    });
+    let (outcome, stderr) = outcome;
+    assert_eq!(
+        outcome.end.exit_code,
+        Some(0),
+        "forks failed beside a full sandbox: {stderr}"
+    );
+}
+
+/// Past its own bound a sandbox cannot fork (and what it started is counted), and past
+/// its memory the kernel kills its process, not one of the machine's.
+#[test]
+fn a_sandbox_is_held_to_its_task_and_memory_bounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = runtime();
+    let tasks = gauntlet::sys::sandbox::Limits {
+        tasks: 20,
+        ..Default::default()
+    };
+    let (forks, stderr) = run_sealed(
+        &rt,
+        dir.path(),
+        "forks",
+        "for i in $(seq 40); do sleep 20 & done; wait",
+        tasks,
+    );
+    assert_ne!(
+        forks.end.exit_code,
+        Some(0),
+        "40 forks under a bound of 20: {stderr}"
+    );
+    assert!(stderr.contains("fork"), "{stderr}");
+    assert!(forks.stragglers_killed > 0, "{forks:?}");
+
+    let memory = gauntlet::sys::sandbox::Limits {
+        memory_bytes: 64 << 20,
+        ..Default::default()
+    };
+    let (hog, _) = run_sealed(
+        &rt,
+        dir.path(),
+        "hog",
+        "exec python3 -c 'b = bytearray(512 << 20); print(len(b))'",
+        memory,
+    );
+    assert_eq!(
+        hog.end.signal,
+        Some(9),
+        "512 MiB under a bound of 64 MiB: {hog:?}"
+    );
+}

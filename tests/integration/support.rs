@@ -85,3 +85,12 @@ pub fn peak_rss() -> u64 {
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
+
+/// A small multi-threaded runtime, as the harness's own.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}

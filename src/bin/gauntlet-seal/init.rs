@@ -13,12 +13,18 @@ use nix::sys::signal::{self, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Gid, Pid, Uid};
 
+use crate::limits::Cgroups;
+
 /// How long init waits for the processes it killed to be reaped before it exits (the
 /// kernel kills and reaps whatever is left when init exits, in any case).
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
-/// Processes the sandbox user may have at once (`RLIMIT_NPROC`).
+/// Processes the sandbox user may have at once (`RLIMIT_NPROC`), where the sandbox has
+/// no control group of its own.
 const MAX_PROCESSES: u64 = 4096;
+
+/// The same, where it has one: a backstop over every sandbox running at once.
+const SHARED_MAX_PROCESSES: u64 = 65536;
 
 /// How long processes still exiting when the program ended may take before they count
 /// as stragglers.
@@ -30,15 +36,49 @@ const NOT_STARTED: i32 = 127;
 /// Largest go message (a status byte and the spec) accepted from the helper.
 const MAX_GO: u64 = (4 << 20) + 1;
 
-pub fn run(mut ready: std::fs::File, go: std::fs::File) -> SealReport {
+pub fn run(
+    ready: std::fs::File,
+    go: std::fs::File,
+    report: &std::fs::File,
+    helper: u32,
+) -> (SealReport, Cgroups) {
+    // A process group of its own: the harness kills the helper's group when the
+    // program's outcome is known, and init must outlive that to remove its control
+    // groups. Init still dies with the helper (below), and the sandbox with init.
+    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+    // The kernel's OOM killer, when the sandbox reaches its memory bound, picks one of
+    // the sandbox's processes: never init, which must report and clean up. The program
+    // is put back to the default before it runs.
+    let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
+    // Joined first, so that everything init forks is in the sandbox's group.
+    let cgroups = Cgroups::join(&format!("gauntlet-seal-{helper}"));
+    let limited = cgroups.applied();
+    let mut outcome = sandbox(ready, go, report, &cgroups);
+    outcome.limited = limited;
+    (outcome, cgroups)
+}
+
+/// Whether the read end of `pipe` is closed everywhere (its reader died).
+fn no_reader(pipe: &std::fs::File) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::empty())];
+    poll(&mut fds, PollTimeout::ZERO).is_ok()
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLERR))
+}
+
+fn sandbox(
+    mut ready: std::fs::File,
+    go: std::fs::File,
+    report: &std::fs::File,
+    cgroups: &Cgroups,
+) -> SealReport {
     let setup = |e: String| SealReport {
         setup_error: Some(e),
         ..SealReport::default()
     };
-    // Init dies with the helper: the harness's SIGKILL of the helper ends the sandbox.
-    if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)) {
-        return setup(format!("prctl(PR_SET_PDEATHSIG) in init: {e}"));
-    }
     // Forked before the spec was read, init still holds the helper's stdin, where the
     // spec arrives: neither init nor the program may read it.
     if let Err(e) = std::fs::File::open("/dev/null")
@@ -62,7 +102,7 @@ pub fn run(mut ready: std::fs::File, go: std::fs::File) -> SealReport {
         return setup("the helper went away before the spec came".into());
     }
     drop(ready);
-    if let Err(e) = crate::root::stage() {
+    if let Err(e) = crate::root::stage(&cgroups.shown()) {
         return setup(e);
     }
     // The helper opens the forwarded ports in this namespace before anything runs, so
@@ -80,22 +120,38 @@ pub fn run(mut ready: std::fs::File, go: std::fs::File) -> SealReport {
         }
         None => return setup("the helper went away before the spec came".into()),
     };
-    let spec = &spec;
-    if let Err(e) = crate::root::finish(spec) {
-        return setup(e);
-    }
-    let program = match Exec::prepare(spec) {
-        Ok(p) => p,
-        Err(e) => return setup(e),
-    };
-    // Init waits for signals synchronously: a SIGTERM (the deadline) or SIGCHLD that
-    // arrives at any moment is pending until `wait`, so none is lost.
+    // Init waits for signals synchronously: a SIGTERM (the deadline, or the helper's
+    // death) or SIGCHLD that arrives at any moment is pending until `wait`, so none is
+    // lost.
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGCHLD);
     signals.add(Signal::SIGTERM);
     if let Err(e) = signals.thread_block() {
         return setup(format!("sigprocmask in init: {e}"));
     }
+    // From here on the helper's death ends the sandbox: it reaches init as SIGTERM,
+    // which kills the program's group like the deadline does, and init then kills the
+    // rest and removes its control groups on the way out (a SIGKILL would leave them).
+    // Not before: a helper started ahead of need and never used dies with the
+    // harness, and its init, seeing the end of the go pipe above, leaves the same way.
+    // If the helper died just now, its report pipe says so.
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
+        return setup(format!("prctl(PR_SET_PDEATHSIG) in init: {e}"));
+    }
+    if no_reader(report) {
+        return setup("the helper went away before the program started".into());
+    }
+    let spec = &spec;
+    if let Err(e) = cgroups.limit(&spec.limits) {
+        return setup(e);
+    }
+    if let Err(e) = crate::root::finish(spec) {
+        return setup(e);
+    }
+    let program = match Exec::prepare(spec, cgroups.applied()) {
+        Ok(p) => p,
+        Err(e) => return setup(e),
+    };
     // SAFETY: init is single-threaded.
     let child = match unsafe { nix::unistd::fork() } {
         Err(e) => return setup(format!("fork of the program: {e}")),
@@ -215,10 +271,11 @@ struct Exec {
     uid: Uid,
     gid: Gid,
     display: String,
+    max_processes: u64,
 }
 
 impl Exec {
-    fn prepare(spec: &SealSpec) -> Result<Exec, String> {
+    fn prepare(spec: &SealSpec, limited: bool) -> Result<Exec, String> {
         let cstr = |s: &[u8], what: &str| {
             CString::new(s).map_err(|_| format!("{what} contains a NUL byte"))
         };
@@ -247,6 +304,13 @@ impl Exec {
             uid: Uid::from_raw(spec.uid),
             gid: Gid::from_raw(spec.gid),
             display: spec.program.display().to_string(),
+            // With a group of its own the sandbox's tasks are bounded there; the
+            // per-user count is then only a backstop across all sandboxes.
+            max_processes: if limited {
+                SHARED_MAX_PROCESSES
+            } else {
+                spec.limits.tasks.min(MAX_PROCESSES)
+            },
         })
     }
 
@@ -260,6 +324,12 @@ impl Exec {
         if let Err(e) = blocked.thread_unblock() {
             fail("sigprocmask", e);
         }
+        // A cgroup namespace of its own: its group is its `/`, and the host's hierarchy
+        // is not named in its `/proc/self/cgroup`. Not init's: init must be able to
+        // leave the group at the end, to remove it.
+        if let Err(e) = nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP) {
+            fail("unshare(CLONE_NEWCGROUP)", e);
+        }
         // Its own session: the harness's deadline kills this process group, and
         // anything that left it is counted as a straggler.
         if let Err(e) = nix::unistd::setsid() {
@@ -269,10 +339,22 @@ impl Exec {
             fail(&format!("working directory {}", self.cwd.display()), e);
         }
         // A fork bomb is bounded before the deadline. The count is per user, and every
-        // sandbox runs as the same one: the bound is shared by sandboxes running at once.
+        // sandbox runs as the same one: without a group of its own, the bound is shared
+        // by sandboxes running at once.
         use nix::sys::resource::{setrlimit, Resource};
-        if let Err(e) = setrlimit(Resource::RLIMIT_NPROC, MAX_PROCESSES, MAX_PROCESSES) {
+        if let Err(e) = setrlimit(
+            Resource::RLIMIT_NPROC,
+            self.max_processes,
+            self.max_processes,
+        ) {
             fail("setrlimit(RLIMIT_NPROC)", e);
+        }
+        if let Err(e) = std::fs::write("/proc/self/oom_score_adj", "0") {
+            eprintln!(
+                "gauntlet-seal: cannot run {}: oom_score_adj: {e}",
+                self.display
+            );
+            std::process::exit(NOT_STARTED)
         }
         if let Err(e) = nix::unistd::setgroups(&[]) {
             fail("setgroups", e);

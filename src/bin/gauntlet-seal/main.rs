@@ -22,6 +22,7 @@
 
 mod forward;
 mod init;
+mod limits;
 mod root;
 
 use std::fs::File;
@@ -143,16 +144,21 @@ fn stage(parent: u32) -> Result<Staged, String> {
         File::open("/proc/self/ns/pid").map_err(|e| format!("/proc/self/ns/pid: {e}"))?;
     nix::sched::unshare(CloneFlags::CLONE_NEWPID)
         .map_err(|e| format!("unshare(CLONE_NEWPID): {e}"))?;
+    let helper = std::process::id();
     // SAFETY: this process is single-threaded (no thread was started), so the child
     // may run any code after fork.
     match unsafe { nix::unistd::fork() } {
         Err(e) => Err(format!("fork of the sandbox init: {e}")),
         Ok(ForkResult::Child) => {
             drop((report_rx, ready_rx, go_tx));
-            let report = init::run(File::from(ready_tx), File::from(go_rx));
             let mut tx = File::from(report_tx);
+            let (report, cgroups) = init::run(File::from(ready_tx), File::from(go_rx), &tx, helper);
+            // Everything of the sandbox is gone now; init outlives the helper only to
+            // remove its groups, after the report, off the trial's path.
+            let _ = nix::sys::prctl::set_pdeathsig(None);
             let _ = tx.write_all(&serde_json::to_vec(&report).unwrap_or_default());
             drop(tx);
+            cgroups.leave();
             std::process::exit(0)
         }
         Ok(ForkResult::Parent { child }) => {

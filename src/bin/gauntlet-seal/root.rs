@@ -28,7 +28,12 @@ const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// Everything that does not depend on the program: the staging root, and the new root
 /// with its system paths, `/dev`, `/proc`, `/sys` and `/tmp`. Built while the helper
 /// waits for a spec.
-pub fn stage() -> Result<(), String> {
+///
+/// `groups` are the sandbox's own control groups (host directory, and where under
+/// `/sys/fs/cgroup` it appears: a v1 controller's name, or nothing for the v2 group):
+/// shown read-only, so that a program can read its own bounds, and nothing else of the
+/// host's cgroup tree.
+pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), String> {
     // Nothing we mount may propagate back to the host's namespace.
     mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE)
         .map_err(|e| format!("making / private: {e}"))?;
@@ -60,8 +65,34 @@ pub fn stage() -> Result<(), String> {
         false,
         false,
     )?;
+    cgroups(groups)?;
     tmpfs("/newroot/tmp", &format!("mode=1777,size={TMP_SIZE}"))?;
     Ok(())
+}
+
+fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), String> {
+    let at = Path::new("/newroot/sys/fs/cgroup");
+    if groups.is_empty() || !at.is_dir() {
+        return Ok(());
+    }
+    tmpfs(at, "mode=0755,size=64k")?;
+    for (dir, name) in groups {
+        let from = under("/oldroot", dir)?;
+        let to = if name.is_empty() {
+            at.to_path_buf()
+        } else {
+            at.join(name)
+        };
+        bind(&from, &to, false, false).map_err(|e| format!("{e} (the sandbox's cgroup)"))?;
+    }
+    mount(
+        NONE,
+        at,
+        NONE,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        NONE,
+    )
+    .map_err(|e| format!("making /sys/fs/cgroup read-only: {e}"))
 }
 
 /// The spec's binds, then the switch into the new root.
