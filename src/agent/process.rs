@@ -245,6 +245,7 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
             }
             let report = read_report(&seal.report);
             let _ = std::fs::remove_file(&seal.report);
+            warm::replenish();
             (report.stragglers_killed, report.setup_error)
         }
         None => (reaper.sweep(), None),

@@ -3,10 +3,10 @@
 //! Most of what a sandbox costs does not depend on the program it will run: creating
 //! its namespaces (a network namespace alone takes most of a millisecond here) and
 //! staging its root. A helper does all of that as soon as it starts, then waits on its
-//! stdin for a spec ([`super::sandbox`]). This pool keeps [`READY`] such helpers
+//! stdin for a spec ([`super::sandbox`]). This pool keeps up to [`READY`] such helpers
 //! started, so that a sealed process only pays for its own binds and its fork; every
 //! sealed process takes its helper from here, the first one of a process too (it waits
-//! for the helper's start like any other).
+//! for the helper's start like any other), and [`replenish`]es the pool when it ends.
 //!
 //! The helpers are started from one thread that lives as long as the process: a
 //! helper dies with the thread that started it (`PR_SET_PDEATHSIG` is per thread), and
@@ -81,14 +81,22 @@ pub async fn take() -> io::Result<Spawned> {
             while let Some(mut helper) = state.helpers.pop_front() {
                 // One that died waiting (killed from outside) is no use.
                 if let Ok(None) = helper.try_wait() {
-                    pool.taken.notify_one();
                     return Ok(helper);
                 }
             }
+            // None waiting: start one now, whatever it competes with.
             pool.taken.notify_one();
         }
         started.await;
     }
+}
+
+/// Start helpers to replace those taken. Called when a sealed process has ended, not
+/// when it starts: building a sandbox (its namespaces, joining its control groups,
+/// which takes a lock every fork and exit of the machine waits on) would otherwise
+/// compete with the start of the very process that took a helper.
+pub fn replenish() {
+    pool().taken.notify_one();
 }
 
 fn start_forever(pool: &Pool) {

@@ -41,21 +41,21 @@ pub fn run(
     go: std::fs::File,
     report: &std::fs::File,
     helper: u32,
-) -> (SealReport, Cgroups) {
-    // A process group of its own: the harness kills the helper's group when the
-    // program's outcome is known, and init must outlive that to remove its control
-    // groups. Init still dies with the helper (below), and the sandbox with init.
+) -> SealReport {
+    // A process group of its own: when the harness kills the helper's group (a helper
+    // that did not answer at its deadline), init gets its SIGTERM (below) and ends the
+    // sandbox in order rather than being killed in the middle of it.
     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
     // The kernel's OOM killer, when the sandbox reaches its memory bound, picks one of
-    // the sandbox's processes: never init, which must report and clean up. The program
+    // the sandbox's processes: never init, which must report. The program
     // is put back to the default before it runs.
     let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
     // Joined first, so that everything init forks is in the sandbox's group.
-    let cgroups = Cgroups::join(&format!("gauntlet-seal-{helper}"));
+    let cgroups = Cgroups::join(&format!("{}{helper}", crate::limits::GROUP_PREFIX));
     let limited = cgroups.applied();
     let mut outcome = sandbox(ready, go, report, &cgroups);
     outcome.limited = limited;
-    (outcome, cgroups)
+    outcome
 }
 
 /// Whether the read end of `pipe` is closed everywhere (its reader died).
@@ -131,10 +131,10 @@ fn sandbox(
     }
     // From here on the helper's death ends the sandbox: it reaches init as SIGTERM,
     // which kills the program's group like the deadline does, and init then kills the
-    // rest and removes its control groups on the way out (a SIGKILL would leave them).
-    // Not before: a helper started ahead of need and never used dies with the
-    // harness, and its init, seeing the end of the go pipe above, leaves the same way.
-    // If the helper died just now, its report pipe says so.
+    // rest and reaps it, so that its group is empty when it exits. Not before: a
+    // helper started ahead of need and never used dies with the harness, and its init,
+    // seeing the end of the go pipe above, simply exits. If the helper died just now,
+    // its report pipe says so.
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
         return setup(format!("prctl(PR_SET_PDEATHSIG) in init: {e}"));
     }

@@ -4,7 +4,11 @@
 //! same one: a fork bomb in one trial would make forks fail in the trials beside it.
 //!
 //! Init joins the group before it forks anything, so everything of the sandbox is in
-//! it; at the end init leaves it and removes it. Where the machine has no usable
+//! it. Init does not leave it at the end: moving a process between groups waits for an
+//! RCU grace period while holding the lock every other cgroup change waits on (tens of
+//! milliseconds here), which would stall the next sandboxes' start. The group is empty
+//! once init has exited, and the next sandbox to start removes every empty group of a
+//! finished one beside its own. Where the machine has no usable
 //! controller (cgroup v1 `pids`/`memory` hierarchies, or the cgroup v2 root with those
 //! controllers), the sandbox runs without and says so in its report.
 
@@ -16,6 +20,9 @@ use std::path::{Path, PathBuf};
 use gauntlet::sys::sandbox::Limits;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
+
+/// Every sandbox's group is named this and its helper's pid.
+pub const GROUP_PREFIX: &str = "gauntlet-seal-";
 
 /// One group this sandbox made: in one hierarchy, a directory of its own under the
 /// harness's group.
@@ -117,39 +124,50 @@ impl Cgroups {
         }
         Ok(())
     }
-
-    /// Leave every group (back to the harness's) and remove it. Call when every other
-    /// process of the sandbox was reaped; a group that still has tasks stays.
-    pub fn leave(self) {
-        for g in &self.groups {
-            let _ = write_at(&g.parent, "cgroup.procs", 0);
-            let _ = nix::unistd::unlinkat(
-                g.parent.as_fd(),
-                g.name.as_str(),
-                nix::unistd::UnlinkatFlags::RemoveDir,
-            );
-        }
-    }
 }
 
 /// Create `name` under `dir`, open `dir`, and move the calling process into the new
 /// group.
 fn make(dir: &Path, name: &str, shown_as: &'static str) -> Option<Group> {
     let parent = File::open(dir).ok().map(OwnedFd::from)?;
-    let _ = std::fs::remove_dir(dir.join(name));
-    std::fs::create_dir(dir.join(name)).ok()?;
-    if write_at(&parent, &format!("{name}/cgroup.procs"), 0).is_err() {
+    // A sandbox starting beside this one may take the new group for a finished one's
+    // and remove it before this process is in it: then make it again.
+    for _ in 0..3 {
         let _ = std::fs::remove_dir(dir.join(name));
-        return None;
+        if std::fs::create_dir(dir.join(name)).is_err() {
+            continue;
+        }
+        if write_at(&parent, &format!("{name}/cgroup.procs"), 0).is_ok() {
+            remove_finished(dir, name);
+            return Some(Group {
+                parent,
+                dir: dir.join(name),
+                shown_as,
+                name: name.to_string(),
+                pids_max: None,
+                memory_max: None,
+            });
+        }
     }
-    Some(Group {
-        parent,
-        dir: dir.join(name),
-        shown_as,
-        name: name.to_string(),
-        pids_max: None,
-        memory_max: None,
-    })
+    let _ = std::fs::remove_dir(dir.join(name));
+    None
+}
+
+/// Remove the groups of finished sandboxes under `dir`: a group with a process in it
+/// (a sandbox still running) refuses to be removed.
+fn remove_finished(dir: &Path, own: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if name != own && name.starts_with(GROUP_PREFIX) {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
 }
 
 fn write_at(dir: &OwnedFd, file: &str, value: u64) -> Result<(), String> {

@@ -152,13 +152,9 @@ fn stage(parent: u32) -> Result<Staged, String> {
         Ok(ForkResult::Child) => {
             drop((report_rx, ready_rx, go_tx));
             let mut tx = File::from(report_tx);
-            let (report, cgroups) = init::run(File::from(ready_tx), File::from(go_rx), &tx, helper);
-            // Everything of the sandbox is gone now; init outlives the helper only to
-            // remove its groups, after the report, off the trial's path.
-            let _ = nix::sys::prctl::set_pdeathsig(None);
+            let report = init::run(File::from(ready_tx), File::from(go_rx), &tx, helper);
             let _ = tx.write_all(&serde_json::to_vec(&report).unwrap_or_default());
             drop(tx);
-            cgroups.leave();
             std::process::exit(0)
         }
         Ok(ForkResult::Parent { child }) => {
