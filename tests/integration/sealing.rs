@@ -283,3 +283,41 @@ fn a_sandbox_is_held_to_its_task_and_memory_bounds() {
         "512 MiB under a bound of 64 MiB: {hog:?}"
     );
 }
+
+/// A sandbox's workspace and HOME are on the host's disk, where no quota applies: a
+/// program that keeps writing is stopped while its disk still has room for everyone
+/// else (here a 128 MiB disk, of which a sandbox must leave 5%), and says why on its
+/// stderr.
+#[test]
+fn a_disk_hog_is_stopped_before_the_disk_is_full() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let disk = dir.path().join("disk");
+    std::fs::create_dir_all(&disk).expect("dir");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=128m", "tmpfs"])
+        .arg(&disk)
+        .status()
+        .expect("mount runs");
+    assert!(mounted.success(), "mounting a small disk for the test");
+    let rt = runtime();
+    let (hog, stderr) = run_sealed(
+        &rt,
+        &disk,
+        "hog",
+        "exec python3 -c '
+import time
+with open(\"fill\", \"wb\") as f:
+    for _ in range(200):
+        f.write(b\"x\" * (1 << 20)); f.flush(); time.sleep(0.025)
+'",
+        Default::default(),
+    );
+    let written = std::fs::metadata(disk.join("fill")).map_or(0, |m| m.len());
+    let _ = Command::new("umount").arg(&disk).status();
+    assert_eq!(hog.end.signal, Some(9), "{hog:?}\n{stderr}");
+    assert!(
+        stderr.contains("gauntlet-seal: stopped: the disk of"),
+        "{stderr}"
+    );
+    assert!(written < 128 << 20, "the disk filled up: {written} bytes");
+}

@@ -13,7 +13,7 @@ use nix::sys::signal::{self, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Gid, Pid, Uid};
 
-use crate::limits::Cgroups;
+use crate::limits::{Cgroups, DiskFloor};
 
 /// How long init waits for the processes it killed to be reaped before it exits (the
 /// kernel kills and reaps whatever is left when init exits, in any case).
@@ -29,6 +29,9 @@ const SHARED_MAX_PROCESSES: u64 = 65536;
 /// How long processes still exiting when the program ended may take before they count
 /// as stragglers.
 const SETTLE: Duration = Duration::from_millis(50);
+
+/// How often init looks at the free space under the program's writable binds.
+const DISK_POLL: Duration = Duration::from_millis(100);
 
 /// Exit code of the program's process when it could not be started (as `sh` does).
 const NOT_STARTED: i32 = 127;
@@ -158,13 +161,15 @@ fn sandbox(
         Ok(ForkResult::Child) => program.exec(&signals),
         Ok(ForkResult::Parent { child }) => child,
     };
-    let mut report = wait_for(child, &signals);
+    let disk = DiskFloor::of(spec);
+    let mut report = wait_for(child, &signals, &disk);
     report.stragglers_killed = end_sandbox();
     report
 }
 
-/// Reap until the program itself has ended; SIGTERM kills its process group first.
-fn wait_for(child: Pid, signals: &SigSet) -> SealReport {
+/// Reap until the program itself has ended; SIGTERM kills its process group first, and
+/// so does a disk its writable binds are on running out of room.
+fn wait_for(child: Pid, signals: &SigSet, disk: &DiskFloor) -> SealReport {
     loop {
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
@@ -190,11 +195,34 @@ fn wait_for(child: Pid, signals: &SigSet) -> SealReport {
                 }
             }
         }
-        if let Ok(Signal::SIGTERM) = signals.wait() {
-            let _ = signal::killpg(child, Signal::SIGKILL);
-            let _ = signal::kill(child, Signal::SIGKILL);
+        match next_signal(signals, DISK_POLL) {
+            Some(libc::SIGTERM) => {
+                let _ = signal::killpg(child, Signal::SIGKILL);
+                let _ = signal::kill(child, Signal::SIGKILL);
+            }
+            Some(_) => {}
+            None => {
+                if let Some(why) = disk.low() {
+                    // On the program's stderr, where its record keeps it.
+                    eprintln!("gauntlet-seal: stopped: {why}");
+                    let _ = signal::killpg(child, Signal::SIGKILL);
+                    let _ = signal::kill(child, Signal::SIGKILL);
+                }
+            }
         }
     }
+}
+
+/// The next of `signals` to arrive, or `None` after `timeout`.
+fn next_signal(signals: &SigSet, timeout: Duration) -> Option<i32> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: the set is a valid, initialised sigset; `info` may be null; `ts` lives
+    // for the call.
+    let n = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &ts) };
+    (n > 0).then_some(n)
 }
 
 /// Kill everything still alive in the sandbox and say how many there were.

@@ -17,7 +17,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use gauntlet::sys::sandbox::Limits;
+use gauntlet::sys::sandbox::{Limits, Mount, SealSpec};
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
 
@@ -264,6 +264,58 @@ fn mounts(mountinfo: &str) -> impl Iterator<Item = CgroupMount<'_>> {
             options: right.next().unwrap_or(""),
         })
     })
+}
+
+/// The room a sandbox must leave on the disks of its writable binds (its workspace and
+/// HOME live on the host's disk, where no quota applies): when one falls below its floor
+/// the program is stopped, before a disk hog fills the machine's disk under every other
+/// trial and the harness's own records. The floor is 5% of the filesystem, at most
+/// [`MAX_DISK_FLOOR`].
+pub struct DiskFloor {
+    dirs: Vec<PathBuf>,
+}
+
+/// The most room kept free on a large disk.
+pub const MAX_DISK_FLOOR: u64 = 2 << 30;
+
+impl DiskFloor {
+    pub fn of(spec: &SealSpec) -> DiskFloor {
+        let dirs = spec
+            .mounts
+            .iter()
+            .filter_map(|m| match m {
+                Mount::Bind {
+                    target,
+                    writable: true,
+                    ..
+                } => Some(target.clone()),
+                _ => None,
+            })
+            .collect();
+        DiskFloor { dirs }
+    }
+
+    /// Why the program must stop, if a disk is below its floor.
+    pub fn low(&self) -> Option<String> {
+        for dir in &self.dirs {
+            let Ok(fs) = nix::sys::statvfs::statvfs(dir) else {
+                continue;
+            };
+            let unit = fs.fragment_size();
+            let total = fs.blocks().saturating_mul(unit);
+            let free = fs.blocks_available().saturating_mul(unit);
+            let floor = (total / 20).min(MAX_DISK_FLOOR);
+            if free < floor {
+                return Some(format!(
+                    "the disk of {} has {} KiB free, below the {} KiB a sandbox must leave",
+                    dir.display(),
+                    free >> 10,
+                    floor >> 10
+                ));
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
