@@ -321,3 +321,32 @@ with open(\"fill\", \"wb\") as f:
     );
     assert!(written < 128 << 20, "the disk filled up: {written} bytes");
 }
+
+/// What the kernel keeps per user is shared by every sandbox (they all run as one
+/// user): a key on the user's keyring would outlive the sandbox and let the next gate
+/// run count the runs before it. The keyring is absent, and init, whose start time
+/// would say how long the sandbox waited, is not in the program's process list.
+#[test]
+fn a_sealed_program_gets_no_keyring_and_no_view_of_init() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = runtime();
+    let (outcome, stderr) = run_sealed(
+        &rt,
+        dir.path(),
+        "probe",
+        r#"python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(248, b"user", b"gauntlet-runs", b"1", 1, -4)
+print("add_key", r, ctypes.get_errno())
+'
+[ -e /proc/1/stat ] && echo init-seen || echo init-hidden
+[ -e /proc/self/stat ] && echo self-seen"#,
+        Default::default(),
+    );
+    let stdout = std::fs::read_to_string(dir.path().join("probe.stdout")).unwrap_or_default();
+    assert_eq!(outcome.end.exit_code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("add_key -1 38"), "{stdout}");
+    assert!(stdout.contains("init-hidden"), "{stdout}");
+    assert!(stdout.contains("self-seen"), "{stdout}");
+}

@@ -23,8 +23,16 @@ const REAP_WAIT: Duration = Duration::from_secs(2);
 /// no control group of its own.
 const MAX_PROCESSES: u64 = 4096;
 
-/// The same, where it has one: a backstop over every sandbox running at once.
-const SHARED_MAX_PROCESSES: u64 = 65536;
+/// The same, where it has one: a backstop over every sandbox running at once, well below
+/// the machine's pid space (32,768 pids by default), so that fork bombs in several
+/// sandboxes together cannot leave the harness unable to fork.
+fn shared_max_processes() -> u64 {
+    let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(32768);
+    (pid_max / 2).clamp(MAX_PROCESSES, 65536)
+}
 
 /// How long processes still exiting when the program ended may take before they count
 /// as stragglers.
@@ -300,6 +308,7 @@ struct Exec {
     gid: Gid,
     display: String,
     max_processes: u64,
+    filters: crate::syscalls::Filters,
 }
 
 impl Exec {
@@ -334,8 +343,9 @@ impl Exec {
             display: spec.program.display().to_string(),
             // With a group of its own the sandbox's tasks are bounded there; the
             // per-user count is then only a backstop across all sandboxes.
+            filters: crate::syscalls::Filters::compile()?,
             max_processes: if limited {
-                SHARED_MAX_PROCESSES
+                shared_max_processes()
             } else {
                 spec.limits.tasks.min(MAX_PROCESSES)
             },
@@ -396,6 +406,10 @@ impl Exec {
         }
         if let Err(e) = nix::sys::prctl::set_no_new_privs() {
             fail("no_new_privs", e);
+        }
+        if let Err(e) = self.filters.apply() {
+            eprintln!("gauntlet-seal: cannot run {}: {e}", self.display);
+            std::process::exit(NOT_STARTED)
         }
         // The program must not inherit init's handler-less death signal setting; it
         // gets its own: it dies with init.

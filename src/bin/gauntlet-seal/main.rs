@@ -24,6 +24,7 @@ mod forward;
 mod init;
 mod limits;
 mod root;
+mod syscalls;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -203,11 +204,31 @@ impl Staged {
         let read = self.report.read_to_end(&mut bytes);
         match read.ok().and_then(|_| serde_json::from_slice(&bytes).ok()) {
             Some(report) => report,
-            None => SealReport {
-                setup_error: Some("the sandbox init died without a report".into()),
-                ..SealReport::default()
-            },
+            None => lost_init(self.init),
         }
+    }
+}
+
+/// Init ended without a report. Killed by a signal once the program ran (the OOM
+/// killer, where the machine will not let init exempt itself), the sandbox and its
+/// program died with it: that is the program's end, not a failed setup.
+fn lost_init(init: Pid) -> SealReport {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    match waitpid(init, None) {
+        Ok(WaitStatus::Signaled(_, Signal::SIGKILL, _)) => {
+            eprintln!(
+                "gauntlet-seal: stopped: the sandbox's init was killed (out of memory?), \
+                 and everything in the sandbox with it"
+            );
+            SealReport {
+                signal: Some(Signal::SIGKILL as i32),
+                ..SealReport::default()
+            }
+        }
+        _ => SealReport {
+            setup_error: Some("the sandbox init died without a report".into()),
+            ..SealReport::default()
+        },
     }
 }
 

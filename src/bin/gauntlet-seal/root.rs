@@ -56,7 +56,9 @@ pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), String> {
         proc_dir,
         Some("proc"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        NONE,
+        // The program sees its own processes only: not init, whose start time would
+        // tell it how long its sandbox waited to be used.
+        Some("hidepid=invisible"),
     )
     .map_err(|e| format!("mounting /proc: {e}"))?;
     bind(

@@ -1,0 +1,47 @@
+//! System calls the program may not make, refused by a seccomp filter installed just
+//! before it runs.
+//!
+//! Namespaces separate what the kernel keeps per namespace; a few things it keeps per
+//! user, and every sandbox runs as the same one. The kernel keyring is one of them: a
+//! key a program adds to its user's keyring is there for the next sandbox, which would
+//! let a claimed test count its gate runs. So `keyctl`, `add_key` and `request_key` fail
+//! with ENOSYS, as in Docker's default profile: programs treat the keyring as absent.
+//!
+//! User namespaces stay allowed: Codex runs each of its tool commands in a bubblewrap
+//! sandbox of its own, which needs one (docs/sealing.md says what that leaves open).
+
+use std::collections::BTreeMap;
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule, TargetArch};
+
+/// The filter, compiled before the fork (compiling allocates) and applied in the
+/// program's process after `no_new_privs`.
+pub struct Filters {
+    absent: BpfProgram,
+}
+
+impl Filters {
+    pub fn compile() -> Result<Filters, String> {
+        let arch = TargetArch::try_from(std::env::consts::ARCH)
+            .map_err(|e| format!("seccomp for {}: {e}", std::env::consts::ARCH))?;
+        let absent: BTreeMap<i64, Vec<SeccompRule>> =
+            [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key]
+                .into_iter()
+                .map(|call| (call, Vec::new()))
+                .collect();
+        let absent = SeccompFilter::new(
+            absent,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::ENOSYS as u32),
+            arch,
+        )
+        .and_then(BpfProgram::try_from)
+        .map_err(|e| format!("compiling the seccomp filter: {e}"))?;
+        Ok(Filters { absent })
+    }
+
+    /// Install it on the calling thread (which must have `no_new_privs`).
+    pub fn apply(&self) -> Result<(), String> {
+        seccompiler::apply_filter(&self.absent).map_err(|e| format!("seccomp: {e}"))
+    }
+}
