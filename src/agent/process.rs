@@ -9,6 +9,7 @@
 //! everything left in its group or carrying its marker is killed and counted.
 
 use std::collections::{BTreeMap, HashSet};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -22,7 +23,6 @@ use crate::hash::Sha256Stream;
 use crate::sys::sandbox::{self, SandboxError, SealReport, SealSpec, View};
 use crate::sys::spawned::Spawned;
 use crate::sys::warm;
-use std::os::unix::process::CommandExt;
 
 /// The environment variable that tags every process of one trial, so that processes
 /// which left the group (`setsid`) can still be found in `/proc/*/environ`.

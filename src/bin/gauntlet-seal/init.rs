@@ -363,8 +363,8 @@ impl Exec {
             fail("sigprocmask", e);
         }
         // A cgroup namespace of its own: its group is its `/`, and the host's hierarchy
-        // is not named in its `/proc/self/cgroup`. Not init's: init must be able to
-        // leave the group at the end, to remove it.
+        // is not named in its `/proc/self/cgroup`. The program's alone: init keeps the
+        // host's view, through which it made and shows the group.
         if let Err(e) = nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP) {
             fail("unshare(CLONE_NEWCGROUP)", e);
         }

@@ -11,8 +11,9 @@
 //! 2. it unshares a PID namespace and forks the sandbox's init, PID 1, which makes
 //!    mount, IPC, UTS and network namespaces its own and stages a root on a tmpfs that
 //!    holds only the system paths, `/dev`, `/proc` and a private `/tmp`;
-//! 3. with the spec, init adds its binds, pivots into the root, and forks the program
-//!    as an unprivileged user with no capabilities and `no_new_privs`;
+//! 3. with the spec, init adds its binds, pivots into the root, bounds its control
+//!    group, and forks the program as an unprivileged user with no capabilities,
+//!    `no_new_privs` and a seccomp filter (no kernel keyring);
 //! 4. when the program ends (or the harness sends SIGTERM at its deadline: the program's
 //!    process group is killed), init counts what is still alive, kills it, and reports;
 //!    the kernel kills anything else in the namespace as init exits.
