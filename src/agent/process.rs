@@ -301,6 +301,7 @@ fn seal_spec(spec: &ProcessSpec, view: &View) -> Result<SealSpec, ProcessError> 
         report: PathBuf::from(report),
         forward: sandbox::loopback_ports(&spec.env),
         limits: view.limits,
+        observe: view.observe,
     })
 }
 

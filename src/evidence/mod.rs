@@ -7,6 +7,8 @@
 pub mod claim;
 pub mod events;
 pub mod normalize;
+pub mod observed;
+pub mod observed_policy;
 pub mod policy;
 
 use serde::{Deserialize, Serialize};

@@ -45,6 +45,10 @@ pub enum PathCategory {
     PriorStores,
     /// Not under any root the harness knows (system files, elsewhere).
     Outside,
+    /// What every run of the agent opens to run at all: system files, its own binary
+    /// and packages, the app under test's locators. Only observed opens are put here
+    /// ([`super::observed_policy`]); it is reported, never counted.
+    Runtime,
 }
 
 impl PathCategory {
@@ -59,6 +63,7 @@ impl PathCategory {
             PathCategory::AdjacentResults => "adjacent_results",
             PathCategory::PriorStores => "prior_stores",
             PathCategory::Outside => "outside",
+            PathCategory::Runtime => "runtime",
         }
     }
 
@@ -67,9 +72,10 @@ impl PathCategory {
     /// nothing about the product.
     pub fn allowed_under(self, profile: Profile) -> bool {
         match self {
-            PathCategory::TrialWorkspace | PathCategory::SuppliedSkills | PathCategory::Outside => {
-                true
-            }
+            PathCategory::TrialWorkspace
+            | PathCategory::SuppliedSkills
+            | PathCategory::Outside
+            | PathCategory::Runtime => true,
             PathCategory::PublicDocs => profile != Profile::None,
             _ => profile == Profile::All,
         }
@@ -127,6 +133,11 @@ pub struct Roots {
     pub runs_dir: PathBuf,
     /// The gauntlet repository.
     pub repo: PathBuf,
+    /// The agent's runtime inside the repository's tree: the harness's binaries and
+    /// the pinned CLIs' packages the sandbox shows it. Absent in records from before
+    /// opens were observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime: Vec<PathBuf>,
 }
 
 /// Everything the policy assessment found.
@@ -628,6 +639,7 @@ mod tests {
             trial_dir: "/out/run/t".into(),
             runs_dir: "/out".into(),
             repo: "/repo".into(),
+            runtime: vec![],
         }
     }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::evidence::normalize::{Preview, ReportedUsage};
+use crate::evidence::observed_policy::ObservedPolicy;
 use crate::evidence::policy::PolicyFindings;
 use crate::run::challenge::ChallengeRecord;
 use crate::score::challenge::{TaskOutcome, Validity};
@@ -99,7 +100,12 @@ pub struct Metrics {
     pub proxy_metered: ProxyMetered,
     pub counts: Counts,
     pub tool_calls: Vec<ToolCallMetrics>,
+    /// The agent's account: the paths its event stream names.
     pub policy: PolicyFindings,
+    /// What the kernel saw opened, and where it disagrees with the account. Absent for
+    /// records made before opens were observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedPolicy>,
 }
 
 fn is_shell(name: &str) -> bool {
@@ -252,6 +258,7 @@ pub fn metrics(rec: &ChallengeRecord) -> Metrics {
         },
         tool_calls,
         policy: policy.clone(),
+        observed: rec.derived.observed.clone(),
     }
 }
 
@@ -481,6 +488,8 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
         );
     }
     s += "\n## 5. Observed reads and policy findings\n\n";
+    s += &observed_section(rec.derived.observed.as_ref());
+    s += "### The agent's account (its event stream)\n\n";
     let pol = &rec.derived.policy;
     s += &format!("- paths by category: {:?}\n", pol.by_category);
     s += &format!(
@@ -508,6 +517,9 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
             );
         }
         s += "\n";
+    }
+    if let Some(o) = &rec.derived.observed {
+        s += &discrepancy_section(o);
     }
     s += "## 6. Agent self-report and discrepancies\n\n";
     match (&v.self_report.raw, &v.self_report.error) {
@@ -559,6 +571,122 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
         }
     }
     s
+}
+
+/// Items of each list the final report shows; metrics.json and the record hold all.
+const REPORT_ITEMS: usize = 50;
+
+fn observed_section(o: Option<&ObservedPolicy>) -> String {
+    let mut s = String::from("### What the kernel saw opened\n\n");
+    let Some(o) = o else {
+        s += "No observation: this record was made before opens were observed, and its validity rests on the agent's account below.\n\n";
+        return s;
+    };
+    match &o.incomplete {
+        None => s += "- observation: complete\n",
+        Some(why) => s += &format!("- observation: **incomplete** — {why}\n"),
+    }
+    if !o.watched.is_empty() {
+        s += &format!(
+            "- watched: every filesystem of {} mount point(s); not watched: {}\n",
+            o.watched.len(),
+            if o.unwatched.is_empty() {
+                "none".to_string()
+            } else {
+                o.unwatched.join(", ")
+            }
+        );
+    }
+    s += &format!(
+        "- paths by category: {:?} (runtime is reported, never judged)\n",
+        o.by_category
+    );
+    s += &format!(
+        "- escalated to product code: {}\n",
+        o.escalated_to_product_code
+    );
+    if o.disallowed_reads.is_empty() {
+        s += "- disallowed reads: none\n";
+    } else {
+        s += "- disallowed reads:\n";
+        for r in o.disallowed_reads.iter().take(REPORT_ITEMS) {
+            let by = o
+                .opens
+                .iter()
+                .find(|x| &x.path == r)
+                .map(|x| {
+                    format!(
+                        " by `{}` (pid {})",
+                        x.process.as_deref().unwrap_or("?"),
+                        x.pid
+                    )
+                })
+                .unwrap_or_default();
+            s += &format!("  - `{r}`{by}\n");
+        }
+        more(&mut s, o.disallowed_reads.len());
+    }
+    let total = o.opens.len() + o.opens_not_kept as usize;
+    s += &format!("- opens outside the runtime ({total}):\n");
+    for x in o.opens.iter().take(REPORT_ITEMS) {
+        s += &format!(
+            "  - {} ms `{}` {} {} by `{}` (pid {}){}\n",
+            x.ms,
+            x.path,
+            x.access.as_str(),
+            x.category.as_str(),
+            x.process.as_deref().unwrap_or("?"),
+            x.pid,
+            if x.allowed {
+                ""
+            } else {
+                " — **not allowed**"
+            }
+        );
+    }
+    more(&mut s, total);
+    s += "\n";
+    s
+}
+
+fn discrepancy_section(o: &ObservedPolicy) -> String {
+    let d = &o.discrepancies;
+    let mut s = String::from("### Account and observation\n\n");
+    if o.watched.is_empty() {
+        s += "Nothing was observed, so nothing is compared.\n\n";
+        return s;
+    }
+    for (title, list) in [
+        ("opened, never reported", &d.observed_not_reported),
+        ("reported, never opened", &d.reported_not_observed),
+    ] {
+        if list.is_empty() {
+            s += &format!("- {title}: none\n");
+        } else {
+            s += &format!("- {title} ({}):\n", list.len());
+            for p in list.iter().take(REPORT_ITEMS) {
+                s += &format!("  - `{p}`\n");
+            }
+            more(&mut s, list.len());
+        }
+    }
+    if d.not_kept > 0 {
+        s += &format!(
+            "- further discrepancies counted, not listed: {}\n",
+            d.not_kept
+        );
+    }
+    s += "\n";
+    s
+}
+
+fn more(s: &mut String, n: usize) {
+    if n > REPORT_ITEMS {
+        *s += &format!(
+            "  - … and {} more (metrics.json lists them)\n",
+            n - REPORT_ITEMS
+        );
+    }
 }
 
 fn quote(t: &str) -> String {

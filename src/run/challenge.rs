@@ -16,6 +16,7 @@ use crate::agent::process::{self, ProcessSpec};
 use crate::agent::{adapter_for, base_env, LaunchContext, PromptRun};
 use crate::config::{Config, Mode};
 use crate::evidence::normalize::AgentReport;
+use crate::evidence::observed_policy::{self, ObservedPolicy};
 use crate::evidence::policy::{self, PolicyFindings, Roots};
 use crate::evidence::{AgentRun, RawFile};
 use crate::proxy::{Budget, Proxy, ProxyMode, UsageEntry};
@@ -137,14 +138,45 @@ pub struct ChallengeEvidence {
     /// they were.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub world_logs: Vec<crate::evidence::RawFile>,
+    /// What the kernel saw the agent's processes open. Absent only in records made
+    /// before opens were observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<ObservationEvidence>,
 }
+
+/// The observation of a trial's opens, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ObservationEvidence {
+    /// The file the sandbox's init wrote ([`crate::evidence::observed`]), hashed like
+    /// every raw file.
+    pub file: Option<RawFile>,
+    /// Why there is no file: the trial ran unsealed, the agent never started, the
+    /// sandbox wrote none.
+    pub unavailable: Option<String>,
+}
+
+impl ObservationEvidence {
+    fn unavailable(why: &str) -> ObservationEvidence {
+        ObservationEvidence {
+            file: None,
+            unavailable: Some(why.into()),
+        }
+    }
+}
+
+/// Where a challenge trial's observed opens are kept, in its trial directory.
+pub const OPENS_FILE: &str = "agent.opens.jsonl";
 
 /// What is derived from the evidence by pure functions, kept for readers (rescore
 /// derives it again).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Derived {
     pub agent_report: AgentReport,
+    /// The agent's account: the paths its event stream names, classified.
     pub policy: PolicyFindings,
+    /// What the kernel saw opened, classified and compared with the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedPolicy>,
     pub final_message: Option<String>,
 }
 
@@ -192,6 +224,16 @@ pub fn derive(
     );
     // Calls the report only counted were never assessed.
     policy.not_kept.tool_calls = parsed.report.dropped.tool_calls;
+    let observed = match &evidence.observation {
+        None => None,
+        Some(o) => Some(assess_observation(
+            trial_dir,
+            o,
+            &evidence.roots,
+            provenance.profile,
+            &policy,
+        )?),
+    };
     let final_message = parsed.transcript.final_message.clone();
     let verdict = score(&ChallengeInputs {
         manifest: &provenance.manifest,
@@ -201,14 +243,46 @@ pub fn derive(
         final_message: final_message.as_deref(),
         world: &evidence.world,
         policy: &policy,
+        observed: observed.as_ref(),
     });
     Ok((
         Derived {
             agent_report: parsed.report,
             policy,
+            observed,
             final_message,
         },
         verdict,
+    ))
+}
+
+/// The observation file read back and classified; a trial without one has nothing but
+/// the reason it is missing, and is not compared with its account.
+fn assess_observation(
+    trial_dir: &Path,
+    o: &ObservationEvidence,
+    roots: &Roots,
+    profile: Profile,
+    account: &PolicyFindings,
+) -> Result<ObservedPolicy, String> {
+    let Some(raw) = &o.file else {
+        return Ok(ObservedPolicy {
+            incomplete: Some(
+                o.unavailable
+                    .clone()
+                    .unwrap_or_else(|| "no observation was recorded".into()),
+            ),
+            ..ObservedPolicy::default()
+        });
+    };
+    let path = trial_dir.join(&raw.path);
+    let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let observation = crate::evidence::observed::parse(&mut std::io::BufReader::new(file));
+    Ok(observed_policy::assess(
+        &observation,
+        roots,
+        profile,
+        account,
     ))
 }
 
@@ -275,12 +349,14 @@ pub async fn execute(
             trial_dir: trial_dir.clone(),
             runs_dir: run_dir.parent().unwrap_or(run_dir).to_path_buf(),
             repo: repo.clone(),
+            runtime: vec![],
         },
         seed: vec![],
         world: vec![],
         usage: vec![],
         setup_error: None,
         world_logs: vec![],
+        observation: Some(ObservationEvidence::unavailable("the agent did not run")),
     };
     let ctx = TrialCtx {
         challenges,
@@ -506,6 +582,22 @@ async fn run_agent(
     env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
     env.extend(crate::agent::model_env(proxy_url, &t.cfg.model));
     evidence.agent.command = inv.command_line();
+    let view = challenge_view(workspace, home, tmp, world);
+    evidence.roots.runtime = runtime_roots(
+        &view.clone().extend(crate::sys::sandbox::runtime_view(
+            &inv.program,
+            &inv.args,
+            &view,
+        )),
+        &evidence.roots.repo,
+    );
+    // The agent's own program and the files its command line names (a script).
+    evidence.roots.runtime.extend(
+        std::iter::once(inv.program.clone())
+            .chain(inv.args.iter().map(PathBuf::from))
+            .filter(|p| p.is_absolute() && p.is_file()),
+    );
+    let opens = t.trial_dir.join(OPENS_FILE);
     let outcome = process::run(ProcessSpec {
         program: inv.program,
         args: inv.args,
@@ -517,10 +609,23 @@ async fn run_agent(
         rel_base: t.trial_dir.to_path_buf(),
         output_cap: t.cfg.output_cap_bytes,
         marker: format!("{}:{}", std::process::id(), t.trial_dir.display()),
-        seal: sealed.then(|| challenge_view(workspace, home, tmp, world)),
+        seal: sealed.then(|| view.observed(&opens)),
     })
-    .await
-    .map_err(|e| format!("agent could not be run: {e}"))?;
+    .await;
+    evidence.observation = Some(if !sealed {
+        ObservationEvidence::unavailable(
+            "the trial ran unsealed (GAUNTLET_SANDBOX=off): nothing observed its opens",
+        )
+    } else {
+        match raw_file(&opens, t.trial_dir) {
+            Some(file) => ObservationEvidence {
+                file: Some(file),
+                unavailable: None,
+            },
+            None => ObservationEvidence::unavailable("the sandbox wrote no observation"),
+        }
+    });
+    let outcome = outcome.map_err(|e| format!("agent could not be run: {e}"))?;
     evidence.agent.end = outcome.end;
     evidence.agent.stdout = outcome.stdout;
     evidence.agent.stderr = outcome.stderr;
@@ -542,6 +647,38 @@ fn challenge_view(workspace: &Path, home: &Path, tmp: &Path, world: &Target) -> 
         .write(home)
         .write(tmp)
         .extend(world.view())
+}
+
+/// The read-only binds of a sealed view other than the repository itself: the agent's
+/// own binaries and packages, the app's locators. What is opened there is runtime.
+fn runtime_roots(view: &View, repo: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = view
+        .mounts
+        .iter()
+        .filter_map(|m| match m {
+            crate::sys::sandbox::Mount::Bind {
+                target,
+                writable: false,
+                ..
+            } if !repo.starts_with(target) => Some(target.clone()),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A file the harness wrote during the trial, hashed, relative to `base`.
+fn raw_file(path: &Path, base: &Path) -> Option<RawFile> {
+    let bytes = std::fs::metadata(path).ok()?.len();
+    let sha256 = record::digest::file_sha256(path).ok()?;
+    Some(RawFile {
+        path: rel_to(path, base),
+        bytes,
+        bytes_seen: bytes,
+        sha256,
+    })
 }
 
 /// Send the manifest's seed requests to the app.
@@ -695,8 +832,14 @@ pub fn rederive(
         }
         Ok(())
     };
+    let observation = rec
+        .evidence
+        .observation
+        .as_ref()
+        .and_then(|o| o.file.as_ref());
     let derived = check(&rec.evidence.agent.stdout)
         .and_then(|()| check(&rec.evidence.agent.stderr))
+        .and_then(|()| observation.map_or(Ok(()), check))
         .and_then(|()| derive(dir, &rec.config.agent, &rec.provenance, &rec.evidence))
         .map(|(_, v)| v);
     Ok((rec, derived))

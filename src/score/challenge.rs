@@ -4,9 +4,13 @@
 //! - `task_outcome` asks whether the task got done: the agent's YAML self-report must
 //!   parse, hold every required field and meet the manifest's success assertions, and
 //!   the world the harness observed after the trial must meet every world assertion.
-//! - `evaluation_validity` asks whether the trial measured what it should: a read
-//!   outside the profile's allowed roots makes it `contaminated`, a shell command whose
-//!   paths cannot be read out makes it `unauditable`.
+//! - `evaluation_validity` asks whether the trial measured what it should, from what
+//!   the kernel saw the trial's processes open: an open outside the profile's allowed
+//!   roots makes it `contaminated`; an observation that failed or is incomplete makes
+//!   it `unauditable`; only a complete observation with nothing forbidden is `clean`.
+//!   The event stream's paths are the agent's account, compared with the observation
+//!   but not deciding. Records made before opens were observed keep the account's
+//!   rule (a shell command whose paths cannot be read out makes them `unauditable`).
 //!
 //! The self-report is kept as written; where it disagrees with what was observed the
 //! disagreement is listed, and the observation never rewrites the report.
@@ -16,7 +20,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::evidence::policy::PolicyFindings;
+use crate::evidence::observed_policy::ObservedPolicy;
+use crate::evidence::policy::{PathCategory, PolicyFindings};
 use crate::evidence::ProcessEnd;
 use crate::spec::challenge::{Manifest, Profile};
 
@@ -187,7 +192,94 @@ pub struct ChallengeInputs<'a> {
     pub setup_error: Option<&'a str>,
     pub final_message: Option<&'a str>,
     pub world: &'a [WorldObservation],
+    /// The agent's account: paths its event stream names.
     pub policy: &'a PolicyFindings,
+    /// What the kernel saw opened; `None` only in records made before opens were
+    /// observed, whose validity rests on the account.
+    pub observed: Option<&'a ObservedPolicy>,
+}
+
+/// Validity from what the kernel saw opened: a forbidden open contaminates even when
+/// the observation is incomplete (what was seen was seen); otherwise only a complete
+/// observation is clean.
+fn observed_validity(o: &ObservedPolicy, profile: Profile) -> (Validity, String) {
+    if let Some(first) = o.disallowed_reads.first() {
+        let by = o
+            .opens
+            .iter()
+            .find(|x| &x.path == first)
+            .map(|x| match &x.process {
+                Some(p) => format!(" by `{p}` (pid {})", x.pid),
+                None => format!(" by pid {}", x.pid),
+            })
+            .unwrap_or_default();
+        return (
+            Validity::Contaminated,
+            format!(
+                "the kernel saw {} path(s) opened outside the roots profile `{profile}` allows, first {first}{by}",
+                o.disallowed_reads.len()
+            ),
+        );
+    }
+    if let Some(why) = &o.incomplete {
+        return (
+            Validity::Unauditable,
+            format!("the observation of the trial's opens is incomplete: {why}"),
+        );
+    }
+    let counted: u64 = o
+        .by_category
+        .iter()
+        .filter(|(k, _)| k.as_str() != PathCategory::Runtime.as_str())
+        .map(|(_, v)| v)
+        .sum();
+    (
+        Validity::Clean,
+        format!(
+            "the kernel saw every open: {counted} path(s) outside the runtime, all allowed under profile `{profile}`"
+        ),
+    )
+}
+
+/// Validity from the event stream alone, for records made before opens were
+/// observed: "clean" there means only that nothing forbidden was reported.
+fn account_validity(policy: &PolicyFindings, profile: Profile) -> (Validity, String) {
+    let not_kept = &policy.not_kept;
+    if !policy.disallowed_reads.is_empty() {
+        (
+            Validity::Contaminated,
+            format!(
+                "{} path(s) outside the roots profile `{}` allows, first {}",
+                policy.disallowed_reads.len() as u64 + not_kept.disallowed_reads,
+                profile,
+                policy.disallowed_reads[0]
+            ),
+        )
+    } else if let Some(c) = policy.opaque_shell_commands.first() {
+        (
+            Validity::Unauditable,
+            format!(
+                "{} opaque shell command(s), first ({}): {}",
+                policy.opaque_shell_commands.len() as u64 + not_kept.opaque_shell_commands,
+                c.reason,
+                c.command
+            ),
+        )
+    } else if not_kept.tool_calls > 0 {
+        (
+            Validity::Unauditable,
+            format!(
+                "{} tool call(s) past the report's cap of {} were counted, not kept: their paths cannot be audited",
+                not_kept.tool_calls,
+                crate::evidence::normalize::MAX_ITEMS
+            ),
+        )
+    } else {
+        (
+            Validity::Clean,
+            format!("every observed path is allowed under profile `{profile}`"),
+        )
+    }
 }
 
 /// The last fenced ```yaml (or ```yml) block of `text`.
@@ -367,7 +459,10 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
         });
     }
     if let Some(Value::Array(reads)) = fields.get("files_read") {
-        let n = i.policy.paths.len();
+        let n = match i.observed {
+            Some(o) => o.opens.len() + o.opens_not_kept as usize,
+            None => i.policy.paths.len(),
+        };
         if reads.is_empty() && n > 0 {
             discrepancies.push(Discrepancy {
                 field: "files_read".into(),
@@ -427,44 +522,9 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
         )
     };
 
-    let not_kept = &i.policy.not_kept;
-    let (evaluation_validity, validity_reason) = if !i.policy.disallowed_reads.is_empty() {
-        (
-            Validity::Contaminated,
-            format!(
-                "{} path(s) outside the roots profile `{}` allows, first {}",
-                i.policy.disallowed_reads.len() as u64 + not_kept.disallowed_reads,
-                i.profile,
-                i.policy.disallowed_reads[0]
-            ),
-        )
-    } else if let Some(c) = i.policy.opaque_shell_commands.first() {
-        (
-            Validity::Unauditable,
-            format!(
-                "{} opaque shell command(s), first ({}): {}",
-                i.policy.opaque_shell_commands.len() as u64 + not_kept.opaque_shell_commands,
-                c.reason,
-                c.command
-            ),
-        )
-    } else if not_kept.tool_calls > 0 {
-        (
-            Validity::Unauditable,
-            format!(
-                "{} tool call(s) past the report's cap of {} were counted, not kept: their paths cannot be audited",
-                not_kept.tool_calls,
-                crate::evidence::normalize::MAX_ITEMS
-            ),
-        )
-    } else {
-        (
-            Validity::Clean,
-            format!(
-                "every observed path is allowed under profile `{}`",
-                i.profile
-            ),
-        )
+    let (evaluation_validity, validity_reason) = match i.observed {
+        Some(o) => observed_validity(o, i.profile),
+        None => account_validity(i.policy, i.profile),
     };
     ChallengeVerdict {
         passed: task_outcome == TaskOutcome::Success && evaluation_validity == Validity::Clean,
@@ -534,6 +594,7 @@ mod tests {
             final_message,
             world,
             policy,
+            observed: None,
         })
     }
 
@@ -626,5 +687,81 @@ mod tests {
         assert_eq!(find_yaml_block("```json\n{}\n```"), None);
         assert!(same(&serde_json::json!(30), &serde_json::json!(30.0)));
         assert!(!same(&serde_json::json!("30"), &serde_json::json!(30)));
+    }
+
+    #[test]
+    fn with_an_observation_validity_rests_on_it_not_on_the_account() {
+        use crate::evidence::observed::OpenAccess;
+        use crate::evidence::observed_policy::{ClassifiedOpen, ObservedPolicy};
+        let m = manifest();
+        let e = end(false);
+        let w = world(5);
+        let run = |policy: &PolicyFindings, observed: &ObservedPolicy| {
+            score(&ChallengeInputs {
+                manifest: &m,
+                profile: Profile::None,
+                end: &e,
+                setup_error: None,
+                final_message: Some(GOOD),
+                world: &w,
+                policy,
+                observed: Some(observed),
+            })
+        };
+        // The account reads nothing forbidden and holds an opaque command; the kernel
+        // saw product source opened: contaminated, naming the process.
+        let account = PolicyFindings {
+            opaque_shell_commands: vec![crate::evidence::policy::OpaqueCommand {
+                call: 0,
+                command: "python3 -c '…'".into(),
+                reason: "runs an interpreter (`python3`)".into(),
+            }],
+            ..PolicyFindings::default()
+        };
+        let seen = ObservedPolicy {
+            opens: vec![ClassifiedOpen {
+                path: "/repo/src/lib.rs".into(),
+                access: OpenAccess::Read,
+                category: PathCategory::ProductSource,
+                allowed: false,
+                ms: 3,
+                pid: 7,
+                process: Some("python3".into()),
+            }],
+            disallowed_reads: vec!["/repo/src/lib.rs".into()],
+            ..ObservedPolicy::default()
+        };
+        let v = run(&account, &seen);
+        assert_eq!(v.evaluation_validity, Validity::Contaminated);
+        assert!(
+            v.validity_reason.contains("`python3` (pid 7)"),
+            "{}",
+            v.validity_reason
+        );
+        // Nothing forbidden seen and the observation complete: clean, although the
+        // account alone would have been unauditable.
+        let v = run(&account, &ObservedPolicy::default());
+        assert_eq!(
+            (v.evaluation_validity, v.passed),
+            (Validity::Clean, true),
+            "{}",
+            v.validity_reason
+        );
+        // An incomplete observation is never clean, even with a spotless account.
+        let lost = ObservedPolicy {
+            incomplete: Some("the observation has no end".into()),
+            ..ObservedPolicy::default()
+        };
+        let v = run(&PolicyFindings::default(), &lost);
+        assert_eq!(v.evaluation_validity, Validity::Unauditable);
+        // What was seen still contaminates an incomplete observation.
+        let v = run(
+            &PolicyFindings::default(),
+            &ObservedPolicy {
+                incomplete: Some("overflow".into()),
+                ..seen.clone()
+            },
+        );
+        assert_eq!(v.evaluation_validity, Validity::Contaminated);
     }
 }

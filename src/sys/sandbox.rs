@@ -68,6 +68,11 @@ pub struct SealSpec {
     pub forward: Vec<u16>,
     #[serde(default)]
     pub limits: Limits,
+    /// Where init records every open the sandbox's processes make (see
+    /// [`crate::evidence::observed`]): a host path outside the view, created new.
+    /// `None`: nothing is observed.
+    #[serde(default)]
+    pub observe: Option<PathBuf>,
 }
 
 /// What one sandbox may use of the machine, enforced by a control group of its own
@@ -114,6 +119,8 @@ pub struct SealReport {
 pub struct View {
     pub mounts: Vec<Mount>,
     pub limits: Limits,
+    /// Where the sandbox's opens are recorded ([`SealSpec::observe`]).
+    pub observe: Option<PathBuf>,
 }
 
 impl View {
@@ -158,6 +165,13 @@ impl View {
             target: target.into(),
             writable,
         });
+        self
+    }
+
+    /// Record every open of the sandbox's processes in `file` (a host path outside the
+    /// view, which must not exist yet).
+    pub fn observed(mut self, file: impl Into<PathBuf>) -> View {
+        self.observe = Some(file.into());
         self
     }
 
@@ -242,6 +256,7 @@ fn probe_once(helper: &Path) -> Result<(), String> {
         report: dir.join("report.json"),
         forward: vec![],
         limits: Limits::default(),
+        observe: None,
     };
     let bytes = serde_json::to_vec(&spec).map_err(|e| e.to_string())?;
     let mut child = std::process::Command::new(helper)

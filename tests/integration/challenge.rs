@@ -13,7 +13,7 @@ use gauntlet::spec::{Flow, FlowStep};
 
 use crate::support;
 
-fn loaded() -> Loaded {
+pub fn loaded() -> Loaded {
     load_default().unwrap_or_else(|e| panic!("challenges load: {e}"))
 }
 
@@ -24,7 +24,25 @@ fn run(
     opts: &Options,
     out: &Path,
 ) -> (ChallengeRecord, PathBuf) {
-    let cfg = support::config(AgentChoice::Reference, out);
+    run_as(
+        support::config(AgentChoice::Reference, out),
+        loaded,
+        id,
+        profile,
+        opts,
+        out,
+    )
+}
+
+/// One trial of `id` under `profile` with `cfg`'s agent, to its record.
+pub fn run_as(
+    cfg: gauntlet::config::Config,
+    loaded: &Loaded,
+    id: &str,
+    profile: Profile,
+    opts: &Options,
+    out: &Path,
+) -> (ChallengeRecord, PathBuf) {
     let c = loaded
         .challenges
         .get(id)
@@ -400,8 +418,11 @@ fn reading_product_source_under_none_is_contaminated_yet_the_task_outcome_stands
     );
 }
 
+/// A shell command whose paths cannot be read out is kept whole in the agent's account;
+/// the kernel saw what it opened (the workspace's CSV), so the trial is clean. Without
+/// the observation (an unsealed run) nothing shows what it read: unauditable.
 #[test]
-fn an_opaque_shell_command_makes_the_trial_unauditable_and_is_kept() {
+fn an_opaque_shell_command_is_kept_in_the_account_and_the_observation_decides() {
     let out = tempfile::tempdir().expect("tempdir");
     let l = loaded();
     let mut flow = l
@@ -416,20 +437,44 @@ fn an_opaque_shell_command_makes_the_trial_unauditable_and_is_kept() {
             command: "cat $(ls *.csv)".into(),
         },
     );
-    let (rec, _) = run(
-        &l,
-        "ledger-reconcile",
-        Profile::None,
-        &Options {
-            flow: Some(flow),
-            timeout: None,
-        },
-        out.path(),
-    );
-    assert_eq!(rec.verdict.evaluation_validity, Validity::Unauditable);
+    let opts = Options {
+        flow: Some(flow),
+        timeout: None,
+    };
+    let (rec, _) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
     assert_eq!(
         rec.derived.policy.opaque_shell_commands[0].command,
         "cat $(ls *.csv)"
+    );
+    assert_eq!(
+        rec.verdict.evaluation_validity,
+        Validity::Clean,
+        "{}",
+        rec.verdict.validity_reason
+    );
+    let observed = rec.derived.observed.as_ref().expect("observed");
+    assert!(observed
+        .opens
+        .iter()
+        .any(|o| o.path.ends_with("workspace/transactions.csv")));
+
+    let cfg = gauntlet::config::Config {
+        sandbox: gauntlet::config::Sandbox::Off,
+        ..support::config(AgentChoice::Reference, out.path())
+    };
+    let (rec, _) = run_as(
+        cfg,
+        &l,
+        "ledger-reconcile",
+        Profile::None,
+        &opts,
+        out.path(),
+    );
+    assert_eq!(rec.verdict.evaluation_validity, Validity::Unauditable);
+    assert!(
+        rec.verdict.validity_reason.contains("unsealed"),
+        "{}",
+        rec.verdict.validity_reason
     );
 }
 

@@ -66,6 +66,7 @@ fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
             trial_dir: "/nonexistent/trial".into(),
             runs_dir: "/nonexistent".into(),
             repo: "/work/w-chal".into(),
+            runtime: vec![],
         };
         let none = policy::assess(&report.tool_calls, &roots, Profile::None);
         assert_eq!(

@@ -10,6 +10,7 @@ use gauntlet::sys::sandbox::{SealReport, SealSpec};
 use nix::errno::Errno;
 use nix::sched::CloneFlags;
 use nix::sys::signal::{self, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Gid, Pid, Uid};
 
@@ -156,6 +157,12 @@ fn sandbox(
     if let Err(e) = cgroups.limit(&spec.limits) {
         return setup(e);
     }
+    // Opened while the host's root is still reachable: it is outside the view.
+    let observation = match spec.observe.as_deref().map(crate::observe::create) {
+        None => None,
+        Some(Ok(file)) => Some(file),
+        Some(Err(e)) => return setup(e),
+    };
     if let Err(e) = crate::root::finish(spec) {
         return setup(e);
     }
@@ -163,6 +170,14 @@ fn sandbox(
         Ok(p) => p,
         Err(e) => return setup(e),
     };
+    // The signals init waits for, readable beside the observer's queue.
+    let signal_fd =
+        match SignalFd::with_flags(&signals, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
+            Ok(fd) => fd,
+            Err(e) => return setup(format!("signalfd in init: {e}")),
+        };
+    // Watching starts before the fork, so the program's own exec is the first open seen.
+    let mut observer = observation.map(crate::observe::Observer::start);
     // SAFETY: init is single-threaded.
     let child = match unsafe { nix::unistd::fork() } {
         Err(e) => return setup(format!("fork of the program: {e}")),
@@ -170,14 +185,25 @@ fn sandbox(
         Ok(ForkResult::Parent { child }) => child,
     };
     let disk = DiskFloor::of(spec);
-    let mut report = wait_for(child, &signals, &disk);
+    let mut report = wait_for(child, &signal_fd, &disk, observer.as_mut());
     report.stragglers_killed = end_sandbox();
+    // After every process of the sandbox is gone, so that its last opens are in.
+    if let Some(o) = observer {
+        o.finish();
+    }
     report
 }
 
 /// Reap until the program itself has ended; SIGTERM kills its process group first, and
-/// so does a disk its writable binds are on running out of room.
-fn wait_for(child: Pid, signals: &SigSet, disk: &DiskFloor) -> SealReport {
+/// so does a disk its writable binds are on running out of room. Meanwhile, what the
+/// observer's queue holds is written out as it comes.
+fn wait_for(
+    child: Pid,
+    signals: &SignalFd,
+    disk: &DiskFloor,
+    mut observer: Option<&mut crate::observe::Observer>,
+) -> SealReport {
+    let mut disk_checked = Instant::now();
     loop {
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
@@ -203,34 +229,54 @@ fn wait_for(child: Pid, signals: &SigSet, disk: &DiskFloor) -> SealReport {
                 }
             }
         }
-        match next_signal(signals, DISK_POLL) {
-            Some(libc::SIGTERM) => {
-                let _ = signal::killpg(child, Signal::SIGKILL);
-                let _ = signal::kill(child, Signal::SIGKILL);
-            }
-            Some(_) => {}
-            None => {
-                if let Some(why) = disk.low() {
-                    // On the program's stderr, where its record keeps it.
-                    eprintln!("gauntlet-seal: stopped: {why}");
+        let (signalled, observed) = wait_ready(signals, observer.as_deref(), DISK_POLL);
+        if signalled {
+            while let Ok(Some(info)) = signals.read_signal() {
+                if info.ssi_signo == libc::SIGTERM as u32 {
                     let _ = signal::killpg(child, Signal::SIGKILL);
                     let _ = signal::kill(child, Signal::SIGKILL);
                 }
             }
         }
+        if observed {
+            if let Some(o) = observer.as_deref_mut() {
+                o.drain();
+            }
+        }
+        if disk_checked.elapsed() >= DISK_POLL {
+            disk_checked = Instant::now();
+            if let Some(why) = disk.low() {
+                // On the program's stderr, where its record keeps it.
+                eprintln!("gauntlet-seal: stopped: {why}");
+                let _ = signal::killpg(child, Signal::SIGKILL);
+                let _ = signal::kill(child, Signal::SIGKILL);
+            }
+        }
     }
 }
 
-/// The next of `signals` to arrive, or `None` after `timeout`.
-fn next_signal(signals: &SigSet, timeout: Duration) -> Option<i32> {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: the set is a valid, initialised sigset; `info` may be null; `ts` lives
-    // for the call.
-    let n = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &ts) };
-    (n > 0).then_some(n)
+/// Wait until a signal is pending or the observer has events, at most `timeout`: which
+/// of the two is ready.
+fn wait_ready(
+    signals: &SignalFd,
+    observer: Option<&crate::observe::Observer>,
+    timeout: Duration,
+) -> (bool, bool) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+    if let Some(fd) = observer.and_then(|o| o.fd()) {
+        fds.push(PollFd::new(fd, PollFlags::POLLIN));
+    }
+    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(n) if n > 0 => {
+            let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+            (ready(&fds[0]), fds.get(1).is_some_and(ready))
+        }
+        // A timeout, or EINTR: look again.
+        _ => (false, false),
+    }
 }
 
 /// Kill everything still alive in the sandbox and say how many there were.

@@ -24,6 +24,7 @@
 mod forward;
 mod init;
 mod limits;
+mod observe;
 mod root;
 mod syscalls;
 

@@ -137,7 +137,7 @@ pub fn finish(spec: &SealSpec) -> Result<(), String> {
 }
 
 /// `path` (absolute, no `..`) re-rooted under `root`.
-fn under(root: &str, path: &Path) -> Result<PathBuf, String> {
+pub(crate) fn under(root: &str, path: &Path) -> Result<PathBuf, String> {
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return Err(format!(
             "sandbox path {} is not absolute or has `..`",

@@ -1,0 +1,156 @@
+//! Observed opens: the sandbox's init records what its processes open, whatever they
+//! are (a shell, an interpreter, a detached child, a process in a mount namespace of
+//! its own) and however they name the file (through a symlink they made), in a file
+//! outside their view.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use gauntlet::evidence::observed::{self, Observation, OpenAccess};
+
+use crate::support;
+
+/// A readable "product" tree beside a writable workspace, both readable by the sandbox
+/// user.
+fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let product = dir.path().join("product");
+    let ws = dir.path().join("ws");
+    for d in [&product.join("src"), &ws] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    for name in ["direct", "python", "detached", "linked", "nested", "unread"] {
+        std::fs::write(product.join("src").join(format!("{name}.rs")), name).expect("write");
+    }
+    for d in [dir.path(), &product, &product.join("src")] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    (dir, product, ws)
+}
+
+fn observe(dir: &Path, product: &Path, ws: &Path, script: &str) -> (Observation, String) {
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
+    let file = dir.join("opens.jsonl");
+    let view = gauntlet::sys::sandbox::View::new()
+        .read(product)
+        .write(ws)
+        .observed(&file);
+    let spec = gauntlet::agent::process::ProcessSpec {
+        program: PathBuf::from("/bin/sh"),
+        args: vec!["-c".into(), script.into()],
+        cwd: ws.to_path_buf(),
+        env,
+        deadline: std::time::Duration::from_secs(60),
+        stdout_path: dir.join("out"),
+        stderr_path: dir.join("err"),
+        rel_base: dir.to_path_buf(),
+        output_cap: 1 << 16,
+        marker: format!("observing-{}", std::process::id()),
+        seal: Some(view),
+    };
+    let outcome = support::runtime()
+        .block_on(gauntlet::agent::process::run(spec))
+        .expect("sealed run");
+    let stderr = std::fs::read_to_string(dir.join("err")).unwrap_or_default();
+    assert_eq!(outcome.end.exit_code, Some(0), "{stderr}");
+    let bytes = std::fs::read(&file).expect("the observation file exists");
+    (observed::parse(&mut &bytes[..]), stderr)
+}
+
+fn seen(o: &Observation, path: &Path, access: OpenAccess) -> bool {
+    let p = path.to_string_lossy();
+    o.opens.iter().any(|x| x.path == p && x.access == access)
+}
+
+#[test]
+fn every_way_of_opening_a_file_is_seen_and_the_record_is_out_of_reach() {
+    let (dir, product, ws) = tree();
+    let src = product.join("src");
+    let s = |name: &str| {
+        src.join(format!("{name}.rs"))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let script = format!(
+        r#"set -e
+cat {direct} > /dev/null
+python3 -c 'open("{python}").read()'
+(setsid sh -c 'cat {detached} > /dev/null; echo done > detached.txt' &)
+ln -s {linked} link.rs
+cat link.rs > /dev/null
+unshare -Urm cat {nested} > /dev/null || echo "no user namespace" >&2
+ls {src} > /dev/null
+echo written > out.txt
+for i in $(seq 50); do [ -f detached.txt ] && break; sleep 0.1; done
+echo x >> {file} 2>/dev/null && echo "wrote the observation" >&2 || true
+"#,
+        direct = s("direct"),
+        python = s("python"),
+        detached = s("detached"),
+        linked = s("linked"),
+        nested = s("nested"),
+        src = src.display(),
+        file = dir.path().join("opens.jsonl").display(),
+    );
+    let (o, stderr) = observe(dir.path(), &product, &ws, &script);
+    assert_eq!(o.incomplete(), None, "{o:?}");
+    for name in ["direct", "python", "detached", "linked"] {
+        assert!(
+            seen(&o, &src.join(format!("{name}.rs")), OpenAccess::Read),
+            "{name}: {o:#?}"
+        );
+    }
+    if !stderr.contains("no user namespace") {
+        assert!(
+            seen(&o, &src.join("nested.rs"), OpenAccess::Read),
+            "nested: {o:#?}"
+        );
+    }
+    assert!(!seen(&o, &src.join("unread.rs"), OpenAccess::Read));
+    assert!(seen(&o, &src, OpenAccess::List), "{o:#?}");
+    assert!(seen(&o, &ws.join("out.txt"), OpenAccess::Write), "{o:#?}");
+    assert!(
+        o.opens
+            .iter()
+            .any(|x| x.access == OpenAccess::Exec && x.path.contains("python3")),
+        "{o:#?}"
+    );
+    // Who opened it is named: the interpreter, not the shell.
+    let py = o
+        .opens
+        .iter()
+        .find(|x| x.path == s("python"))
+        .expect("python read");
+    assert!(
+        py.process
+            .as_deref()
+            .is_some_and(|p| p.starts_with("python")),
+        "{py:?}"
+    );
+    // The observation file is not in the sandbox's view.
+    assert!(!stderr.contains("wrote the observation"), "{stderr}");
+    // The host's own opens of the same tree, at the same time, are not the trial's.
+    assert!(o.opens.iter().all(|x| x.pid > 1));
+}
+
+#[test]
+fn opens_of_the_host_during_the_trial_are_not_counted() {
+    let (dir, product, ws) = tree();
+    let unread = product.join("src/unread.rs");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (stop, unread) = (stop.clone(), unread.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::read(&unread);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let (o, _) = observe(dir.path(), &product, &ws, "sleep 0.3; cat /dev/null");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = reader.join();
+    assert_eq!(o.incomplete(), None);
+    assert!(!seen(&o, &unread, OpenAccess::Read), "{o:#?}");
+}
