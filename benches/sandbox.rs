@@ -10,6 +10,13 @@
 //! and root before the process is asked for (`sys::warm`), so latency alone would hide
 //! that work, and the kernel tears namespaces down in its own threads after the fact.
 //!
+//! Then what observing opens costs (`View::observed`: fanotify filesystem marks, read
+//! by the sandbox's init): a sealed process that opens 1,000 files, observed and not,
+//! interleaved; and what the host pays while an observing sandbox runs: the kernel
+//! queues an event for every open on a watched filesystem, the host's too (init reads
+//! and drops those), so the bench times the host opening one file in a loop beside an
+//! idle sandbox, observed and not.
+//!
 //! `cargo bench --bench sandbox` (GAUNTLET_BENCH_ITERS, default 300). bubblewrap is
 //! measured when `bwrap` is installed (`apt-get install bubblewrap`).
 
@@ -139,6 +146,7 @@ fn main() {
         ));
     }
     let (mut plain, mut sealed, mut bw) = (Vec::new(), Vec::new(), Vec::new());
+    let mut observed = Vec::new();
     for i in 0..iters {
         plain.push(run(spec(&work, "/bin/true", &[], None, i)));
         sealed.push(run(spec(
@@ -146,6 +154,13 @@ fn main() {
             "/bin/true",
             &[],
             Some(View::new().write(&work)),
+            i,
+        )));
+        observed.push(run(spec(
+            &work,
+            "/bin/true",
+            &[],
+            Some(view(&work, true, 20_000 + i)),
             i,
         )));
         if let Some(b) = bwrap {
@@ -175,6 +190,12 @@ fn main() {
         "  gauntlet-seal:    p50 {s50:>8.3} ms   p99 {s99:>8.3} ms   added p50 {:>7.3} ms",
         s50 - p50
     );
+    let (x50, x99) = (pct(&mut observed, 0.5), pct(&mut observed, 0.99));
+    println!(
+        "  sealed, observed: p50 {x50:>8.3} ms   p99 {x99:>8.3} ms   added p50 {:>7.3} ms (over sealed: {:.3} ms)",
+        x50 - p50,
+        x50 - s50
+    );
     if !bw.is_empty() {
         let (b50, b99) = (pct(&mut bw, 0.5), pct(&mut bw, 0.99));
         println!(
@@ -198,4 +219,96 @@ fn main() {
             b - cpu_plain
         );
     }
+    observing(&rt, &work, iters);
+}
+
+/// A sealed view writing `work`, observed into a fresh file when `observe`.
+fn view(work: &Path, observe: bool, i: usize) -> View {
+    let v = View::new().write(work);
+    if !observe {
+        return v;
+    }
+    let file = work
+        .parent()
+        .unwrap_or(work)
+        .join(format!("opens-{}-{i}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    v.observed(file)
+}
+
+fn observing(rt: &tokio::runtime::Runtime, work: &Path, iters: usize) {
+    let files = work.join("files");
+    std::fs::create_dir_all(&files).expect("files dir");
+    for n in 0..1000 {
+        std::fs::write(files.join(format!("{n}.txt")), b"x\n").expect("file");
+    }
+    let script = "for f in files/*.txt; do read -r x < \"$f\"; done";
+    let run = |observe: bool, i: usize| -> Duration {
+        let t = Instant::now();
+        let out = rt
+            .block_on(process::run(spec(
+                work,
+                "/bin/sh",
+                &["-c", script],
+                Some(view(work, observe, i)),
+                i,
+            )))
+            .expect("process runs");
+        assert_eq!(out.end.exit_code, Some(0), "the benchmarked process failed");
+        t.elapsed()
+    };
+    let rounds = (iters / 3).max(10);
+    let (mut plain, mut observed) = (Vec::new(), Vec::new());
+    for i in 0..rounds {
+        plain.push(run(false, i));
+        observed.push(run(true, i));
+    }
+    let opens = work
+        .parent()
+        .unwrap_or(work)
+        .join(format!("opens-{}-0.jsonl", std::process::id()));
+    let lines = std::fs::read_to_string(&opens)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    let (p50, p99) = (pct(&mut plain, 0.5), pct(&mut plain, 0.99));
+    let (o50, o99) = (pct(&mut observed, 0.5), pct(&mut observed, 0.99));
+    println!("a sealed shell opening 1,000 files, {rounds} rounds, interleaved: latency");
+    println!("  sealed:           p50 {p50:>8.3} ms   p99 {p99:>8.3} ms");
+    println!(
+        "  sealed, observed: p50 {o50:>8.3} ms   p99 {o99:>8.3} ms   added p50 {:>7.3} ms ({:.1} µs per open; {lines} lines recorded)",
+        o50 - p50,
+        (o50 - p50) * 1e3 / 1000.0
+    );
+
+    // The host's opens beside an idle sandbox, observed or not: opens per second.
+    let target = work.join("files/0.txt");
+    let beside = |observe: bool, i: usize| -> f64 {
+        let seal = Some(view(work, observe, 10_000 + i));
+        let child = spec(work, "/bin/sleep", &["1.5"], seal, 10_000 + i);
+        let sandbox = rt.spawn(process::run(child));
+        // Let the sandbox start and mark its filesystems.
+        std::thread::sleep(Duration::from_millis(300));
+        let until = Instant::now() + Duration::from_millis(800);
+        let mut n = 0u64;
+        while Instant::now() < until {
+            let _ = std::fs::File::open(&target).expect("open");
+            n += 1;
+        }
+        let _ = rt.block_on(sandbox);
+        n as f64 / 0.8
+    };
+    let (mut quiet, mut loud) = (0.0, 0.0);
+    let pairs = 5;
+    for i in 0..pairs {
+        quiet += beside(false, i);
+        loud += beside(true, i);
+    }
+    let (quiet, loud) = (quiet / pairs as f64, loud / pairs as f64);
+    println!("the host opening one file in a loop beside an idle sandbox, {pairs} pairs");
+    println!("  beside a sealed sandbox:    {:>10.0} opens/s", quiet);
+    println!(
+        "  beside an observed sandbox: {:>10.0} opens/s   ratio {:.2}",
+        loud,
+        loud / quiet
+    );
 }

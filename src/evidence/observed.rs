@@ -76,14 +76,28 @@ pub struct Open {
     pub ms: u64,
     /// The process, as numbered in the sandbox's PID namespace.
     pub pid: i32,
-    /// Its command name (`comm`) while it is alive to be asked; else the name of the
-    /// program it last executed, when that was seen.
+    /// The program it last executed (as seen: its file's name), else its command
+    /// name (`comm`) when it was still alive to be asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<String>,
     pub access: OpenAccess,
     /// The path of the opened file as the sandbox sees it (symlinks resolved: a link
-    /// the agent made shows as its target); ` (deleted)` when it was removed since.
+    /// the agent made shows as its target); ` (deleted)` when it was removed since. A
+    /// file opened through a mount the agent made is named by its real path, found
+    /// again from its file handle.
     pub path: String,
+    /// Opened through a mount of the agent's own (a namespace it made, an overlay, a
+    /// detached tree), not one of the sandbox's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub foreign_mount: bool,
+    /// On a filesystem the sandbox was given empty (its own tmpfs: `/tmp`, the cover
+    /// over `target/`): whatever its path, nothing of the host's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
+    /// Its real path could not be found again: `path` is only what the agent's mount
+    /// calls it, and the observation is incomplete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unresolved: bool,
 }
 
 /// The counts init ends the file with.
@@ -97,8 +111,12 @@ pub struct End {
     pub dropped: u64,
     /// The kernel's queue overflowed: events were lost.
     pub overflow: bool,
-    /// Reads of the kernel's queue that failed (each may have lost events).
+    /// Reads of the kernel's queue that failed, and events whose file could not be
+    /// named (a path longer than the kernel will print): each may have lost an open.
     pub read_errors: u64,
+    /// Opens through the agent's own mounts whose real path could not be found.
+    #[serde(default)]
+    pub unresolved: u64,
     /// Why observing stopped or never started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -153,8 +171,14 @@ impl Observation {
         }
         if end.read_errors > 0 {
             return Some(format!(
-                "{} read(s) of the kernel's event queue failed",
+                "{} event(s) of the kernel's queue could not be read or their file named",
                 end.read_errors
+            ));
+        }
+        if end.unresolved > 0 {
+            return Some(format!(
+                "{} open(s) through the agent's own mounts could not be traced to a real path",
+                end.unresolved
             ));
         }
         if end.dropped > 0 {
@@ -232,6 +256,9 @@ mod tests {
             process: Some("cat".into()),
             access: OpenAccess::Read,
             path: path.into(),
+            foreign_mount: false,
+            private: false,
+            unresolved: false,
         })
     }
 
@@ -275,6 +302,10 @@ mod tests {
             },
             End {
                 read_errors: 1,
+                ..End::default()
+            },
+            End {
+                unresolved: 1,
                 ..End::default()
             },
             End {

@@ -50,6 +50,9 @@ pub struct ClassifiedOpen {
     pub pid: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<String>,
+    /// Opened through a mount of the agent's own; `path` is the file's real one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub foreign_mount: bool,
 }
 
 /// Where the account and the observation disagree, by path.
@@ -142,7 +145,13 @@ pub fn assess(
     let mut observed_paths: BTreeSet<PathBuf> = BTreeSet::new();
     for open in &observation.opens {
         let path = open.path.strip_suffix(DELETED).unwrap_or(&open.path);
-        let category = classify_observed(roots, Path::new(path));
+        // The sandbox's own tmpfs holds what the trial put there (and the mount points
+        // of its own directories): its scratch, wherever it is mounted.
+        let category = if open.private {
+            PathCategory::TrialWorkspace
+        } else {
+            classify_observed(roots, Path::new(path))
+        };
         distinct.entry(category.as_str()).or_default().insert(path);
         if category == PathCategory::Runtime {
             continue;
@@ -165,6 +174,7 @@ pub fn assess(
                 ms: open.ms,
                 pid: open.pid,
                 process: open.process.clone(),
+                foreign_mount: open.foreign_mount,
             });
         } else {
             out.opens_not_kept += 1;
@@ -259,6 +269,9 @@ mod tests {
                     process: None,
                     access: *a,
                     path: (*p).into(),
+                    foreign_mount: false,
+                    private: false,
+                    unresolved: false,
                 })
                 .collect(),
             end: Some(End::default()),

@@ -591,10 +591,17 @@ async fn run_agent(
         )),
         &evidence.roots.repo,
     );
-    // The agent's own program and the files its command line names (a script).
+    // The agent's own program, and the script it runs: the first file its command
+    // line names. Only the first: a command line that also names repository files
+    // would otherwise make reading them the agent's runtime.
     evidence.roots.runtime.extend(
         std::iter::once(inv.program.clone())
-            .chain(inv.args.iter().map(PathBuf::from))
+            .chain(
+                inv.args
+                    .iter()
+                    .map(PathBuf::from)
+                    .find(|p| p.is_absolute() && p.is_file()),
+            )
             .filter(|p| p.is_absolute() && p.is_file()),
     );
     let opens = t.trial_dir.join(OPENS_FILE);

@@ -727,6 +727,7 @@ mod tests {
                 ms: 3,
                 pid: 7,
                 process: Some("python3".into()),
+                foreign_mount: false,
             }],
             disallowed_reads: vec!["/repo/src/lib.rs".into()],
             ..ObservedPolicy::default()

@@ -3,7 +3,8 @@
 //! means it has (plainly, through `python3 -c`, from a detached child, through a symlink
 //! it made), is caught by what the kernel saw it open; its account and the observation
 //! disagree, and the disagreement is listed; rescore re-derives all of it from the
-//! recorded observation.
+//! recorded observation. A read through a mount namespace of the agent's own, with the
+//! file bound where a system file was, is still named by the file's real path.
 
 use std::path::{Path, PathBuf};
 
@@ -110,9 +111,9 @@ fn a_quiet_read_of_product_source_contaminates_none_and_skills_and_is_reported_u
 }
 
 #[test]
-fn reads_through_an_interpreter_a_detached_child_and_a_symlink_are_caught_the_same_way() {
+fn reads_through_an_interpreter_a_detached_child_a_symlink_and_a_mount_of_its_own_are_caught() {
     let out = tempfile::tempdir().expect("tempdir");
-    for how in ["python", "detached", "symlink"] {
+    for how in ["python", "detached", "symlink", "own-mount", "decoy"] {
         let (rec, _) = quiet(how, Profile::None, out.path());
         let v = &rec.verdict;
         assert_eq!(
@@ -130,6 +131,14 @@ fn reads_through_an_interpreter_a_detached_child_and_a_symlink_are_caught_the_sa
         let seen = rec.derived.observed.as_ref().expect("observed");
         assert_eq!(seen.disallowed_reads, [source()], "{how}");
         assert_eq!(seen.incomplete, None, "{how}");
+        // Through a mount of its own the file is still named by its real path; a
+        // decoy of its own named like it is its scratch, and hides nothing.
+        let read = seen
+            .opens
+            .iter()
+            .find(|o| o.path == source() && !o.allowed)
+            .expect("read");
+        assert_eq!(read.foreign_mount, how == "own-mount", "{how}");
     }
     // The same agent reading nothing it should not is clean: the check can pass.
     let (rec, _) = quiet("nothing", Profile::None, out.path());

@@ -154,3 +154,38 @@ fn opens_of_the_host_during_the_trial_are_not_counted() {
     assert_eq!(o.incomplete(), None);
     assert!(!seen(&o, &unread, OpenAccess::Read), "{o:#?}");
 }
+
+/// A descriptor the harness's own launcher left open (no close-on-exec) would be read
+/// without an open anyone could see: the program starts with stdin, stdout and stderr
+/// only.
+#[test]
+fn descriptors_left_open_by_the_launcher_do_not_reach_the_program() {
+    use std::os::fd::AsRawFd;
+    let (dir, product, ws) = tree();
+    let leaked = nix::fcntl::open(
+        &product.join("src/unread.rs"),
+        nix::fcntl::OFlag::O_RDONLY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .expect("open without close-on-exec");
+    // Far from the descriptors the program opens itself.
+    // SAFETY: F_DUPFD makes a new descriptor (without close-on-exec); no memory is
+    // involved.
+    let n = unsafe { libc::fcntl(leaked.as_raw_fd(), libc::F_DUPFD, 200) };
+    assert!(n >= 200);
+    let script =
+        format!("ls /proc/self/fd > fds.txt; sh -c 'cat <&{n}' > got.txt 2>/dev/null || true");
+    let (o, _) = observe(dir.path(), &product, &ws, &script);
+    drop(leaked);
+    // SAFETY: `n` is the descriptor F_DUPFD made above, closed once.
+    unsafe { libc::close(n) };
+    assert_eq!(o.incomplete(), None);
+    let fds = std::fs::read_to_string(ws.join("fds.txt")).expect("fds");
+    let fds: Vec<&str> = fds.lines().collect();
+    // 0, 1, 2 and the one `ls` opened to read the directory.
+    assert!(
+        fds.len() <= 4 && !fds.contains(&n.to_string().as_str()),
+        "{fds:?}"
+    );
+    assert_eq!(std::fs::read(ws.join("got.txt")).unwrap_or_default(), b"");
+}

@@ -157,10 +157,12 @@ fn sandbox(
     if let Err(e) = cgroups.limit(&spec.limits) {
         return setup(e);
     }
-    // Opened while the host's root is still reachable: it is outside the view.
+    // Opened while the host's root is still reachable: the file is outside the view,
+    // and the filesystems' roots are where opens through the program's own mounts are
+    // traced back.
     let observation = match spec.observe.as_deref().map(crate::observe::create) {
         None => None,
-        Some(Ok(file)) => Some(file),
+        Some(Ok(file)) => Some((file, crate::observe::FsRoots::open())),
         Some(Err(e)) => return setup(e),
     };
     if let Err(e) = crate::root::finish(spec) {
@@ -177,7 +179,8 @@ fn sandbox(
             Err(e) => return setup(format!("signalfd in init: {e}")),
         };
     // Watching starts before the fork, so the program's own exec is the first open seen.
-    let mut observer = observation.map(crate::observe::Observer::start);
+    let mut observer =
+        observation.map(|(file, roots)| crate::observe::Observer::start(file, roots));
     // SAFETY: init is single-threaded.
     let child = match unsafe { nix::unistd::fork() } {
         Err(e) => return setup(format!("fork of the program: {e}")),
@@ -449,6 +452,13 @@ impl Exec {
         // Leaving uid 0 clears every capability: nothing can remount the view.
         if let Err(e) = nix::unistd::setuid(self.uid) {
             fail("setuid", e);
+        }
+        // Only stdin, stdout and stderr go on: a descriptor that whoever started the
+        // harness left open (a file of the repository, a log pipe) would be read or
+        // written without an open anyone could see. Init's own are close-on-exec.
+        // SAFETY: close_range has no memory-safety preconditions.
+        if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } != 0 {
+            fail("close_range", Errno::last());
         }
         if let Err(e) = nix::sys::prctl::set_no_new_privs() {
             fail("no_new_privs", e);

@@ -10,6 +10,15 @@
 //! sandbox's own. Only openers with a number here are the sandbox's, and init itself
 //! (PID 1) is left out.
 //!
+//! The path of an opened file is the path of the mount it was opened through. For
+//! init's own mounts that is the path the sandbox shows. A mount the program made in
+//! a namespace of its own (a bind of the repository over `/etc/hostname`, an overlay,
+//! a detached `open_tree`) would name the file wherever the program put it, so such an
+//! open is found again by identity: its file handle, opened through a mount of the
+//! whole filesystem that init kept before it left the host's root, gives the file's
+//! real path. One that cannot be found again is recorded as unresolved, which makes
+//! the observation incomplete.
+//!
 //! The queue is unbounded, and the kernel charges it to init's control group, which is
 //! the sandbox's: a trial that floods it spends its own memory bound, and what the
 //! kernel cannot queue any more is an overflow, which makes the observation incomplete.
@@ -17,13 +26,15 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Instant;
 
 use gauntlet::evidence::observed::{self, End, Line, Open, OpenAccess, MAX_OPENS};
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
 use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags};
+use nix::sys::stat::Mode;
 
 /// Filesystem types not watched: nothing of the product or of other trials lives on
 /// them, and some (`/proc`) cannot hand the reader a descriptor for a file whose
@@ -36,6 +47,9 @@ const UNWATCHED: &[&str] = &[
 /// flood of opens never keeps init from its signals.
 const BUDGET: usize = 4096;
 
+/// How often what was seen is written out while the program runs.
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The observation file, opened through the staging root before the host's root is
 /// detached. Created new: a file that is already there is not init's.
 pub fn create(path: &Path) -> Result<File, String> {
@@ -47,14 +61,63 @@ pub fn create(path: &Path) -> Result<File, String> {
         .map_err(|e| format!("creating the observation file {}: {e}", path.display()))
 }
 
+/// Mounts of whole filesystems (their root is the filesystem's root), by device:
+/// where a file handle is opened again. Taken before the host's root is detached (its
+/// own mounts stay alive through these descriptors), so the host's filesystems are
+/// among them; init never hands them to the program (close-on-exec).
+pub struct FsRoots {
+    roots: HashMap<u64, OwnedFd>,
+    /// Every filesystem the host has mounted: those the sandbox mounts beyond these
+    /// are its own, given empty.
+    host: HashSet<u64>,
+}
+
+impl FsRoots {
+    pub fn open() -> FsRoots {
+        let mut roots = HashMap::new();
+        let mut host = HashSet::new();
+        // Init's root is still the staging one, which has no /proc of its own.
+        for m in mounts("/newroot/proc/self/mountinfo").unwrap_or_default() {
+            if m.point.starts_with("/oldroot") {
+                host.insert(m.dev);
+            }
+            if m.root != "/" || UNWATCHED.contains(&m.fstype.as_str()) || roots.contains_key(&m.dev)
+            {
+                continue;
+            }
+            let fd = nix::fcntl::open(
+                Path::new(&m.point),
+                // Not O_PATH: open_by_handle_at refuses those as its mount.
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+                Mode::empty(),
+            );
+            if let Ok(fd) = fd {
+                roots.insert(m.dev, fd);
+            }
+        }
+        FsRoots { roots, host }
+    }
+}
+
 pub struct Observer {
     fan: Option<Fanotify>,
+    /// Init's own mounts (their IDs cannot be reused while they are mounted, and the
+    /// program cannot unmount them): a file opened through one has a true path.
+    own: HashSet<u64>,
+    /// Filesystems the sandbox was given empty (its tmpfs mounts): nothing on them is
+    /// the host's, whatever path names it.
+    private: HashSet<u64>,
+    roots: FsRoots,
     out: BufWriter<File>,
-    seen: HashSet<(String, OpenAccess)>,
+    /// What was written, by the file's identity and the name it was written under: a
+    /// name alone could be taken first by a decoy (a file of the sandbox's own tmpfs,
+    /// mounted by the program where a forbidden one lives) to hide the real one.
+    seen: HashSet<(u64, u64, String, OpenAccess)>,
     /// The program each PID last executed (its loader aside): who opened a file, when
     /// the process is gone before init can ask it. Bounded by the PID space.
     programs: HashMap<i32, String>,
     start: Instant,
+    flushed: Instant,
     end: End,
 }
 
@@ -62,13 +125,17 @@ impl Observer {
     /// Watch every filesystem mounted in the sandbox. Called in the new root, before
     /// the program is forked, so that its first exec is seen. A failure is recorded
     /// in the file and leaves the observation incomplete; the program still runs.
-    pub fn start(out: File) -> Observer {
+    pub fn start(out: File, roots: FsRoots) -> Observer {
         let mut o = Observer {
             fan: None,
+            own: HashSet::new(),
+            private: HashSet::new(),
+            roots,
             out: BufWriter::new(out),
             seen: HashSet::new(),
             programs: HashMap::new(),
             start: Instant::now(),
+            flushed: Instant::now(),
             end: End::default(),
         };
         let (mut watched, mut unwatched) = (Vec::new(), Vec::new());
@@ -89,10 +156,16 @@ impl Observer {
                     | MaskFlags::FAN_OPEN_EXEC
                     | MaskFlags::FAN_CLOSE_WRITE
                     | MaskFlags::FAN_ONDIR;
-                match mounts() {
+                match mounts("/proc/self/mountinfo") {
                     Err(e) => o.end.error = Some(e),
                     Ok(mounts) => {
-                        for (point, fstype) in mounts {
+                        o.own = mounts.iter().map(|m| m.id).collect();
+                        o.private = mounts
+                            .iter()
+                            .map(|m| m.dev)
+                            .filter(|d| !o.roots.host.contains(d))
+                            .collect();
+                        for MountInfo { point, fstype, .. } in mounts {
                             if UNWATCHED.contains(&fstype.as_str()) {
                                 unwatched.push(format!("{point} ({fstype})"));
                                 continue;
@@ -130,7 +203,12 @@ impl Observer {
     /// Read what is queued, at most [`BUDGET`] events, and write what is new.
     pub fn drain(&mut self) {
         self.read(BUDGET);
-        let _ = self.out.flush();
+        // Written out at least this often, so that an init killed mid-trial leaves
+        // nearly all it saw; not after every event, which would be a write each.
+        if self.flushed.elapsed() >= FLUSH_EVERY {
+            let _ = self.out.flush();
+            self.flushed = Instant::now();
+        }
     }
 
     /// Read everything still queued (the program and its stragglers are gone: nothing
@@ -140,6 +218,10 @@ impl Observer {
         let end = std::mem::take(&mut self.end);
         self.write(&Line::End(end));
         let _ = self.out.flush();
+        // Closing a fanotify group waits for an RCU grace period (~15 ms here), and
+        // init's report would wait with it: the descriptor is left for init's exit to
+        // close, which nothing waits for.
+        std::mem::forget(self.fan.take());
     }
 
     fn read(&mut self, budget: usize) {
@@ -181,15 +263,32 @@ impl Observer {
     }
 
     fn record(&mut self, pid: i32, mask: MaskFlags, fd: BorrowedFd<'_>) {
-        let path = match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
-            Ok(p) => p.to_string_lossy().into_owned(),
-            Err(_) => {
+        let Some(st) = statx(fd) else {
+            self.end.read_errors += 1;
+            return;
+        };
+        let dev = libc::makedev(st.stx_dev_major, st.stx_dev_minor);
+        let private = self.private.contains(&dev);
+        let foreign = !self.own.contains(&st.stx_mnt_id);
+        let traced = foreign && !private;
+        let path = if traced {
+            self.resolve(fd, dev)
+        } else {
+            read_link(fd)
+        };
+        let (path, unresolved) = match path {
+            Some(p) => (p, false),
+            // Named as the program's mount names it, and never trusted.
+            None if traced => (read_link(fd).unwrap_or_default(), true),
+            None => {
                 self.end.read_errors += 1;
                 return;
             }
         };
-        let dir =
-            nix::sys::stat::fstat(fd).is_ok_and(|s| s.st_mode & libc::S_IFMT == libc::S_IFDIR);
+        if unresolved {
+            self.end.unresolved += 1;
+        }
+        let dir = u32::from(st.stx_mode) & libc::S_IFMT == libc::S_IFDIR;
         let mut accesses = Vec::with_capacity(2);
         if mask.contains(MaskFlags::FAN_OPEN_EXEC) {
             let name = path.rsplit('/').next().unwrap_or("").to_owned();
@@ -208,7 +307,7 @@ impl Observer {
             accesses.push(OpenAccess::Write);
         }
         for access in accesses {
-            let key = (path.clone(), access);
+            let key = (dev, st.stx_ino, path.clone(), access);
             if self.seen.contains(&key) {
                 continue;
             }
@@ -218,21 +317,66 @@ impl Observer {
                 self.end.dropped += 1;
                 continue;
             }
-            let process = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .ok()
-                .map(|s| s.trim_end().to_owned())
-                .or_else(|| self.programs.get(&pid).cloned());
+            // The program it executed, else (a fork that did not exec) its name.
+            let process = self.programs.get(&pid).cloned().or_else(|| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .ok()
+                    .map(|s| s.trim_end().to_owned())
+            });
             self.end.distinct += 1;
             let line = Line::Open(Open {
                 ms: u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX),
                 pid,
                 process,
                 access,
-                path: key.0.clone(),
+                path: key.2.clone(),
+                foreign_mount: foreign,
+                private,
+                unresolved,
             });
             self.seen.insert(key);
             self.write(&line);
         }
+    }
+
+    /// The real path of a file opened through a mount init does not have: its handle
+    /// opened again through the whole filesystem's mount.
+    fn resolve(&self, fd: BorrowedFd<'_>, dev: u64) -> Option<String> {
+        let root = self.roots.roots.get(&dev)?;
+        let mut handle = Handle {
+            bytes: MAX_HANDLE_BYTES as u32,
+            kind: 0,
+            data: [0; MAX_HANDLE_BYTES],
+        };
+        let mut mount_id = 0;
+        // SAFETY: `handle` is a file_handle header followed by MAX_HANDLE_BYTES bytes,
+        // as `bytes` says; the empty path with AT_EMPTY_PATH names `fd` itself.
+        let r = unsafe {
+            libc::name_to_handle_at(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                (&mut handle as *mut Handle).cast(),
+                &mut mount_id,
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        if r != 0 {
+            return None;
+        }
+        // SAFETY: as above; the kernel filled in the handle.
+        let again = unsafe {
+            libc::open_by_handle_at(
+                root.as_raw_fd(),
+                (&mut handle as *mut Handle).cast(),
+                libc::O_PATH | libc::O_CLOEXEC,
+            )
+        };
+        if again < 0 {
+            return None;
+        }
+        // SAFETY: open_by_handle_at returned a new descriptor we own.
+        let again = unsafe { OwnedFd::from_raw_fd(again) };
+        read_link(again.as_fd())
     }
 
     fn write(&mut self, line: &Line) {
@@ -244,20 +388,79 @@ impl Observer {
     }
 }
 
-/// The sandbox's mount points and their filesystem types, from its mountinfo.
-fn mounts() -> Result<Vec<(String, String)>, String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("reading /proc/self/mountinfo: {e}"))?;
+/// The largest file handle the kernel makes (`MAX_HANDLE_SZ`).
+const MAX_HANDLE_BYTES: usize = 128;
+
+/// `struct file_handle` with room for any handle.
+#[repr(C)]
+struct Handle {
+    bytes: u32,
+    kind: i32,
+    data: [u8; MAX_HANDLE_BYTES],
+}
+
+fn statx(fd: BorrowedFd<'_>) -> Option<libc::statx> {
+    let mut st = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `st` is writable and sized for statx; the empty path with AT_EMPTY_PATH
+    // names `fd` itself.
+    let r = unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_TYPE | libc::STATX_INO | libc::STATX_MNT_ID,
+            st.as_mut_ptr(),
+        )
+    };
+    // SAFETY: statx succeeded and filled it (zeroed before in any case).
+    let st = unsafe { st.assume_init() };
+    (r == 0 && st.stx_mask & libc::STATX_MNT_ID != 0).then_some(st)
+}
+
+fn read_link(fd: BorrowedFd<'_>) -> Option<String> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// One line of mountinfo.
+struct MountInfo {
+    id: u64,
+    dev: u64,
+    /// The directory of its filesystem that is mounted (`/` for the whole of it).
+    root: String,
+    point: String,
+    fstype: String,
+}
+
+/// The mounts init sees, from its mountinfo at `file`.
+fn mounts(file: &str) -> Result<Vec<MountInfo>, String> {
+    let info = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
     let mut out = Vec::new();
     for line in info.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let Some(sep) = fields.iter().position(|f| *f == "-") else {
             continue;
         };
-        let (Some(point), Some(fstype)) = (fields.get(4), fields.get(sep + 1)) else {
+        let (Some(id), Some(dev), Some(root), Some(point), Some(fstype)) = (
+            fields.first().and_then(|f| f.parse().ok()),
+            fields.get(2).and_then(|f| {
+                let (major, minor) = f.split_once(':')?;
+                Some(libc::makedev(major.parse().ok()?, minor.parse().ok()?))
+            }),
+            fields.get(3),
+            fields.get(4),
+            fields.get(sep + 1),
+        ) else {
             continue;
         };
-        out.push((unescape(point), (*fstype).to_owned()));
+        out.push(MountInfo {
+            id,
+            dev,
+            root: unescape(root),
+            point: unescape(point),
+            fstype: (*fstype).to_owned(),
+        });
     }
     Ok(out)
 }
