@@ -2,8 +2,9 @@
 //! `claude -p --output-format stream-json --verbose`.
 //!
 //! Observed with 2.1 against a local scripted server: it speaks Anthropic Messages
-//! (`POST /v1/messages?beta=true`, streaming) at `ANTHROPIC_BASE_URL`; print mode runs
-//! only the tools named in `--allowedTools`; `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`
+//! (`POST /v1/messages?beta=true`, streaming) at `ANTHROPIC_BASE_URL`; it is offered
+//! the built-in tools `--tools` names (24 without it) and print mode runs only those in
+//! `--allowedTools`; `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`
 //! keeps it off every other host.
 //!
 //! Its stdout is one JSON object per line: `system` (`init` names the version, model
@@ -51,7 +52,9 @@ impl ClaudeCode {
             "--output-format".into(),
             "stream-json".into(),
             "--verbose".into(),
-            // `=`: the option takes a variadic list that would swallow the prompt.
+            // `=`: the options take variadic lists that would swallow the prompt.
+            // `--tools` is what it is offered; `--allowedTools` only pre-approves.
+            format!("--tools={ALLOWED_TOOLS}"),
             format!("--allowedTools={ALLOWED_TOOLS}"),
             "--".into(),
             prompt,

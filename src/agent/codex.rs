@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
@@ -86,7 +86,7 @@ impl Codex {
         cli::ensure_installed(NAME, &self.program)?;
         let codex_home = turn.state_dir.join(".codex");
         // Rewritten every turn: the proxy's port differs from trial to trial.
-        cli::write_config(&turn.state_dir, ".codex/config.toml", &Codex::config(ctx))?;
+        Codex::prepare_home(&turn.state_dir, ctx)?;
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
@@ -97,6 +97,20 @@ impl Codex {
                 codex_home.to_string_lossy().into_owned(),
             )]),
         })
+    }
+
+    /// HOME for Codex: its `config.toml`, and a `.bash_profile`. Codex runs every shell
+    /// command as a login shell (`bash -lc`), and Debian's `/etc/profile` resets PATH:
+    /// without the profile, `gauntlet` (a browser test's `gauntlet flow run`) is not
+    /// found in the agent's own run, only in the harness's gate.
+    fn prepare_home(root: &Path, ctx: &LaunchContext<'_>) -> Result<(), AdapterError> {
+        cli::write_config(root, ".codex/config.toml", &Codex::config(ctx))?;
+        let bin = crate::binaries::bin_dir().to_string_lossy().into_owned();
+        let profile = format!(
+            "# gauntlet: /etc/profile resets PATH for login shells; gauntlet's binaries first again.\nexport PATH={}:\"$PATH\"\n",
+            shell_words::quote(&bin)
+        );
+        cli::write_config(ctx.home, ".bash_profile", &profile)
     }
 
     /// `config.toml`: the proxy as the only model provider, Responses wire protocol,
@@ -146,7 +160,7 @@ impl Adapter for Codex {
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         cli::ensure_installed(NAME, &self.program)?;
         let codex_home = ctx.home.join(".codex");
-        cli::write_config(ctx.home, ".codex/config.toml", &Codex::config(ctx))?;
+        Codex::prepare_home(ctx.home, ctx)?;
         let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
         Ok(Launch {
             invocation: Invocation {
@@ -183,7 +197,7 @@ impl Adapter for Codex {
             None => {
                 cli::ensure_installed(NAME, &self.program)?;
                 let codex_home = ctx.home.join(".codex");
-                cli::write_config(ctx.home, ".codex/config.toml", &Codex::config(ctx))?;
+                Codex::prepare_home(ctx.home, ctx)?;
                 Ok(Launch {
                     invocation: self.prompt_invocation(run)?,
                     env: BTreeMap::from([(

@@ -1,7 +1,9 @@
 //! The real agent CLIs — OpenCode, Claude Code, Codex, pinned in `workspace/` — run
-//! offline against the scripted proxy on api-ledger, through the same trial code path
-//! as any agent, and must get the verdicts the reference agent gets: `verified` on a
-//! verifiable capability, `unverified` on the ambiguous one.
+//! offline against the scripted proxy on api-ledger and browser-notes, through the same
+//! trial code path as any agent, and must get the verdicts the reference agent gets:
+//! `verified` on a verifiable capability, `unverified` on the ambiguous one. Every
+//! tool call the script makes must succeed in the CLI's own run, not only in the
+//! harness's gate: a test command the CLI's shell cannot find is a failure here.
 //!
 //! One test per CLI and capability: `clis::<agent>::<capability>`, and one per CLI,
 //! `clis::<agent>::session-resume`, that its multi-turn sessions resume the
@@ -59,15 +61,20 @@ const CLIS: [Cli; 3] = [
     },
 ];
 
-/// One verifiable capability and the ambiguous one.
-const CAPABILITIES: [&str; 2] = ["health", "prompt-under-load"];
+/// (app, capability): one verifiable capability and the ambiguous one of the HTTP API,
+/// and one of the browser app, whose test is `gauntlet flow run` in the CLI's shell.
+const CAPABILITIES: [(&str, &str); 3] = [
+    ("api-ledger", "health"),
+    ("api-ledger", "prompt-under-load"),
+    ("browser-notes", "add-note"),
+];
 
 fn main() -> ExitCode {
     let args = Arguments::from_args();
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let mut trials = Vec::new();
     for cli in CLIS {
-        for capability in CAPABILITIES {
+        for (app, capability) in CAPABILITIES {
             let name = format!("clis::{}::{capability}", (cli.agent)().name());
             let ignored = !cli::installed(cli.bin) && !ci;
             if ignored && args.list {
@@ -77,8 +84,9 @@ fn main() -> ExitCode {
                     cli::npm_bin(cli.bin).display()
                 );
             }
-            trials
-                .push(Trial::test(name, move || check(cli, capability)).with_ignored_flag(ignored));
+            trials.push(
+                Trial::test(name, move || check(cli, app, capability)).with_ignored_flag(ignored),
+            );
         }
     }
     for cli in CLIS {
@@ -100,7 +108,7 @@ fn fail(msg: String) -> Failed {
     Failed::from(msg)
 }
 
-fn check(cli: Cli, capability: &str) -> Result<(), Failed> {
+fn check(cli: Cli, app: &str, capability: &str) -> Result<(), Failed> {
     if !cli::installed(cli.bin) {
         return Err(fail(format!(
             "{} is not installed; .ci/run installs the pinned CLIs with `npm ci` in workspace/",
@@ -108,8 +116,8 @@ fn check(cli: Cli, capability: &str) -> Result<(), Failed> {
         )));
     }
     let root = gauntlet::binaries::repo_root();
-    let app = gauntlet::spec::load_app(&root.join("apps/api-ledger"))
-        .map_err(|e| fail(format!("api-ledger: {e}")))?;
+    let app = gauntlet::spec::load_app(&root.join("apps").join(app))
+        .map_err(|e| fail(format!("{app}: {e}")))?;
     let out = tempfile::tempdir().map_err(|e| fail(format!("tempdir: {e}")))?;
 
     let (reference, _) = trial(&app, capability, AgentChoice::Reference, out.path())?;
@@ -159,6 +167,32 @@ fn check(cli: Cli, capability: &str) -> Result<(), Failed> {
         "no tool call with output: {:?}",
         report.tool_calls
     );
+    let failed: Vec<_> = report
+        .tool_calls
+        .iter()
+        .filter(|c| c.failed)
+        .map(|c| (&c.name, &c.input, c.output.as_ref().map(|o| &o.text)))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{name}: tool calls failed in the agent's own run: {failed:?}"
+    );
+    if name == "claude-code" {
+        // Offered exactly the tools docs/agents.md names, as its own init event says.
+        let stdout = std::fs::read_to_string(dir.join("agent.stdout"))
+            .map_err(|e| fail(format!("agent.stdout: {e}")))?;
+        let init = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "system" && v["subtype"] == "init")
+            .ok_or_else(|| fail("no init event in Claude Code's stream".into()))?;
+        let mut tools: Vec<&str> = init["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t.as_str()).collect())
+            .unwrap_or_default();
+        tools.sort_unstable();
+        assert_eq!(tools, ["Bash", "Edit", "Glob", "Grep", "Read", "Write"]);
+    }
     let last = report
         .texts
         .last()
