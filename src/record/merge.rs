@@ -106,6 +106,41 @@ impl IdentityCheck {
     }
 }
 
+/// Checks that records of every suite belong to one run: one gauntlet version, and one
+/// harness config per suite (a challenge's config carries its own ceiling).
+#[derive(Default)]
+pub struct HeaderCheck {
+    version: Option<(String, String)>,
+    configs: BTreeMap<String, (String, super::RecordConfig)>,
+}
+
+impl HeaderCheck {
+    pub fn check(&mut self, place: &str, rec: &super::Header) -> Result<(), String> {
+        match &self.version {
+            Some((p, v)) if *v != rec.gauntlet_version => {
+                return Err(format!(
+                    "gauntlet_version `{}` in {place} vs `{v}` in {p}",
+                    rec.gauntlet_version
+                ))
+            }
+            Some(_) => {}
+            None => self.version = Some((place.to_string(), rec.gauntlet_version.clone())),
+        }
+        match self.configs.get(&rec.suite) {
+            Some((p, config)) => {
+                if let Some(d) = value_difference(config, &rec.config) {
+                    return Err(format!("{} config.{d} in {place} vs {p}", rec.suite));
+                }
+            }
+            None => {
+                self.configs
+                    .insert(rec.suite.clone(), (place.to_string(), rec.config.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The first field where two values' JSON differ: "field `a` vs `b`".
 fn value_difference<T: Serialize>(a: &T, b: &T) -> Option<String> {
     let a = serde_json::to_value(a).ok()?;
@@ -160,6 +195,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
         }
     }
     let mut identity = IdentityCheck::default();
+    let mut suites = HeaderCheck::default();
     let mut owner: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut copies: Vec<(PathBuf, String)> = Vec::new();
     let mut manifest = MergeManifest {
@@ -207,13 +243,20 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
             }
             let file = path.join(RECORD_FILE);
             if file.is_file() {
-                let rec = super::load(&file).map_err(|e| MergeError::Refused(e.to_string()))?;
+                let refused = |e: super::RecordError| MergeError::Refused(e.to_string());
+                let rec = super::load_header(&file).map_err(refused)?;
                 let place = format!("{}", input.display());
-                identity.check(&place, &rec).map_err(|d| {
+                let differs = |d: String| {
                     MergeError::Refused(format!(
                         "runs made with different configs or specs cannot merge: {d}"
                     ))
-                })?;
+                };
+                suites.check(&place, &rec).map_err(differs)?;
+                // A qa record also names its app's hash and its capability's spec.
+                if rec.suite == "qa" {
+                    let qa = super::load(&file).map_err(refused)?;
+                    identity.check(&place, &qa).map_err(differs)?;
+                }
                 if let Some(other) = owner.get(&rec.trial) {
                     if other != input {
                         return Err(MergeError::Refused(format!(
@@ -293,7 +336,8 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
 }
 
 /// Copy a directory tree; symbolic links are copied as links, never followed, so a
-/// link an agent left in its workspace cannot pull outside files into a run.
+/// link an agent left in its workspace cannot pull outside files into a run; sockets,
+/// FIFOs and devices are left out.
 pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), MergeError> {
     std::fs::create_dir(dst).map_err(io(dst))?;
     let mut entries: Vec<_> = std::fs::read_dir(src)
@@ -310,9 +354,11 @@ pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), MergeError> {
             std::os::unix::fs::symlink(target, &to).map_err(io(&to))?;
         } else if ty.is_dir() {
             copy_tree(&from, &to)?;
-        } else {
+        } else if ty.is_file() {
             std::fs::copy(&from, &to).map_err(io(&from))?;
         }
+        // Sockets and FIFOs (an app's locator socket, one an agent left in its
+        // workspace) are not evidence, and a copy would open them: skipped.
     }
     Ok(())
 }

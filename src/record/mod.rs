@@ -185,34 +185,49 @@ fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File), RecordError> {
     })
 }
 
-/// The suite a record file belongs to (`qa`, `challenge`, `scorecard`), read without
-/// committing to any suite's record shape, so that one run directory can hold all three.
+/// What every record begins with, whatever its suite: enough to tell which run and
+/// trial it belongs to, read without committing to any suite's record shape, so that
+/// one run directory can hold all three suites.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Header {
+    /// `qa`, `challenge` or `scorecard`.
+    pub suite: String,
+    pub trial: String,
+    pub run_id: String,
+    pub gauntlet_version: String,
+    pub config: RecordConfig,
+}
+
+/// The header of a record file.
+pub fn load_header(file: &Path) -> Result<Header, RecordError> {
+    head(file)
+}
+
+/// The suite a record file belongs to (`qa`, `challenge`, `scorecard`), from that field
+/// alone: a record too damaged for its header still says where it belongs.
 pub fn suite_of(file: &Path) -> Result<String, RecordError> {
     #[derive(serde::Deserialize)]
     struct Head {
         suite: String,
     }
-    let bytes = std::fs::read(file).map_err(io(file))?;
-    let head: Head = serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
-        file: file.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    Ok(head.suite)
+    head::<Head>(file).map(|h| h.suite)
 }
 
-/// The trial a record file belongs to (its `trial` field), read without committing to
-/// any suite's record shape.
+/// The trial a record file belongs to (its `trial` field alone).
 pub fn trial_of(file: &Path) -> Result<String, RecordError> {
     #[derive(serde::Deserialize)]
     struct Head {
         trial: String,
     }
+    head::<Head>(file).map(|h| h.trial)
+}
+
+fn head<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, RecordError> {
     let bytes = std::fs::read(file).map_err(io(file))?;
-    let head: Head = serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+    serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
         file: file.to_path_buf(),
         reason: e.to_string(),
-    })?;
-    Ok(head.trial)
+    })
 }
 
 /// Read one record file.

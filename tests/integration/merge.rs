@@ -131,3 +131,54 @@ fn merge_refuses_overlapping_inputs_and_an_existing_output() {
     assert!(err.contains("not empty"), "{err}");
     assert_eq!(std::fs::read(taken.join("x")).expect("kept"), b"x");
 }
+
+/// A run the harness wrote with trials of more than one suite (a qa trial and two
+/// challenge trials, each suite under its own config) splits and merges like a qa run:
+/// the merge used to refuse the first challenge record as "not a gauntlet record".
+#[test]
+fn a_run_holding_qa_and_challenge_trials_merges_into_the_unsplit_runs_report() {
+    use gauntlet::config::AgentChoice;
+    use gauntlet::spec::challenge::Profile;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let whole = tmp.path().join("whole");
+    let cfg = crate::support::config(AgentChoice::Reference, tmp.path());
+    let ledger = crate::support::ledger();
+    let rt = crate::support::runtime();
+    rt.block_on(gauntlet::run::qa::execute(
+        &ledger, "health", None, &cfg, &whole,
+    ))
+    .expect("qa trial");
+    let loaded = crate::challenge::loaded();
+    for id in ["ledger-reconcile", "tally-report"] {
+        let c = loaded.challenges.get(id).expect("challenge");
+        let app = loaded
+            .apps
+            .iter()
+            .find(|a| a.name == c.manifest.app)
+            .expect("app");
+        rt.block_on(gauntlet::run::challenge::execute(
+            &loaded.challenges,
+            c,
+            app,
+            Profile::None,
+            &cfg,
+            &gauntlet::run::challenge::Options::default(),
+            &whole,
+        ))
+        .expect("challenge trial");
+    }
+    let parts = [tmp.path().join("p1"), tmp.path().join("p2")];
+    split(&whole, &parts);
+    let merged = tmp.path().join("merged");
+    let manifest = merge_runs(&parts, &merged).expect("merge");
+    assert_eq!(
+        manifest.inputs.iter().map(|i| i.trial_dirs).sum::<usize>(),
+        3
+    );
+    let a = report::render(&load_run(&whole).expect("whole"), &opts());
+    let b = report::render(&load_run(&merged).expect("merged"), &opts());
+    assert!(b.summary.problems.is_empty(), "{:?}", b.summary.problems);
+    assert_eq!(a.markdown, b.markdown);
+    assert_eq!(a.json, b.json);
+    assert!(a.markdown.contains("challenge"), "{}", a.markdown);
+}
