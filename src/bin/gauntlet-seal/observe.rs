@@ -47,6 +47,9 @@ const UNWATCHED: &[&str] = &[
 /// flood of opens never keeps init from its signals.
 const BUDGET: usize = 4096;
 
+/// Failed reads of the queue in a row after which init stops reading it this time.
+const MAX_FAILING_READS: u32 = 64;
+
 /// How often what was seen is written out while the program runs.
 const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -214,7 +217,20 @@ impl Observer {
     /// Read everything still queued (the program and its stragglers are gone: nothing
     /// new arrives but the host's), write the end line and close the file.
     pub fn finish(mut self) {
-        self.read(usize::MAX);
+        // Every open of the sandbox is queued by now, ahead of whatever the host does
+        // next: read what is queued at this moment, not until the queue is empty,
+        // which a busy host may keep from ever happening.
+        let queued = self.fan.as_ref().and_then(|f| {
+            let mut bytes: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int, the size of the queued events.
+            let r = unsafe { libc::ioctl(f.as_fd().as_raw_fd(), libc::FIONREAD, &mut bytes) };
+            (r == 0).then(|| {
+                usize::try_from(bytes).unwrap_or(0)
+                    / std::mem::size_of::<libc::fanotify_event_metadata>()
+                    + 1
+            })
+        });
+        self.read(queued.unwrap_or(usize::MAX));
         let end = std::mem::take(&mut self.end);
         self.write(&Line::End(end));
         let _ = self.out.flush();
@@ -229,6 +245,7 @@ impl Observer {
             return;
         };
         let mut handled = 0;
+        let mut failing = 0;
         while handled < budget {
             let events = match fan.read_events() {
                 Ok(ev) if ev.is_empty() => break,
@@ -237,12 +254,18 @@ impl Observer {
                 Err(Errno::EINTR) => continue,
                 Err(_) => {
                     // The kernel could not hand over an event (a file it could not
-                    // reopen): that open is lost.
+                    // reopen): that open is lost. Errors in a row past a few are not
+                    // one bad event, and are not retried for ever.
                     self.end.read_errors += 1;
                     handled += 1;
+                    failing += 1;
+                    if failing >= MAX_FAILING_READS {
+                        break;
+                    }
                     continue;
                 }
             };
+            failing = 0;
             handled += events.len();
             for ev in events {
                 let mask = ev.mask();
