@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gauntlet::agent::process::{self, ProcessSpec};
+use gauntlet::sys::process::{self, ProcessSpec};
 use gauntlet::sys::sandbox::View;
 
 fn spec(dir: &Path, program: &str, args: &[&str], seal: Option<View>, i: usize) -> ProcessSpec {

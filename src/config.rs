@@ -30,6 +30,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::streams::AgentKind;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum AgentChoice {
@@ -49,13 +51,32 @@ pub enum AgentChoice {
 }
 
 impl AgentChoice {
-    pub fn name(&self) -> &'static str {
+    /// Which agent this is; its name and stream parser come from the kind.
+    pub fn kind(&self) -> AgentKind {
         match self {
-            AgentChoice::Reference => "reference",
-            AgentChoice::Command { .. } => "command",
-            AgentChoice::OpenCode => "opencode",
-            AgentChoice::ClaudeCode => "claude-code",
-            AgentChoice::Codex => "codex",
+            AgentChoice::Reference => AgentKind::Reference,
+            AgentChoice::Command { .. } => AgentKind::Command,
+            AgentChoice::OpenCode => AgentKind::OpenCode,
+            AgentChoice::ClaudeCode => AgentKind::ClaudeCode,
+            AgentChoice::Codex => AgentKind::Codex,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// The choice of `kind`; a command keeps the argv it already has.
+    fn of_kind(kind: AgentKind, current: &AgentChoice) -> AgentChoice {
+        match kind {
+            AgentKind::Reference => AgentChoice::Reference,
+            AgentKind::Command => match current {
+                AgentChoice::Command { .. } => current.clone(),
+                _ => AgentChoice::Command { argv: vec![] },
+            },
+            AgentKind::OpenCode => AgentChoice::OpenCode,
+            AgentKind::ClaudeCode => AgentChoice::ClaudeCode,
+            AgentKind::Codex => AgentChoice::Codex,
         }
     }
 }
@@ -278,20 +299,9 @@ impl Config {
         };
         match key {
             "agent" => {
-                self.agent =
-                    match value {
-                        "reference" => AgentChoice::Reference,
-                        "command" => match &self.agent {
-                            AgentChoice::Command { .. } => self.agent.clone(),
-                            _ => AgentChoice::Command { argv: vec![] },
-                        },
-                        "opencode" => AgentChoice::OpenCode,
-                        "claude-code" => AgentChoice::ClaudeCode,
-                        "codex" => AgentChoice::Codex,
-                        _ => return Err(bad(
-                            "expected `reference`, `command`, `opencode`, `claude-code` or `codex`",
-                        )),
-                    }
+                let kind = AgentKind::from_name(value)
+                    .ok_or_else(|| bad(&format!("expected one of {}", AgentKind::names())))?;
+                self.agent = AgentChoice::of_kind(kind, &self.agent);
             }
             "agent_cmd" => {
                 let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;

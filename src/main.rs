@@ -291,7 +291,7 @@ async fn run_challenges(
         ran += 1;
         match result {
             Ok((rec, _)) => {
-                println!("{}", gauntlet::run::challenge::summary_line(&rec));
+                println!("{}", gauntlet::record::challenge::summary_line(&rec));
                 failed += usize::from(!rec.verdict.passed);
             }
             Err(e) => {
@@ -363,7 +363,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         let scorecard = gauntlet::plan::scorecard::plan_scorecard(&suite)
             .into_iter()
             .filter(|p| wanted(&p.name))
-            .map(|p| PlannedTrial::now(&p.name, gauntlet::run::scorecard::record::SUITE, None));
+            .map(|p| PlannedTrial::now(&p.name, gauntlet::record::scorecard::SUITE, None));
         let challenge = challenge_plan
             .iter()
             .filter(|p| p.skip.is_none() && loaded.apps.get(p.app).is_some())
@@ -416,7 +416,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
     for (name, r) in &scorecard {
         match r {
             Ok(rec) => {
-                println!("{}", gauntlet::run::scorecard::summary_line(rec));
+                println!("{}", gauntlet::record::scorecard::summary_line(rec));
                 failed += usize::from(!rec.verdict.passed);
             }
             Err(e) => {
@@ -428,7 +428,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
     for r in results {
         match r {
             Ok(Ok((rec, _))) => {
-                println!("{}", gauntlet::run::summary_line(&rec));
+                println!("{}", gauntlet::record::summary_line(&rec));
                 failed += usize::from(!rec.verdict.passed);
                 records.push(rec);
             }
@@ -761,7 +761,7 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
     )) {
         Err(e) => error(e),
         Ok((rec, dir)) => {
-            println!("{}", gauntlet::run::challenge::summary_line(&rec));
+            println!("{}", gauntlet::record::challenge::summary_line(&rec));
             println!("trial directory: {}", dir.display());
             if rec.verdict.passed {
                 ExitCode::SUCCESS

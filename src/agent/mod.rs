@@ -5,7 +5,7 @@
 //! at the metering proxy), and parses the agent's own raw output into a [`Transcript`]
 //! and normalized evidence ([`Adapter::stream_parser`]). Everything else — workspaces,
 //! the scrubbed environment, the deadline, process groups — is the harness's
-//! ([`process`]), the same for every agent.
+//! ([`crate::sys::process`]), the same for every agent.
 //!
 //! Adapters: [`Reference`] (`gauntlet-agent`), [`Command`] (any executable speaking
 //! docs/agent-protocol.md), and the real CLIs pinned in `workspace/`:
@@ -15,7 +15,6 @@ pub mod claude_code;
 pub mod cli;
 pub mod codex;
 pub mod opencode;
-pub mod process;
 pub mod prompt;
 pub mod session;
 
@@ -25,7 +24,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::AgentChoice;
-use crate::evidence::normalize::{parse_gauntlet, Parsed, StreamParser};
+use crate::evidence::normalize::Parsed;
+use crate::evidence::streams::AgentKind;
 use crate::evidence::Transcript;
 use crate::world::target::Locator;
 
@@ -124,9 +124,13 @@ pub struct Launch {
 }
 
 pub trait Adapter: Send + Sync {
-    /// Stable name written into records (`reference`, `command`, `opencode`,
-    /// `claude-code`, `codex`); rescore picks the stream parser by it.
-    fn name(&self) -> &str;
+    /// Which agent this is: its name in records, and the parser of its stdout, which
+    /// rescore finds from the name alone.
+    fn kind(&self) -> AgentKind;
+    /// Stable name written into records (`reference`, `command`, `opencode`, ...).
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
     /// The agent's version, recorded per run.
     fn version(&self) -> String;
     /// The command line, from the run spec alone.
@@ -168,31 +172,15 @@ pub trait Adapter: Send + Sync {
     ) -> Result<Option<Launch>, AdapterError> {
         Ok(None)
     }
-    /// The parser of this agent's stdout dialect.
-    fn stream_parser(&self) -> StreamParser {
-        parse_gauntlet
-    }
     /// Parse the agent's raw stdout into the transcript and the normalized report.
     fn read(&self, stdout: &Path) -> std::io::Result<Parsed> {
         let file = std::fs::File::open(stdout)?;
         let mut reader = std::io::BufReader::new(file);
-        Ok((self.stream_parser())(&mut reader))
+        Ok((self.kind().parser())(&mut reader))
     }
     /// Parse the agent's raw stdout.
     fn parse(&self, stdout: &Path) -> std::io::Result<Transcript> {
         Ok(self.read(stdout)?.transcript)
-    }
-}
-
-/// The stream parser for records written by the adapter named `agent`, or `None` for
-/// a name no adapter has.
-pub fn stream_parser_for(agent: &str) -> Option<StreamParser> {
-    match agent {
-        "reference" | "command" => Some(parse_gauntlet),
-        opencode::NAME => Some(opencode::parse_stream),
-        claude_code::NAME => Some(claude_code::parse_stream),
-        codex::NAME => Some(codex::parse_stream),
-        _ => None,
     }
 }
 
@@ -226,8 +214,8 @@ pub struct Reference {
 }
 
 impl Adapter for Reference {
-    fn name(&self) -> &str {
-        "reference"
+    fn kind(&self) -> AgentKind {
+        AgentKind::Reference
     }
     fn version(&self) -> String {
         format!("gauntlet-agent {}", crate::VERSION)
@@ -350,8 +338,8 @@ pub struct Command {
 }
 
 impl Adapter for Command {
-    fn name(&self) -> &str {
-        "command"
+    fn kind(&self) -> AgentKind {
+        AgentKind::Command
     }
     fn version(&self) -> String {
         format!("command: {}", shell_words::join(&self.argv))
@@ -492,10 +480,15 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
             program: crate::binaries::bin_path("gauntlet-agent"),
         }),
         AgentChoice::Command { argv } => Box::new(Command { argv: argv.clone() }),
-        AgentChoice::OpenCode => Box::new(opencode::OpenCode::new(cli::npm_bin("opencode"))),
-        AgentChoice::ClaudeCode => Box::new(claude_code::ClaudeCode::new(cli::npm_bin("claude"))),
-        AgentChoice::Codex => Box::new(codex::Codex::new(cli::npm_bin("codex"))),
+        AgentChoice::OpenCode => Box::new(opencode::OpenCode::new(npm_bin(choice))),
+        AgentChoice::ClaudeCode => Box::new(claude_code::ClaudeCode::new(npm_bin(choice))),
+        AgentChoice::Codex => Box::new(codex::Codex::new(npm_bin(choice))),
     }
+}
+
+/// Where the pinned CLI of `choice` is installed (`workspace/node_modules/.bin`).
+fn npm_bin(choice: &AgentChoice) -> PathBuf {
+    cli::npm_bin(choice.kind().npm_bin().unwrap_or(choice.name()))
 }
 
 /// The scrubbed environment every agent starts from: nothing of the caller's leaks in
@@ -548,13 +541,9 @@ mod tests {
         ] {
             let adapter = adapter_for(&choice);
             assert_eq!(adapter.name(), choice.name());
-            assert!(
-                stream_parser_for(adapter.name()).is_some(),
-                "{}",
-                adapter.name()
-            );
+            assert_eq!(AgentKind::from_name(adapter.name()), Some(adapter.kind()));
         }
-        assert!(stream_parser_for("mystery").is_none());
+        assert!(AgentKind::from_name("mystery").is_none());
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! process group and is killed at the window's end; only the reference agent has one
 //! (`gauntlet-agent daemon --state-dir D --config C`), and only when a config is given.
 //! An agent without one scores what it does without it. The harness runs the returned
-//! launch like a turn, with [`process::run`](super::process::run) and the window's length
+//! launch like a turn, with [`process::run`](crate::sys::process::run) and the window's length
 //! as the deadline: the deadline kill of the whole process group is the window's end
 //! (see `tests/integration/sessions.rs`).
 //!

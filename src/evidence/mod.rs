@@ -10,6 +10,8 @@ pub mod normalize;
 pub mod observed;
 pub mod observed_policy;
 pub mod policy;
+pub mod streams;
+pub mod usage;
 
 use serde::{Deserialize, Serialize};
 
@@ -136,7 +138,7 @@ pub struct QaEvidence {
     pub agent: AgentRun,
     pub gate: Option<Gate>,
     /// Every model call the proxy metered, in order.
-    pub usage: Vec<crate::proxy::UsageEntry>,
+    pub usage: Vec<usage::UsageEntry>,
     /// Why the trial could not complete setup (app failed to start, ...), if so.
     pub setup_error: Option<String>,
     /// The agent's own account of its run, normalized from its stdout: steps, tool

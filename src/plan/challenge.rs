@@ -10,7 +10,8 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::config::{Config, Mode};
 use crate::plan::harness::{conclude, execute_trial, fail, trial};
-use crate::run::challenge::{execute, summary_line, trial_name, Options};
+use crate::record::challenge::summary_line;
+use crate::run::challenge::{execute, trial_name, Options};
 use crate::spec::challenge::{Challenges, Profile};
 use crate::spec::{AppSpec, SpecError};
 

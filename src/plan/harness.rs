@@ -145,7 +145,7 @@ fn run_qa(
     })?;
     let failure =
         (!rec.verdict.passed).then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason));
-    conclude(crate::run::summary_line(&rec), &dir, Vec::new(), failure)
+    conclude(crate::record::summary_line(&rec), &dir, Vec::new(), failure)
 }
 
 #[cfg(test)]

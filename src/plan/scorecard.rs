@@ -10,7 +10,8 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::config::{Config, Mode};
 use crate::plan::harness::{conclude, execute_trial, fail, trial};
-use crate::run::scorecard::{execute, summary_line, ExecOptions};
+use crate::record::scorecard::summary_line;
+use crate::run::scorecard::{execute, ExecOptions};
 use crate::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
 
 /// A planned probe trial.
@@ -77,7 +78,7 @@ pub fn scorecard_main() -> ExitCode {
 fn run_probe(suite: &ScorecardSuite, probe: usize, cfg: &Config) -> Result<(), Failed> {
     let planned = crate::record::manifest::PlannedTrial::now(
         &suite.probes[probe].trial_name(),
-        crate::run::scorecard::record::SUITE,
+        crate::record::scorecard::SUITE,
         None,
     );
     let (rec, dir) = execute_trial(cfg, planned, |run_dir| async move {

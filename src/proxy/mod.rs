@@ -36,55 +36,11 @@ mod wire;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use crate::evidence::usage::{budget_hit, UsageEntry};
 use crate::spec::Flow;
-
-/// One metered model call.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct UsageEntry {
-    /// Order in which the proxy received the call (0-based).
-    pub seq: u64,
-    /// Wire protocol: `chat` (OpenAI Chat Completions), `responses` (OpenAI Responses),
-    /// `messages` (Anthropic Messages); `unsupported` for a POST to a path no protocol
-    /// serves (answered 404).
-    pub protocol: String,
-    /// Request path as received, e.g. `/v1/chat/completions`.
-    pub path: String,
-    pub model: Option<String>,
-    pub stream: bool,
-    /// HTTP status returned to the agent.
-    pub status: u16,
-    /// `scripted` when the proxy answered, `upstream` when a provider did; in byok mode
-    /// `proxy` when the proxy answered without reaching the provider (bad request body,
-    /// provider unreachable); `budget` when the proxy refused the call because the
-    /// trial's token budget was spent.
-    pub source: String,
-    /// All input tokens of the call, cached and cache-written ones included, so the
-    /// figure means the same in every protocol: Chat's `prompt_tokens`, Responses'
-    /// `input_tokens`, and Anthropic's `input_tokens + cache_read_input_tokens +
-    /// cache_creation_input_tokens` (Anthropic counts the three apart).
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    /// Of `input_tokens`, those read from the provider's prompt cache.
-    pub cached_input_tokens: Option<u64>,
-    pub reasoning_tokens: Option<u64>,
-    /// Of `input_tokens`, those written to the provider's prompt cache (Anthropic's
-    /// `cache_creation_input_tokens`).
-    #[serde(default)]
-    pub cache_write_tokens: Option<u64>,
-    pub duration_ms: u64,
-    /// What went wrong, as observed (bad request body, upstream error, cut stream,
-    /// token budget spent).
-    pub error: Option<String>,
-    /// Scripted mode: what the scripted model chose and why (`step 1 (shell) as bash`,
-    /// `final`, `side request: ...`), so a flow that does not fit a real CLI's requests
-    /// can be diagnosed from the record.
-    #[serde(default)]
-    pub reply: Option<String>,
-}
 
 /// How the proxy answers model calls.
 #[derive(Clone)]
@@ -125,16 +81,6 @@ pub struct Budget {
     /// call is refused (in its protocol's error shape) and recorded with `source:
     /// "budget"`. Calls already running finish, so the total may end a little above.
     pub max_tokens: Option<u64>,
-}
-
-/// The first budget refusal in a usage log, if any: what a record keeps as the limit
-/// the trial hit.
-pub fn budget_hit(entries: &[UsageEntry]) -> Option<String> {
-    entries.iter().find(|e| e.source == "budget").map(|e| {
-        e.error
-            .clone()
-            .unwrap_or_else(|| "token budget spent".to_owned())
-    })
 }
 
 /// A running proxy. Dropping it stops the accept loop; [`Proxy::shutdown`] also waits

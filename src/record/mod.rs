@@ -4,12 +4,14 @@
 //! file hard-linked into place, which fails if the name exists), so a record is never
 //! overwritten and never seen half-written.
 
+pub mod challenge;
 pub mod digest;
 pub mod manifest;
 pub mod merge;
 pub mod raw;
 pub mod rescore;
 pub mod schema;
+pub mod scorecard;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -307,6 +309,34 @@ pub fn run_id() -> &'static str {
             std::process::id()
         ),
     })
+}
+
+/// One line per trial that nextest keeps in JUnit `system-out`, for dashboards. It ends
+/// with the record's own hash (`record_sha256=`, the last field of every suite's line),
+/// from which, with the trial name, the run digest can be recomputed
+/// ([`digest::run_digest`]).
+pub fn summary_line(rec: &QaRecord) -> String {
+    let (tin, tout) = rec.tokens();
+    let mut line = format!(
+        "gauntlet: {} verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
+        rec.trial, rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
+    );
+    line.push_str(unsealed_tag(&rec.config));
+    if let Some(limit) = &rec.evidence.budget_hit {
+        line.push_str(&format!(" budget_hit={limit:?}"));
+    }
+    line.push_str(&format!(" record_sha256={}", digest::value_sha256(rec)));
+    line
+}
+
+/// ` sandbox=off` for a trial that ran unsealed, appended to every suite's summary line
+/// so that JUnit says so; empty for a sealed one.
+pub fn unsealed_tag(config: &RecordConfig) -> &'static str {
+    if config.sandbox.sealed() {
+        ""
+    } else {
+        " sandbox=off"
+    }
 }
 
 #[cfg(test)]

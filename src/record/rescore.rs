@@ -110,8 +110,9 @@ pub fn derive_qa_verdict_as(
     spec: &QaSpecRef,
     evidence: &QaEvidence,
 ) -> Result<Verdict, RescoreError> {
-    let parser =
-        crate::agent::stream_parser_for(agent).ok_or_else(|| RescoreError::UnknownAgent {
+    let parser = crate::evidence::streams::AgentKind::from_name(agent)
+        .map(crate::evidence::streams::AgentKind::parser)
+        .ok_or_else(|| RescoreError::UnknownAgent {
             file: trial_dir.join(&evidence.agent.stdout.path),
             agent: agent.to_owned(),
         })?;
@@ -132,7 +133,7 @@ fn derive_with(
         agent_end: &evidence.agent.end,
         transcript: &transcript,
         gate: evidence.gate.as_ref(),
-        token_budget_hit: crate::proxy::budget_hit(&evidence.usage).as_deref(),
+        token_budget_hit: crate::evidence::usage::budget_hit(&evidence.usage).as_deref(),
     }))
 }
 
@@ -221,11 +222,11 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
 
 fn rescore_verdict(file: &Path) -> RescoreRow {
     // Dispatch on the record's suite.
-    if crate::run::scorecard::record::is_scorecard_record(file) {
-        return crate::run::scorecard::record::rescore_file(file);
+    if crate::record::scorecard::is_scorecard_record(file) {
+        return crate::record::scorecard::rescore_file(file);
     }
     if super::suite_of(file).is_ok_and(|s| s == "challenge") {
-        return match crate::run::challenge::rederive(file) {
+        return match crate::record::challenge::rederive(file) {
             Ok((rec, derived)) => RescoreRow {
                 challenge: Some(ChallengeRescore {
                     stored: rec.verdict,

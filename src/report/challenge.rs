@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::evidence::normalize::{Preview, ReportedUsage};
 use crate::evidence::observed_policy::ObservedPolicy;
 use crate::evidence::policy::PolicyFindings;
-use crate::run::challenge::ChallengeRecord;
+use crate::record::challenge::ChallengeRecord;
 use crate::score::challenge::{TaskOutcome, Validity};
 
 pub const METRICS_FILE: &str = "metrics.json";
@@ -23,6 +23,8 @@ pub const OUTPUT_PREVIEW: usize = 512;
 pub enum ReportError {
     #[error("{file}: {reason}")]
     Io { file: PathBuf, reason: String },
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
 }
 
 fn io_err(file: &Path, e: impl std::fmt::Display) -> ReportError {
@@ -210,7 +212,7 @@ pub fn metrics(rec: &ChallengeRecord) -> Metrics {
         .map(|p| p.resolved.as_str())
         .collect();
     let usage = &rec.evidence.usage;
-    let sum = |f: fn(&crate::proxy::UsageEntry) -> Option<u64>| -> Option<u64> {
+    let sum = |f: fn(&crate::evidence::usage::UsageEntry) -> Option<u64>| -> Option<u64> {
         usage
             .iter()
             .map(f)
@@ -315,7 +317,7 @@ pub fn audit(
     note: &str,
 ) -> Result<ManualAudit, ReportError> {
     let rec_file = trial_dir.join(crate::record::RECORD_FILE);
-    let rec = load_record(&rec_file)?;
+    let rec = crate::record::challenge::load(&rec_file)?;
     let entry = AuditEntry {
         outcome,
         validity,
@@ -341,20 +343,6 @@ pub fn audit(
         final_report(&rec, Some(&audit)).as_bytes(),
     )?;
     Ok(audit)
-}
-
-/// Read a challenge record.
-pub fn load_record(file: &Path) -> Result<ChallengeRecord, ReportError> {
-    let bytes = std::fs::read(file).map_err(|e| io_err(file, e))?;
-    let rec: ChallengeRecord = serde_json::from_slice(&bytes)
-        .map_err(|e| io_err(file, format!("not a challenge record: {e}")))?;
-    if rec.suite != "challenge" {
-        return Err(io_err(
-            file,
-            format!("suite `{}`, not `challenge`", rec.suite),
-        ));
-    }
-    Ok(rec)
 }
 
 /// Write `metrics.json` and `final-report.md` beside the record.
@@ -726,7 +714,7 @@ pub fn run_table(run_dir: &Path) -> Result<String, ReportError> {
         if !crate::record::suite_of(&file).is_ok_and(|s| s == "challenge") {
             continue;
         }
-        let rec = load_record(&file)?;
+        let rec = crate::record::challenge::load(&file)?;
         let (o, v, audited) = authoritative(&d, &rec);
         let (tin, tout) = rec.evidence.usage.iter().fold((0u64, 0u64), |(i, o), u| {
             (

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
+use crate::record::scorecard::{self as screc, ScorecardRecord};
 use crate::record::{find_records, RecordError};
-use crate::run::scorecard::record::{self as screc, ScorecardRecord};
 use crate::score::scorecard::{holds_of, max_total, score_card};
 use crate::spec::scorecard::Scorecard;
 

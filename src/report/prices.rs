@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ReportError;
-use crate::proxy::UsageEntry;
+use crate::evidence::usage::UsageEntry;
 
 /// The file read when no other is named.
 pub const DEFAULT_FILE: &str = "prices.toml";

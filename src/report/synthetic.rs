@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Mode;
+use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, Gate, GateRun, GateTarget, ProcessEnd, QaEvidence, RawFile};
-use crate::proxy::UsageEntry;
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::CapabilityKind;

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::agent::process::{self, ProcessSpec};
 use crate::agent::{adapter_for, base_env, LaunchContext, RunSpec};
 use crate::config::{Config, Mode};
 use crate::evidence::{
@@ -14,6 +13,7 @@ use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::record::rescore::derive_qa_verdict_as;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
+use crate::sys::process::{self, ProcessSpec};
 use crate::sys::sandbox::View;
 use crate::world::target::Target;
 
@@ -270,7 +270,7 @@ async fn observe(
     }
     .await;
     evidence.usage = proxy.shutdown().await;
-    evidence.budget_hit = crate::proxy::budget_hit(&evidence.usage).or_else(|| {
+    evidence.budget_hit = crate::evidence::usage::budget_hit(&evidence.usage).or_else(|| {
         evidence.agent.end.timed_out.then(|| {
             format!(
                 "wall-clock: the agent's deadline of {} s",
@@ -288,8 +288,8 @@ async fn observe(
     // Re-run the claimed test only where it can change the verdict.
     let cap = app.capability(capability).map(|c| c.kind);
     // A budgeted stop still gets its claim checked; any other unclean end cannot pass.
-    let stopped_by_budget =
-        crate::proxy::budget_hit(&evidence.usage).is_some() && !evidence.agent.end.timed_out;
+    let stopped_by_budget = crate::evidence::usage::budget_hit(&evidence.usage).is_some()
+        && !evidence.agent.end.timed_out;
     if !(evidence.agent.end.success() || stopped_by_budget)
         || !cap.is_some_and(|k| k.is_verifiable())
     {

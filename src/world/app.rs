@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
-use crate::agent::process::{kill_group, spawn_capture, Capture};
+use crate::sys::process::{kill_group, spawn_capture, Capture};
 
 /// Bytes kept per log stream.
 pub const LOG_CAP: u64 = 8 << 20;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use gauntlet::config::AgentChoice;
 use gauntlet::plan::challenge::{load_default, Loaded};
-use gauntlet::run::challenge::{execute, ChallengeRecord, Options};
+use gauntlet::record::challenge::ChallengeRecord;
+use gauntlet::run::challenge::{execute, Options};
 use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::{Profile, RENDERED_PROMPT, SKILLS_DIR};
 use gauntlet::spec::{Flow, FlowStep};
@@ -622,8 +623,7 @@ fn a_report_that_cannot_be_written_loses_nothing_recorded() {
     std::fs::create_dir(dir.join("metrics.json")).expect("block the report with a directory");
     let err = gauntlet::report::challenge::write_reports(&dir, &rec).expect_err("cannot write");
     assert!(err.to_string().contains("metrics.json"), "{err}");
-    let kept =
-        gauntlet::report::challenge::load_record(&dir.join("record.json")).expect("record kept");
+    let kept = gauntlet::record::challenge::load(&dir.join("record.json")).expect("record kept");
     assert!(
         kept.verdict == rec.verdict && kept.evidence == rec.evidence,
         "the record changed"
@@ -862,8 +862,8 @@ fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
 
 #[test]
 fn the_committed_challenge_record_schema_is_current() {
-    let committed = support::root().join(gauntlet::run::challenge::SCHEMA_PATH);
-    let now = gauntlet::run::challenge::record_schema_text();
+    let committed = support::root().join(gauntlet::record::challenge::SCHEMA_PATH);
+    let now = gauntlet::record::challenge::record_schema_text();
     if std::env::var_os("GAUNTLET_UPDATE_SCHEMA").is_some() {
         std::fs::write(&committed, &now).expect("write schema");
     }

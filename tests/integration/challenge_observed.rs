@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet::config::AgentChoice;
-use gauntlet::run::challenge::{ChallengeRecord, Options, OPENS_FILE};
+use gauntlet::record::challenge::{ChallengeRecord, OPENS_FILE};
+use gauntlet::run::challenge::Options;
 use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::Profile;
 
@@ -156,7 +157,7 @@ fn rescore_rederives_validity_from_the_recorded_observation_and_catches_an_edite
     let (rec, dir) = quiet("python", Profile::None, out.path());
     assert_eq!(rec.verdict.evaluation_validity, Validity::Contaminated);
     let file = dir.join("record.json");
-    let (_, again) = gauntlet::run::challenge::rederive(&file).expect("rederive");
+    let (_, again) = gauntlet::record::challenge::rederive(&file).expect("rederive");
     assert_eq!(again.expect("derives"), rec.verdict);
 
     // Dropping the incriminating line changes the file its record hashed.
@@ -169,7 +170,7 @@ fn rescore_rederives_validity_from_the_recorded_observation_and_catches_an_edite
         .collect();
     assert_ne!(kept, text);
     std::fs::write(&opens, kept).expect("edit");
-    let (_, again) = gauntlet::run::challenge::rederive(&file).expect("rederive");
+    let (_, again) = gauntlet::record::challenge::rederive(&file).expect("rederive");
     let err = again.expect_err("an edited observation is caught");
     assert!(err.contains(OPENS_FILE), "{err}");
 }

@@ -25,7 +25,8 @@ fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
         .file_stem()
         .and_then(|s| s.to_str())
         .ok_or("no file name")?;
-    let parser = gauntlet::agent::stream_parser_for(agent)
+    let parser = gauntlet::evidence::streams::AgentKind::from_name(agent)
+        .map(gauntlet::evidence::streams::AgentKind::parser)
         .ok_or_else(|| format!("no parser for `{agent}`"))?;
     let parsed = parser(&mut &contents[..]);
     let report = &parsed.report;

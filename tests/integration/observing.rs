@@ -36,7 +36,7 @@ fn observe(dir: &Path, product: &Path, ws: &Path, script: &str) -> (Observation,
         .read(product)
         .write(ws)
         .observed(&file);
-    let spec = gauntlet::agent::process::ProcessSpec {
+    let spec = gauntlet::sys::process::ProcessSpec {
         program: PathBuf::from("/bin/sh"),
         args: vec!["-c".into(), script.into()],
         cwd: ws.to_path_buf(),
@@ -50,7 +50,7 @@ fn observe(dir: &Path, product: &Path, ws: &Path, script: &str) -> (Observation,
         seal: Some(view),
     };
     let outcome = support::runtime()
-        .block_on(gauntlet::agent::process::run(spec))
+        .block_on(gauntlet::sys::process::run(spec))
         .expect("sealed run");
     let stderr = std::fs::read_to_string(dir.join("err")).unwrap_or_default();
     assert_eq!(outcome.end.exit_code, Some(0), "{stderr}");

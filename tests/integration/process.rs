@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use gauntlet::agent::process::{
+use gauntlet::sys::process::{
     group_members, marker_holders, run, sweep_marker, ProcessOutcome, ProcessSpec, MARKER_VAR,
 };
 use gauntlet::world::app::{AppError, AppProcess};

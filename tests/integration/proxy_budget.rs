@@ -185,7 +185,7 @@ fn a_trial_that_hits_its_budget_is_scored_and_says_so() {
     // error; and the per-trial report line names the limit.
     assert!(!record.verdict.passed);
     assert!(dir.join("record.json").is_file());
-    let line = gauntlet::run::summary_line(&record);
+    let line = gauntlet::record::summary_line(&record);
     assert!(line.contains("budget_hit="), "{line}");
     let reread = gauntlet::record::load(&dir.join("record.json")).expect("record loads");
     assert_eq!(reread.evidence.budget_hit, record.evidence.budget_hit);

@@ -441,7 +441,7 @@ async fn a_byok_trial_never_writes_the_key_anywhere() {
     assert!(run_dir.join("pages/report.html").is_file());
     let junit_text = format!(
         "{}\nError: {}: {}\n",
-        gauntlet::run::summary_line(&record),
+        gauntlet::record::summary_line(&record),
         record.verdict.outcome,
         record.verdict.reason
     );

@@ -377,7 +377,7 @@ fn the_junit_summary_line_carries_the_figures() {
     let rec =
         gauntlet::record::load(&run.join("qa.api-ledger.balance.r1/record.json")).expect("record");
     let (tin, tout) = rec.tokens();
-    let line = gauntlet::run::summary_line(&rec);
+    let line = gauntlet::record::summary_line(&rec);
     assert_eq!(
         line,
         format!(

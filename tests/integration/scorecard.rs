@@ -61,7 +61,7 @@ fn run_probe(
     timeout: Duration,
     out: &Path,
 ) -> (
-    gauntlet::run::scorecard::record::ScorecardRecord,
+    gauntlet::record::scorecard::ScorecardRecord,
     std::path::PathBuf,
 ) {
     let probe = suite.probe(id).expect("probe");
@@ -305,7 +305,7 @@ fn a_background_loop_that_only_logs_scores_nothing() {
 
 #[test]
 fn the_committed_scorecard_record_schema_is_current_and_real_records_validate() {
-    use gauntlet::run::scorecard::record::{record_schema_text, SCHEMA_PATH};
+    use gauntlet::record::scorecard::{record_schema_text, SCHEMA_PATH};
     let committed = support::root().join(SCHEMA_PATH);
     let now = record_schema_text();
     if std::env::var_os("GAUNTLET_UPDATE_SCHEMA").is_some() {

@@ -30,7 +30,7 @@ fn an_unsealed_trial_says_so_in_its_record_its_summary_line_and_the_page() {
         rec.verdict.reason
     );
     assert_eq!(rec.config.sandbox, Sandbox::Off);
-    let line = gauntlet::run::summary_line(&rec);
+    let line = gauntlet::record::summary_line(&rec);
     assert!(line.contains(" sandbox=off"), "{line}");
     let run_dir = dir.parent().expect("run dir");
     let pages =
@@ -51,7 +51,7 @@ fn an_unsealed_trial_says_so_in_its_record_its_summary_line_and_the_page() {
         rec.verdict.reason
     );
     assert_eq!(rec.config.sandbox, Sandbox::Sealed);
-    assert!(!gauntlet::run::summary_line(&rec).contains("sandbox=off"));
+    assert!(!gauntlet::record::summary_line(&rec).contains("sandbox=off"));
     let pages = gauntlet::report::write_report(
         dir.parent().expect("run dir"),
         &sealed_out.path().join("pages"),
@@ -149,12 +149,12 @@ fn sealed_sh(
     name: &str,
     script: &str,
     limits: gauntlet::sys::sandbox::Limits,
-) -> gauntlet::agent::process::ProcessSpec {
+) -> gauntlet::sys::process::ProcessSpec {
     let mut env = std::collections::BTreeMap::new();
     env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
     let mut view = gauntlet::sys::sandbox::View::new().write(dir);
     view.limits = limits;
-    gauntlet::agent::process::ProcessSpec {
+    gauntlet::sys::process::ProcessSpec {
         program: PathBuf::from("/bin/sh"),
         args: vec!["-c".into(), script.into()],
         cwd: dir.to_path_buf(),
@@ -176,9 +176,9 @@ fn run_sealed(
     name: &str,
     script: &str,
     limits: gauntlet::sys::sandbox::Limits,
-) -> (gauntlet::agent::process::ProcessOutcome, String) {
+) -> (gauntlet::sys::process::ProcessOutcome, String) {
     let outcome = rt
-        .block_on(gauntlet::agent::process::run(sealed_sh(
+        .block_on(gauntlet::sys::process::run(sealed_sh(
             dir, name, script, limits,
         )))
         .expect("sealed run");
@@ -201,7 +201,7 @@ fn a_sandbox_full_of_processes_leaves_the_one_beside_it_room_to_fork() {
     std::fs::create_dir_all(&full).expect("dir");
     let rt = runtime();
     let outcome = rt.block_on(async {
-        let holder = tokio::spawn(gauntlet::agent::process::run(sealed_sh(
+        let holder = tokio::spawn(gauntlet::sys::process::run(sealed_sh(
             &full,
             "holder",
             "for i in $(seq 30); do sleep 20 & done; echo full > ready; wait",
@@ -218,7 +218,7 @@ fn a_sandbox_full_of_processes_leaves_the_one_beside_it_room_to_fork() {
         assert!(ready.exists(), "the first sandbox never filled up");
         let beside = dir.path().join("beside");
         std::fs::create_dir_all(&beside).expect("dir");
-        let outcome = gauntlet::agent::process::run(sealed_sh(
+        let outcome = gauntlet::sys::process::run(sealed_sh(
             &beside,
             "beside",
             "for i in $(seq 30); do sleep 0.2 & done; wait",

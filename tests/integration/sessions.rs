@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gauntlet::agent::process::{self, ProcessSpec};
 use gauntlet::agent::{
     base_env, Adapter, DaemonRun, LaunchContext, PromptRun, Reference, SessionTurn,
 };
 use gauntlet::evidence::{parse_transcript, Transcript};
 use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::sys::process::{self, ProcessSpec};
 use gauntlet::world::sinks::tracker::{Priority, SeedTask, TaskStatus};
 use gauntlet::world::sinks::{workspace, SinkConfig, Sinks, TrackerSeed, WorkspaceSnapshot};
 use serde_json::json;

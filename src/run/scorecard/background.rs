@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
-use crate::agent::process::{self, ProcessOutcome, ProcessSpec};
 use crate::agent::{DaemonRun, Launch, LaunchContext};
-use crate::proxy::{Proxy, UsageEntry};
+use crate::evidence::usage::UsageEntry;
+use crate::proxy::Proxy;
+use crate::sys::process::{self, ProcessOutcome, ProcessSpec};
 
 use super::driver::Driver;
-use super::record::ProcessRaw;
+use crate::record::scorecard::ProcessRaw;
 
 /// What starting the background mode needs.
 pub struct BackgroundRun<'a, 'b> {

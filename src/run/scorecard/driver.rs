@@ -15,20 +15,21 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::process::{self, ProcessSpec};
 use crate::agent::{base_env, Adapter, LaunchContext, PromptRun, SessionTurn};
 use crate::config::{Config, Mode};
+use crate::evidence::usage::UsageEntry;
 use crate::evidence::ProcessEnd;
-use crate::proxy::{Budget, Proxy, ProxyMode, UsageEntry};
+use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
 use crate::spec::scorecard::profile::LoadedProfile;
 use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
 use crate::spec::Flow;
+use crate::sys::process::{self, ProcessSpec};
 use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
 
 use super::background::{self, BackgroundRun};
 use super::observe::{file_obs, workspace_events, Phase};
-use super::record::{reply_of, ProcessRaw};
+use crate::record::scorecard::{reply_of, ProcessRaw};
 
 /// The prompt of a filler turn ("wait N turns").
 pub fn filler_prompt(k: u32, n: u32) -> String {

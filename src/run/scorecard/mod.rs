@@ -9,7 +9,6 @@
 pub mod background;
 pub mod driver;
 pub mod observe;
-pub mod record;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,8 +20,8 @@ use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerSeed};
 
+use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun, SUITE};
 use driver::{planted_entries, trial_dirs, Driver, Observed};
-use record::{verdict_of, ScorecardRecord, ScorecardRun, SUITE};
 
 pub use crate::run::qa::TrialError;
 
@@ -180,22 +179,6 @@ fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// One line per probe trial for JUnit `system-out`.
-pub fn summary_line(r: &ScorecardRecord) -> String {
-    let held = r.result.observations.iter().filter(|o| o.holds).count();
-    format!(
-        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{} record_sha256={}",
-        r.trial,
-        r.verdict.passed,
-        r.result.observations.len(),
-        r.result.recall_score,
-        r.scorecard.compressed,
-        r.verdict.reason,
-        crate::run::unsealed_tag(&r.config),
-        rec::digest::value_sha256(r)
-    )
 }
 
 /// Run every probe of `suite` whose trial name contains `filter` (all when `None`),

@@ -187,7 +187,7 @@ impl ChromiumProcess {
             return;
         }
         self.killed = true;
-        crate::agent::process::kill_group(self.pgid);
+        crate::sys::process::kill_group(self.pgid);
         let _ = self.child.kill();
         let _ = self.child.wait();
         let limit = Instant::now() + REAP_LIMIT;
@@ -200,7 +200,7 @@ impl ChromiumProcess {
                 }
             }
             let done =
-                strays.is_empty() && crate::agent::process::group_members(self.pgid).is_empty();
+                strays.is_empty() && crate::sys::process::group_members(self.pgid).is_empty();
             if done || Instant::now() >= limit {
                 break;
             }

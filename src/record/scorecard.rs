@@ -73,7 +73,7 @@ pub struct ScorecardRecord {
     #[serde(default)]
     pub sinks_log: Option<RawFile>,
     /// Every model call of every process, as the metering proxy saw it.
-    pub usage: Vec<crate::proxy::UsageEntry>,
+    pub usage: Vec<crate::evidence::usage::UsageEntry>,
     pub evidence: ProbeEvidence,
     pub result: ProbeResult,
     pub verdict: Verdict,
@@ -147,15 +147,15 @@ pub fn derive(
     trial_dir: &Path,
     rec: &ScorecardRecord,
 ) -> Result<(ProbeEvidence, ProbeResult, Verdict), ScorecardRecordError> {
-    let parser = crate::agent::stream_parser_for(&rec.config.agent).ok_or_else(|| {
-        ScorecardRecordError::Evidence {
+    let parser = crate::evidence::streams::AgentKind::from_name(&rec.config.agent)
+        .map(crate::evidence::streams::AgentKind::parser)
+        .ok_or_else(|| ScorecardRecordError::Evidence {
             file: trial_dir.join("record.json"),
             reason: format!(
                 "agent `{}` has no stream parser; cannot read its output",
                 rec.config.agent
             ),
-        }
-    })?;
+        })?;
     let mut evidence = rec.evidence.clone();
     for turn in &mut evidence.turns {
         let Some(raw) = rec
@@ -227,4 +227,19 @@ pub fn record_schema_text() -> String {
     let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
     s.push('\n');
     s
+}
+/// One line per probe trial for JUnit `system-out`.
+pub fn summary_line(r: &ScorecardRecord) -> String {
+    let held = r.result.observations.iter().filter(|o| o.holds).count();
+    format!(
+        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{} record_sha256={}",
+        r.trial,
+        r.verdict.passed,
+        r.result.observations.len(),
+        r.result.recall_score,
+        r.scorecard.compressed,
+        r.verdict.reason,
+        crate::record::unsealed_tag(&r.config),
+        crate::record::digest::value_sha256(r)
+    )
 }

@@ -1,0 +1,302 @@
+//! The challenge suite's record: what a challenge trial was traced back to
+//! ([`Provenance`]), what was observed ([`ChallengeEvidence`]), what pure functions
+//! derived from it ([`Derived`]) and the verdict; and the re-derivation rescore runs
+//! from the raw files alone.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::normalize::AgentReport;
+use crate::evidence::observed_policy::{self, ObservedPolicy};
+use crate::evidence::policy::{self, PolicyFindings, Roots};
+use crate::evidence::usage::UsageEntry;
+use crate::evidence::{AgentRun, RawFile};
+use crate::record::{self, RecordConfig, RecordError};
+use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
+use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt};
+
+/// Read a challenge record.
+pub fn load(file: &Path) -> Result<ChallengeRecord, RecordError> {
+    let bytes = std::fs::read(file).map_err(|e| RecordError::Io {
+        file: file.to_path_buf(),
+        source: e,
+    })?;
+    let rec: ChallengeRecord =
+        serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: format!("not a challenge record: {e}"),
+        })?;
+    if rec.suite != "challenge" {
+        return Err(RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: format!("suite `{}`, not `challenge`", rec.suite),
+        });
+    }
+    Ok(rec)
+}
+
+/// Everything a trial's result is traced back to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Provenance {
+    pub challenge_id: String,
+    /// `challenges/<id>/challenge.yaml`, relative to the repository.
+    pub manifest_path: String,
+    pub manifest_sha256: String,
+    /// The manifest itself, so that rescore does not depend on today's copy.
+    pub manifest: Manifest,
+    pub profile: Profile,
+    /// Every prompt layer's path and hash, and the rendered prompt's.
+    pub prompt: RenderedPrompt,
+    /// The bundle copied into `.agent/skills/` (skills, all); `None` under `none`.
+    pub bundle: Option<BundleProvenance>,
+    pub model: String,
+    pub agent: String,
+    pub agent_version: String,
+    /// `git rev-parse HEAD`, `-dirty` when the work tree had changes.
+    pub commit: Option<String>,
+    pub dirty: Option<bool>,
+    pub harness_version: String,
+    /// SHA-256 of the scripted flow (scripted mode).
+    pub flow_sha256: Option<String>,
+    pub timeout_secs: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BundleProvenance {
+    pub name: String,
+    pub manifest_sha256: String,
+    /// Relative to `.agent/skills/`.
+    pub files: Vec<BundleFile>,
+}
+
+/// One seed request the harness sent before the agent started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SeedResult {
+    pub method: String,
+    pub path: String,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// Everything observed in one challenge trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChallengeEvidence {
+    pub agent: AgentRun,
+    /// Relative to the trial directory.
+    pub workspace: String,
+    pub roots: Roots,
+    pub seed: Vec<SeedResult>,
+    /// What the harness read after the agent ended, per world assertion.
+    pub world: Vec<WorldObservation>,
+    /// Every model call the proxy metered.
+    pub usage: Vec<UsageEntry>,
+    pub setup_error: Option<String>,
+    /// The app's logs, hashed like every other raw file. Absent in records from before
+    /// they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub world_logs: Vec<crate::evidence::RawFile>,
+    /// What the kernel saw the agent's processes open. Absent only in records made
+    /// before opens were observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<ObservationEvidence>,
+}
+
+/// The observation of a trial's opens, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ObservationEvidence {
+    /// The file the sandbox's init wrote ([`crate::evidence::observed`]), hashed like
+    /// every raw file.
+    pub file: Option<RawFile>,
+    /// Why there is no file: the trial ran unsealed, the agent never started, the
+    /// sandbox wrote none.
+    pub unavailable: Option<String>,
+}
+
+/// Where a challenge trial's observed opens are kept, in its trial directory.
+pub const OPENS_FILE: &str = "agent.opens.jsonl";
+
+/// What is derived from the evidence by pure functions, kept for readers (rescore
+/// derives it again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Derived {
+    pub agent_report: AgentReport,
+    /// The agent's account: the paths its event stream names, classified.
+    pub policy: PolicyFindings,
+    /// What the kernel saw opened, classified and compared with the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedPolicy>,
+    pub final_message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChallengeRecord {
+    pub schema_version: u32,
+    /// Always `challenge`.
+    pub suite: String,
+    pub trial: String,
+    pub run_id: String,
+    pub gauntlet_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_ms: u64,
+    pub config: RecordConfig,
+    pub provenance: Provenance,
+    pub evidence: ChallengeEvidence,
+    pub derived: Derived,
+    pub verdict: ChallengeVerdict,
+}
+
+/// Derive everything the verdict depends on from the evidence and the raw stdout in
+/// `trial_dir`: the run and rescore share this.
+pub fn derive(
+    trial_dir: &Path,
+    agent: &str,
+    provenance: &Provenance,
+    evidence: &ChallengeEvidence,
+) -> Result<(Derived, ChallengeVerdict), String> {
+    let parser = crate::evidence::streams::AgentKind::from_name(agent)
+        .map(crate::evidence::streams::AgentKind::parser)
+        .ok_or_else(|| format!("agent `{agent}` has no stream parser"))?;
+    let stdout = trial_dir.join(&evidence.agent.stdout.path);
+    let parsed = match std::fs::File::open(&stdout) {
+        Ok(f) => parser(&mut std::io::BufReader::new(f)),
+        Err(e) if evidence.setup_error.is_some() => {
+            let _ = e;
+            crate::evidence::Parsed::default()
+        }
+        Err(e) => return Err(format!("{}: {e}", stdout.display())),
+    };
+    let mut policy = policy::assess(
+        &parsed.report.tool_calls,
+        &evidence.roots,
+        provenance.profile,
+    );
+    // Calls the report only counted were never assessed.
+    policy.not_kept.tool_calls = parsed.report.dropped.tool_calls;
+    let observed = match &evidence.observation {
+        None => None,
+        Some(o) => Some(assess_observation(
+            trial_dir,
+            o,
+            &evidence.roots,
+            provenance.profile,
+            &policy,
+        )?),
+    };
+    let final_message = parsed.transcript.final_message.clone();
+    let verdict = score(&ChallengeInputs {
+        manifest: &provenance.manifest,
+        profile: provenance.profile,
+        end: &evidence.agent.end,
+        setup_error: evidence.setup_error.as_deref(),
+        final_message: final_message.as_deref(),
+        world: &evidence.world,
+        policy: &policy,
+        observed: observed.as_ref(),
+    });
+    Ok((
+        Derived {
+            agent_report: parsed.report,
+            policy,
+            observed,
+            final_message,
+        },
+        verdict,
+    ))
+}
+
+/// The observation file read back and classified; a trial without one has nothing but
+/// the reason it is missing, and is not compared with its account.
+fn assess_observation(
+    trial_dir: &Path,
+    o: &ObservationEvidence,
+    roots: &Roots,
+    profile: Profile,
+    account: &PolicyFindings,
+) -> Result<ObservedPolicy, String> {
+    let Some(raw) = &o.file else {
+        return Ok(ObservedPolicy {
+            incomplete: Some(
+                o.unavailable
+                    .clone()
+                    .unwrap_or_else(|| "no observation was recorded".into()),
+            ),
+            ..ObservedPolicy::default()
+        });
+    };
+    let path = trial_dir.join(&raw.path);
+    let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let observation = crate::evidence::observed::parse(&mut std::io::BufReader::new(file));
+    Ok(observed_policy::assess(
+        &observation,
+        roots,
+        profile,
+        account,
+    ))
+}
+
+/// One JUnit-friendly line per trial.
+pub fn summary_line(rec: &ChallengeRecord) -> String {
+    let (tin, tout) = rec.evidence.usage.iter().fold((0u64, 0u64), |(i, o), u| {
+        (
+            i + u.input_tokens.unwrap_or(0),
+            o + u.output_tokens.unwrap_or(0),
+        )
+    });
+    format!(
+        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{} record_sha256={}",
+        rec.trial,
+        rec.verdict.task_outcome.as_str(),
+        rec.verdict.evaluation_validity.as_str(),
+        rec.verdict.passed,
+        rec.wall_ms,
+        rec.verdict.outcome_reason,
+        record::unsealed_tag(&rec.config),
+        record::digest::value_sha256(rec)
+    )
+}
+
+/// Re-derive a challenge record's verdict offline from its raw files. `Err` when the
+/// raw output no longer matches its recorded hash (tampering) or cannot be read.
+pub fn rederive(
+    file: &Path,
+) -> Result<(ChallengeRecord, Result<ChallengeVerdict, String>), String> {
+    let rec = load(file).map_err(|e| e.to_string())?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let check = |raw: &RawFile| -> Result<(), String> {
+        let f = dir.join(&raw.path);
+        let found = record::digest::file_sha256(&f).map_err(|e| e.to_string())?;
+        if found != raw.sha256 {
+            return Err(format!(
+                "{}: evidence does not match its recorded hash (recorded {}, found {found})",
+                f.display(),
+                raw.sha256
+            ));
+        }
+        Ok(())
+    };
+    let observation = rec
+        .evidence
+        .observation
+        .as_ref()
+        .and_then(|o| o.file.as_ref());
+    let derived = check(&rec.evidence.agent.stdout)
+        .and_then(|()| check(&rec.evidence.agent.stderr))
+        .and_then(|()| observation.map_or(Ok(()), check))
+        .and_then(|()| derive(dir, &rec.config.agent, &rec.provenance, &rec.evidence))
+        .map(|(_, v)| v);
+    Ok((rec, derived))
+}
+
+/// Where the committed JSON Schema of a challenge `record.json` lives (repository-relative).
+pub const SCHEMA_PATH: &str = "schema/challenge-record.schema.json";
+
+/// The schema of a challenge record, pretty-printed and newline-terminated, generated
+/// from the types so that it cannot drift (a test compares it with the committed copy).
+pub fn record_schema_text() -> String {
+    let schema = schemars::schema_for!(ChallengeRecord);
+    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    s.push('\n');
+    s
+}
