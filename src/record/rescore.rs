@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::evidence::normalize::{parse_gauntlet, StreamParser};
+use crate::evidence::normalize::StreamParser;
 use crate::evidence::{QaEvidence, RawFile, Transcript};
 use crate::hash::Sha256Stream;
 use crate::score::qa::{score, QaInputs};
@@ -92,19 +92,9 @@ fn parse_checked(
     Ok(transcript)
 }
 
-/// The verdict the evidence in `trial_dir` supports, for an agent speaking the gauntlet
-/// protocol (docs/agent-protocol.md).
-pub fn derive_qa_verdict(
-    trial_dir: &Path,
-    spec: &QaSpecRef,
-    evidence: &QaEvidence,
-) -> Result<Verdict, RescoreError> {
-    derive_with(trial_dir, parse_gauntlet, spec, evidence)
-}
-
 /// The verdict the evidence in `trial_dir` supports, reading the agent's stdout with the
 /// stream parser of the adapter named `agent` (as recorded in `config.agent`).
-pub fn derive_qa_verdict_as(
+pub fn derive_qa_verdict(
     trial_dir: &Path,
     agent: &str,
     spec: &QaSpecRef,
@@ -242,7 +232,7 @@ fn rescore_verdict(file: &Path) -> RescoreRow {
         Err(e) => return RescoreRow::unreadable(file, e.to_string()),
     };
     let dir = file.parent().unwrap_or(Path::new("."));
-    let derived = derive_qa_verdict_as(dir, &rec.config.agent, &rec.spec, &rec.evidence)
+    let derived = derive_qa_verdict(dir, &rec.config.agent, &rec.spec, &rec.evidence)
         .map_err(|e| e.to_string());
     RescoreRow::verdicts(file, rec.trial.clone(), Some(rec.verdict), derived)
 }

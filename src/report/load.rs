@@ -331,7 +331,8 @@ fn check(file: &Path) -> Result<QaRecord, String> {
             "raw evidence does not match the record ({p}); not counted"
         ));
     }
-    let derived = derive_qa_verdict(dir, &rec.spec, &rec.evidence).map_err(|e| e.to_string())?;
+    let derived = derive_qa_verdict(dir, &rec.config.agent, &rec.spec, &rec.evidence)
+        .map_err(|e| e.to_string())?;
     if derived != rec.verdict {
         return Err(format!(
             "stored verdict `{}` does not follow from the evidence (it gives `{}`: {}); not counted",

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Mode;
+use crate::evidence::streams::AgentKind;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, Gate, GateRun, GateTarget, ProcessEnd, QaEvidence, RawFile};
 use crate::record::rescore::derive_qa_verdict;
@@ -262,7 +263,8 @@ impl SyntheticRun {
             capability_sha256: crate::hash::sha256(format!("{app}::{cap}").as_bytes()),
             flow_sha256: None,
         };
-        let verdict = derive_qa_verdict(&dir, &spec, &evidence).map_err(|e| e.to_string())?;
+        let verdict = derive_qa_verdict(&dir, AgentKind::Reference.name(), &spec, &evidence)
+            .map_err(|e| e.to_string())?;
         let base = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00+00:00")
             .map_err(|e| e.to_string())?;
         let started = base + chrono::Duration::seconds(60 * index as i64);
@@ -278,8 +280,8 @@ impl SyntheticRun {
             wall_ms,
             config: RecordConfig {
                 sandbox: crate::config::Sandbox::Sealed,
-                agent: "synthetic".into(),
-                agent_version: "1.0".into(),
+                agent: AgentKind::Command.name().into(),
+                agent_version: "synthetic 1.0".into(),
                 model: self.model.clone(),
                 mode: self.mode,
                 n: self.n,

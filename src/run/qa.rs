@@ -10,7 +10,7 @@ use crate::evidence::{
     parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, QaEvidence,
 };
 use crate::proxy::{Budget, Proxy, ProxyMode};
-use crate::record::rescore::derive_qa_verdict_as;
+use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
 use crate::sys::process::{self, ProcessSpec};
@@ -88,7 +88,7 @@ pub async fn execute(
         }
     }
 
-    let verdict = derive_qa_verdict_as(&trial_dir, adapter.name(), &spec, &evidence)
+    let verdict = derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence)
         .map_err(|e| TrialError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
     let rec = QaRecord {
         schema_version: record::SCHEMA_VERSION,

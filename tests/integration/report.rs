@@ -434,3 +434,111 @@ fn records_of_other_suites_in_the_run_are_set_aside_not_reported_as_problems() {
         Some(&vec!["scorecard.memory.p1-1".to_string()])
     );
 }
+
+/// A run made through a CLI adapter, from the real CLIs' recorded streams: `gauntlet
+/// report` and `gauntlet rescore` read each record's stdout with the parser of the
+/// agent that produced it (its `config.agent`), so every trial is counted with the
+/// verdict it was given. Read as the gauntlet protocol, the same stdout holds no claim
+/// and gives another verdict: the check below proves the test can tell the two apart.
+#[test]
+fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() {
+    use gauntlet::evidence::streams::AgentKind;
+    use gauntlet::evidence::{AgentRun, ProcessEnd, QaEvidence, RawFile};
+    use gauntlet::record::rescore::{derive_qa_verdict, rescore_path};
+    use gauntlet::record::{self, QaRecord, QaSpecRef};
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fixtures = [
+        (AgentKind::OpenCode, "opencode-1.18.33.jsonl"),
+        (AgentKind::ClaudeCode, "claude-code-2.1.332.jsonl"),
+        (AgentKind::Codex, "codex-0.171.0.jsonl"),
+    ];
+    let raw = |dir: &Path, name: &str, bytes: &[u8]| {
+        std::fs::write(dir.join(name), bytes).expect("raw file");
+        RawFile {
+            path: name.into(),
+            bytes: bytes.len() as u64,
+            bytes_seen: bytes.len() as u64,
+            sha256: gauntlet::hash::sha256(bytes),
+        }
+    };
+    // One run per adapter: a run is made under one config.
+    for (kind, file) in fixtures {
+        let run = tmp.path().join(kind.name());
+        let stream = std::fs::read(root().join("tests/fixtures/streams").join(file))
+            .expect("recorded stream");
+        let trial = format!("qa::api-ledger::health::{}", kind.name());
+        let dir = record::create_trial_dir(&run, &trial).expect("trial dir");
+        let mut agent = AgentRun::not_started();
+        agent.command = vec![kind.name().into()];
+        agent.end = ProcessEnd {
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+            duration_ms: 1000,
+        };
+        agent.stdout = raw(&dir, "agent.stdout", &stream);
+        agent.stderr = raw(&dir, "agent.stderr", b"");
+        let evidence = QaEvidence {
+            agent,
+            gate: None,
+            usage: vec![],
+            setup_error: None,
+            agent_report: None,
+            budget_hit: None,
+            world_logs: vec![],
+        };
+        let spec = QaSpecRef {
+            app: "api-ledger".into(),
+            capability: "health".into(),
+            kind: gauntlet::spec::CapabilityKind::Feature,
+            app_content_hash: "sha256:00".into(),
+            capability_sha256: "sha256:00".into(),
+            flow_sha256: None,
+        };
+        let verdict = derive_qa_verdict(&dir, kind.name(), &spec, &evidence).expect("derive");
+        let as_protocol =
+            derive_qa_verdict(&dir, AgentKind::Command.name(), &spec, &evidence).expect("derive");
+        assert_ne!(
+            verdict,
+            as_protocol,
+            "{}: its stream must read differently from the gauntlet protocol",
+            kind.name()
+        );
+        let rec = QaRecord {
+            schema_version: record::SCHEMA_VERSION,
+            suite: "qa".into(),
+            trial: trial.clone(),
+            repeat: 1,
+            run_id: "cli-run".into(),
+            gauntlet_version: gauntlet::VERSION.into(),
+            started_at: "2026-01-01T00:00:00+00:00".into(),
+            finished_at: "2026-01-01T00:00:01+00:00".into(),
+            wall_ms: 1000,
+            config: gauntlet::run::qa::record_config(
+                &config(gauntlet::config::AgentChoice::Reference, &run),
+                kind.name(),
+                format!("{} (recorded)", kind.name()),
+            ),
+            spec,
+            evidence,
+            verdict: verdict.clone(),
+        };
+        record::write_new_json(&dir, record::RECORD_FILE, &rec).expect("record");
+
+        let loaded = load_run(&run).expect("loads");
+        assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+        assert_eq!(loaded.records.len(), 1, "{trial} not counted");
+        assert_eq!(loaded.records[0].verdict, verdict, "{trial}");
+        let pages = report::render(&loaded, &priced(tmp.path()));
+        assert!(
+            pages.markdown.contains(&trial) && pages.markdown.contains(kind.name()),
+            "{trial} missing from the page"
+        );
+        let rescored = rescore_path(&run).expect("rescore");
+        assert_eq!(rescored.rows.len(), 1);
+        let row = &rescored.rows[0];
+        assert_eq!(row.derived.as_ref().ok(), row.stored.as_ref(), "{trial}");
+        assert!(rescored.ok(), "{:?}", rescored.rows);
+    }
+}
