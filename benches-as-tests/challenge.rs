@@ -4,5 +4,5 @@
 //! `cargo nextest run -E 'test(/^challenge::/)'` runs them all.
 
 fn main() -> std::process::ExitCode {
-    gauntlet::plan::challenge::challenge_main()
+    gauntlet::harness::suite_main(gauntlet::spec::Suite::Challenge)
 }

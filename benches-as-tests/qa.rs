@@ -4,5 +4,5 @@
 //! `cargo nextest run -E 'test(api-ledger)'` runs an app's.
 
 fn main() -> std::process::ExitCode {
-    gauntlet::plan::harness::qa_main()
+    gauntlet::harness::suite_main(gauntlet::spec::Suite::Qa)
 }

@@ -6,5 +6,5 @@
 //! runs are marked compressed and never ranked).
 
 fn main() -> std::process::ExitCode {
-    gauntlet::plan::scorecard::scorecard_main()
+    gauntlet::harness::suite_main(gauntlet::spec::Suite::Scorecard)
 }

@@ -46,7 +46,7 @@ fn main() {
     let trial = |cfg: &Config, dir: String| -> (Duration, Duration) {
         let t = Instant::now();
         let (rec, _) = rt
-            .block_on(gauntlet::run::qa::execute(
+            .block_on(gauntlet::suites::qa::execute(
                 &app,
                 "balance",
                 None,

@@ -162,7 +162,7 @@ fn main() {
                 ..Default::default()
             });
             let apps = Arc::new(vec![app]);
-            let plan = gauntlet::plan::plan_qa(&apps, &cfg);
+            let plan = gauntlet::plan::plan_qa(&apps, &cfg, None);
             let count = plan.len();
             let trials: Vec<libtest_mimic::Trial> = plan
                 .into_iter()
@@ -170,7 +170,7 @@ fn main() {
                     let (apps, cfg) = (Arc::clone(&apps), Arc::clone(&cfg));
                     let ignored = p.skip.is_some();
                     libtest_mimic::Trial::test(p.name, move || {
-                        std::hint::black_box((&apps[p.app], &p.capability, &cfg));
+                        std::hint::black_box((&apps, &p.unit, &cfg));
                         Ok(())
                     })
                     .with_ignored_flag(ignored)

@@ -23,6 +23,13 @@
 //! | `GAUNTLET_SCORECARD_PROFILE` | scripted mode: which scripted agent profile the scorecard trials use (`stub`, `reactive`, `autonomous`, from `challenges/scorecard/agents/`) | `autonomous` |
 //! | `GAUNTLET_SANDBOX` | `sealed`: every agent and gate run in a sandbox of its own (docs/sealing.md); `off`: unsealed, on purpose only, marked in every record and never ranked | `sealed` |
 //! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
+//! | `GAUNTLET_APPS_DIR` | the apps the qa suite and the challenges run on | `apps/` |
+//! | `GAUNTLET_CHALLENGES_DIR` | the challenge suite's directories | `challenges/` |
+//! | `GAUNTLET_CHALLENGE_TIMEOUT_SECS` | a challenge's ceiling when its manifest names none | `3600` |
+//!
+//! The provider key is read here too, from the variable `GAUNTLET_API_KEY_ENV` names,
+//! and handed to the proxy alone; `CI` decides whether a missing tool is an ignore
+//! (outside CI) or an error.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -141,6 +148,45 @@ pub struct Config {
     pub scorecard_profile: String,
     #[serde(default)]
     pub sandbox: Sandbox,
+    /// The qa suite's apps (and the challenges' apps).
+    #[serde(default = "default_apps_dir")]
+    pub apps_dir: PathBuf,
+    /// The challenge suite's `challenges/<id>/` directories.
+    #[serde(default = "default_challenges_dir")]
+    pub challenges_dir: PathBuf,
+    /// The scorecard suite's probes, fact bank and scripted profiles.
+    #[serde(default = "default_scorecard_dir")]
+    pub scorecard_dir: PathBuf,
+    /// The challenge ceiling when a manifest names none (`None`: one hour).
+    #[serde(default, with = "opt_secs")]
+    pub challenge_timeout: Option<Duration>,
+    /// `CI=true` (or `1`): the environment promises every tool, so a missing one is an
+    /// error, never an ignore.
+    #[serde(default)]
+    pub ci: bool,
+    /// byok: the provider key, read from the variable `api_key_env` names. Never
+    /// serialized, never printed: only the proxy is handed it.
+    #[serde(skip)]
+    pub api_key: Option<ApiKey>,
+}
+
+/// The provider key; its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
 }
 
 /// The seed's idle window: 24 hours.
@@ -151,6 +197,16 @@ pub const SEED_DAY: Duration = Duration::from_secs(86_400);
 pub const SCRIPTED_DAY: Duration = Duration::from_secs(24);
 
 impl Config {
+    /// byok: the provider key, for the proxy alone.
+    pub fn provider_key(&self) -> Result<String, ConfigError> {
+        self.api_key
+            .as_ref()
+            .map(|k| k.expose().to_owned())
+            .ok_or_else(|| ConfigError::NoProviderKey {
+                variable: self.api_key_env.clone(),
+            })
+    }
+
     /// How long one seed day of idle lasts: `GAUNTLET_SCORECARD_IDLE_SECS` when set,
     /// else the seed's 24 hours for a real (byok) run and [`SCRIPTED_DAY`] for a
     /// scripted one. Anything shorter than the seed's day is a compressed run.
@@ -161,11 +217,46 @@ impl Config {
         })
     }
 }
+fn default_apps_dir() -> PathBuf {
+    crate::binaries::repo_root().join("apps")
+}
+fn default_challenges_dir() -> PathBuf {
+    crate::spec::challenge::default_root()
+}
+fn default_scorecard_dir() -> PathBuf {
+    crate::spec::scorecard::default_dir()
+}
 fn default_scorecard_seed() -> String {
     "gauntlet-0".into()
 }
 fn default_scorecard_profile() -> String {
     "autonomous".into()
+}
+
+/// A positive number of seconds, fractions allowed.
+pub fn positive_secs(v: &str) -> Result<Duration, String> {
+    let secs: f64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}` is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("`{v}` is not a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+mod opt_secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.map(Duration::from_secs_f64))
+    }
 }
 
 mod secs {
@@ -199,6 +290,12 @@ impl Default for Config {
             scorecard_seed: default_scorecard_seed(),
             scorecard_profile: default_scorecard_profile(),
             sandbox: Sandbox::Sealed,
+            apps_dir: default_apps_dir(),
+            challenges_dir: default_challenges_dir(),
+            scorecard_dir: default_scorecard_dir(),
+            challenge_timeout: None,
+            ci: false,
+            api_key: None,
         }
     }
 }
@@ -214,6 +311,8 @@ pub enum ConfigError {
     },
     #[error("{file}: cannot read config: {reason}")]
     File { file: PathBuf, reason: String },
+    #[error("byok mode: {variable} is not set")]
+    NoProviderKey { variable: String },
 }
 
 /// Keys of the config file and of the environment, in one table.
@@ -235,6 +334,9 @@ const KEYS: &[&str] = &[
     "scorecard_seed",
     "scorecard_profile",
     "sandbox",
+    "apps_dir",
+    "challenges_dir",
+    "challenge_timeout_secs",
 ];
 
 impl Config {
@@ -279,6 +381,13 @@ impl Config {
                 cfg.set(key, value, &var)?;
             }
         }
+        cfg.ci = env
+            .get("CI")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+        cfg.api_key = env
+            .get(&cfg.api_key_env)
+            .filter(|k| !k.is_empty())
+            .map(|k| ApiKey(k.clone()));
         if let AgentChoice::Command { argv } = &cfg.agent {
             if argv.is_empty() {
                 return Err(ConfigError::Invalid {
@@ -351,6 +460,20 @@ impl Config {
                     return Err(bad("is empty"));
                 }
                 self.out_dir = PathBuf::from(value);
+            }
+            "apps_dir" | "challenges_dir" => {
+                if value.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                let dir = PathBuf::from(value);
+                if key == "apps_dir" {
+                    self.apps_dir = dir;
+                } else {
+                    self.challenges_dir = dir;
+                }
+            }
+            "challenge_timeout_secs" => {
+                self.challenge_timeout = Some(positive_secs(value).map_err(|e| bad(&e))?);
             }
             "sandbox" => {
                 self.sandbox = match value {

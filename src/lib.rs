@@ -6,21 +6,22 @@
 //!
 //! The pure core (`spec`, `evidence` parsing, `score`) does no I/O beyond reading its
 //! input files; processes, sockets and clocks live at the edges (`world`, `proxy`,
-//! `agent`, `record`, `run`).
+//! `agent`, `record`, `suites`, `harness`).
 
 pub mod agent;
 pub mod binaries;
 pub mod config;
 pub mod evidence;
 pub mod flowtest;
+pub mod harness;
 pub mod hash;
 pub mod plan;
 pub mod proxy;
 pub mod record;
 pub mod report;
-pub mod run;
 pub mod score;
 pub mod spec;
+pub mod suites;
 pub mod sys;
 pub mod world;
 

@@ -222,10 +222,11 @@ fn error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The config and the apps it plans over; both fail before anything starts.
-fn load() -> Result<(Config, Vec<gauntlet::spec::LoadedApp>), String> {
+/// The config and every suite's data, loaded and checked.
+fn load() -> Result<(Config, gauntlet::plan::Suites), String> {
     let cfg = Config::from_env().map_err(|e| e.to_string())?;
-    let apps = gauntlet::plan::load_qa_apps().map_err(|e| e.to_string())?;
-    Ok((cfg, apps))
+    let suites = gauntlet::plan::Suites::load(&cfg).map_err(|e| e.to_string())?;
+    Ok((cfg, suites))
 }
 
 /// One line of a listing: the trial's name, and why it is ignored here if it is.
@@ -237,70 +238,15 @@ fn print_planned(name: &str, skip: Option<&str>) {
 }
 
 fn list() -> ExitCode {
-    let (cfg, apps) = match load() {
+    let (cfg, suites) = match load() {
         Ok(x) => x,
         Err(e) => return error(e),
     };
-    for p in gauntlet::plan::plan_qa(&apps, &cfg) {
-        print_planned(&p.name, p.skip.as_deref());
-    }
-    let loaded = match gauntlet::plan::challenge::load_default() {
-        Ok(l) => l,
-        Err(e) => return error(e),
-    };
-    for p in gauntlet::plan::challenge::plan(&loaded, &cfg) {
-        print_planned(&p.name, p.skip.as_deref());
-    }
-    let suite = match gauntlet::plan::scorecard::load_checked(&cfg) {
-        Ok(s) => s,
-        Err(e) => return error(e),
-    };
-    for p in gauntlet::plan::scorecard::plan_scorecard(&suite) {
-        print_planned(&p.name, None);
+    let no_browser = || gauntlet::harness::no_browser(&cfg);
+    for t in gauntlet::plan::plan(&suites, &cfg, None, no_browser) {
+        print_planned(&t.name, t.skip.as_deref());
     }
     ExitCode::SUCCESS
-}
-
-/// Run the planned challenge trials (already filtered; ignored ones are said and
-/// skipped); (run, not passed).
-async fn run_challenges(
-    cfg: &Config,
-    loaded: &gauntlet::plan::challenge::Loaded,
-    plan: &[gauntlet::plan::challenge::PlannedChallenge],
-    run_dir: &std::path::Path,
-) -> (usize, usize) {
-    let (mut ran, mut failed) = (0, 0);
-    for p in plan {
-        if let Some(why) = &p.skip {
-            println!("{:<44} ignored: {why}", p.name);
-            continue;
-        }
-        let Some(app) = loaded.apps.get(p.app) else {
-            continue;
-        };
-        let result = gauntlet::run::challenge::execute(
-            &loaded.challenges,
-            &loaded.challenges.list[p.challenge],
-            app,
-            p.profile,
-            cfg,
-            &gauntlet::run::challenge::Options::default(),
-            run_dir,
-        )
-        .await;
-        ran += 1;
-        match result {
-            Ok((rec, _)) => {
-                println!("{}", gauntlet::record::challenge::summary_line(&rec));
-                failed += usize::from(!rec.verdict.passed);
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", p.name);
-                failed += 1;
-            }
-        }
-    }
-    (ran, failed)
 }
 
 /// The run digest of what `run_dir` holds now (see `record::digest::run_digest`).
@@ -315,17 +261,21 @@ fn digest_of(run_dir: &std::path::Path) -> Result<String, String> {
 }
 
 fn run(filter: Option<String>, jobs: usize) -> ExitCode {
-    let (cfg, apps) = match load() {
+    use gauntlet::spec::Suite;
+    // Every suite is loaded and planned before anything starts: bad data fails here,
+    // and the whole plan goes into the run's manifest before the first trial.
+    let (cfg, suites) = match load() {
         Ok(x) => x,
         Err(e) => return error(e),
     };
     if let Err(e) = build_siblings() {
         return error(e);
     }
-    for bin in ["gauntlet-agent"]
-        .into_iter()
-        .chain(apps.iter().map(|a| a.app.binary.as_str()))
-    {
+    let app_bins = suites.apps.iter().filter_map(|a| match &a.app.start {
+        gauntlet::spec::app::AppStart::Binary(b) => Some(b.as_str()),
+        gauntlet::spec::app::AppStart::Command(_) => None,
+    });
+    for bin in ["gauntlet-agent"].into_iter().chain(app_bins) {
         let path = gauntlet::binaries::bin_path(bin);
         if !path.is_file() {
             return error(format!(
@@ -335,42 +285,23 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         }
     }
     let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
-    let plan: Vec<_> = gauntlet::plan::plan_qa(&apps, &cfg)
-        .into_iter()
-        .filter(|p| wanted(&p.name))
-        .collect();
-    // Every suite is loaded and planned before anything starts: bad data fails here,
-    // and the whole plan goes into the run's manifest before the first trial.
-    let suite = match gauntlet::plan::scorecard::load_checked(&cfg) {
-        Ok(s) => s,
-        Err(e) => return error(e),
-    };
-    let loaded = match gauntlet::plan::challenge::load_default() {
-        Ok(l) => l,
-        Err(e) => return error(e),
-    };
-    let challenge_plan: Vec<_> = gauntlet::plan::challenge::plan(&loaded, &cfg)
-        .into_iter()
-        .filter(|p| wanted(&p.name))
-        .collect();
-    let run_dir = cfg.out_dir.join(record::run_id());
-    {
-        use gauntlet::record::manifest::{append, PlannedTrial};
-        let qa = plan.iter().filter(|p| p.skip.is_none()).map(|p| {
-            let kind = apps[p.app].capability(&p.capability).map(|c| c.kind);
-            PlannedTrial::now(&p.name, "qa", kind)
-        });
-        let scorecard = gauntlet::plan::scorecard::plan_scorecard(&suite)
+    let plan: Vec<_> =
+        gauntlet::plan::plan(&suites, &cfg, None, || gauntlet::harness::no_browser(&cfg))
             .into_iter()
-            .filter(|p| wanted(&p.name))
-            .map(|p| PlannedTrial::now(&p.name, gauntlet::record::scorecard::SUITE, None));
-        let challenge = challenge_plan
-            .iter()
-            .filter(|p| p.skip.is_none() && loaded.apps.get(p.app).is_some())
-            .map(|p| PlannedTrial::now(&p.name, "challenge", None));
-        let planned: Vec<PlannedTrial> = qa.chain(scorecard).chain(challenge).collect();
-        if let Err(e) = append(&run_dir, &planned) {
-            return error(e);
+            .filter(|t| wanted(&t.name))
+            .collect();
+    let run_dir = cfg.out_dir.join(record::run_id());
+    let planned: Vec<_> = plan
+        .iter()
+        .filter(|t| t.skip.is_none())
+        .map(gauntlet::harness::manifest_line)
+        .collect();
+    if let Err(e) = record::manifest::append(&run_dir, &planned) {
+        return error(e);
+    }
+    for t in plan.iter() {
+        if let Some(why) = &t.skip {
+            println!("{:<44} ignored: {why}", t.name);
         }
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -380,44 +311,17 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return error(e),
     };
-    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
-    let results = rt.block_on(async {
-        let mut handles = Vec::new();
-        for p in plan {
-            if let Some(why) = &p.skip {
-                println!("{:<44} ignored: {why}", p.name);
-                continue;
-            }
-            let app = apps[p.app].clone();
-            let cfg = cfg.clone();
-            let run_dir = run_dir.clone();
-            let sem = sem.clone();
-            handles.push(tokio::spawn(async move {
-                let _permit = sem.acquire_owned().await;
-                gauntlet::run::qa::execute(&app, &p.capability, p.repeat, &cfg, &run_dir).await
-            }));
-        }
-        let mut out = Vec::new();
-        for h in handles {
-            out.push(h.await);
-        }
-        out
-    });
-    // The scorecard probes, each against a fresh agent, into the same run directory.
-    let scorecard = rt.block_on(gauntlet::run::scorecard::run_all(
-        &suite,
-        &cfg,
-        &run_dir,
-        filter.as_deref(),
-        jobs,
+    let results = rt.block_on(gauntlet::harness::run_all(
+        &suites, &plan, &cfg, &run_dir, jobs,
     ));
-    let mut records = Vec::new();
     let mut failed = 0;
-    for (name, r) in &scorecard {
+    let mut ran: std::collections::BTreeMap<Suite, usize> = Suite::ALL.map(|s| (s, 0)).into();
+    for (name, r) in &results {
         match r {
-            Ok(rec) => {
-                println!("{}", gauntlet::record::scorecard::summary_line(rec));
-                failed += usize::from(!rec.verdict.passed);
+            Ok(f) => {
+                println!("{}", f.summary);
+                failed += usize::from(f.failure.is_some());
+                *ran.entry(f.suite).or_default() += 1;
             }
             Err(e) => {
                 eprintln!("error: {name}: {e}");
@@ -425,35 +329,6 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
             }
         }
     }
-    for r in results {
-        match r {
-            Ok(Ok((rec, _))) => {
-                println!("{}", gauntlet::record::summary_line(&rec));
-                failed += usize::from(!rec.verdict.passed);
-                records.push(rec);
-            }
-            Ok(Err(e)) => {
-                eprintln!("error: {e}");
-                failed += 1;
-            }
-            Err(e) => {
-                eprintln!("error: trial task failed: {e}");
-                failed += 1;
-            }
-        }
-    }
-    // The challenge suite, one trial at a time (each may run an agent for long).
-    let challenges = {
-        let (ran, not_passed) =
-            rt.block_on(run_challenges(&cfg, &loaded, &challenge_plan, &run_dir));
-        failed += not_passed;
-        if ran > 0 {
-            println!(
-                "{ran} challenge trials, {not_passed} not passed (reports beside each record)"
-            );
-        }
-        ran
-    };
     // The pages are rendered from what is on disk, like `gauntlet report` does, so
     // the main job's page and a later report of the same run are the same page.
     let opts = gauntlet::report::Options {
@@ -467,7 +342,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         return error(e);
     }
     let page = run_dir.join(gauntlet::report::REPORT_HTML);
-    if !scorecard.is_empty() {
+    if ran[&Suite::Scorecard] > 0 {
         println!(
             "Scorecard: on the results page; append it to a leaderboard with \
              `gauntlet leaderboard {} --out <dir>`",
@@ -482,10 +357,10 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
     };
     println!(
         "\n{} trials ({} qa, {} challenge, {} scorecard), {} not passed; run digest: {digest}; results page: {}",
-        records.len() + challenges + scorecard.len(),
-        records.len(),
-        challenges,
-        scorecard.len(),
+        ran.values().sum::<usize>(),
+        ran[&Suite::Qa],
+        ran[&Suite::Challenge],
+        ran[&Suite::Scorecard],
         failed,
         page.display()
     );
@@ -678,12 +553,16 @@ fn challenge_list() -> ExitCode {
         Ok(c) => c,
         Err(e) => return error(e),
     };
-    let loaded = match gauntlet::plan::challenge::load_default() {
+    let loaded = match gauntlet::plan::challenge::load(&cfg.challenges_dir, &cfg.apps_dir) {
         Ok(l) => l,
         Err(e) => return error(e),
     };
-    for p in gauntlet::plan::challenge::plan(&loaded, &cfg) {
-        print_planned(&p.name, p.skip.as_deref());
+    let no_browser = loaded
+        .needs_browser()
+        .then(|| gauntlet::harness::no_browser(&cfg))
+        .flatten();
+    for t in gauntlet::plan::challenge::plan(&loaded, &cfg, no_browser.as_deref()) {
+        print_planned(&t.name, t.skip.as_deref());
     }
     ExitCode::SUCCESS
 }
@@ -694,7 +573,7 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
         Ok(p) => p,
         Err(e) => return error(format!("--instruction-profile: {e}")),
     };
-    let timeout = match timeout_secs.map(gauntlet::run::challenge::parse_timeout) {
+    let timeout = match timeout_secs.map(gauntlet::config::positive_secs) {
         None => None,
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => return error(format!("--timeout-secs: {e}")),
@@ -704,7 +583,7 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
         Err(e) => return error(e),
     };
     // Everything is validated before any workspace exists.
-    let loaded = match gauntlet::plan::challenge::load_default() {
+    let loaded = match gauntlet::plan::challenge::load(&cfg.challenges_dir, &cfg.apps_dir) {
         Ok(l) => l,
         Err(e) => return error(e),
     };
@@ -739,18 +618,18 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
     };
     let run_dir = cfg.out_dir.join(record::run_id());
     let planned = record::manifest::PlannedTrial::now(
-        &gauntlet::run::challenge::trial_name(id, profile),
+        &gauntlet::plan::names::challenge(id, profile),
         "challenge",
         None,
     );
     if let Err(e) = record::manifest::append(&run_dir, &[planned]) {
         return error(e);
     }
-    let opts = gauntlet::run::challenge::Options {
+    let opts = gauntlet::suites::challenge::Options {
         timeout,
         flow: None,
     };
-    match rt.block_on(gauntlet::run::challenge::execute(
+    match rt.block_on(gauntlet::suites::challenge::execute(
         &loaded.challenges,
         challenge,
         app,

@@ -1,53 +1,158 @@
-//! Planning trials and handing them to libtest-mimic.
+//! Planning trials: every suite's data, loaded and validated, becomes one list of
+//! [`Trial`]s with stable names, each decided at list time to run or to be ignored
+//! with its reason.
 //!
 //! Listing parses data only (manifests, corpora, flows): no process, socket or
 //! workspace exists until a trial runs, because nextest lists every test binary before
-//! each run and then runs each trial in its own process.
+//! each run and then runs each trial in its own process. What the machine lacks (a
+//! browser) is asked by the caller and handed in, so planning stays a function of its
+//! inputs.
 
 pub mod challenge;
-pub mod harness;
+pub mod names;
 pub mod scorecard;
 
 use std::path::Path;
 
 use crate::config::{Config, Mode};
-use crate::run::qa::trial_name;
-use crate::spec::{LoadedApp, Modality, SpecError};
+use crate::spec::challenge::Profile;
+use crate::spec::scorecard::ScorecardSuite;
+use crate::spec::{CapabilityKind, LoadedApp, Modality, SpecError, Suite};
 
-/// A planned trial, before it runs.
+/// One planned trial of any suite.
 #[derive(Debug, Clone)]
-pub struct PlannedQa {
+pub struct Trial {
+    /// Stable test name (see [`names`]).
     pub name: String,
-    pub app: usize,
-    pub capability: String,
-    /// `Some(k)` for repeat k when the config asks for more than one.
-    pub repeat: Option<u32>,
+    pub suite: Suite,
+    pub unit: Unit,
     /// Decided at list time, with the reason, so that a skipped trial is reported as
     /// ignored and never as a silent pass.
     pub skip: Option<String>,
 }
 
+/// What a trial runs, as indices into the loaded [`Suites`].
+#[derive(Debug, Clone)]
+pub enum Unit {
+    Qa {
+        app: usize,
+        capability: String,
+        /// `Some(k)` for repeat k when the config asks for more than one.
+        repeat: Option<u32>,
+        kind: Option<CapabilityKind>,
+    },
+    Challenge {
+        challenge: usize,
+        profile: Profile,
+        /// `None` when the challenge's app is not loaded (then `skip` says so).
+        app: Option<usize>,
+    },
+    Scorecard {
+        probe: usize,
+    },
+}
+
+impl Trial {
+    /// The capability a qa trial checks.
+    pub fn capability(&self) -> Option<&str> {
+        match &self.unit {
+            Unit::Qa { capability, .. } => Some(capability),
+            _ => None,
+        }
+    }
+
+    /// The capability kind a qa trial's manifest line carries.
+    pub fn kind(&self) -> Option<CapabilityKind> {
+        match &self.unit {
+            Unit::Qa { kind, .. } => *kind,
+            _ => None,
+        }
+    }
+}
+
+/// Everything the three suites run on, loaded and checked before anything starts.
+pub struct Suites {
+    pub apps: Vec<LoadedApp>,
+    pub challenges: challenge::Loaded,
+    pub scorecard: ScorecardSuite,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("GAUNTLET_SCORECARD_PROFILE=`{profile}`: {source}")]
+    ScorecardProfile {
+        profile: String,
+        #[source]
+        source: SpecError,
+    },
+}
+
+impl Suites {
+    /// Load every suite from the places `cfg` names. Bad data fails here, naming the
+    /// file and field, before any trial is planned.
+    pub fn load(cfg: &Config) -> Result<Suites, PlanError> {
+        let apps = load_apps_checked(&cfg.apps_dir)?;
+        let challenges = challenge::load(&cfg.challenges_dir, &cfg.apps_dir)?;
+        let scorecard = scorecard::load_checked(cfg)?;
+        Ok(Suites {
+            apps,
+            challenges,
+            scorecard,
+        })
+    }
+
+    /// Whether any trial of `suite` drives a browser.
+    fn needs_browser(&self, suite: Option<Suite>) -> bool {
+        let qa = self.apps.iter().any(|a| needs_browser(a.app.modality));
+        let ch = self.challenges.needs_browser();
+        match suite {
+            None => qa || ch,
+            Some(Suite::Qa) => qa,
+            Some(Suite::Challenge) => ch,
+            Some(Suite::Scorecard) => false,
+        }
+    }
+}
+
+/// The plan of `suite` (every suite when `None`, in the order qa, challenge,
+/// scorecard). `no_browser` is why browser trials cannot run here, if they cannot
+/// ([`browser_skip`]); it is asked for only when some trial needs a browser.
+pub fn plan(
+    suites: &Suites,
+    cfg: &Config,
+    suite: Option<Suite>,
+    no_browser: impl FnOnce() -> Option<String>,
+) -> Vec<Trial> {
+    let no_browser = suites.needs_browser(suite).then(no_browser).flatten();
+    let mut out = Vec::new();
+    for s in Suite::ALL {
+        if suite.is_some_and(|x| x != s) {
+            continue;
+        }
+        match s {
+            Suite::Qa => out.extend(plan_qa(&suites.apps, cfg, no_browser.as_deref())),
+            Suite::Challenge => out.extend(challenge::plan(
+                &suites.challenges,
+                cfg,
+                no_browser.as_deref(),
+            )),
+            Suite::Scorecard => out.extend(scorecard::plan(&suites.scorecard)),
+        }
+    }
+    out
+}
+
 /// The qa plan: every capability of every app, in corpus order, apps sorted by name,
 /// each repeated K times (stable names `::r1`…`::rK` when K > 1).
-pub fn plan_qa(apps: &[LoadedApp], cfg: &Config) -> Vec<PlannedQa> {
+pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
     let mut out = Vec::new();
     let repeats: Vec<Option<u32>> = if cfg.repeats > 1 {
         (1..=cfg.repeats).map(Some).collect()
     } else {
         vec![None]
     };
-    // Asked once, and only when some app needs a browser.
-    let no_browser = apps
-        .iter()
-        .any(|a| needs_browser(a.app.modality))
-        .then(|| {
-            browser_skip(
-                crate::world::browser::chromium_available().as_deref(),
-                &crate::world::browser::chromium_path(),
-                in_ci(),
-            )
-        })
-        .flatten();
     for (i, app) in apps.iter().enumerate() {
         for cap in &app.corpus.capabilities {
             let skip = (cfg.mode == Mode::Scripted && !app.flows.contains_key(&cap.id))
@@ -59,15 +164,19 @@ pub fn plan_qa(apps: &[LoadedApp], cfg: &Config) -> Vec<PlannedQa> {
                 })
                 .or_else(|| {
                     needs_browser(app.app.modality)
-                        .then(|| no_browser.clone())
+                        .then(|| no_browser.map(str::to_owned))
                         .flatten()
                 });
             for &repeat in &repeats {
-                out.push(PlannedQa {
-                    name: trial_name(&app.app.name, &cap.id, repeat),
-                    app: i,
-                    capability: cap.id.clone(),
-                    repeat,
+                out.push(Trial {
+                    name: names::qa(&app.app.name, &cap.id, repeat),
+                    suite: Suite::Qa,
+                    unit: Unit::Qa {
+                        app: i,
+                        capability: cap.id.clone(),
+                        repeat,
+                        kind: Some(cap.kind),
+                    },
                     skip: skip.clone(),
                 });
             }
@@ -81,12 +190,6 @@ pub fn needs_browser(m: Modality) -> bool {
     matches!(m, Modality::BrowserFlow | Modality::BrowserExtension)
 }
 
-/// `CI=true` (or `1`): the environment promises every tool, so a missing one is an
-/// error, never an ignore.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
-}
-
 /// Why browser trials are ignored here, if they are: no Chromium, outside CI. In CI
 /// they run, and the missing browser is the trial's `error`, naming it.
 pub fn browser_skip(available: Option<&Path>, wanted: &Path, ci: bool) -> Option<String> {
@@ -96,14 +199,6 @@ pub fn browser_skip(available: Option<&Path>, wanted: &Path, ci: bool) -> Option
             wanted.display()
         )
     })
-}
-
-/// Load the apps the qa suite runs on: `GAUNTLET_APPS_DIR`, or `apps/` at the root.
-pub fn load_qa_apps() -> Result<Vec<LoadedApp>, SpecError> {
-    let dir = std::env::var_os("GAUNTLET_APPS_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| crate::binaries::repo_root().join("apps"));
-    load_apps_checked(&dir)
 }
 
 /// Load apps and refuse any frozen app whose content no longer matches its hash.

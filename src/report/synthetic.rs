@@ -97,7 +97,7 @@ impl SyntheticRun {
         for (app, caps) in &self.apps {
             for (cap, _) in caps {
                 for r in 1..=self.repeats {
-                    out.push(crate::run::qa::trial_name(
+                    out.push(crate::plan::names::qa(
                         app,
                         cap,
                         (self.repeats > 1).then_some(r),
@@ -133,7 +133,7 @@ impl SyntheticRun {
         repeat: u32,
         index: u64,
     ) -> Result<PathBuf, String> {
-        let name = crate::run::qa::trial_name(app, cap, (self.repeats > 1).then_some(repeat));
+        let name = crate::plan::names::qa(app, cap, (self.repeats > 1).then_some(repeat));
         let h = draw(self.seed, &name);
         let dir = record::create_trial_dir(run_dir, &name).map_err(|e| e.to_string())?;
         let behaviour = match (kind.is_verifiable(), h % 20) {

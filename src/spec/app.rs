@@ -25,8 +25,15 @@ pub struct AppManifest {
     pub name: String,
     pub modality: Modality,
     pub description: String,
-    /// Name of the executable this package builds for the app.
-    pub binary: String,
+    /// Name of the executable this package builds for the app; or else `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+    /// The command that starts the app, for an app in any language: the program (looked
+    /// up on the apps' PATH unless it holds a `/`) and its arguments; a relative path
+    /// naming something in the app directory means that file, e.g.
+    /// `["python3", "server.py"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
     /// A frozen app's content may not change: changing behaviour means a new app.
     pub frozen: bool,
     /// Paths, relative to the app directory, whose bytes make up the content hash.
@@ -42,14 +49,71 @@ pub struct AppSpec {
     pub name: String,
     pub modality: Modality,
     pub description: String,
-    pub binary: String,
+    pub start: AppStart,
     pub frozen: bool,
     pub content: Vec<String>,
     pub content_hash: String,
     pub capabilities: Vec<String>,
 }
 
+/// How the app is started; either way it prints the same port line and takes the same
+/// `--mutant <capability>` (and `--extension-out <dir>` for an extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppStart {
+    /// An executable of this package (`cargo build --bins` builds it).
+    Binary(String),
+    /// A command line from `app.json`, resolved against the app directory.
+    Command(Vec<String>),
+}
+
+/// Where an app's program is looked up when `command` names it without a `/`: the same
+/// scrubbed PATH the app then runs with.
+pub const APP_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 impl AppSpec {
+    /// The program and leading arguments that start the app: a package binary from
+    /// the harness's bin dir, or the manifest's command with its program found on
+    /// [`APP_PATH`] (unless it names a path) and every argument that names an entry of
+    /// the app directory made absolute, so the app may run in any working directory.
+    pub fn start_command(&self) -> (PathBuf, Vec<String>) {
+        match &self.start {
+            AppStart::Binary(name) => (crate::binaries::bin_path(name), Vec::new()),
+            AppStart::Command(argv) => {
+                let program = argv.first().map(String::as_str).unwrap_or("");
+                let program = if program.contains('/') {
+                    self.dir.join(program)
+                } else {
+                    APP_PATH
+                        .split(':')
+                        .map(|d| Path::new(d).join(program))
+                        .find(|p| p.is_file())
+                        .unwrap_or_else(|| PathBuf::from(program))
+                };
+                let args = argv
+                    .iter()
+                    .skip(1)
+                    .map(|a| {
+                        let p = self.dir.join(a);
+                        if !Path::new(a).is_absolute() && p.exists() {
+                            p.to_string_lossy().into_owned()
+                        } else {
+                            a.clone()
+                        }
+                    })
+                    .collect();
+                (program, args)
+            }
+        }
+    }
+
+    /// The app's executable's file name, as a CLI app's tests invoke it.
+    pub fn bin_name(&self) -> String {
+        match &self.start {
+            AppStart::Binary(name) => name.clone(),
+            AppStart::Command(_) => self.name.clone(),
+        }
+    }
+
     pub fn load(dir: &Path) -> Result<AppSpec, SpecError> {
         let file = dir.join("app.json");
         let m: AppManifest = read_json(&file)?;
@@ -93,12 +157,35 @@ impl AppSpec {
                 ));
             }
         }
+        let start = match (m.binary, m.command) {
+            (Some(b), None) => AppStart::Binary(b),
+            (None, Some(c)) => {
+                if c.first().is_none_or(|p| p.is_empty()) {
+                    return Err(SpecError::invalid(&file, "command", "names no program"));
+                }
+                AppStart::Command(c)
+            }
+            (Some(_), Some(_)) => {
+                return Err(SpecError::invalid(
+                    &file,
+                    "command",
+                    "an app has `binary` or `command`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(SpecError::invalid(
+                    &file,
+                    "binary",
+                    "missing: name this package's binary, or the `command` that starts the app",
+                ))
+            }
+        };
         Ok(AppSpec {
             dir: dir.to_path_buf(),
             name: m.name,
             modality: m.modality,
             description: m.description,
-            binary: m.binary,
+            start,
             frozen: m.frozen,
             content: m.content,
             content_hash: m.content_hash,

@@ -244,9 +244,8 @@ pub fn load_one(root: &Path, dir: &Path) -> Result<Challenge, SpecError> {
     })
 }
 
-/// `challenges/` at the repository root, or `GAUNTLET_CHALLENGES_DIR`.
+/// `challenges/` at the repository root (`GAUNTLET_CHALLENGES_DIR` overrides it in
+/// [`crate::config::Config::challenges_dir`]).
 pub fn default_root() -> PathBuf {
-    std::env::var_os("GAUNTLET_CHALLENGES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::binaries::repo_root().join("challenges"))
+    crate::binaries::repo_root().join("challenges")
 }

@@ -8,12 +8,14 @@ pub mod challenge;
 pub mod corpus;
 pub mod flow;
 pub mod scorecard;
+pub mod suite;
 
 use std::path::{Path, PathBuf};
 
 pub use app::{AppSpec, Modality};
 pub use corpus::{Capability, CapabilityKind, Corpus, Difficulty, Requirement};
 pub use flow::{Flow, FlowStep};
+pub use suite::Suite;
 
 /// Why a piece of data could not be loaded. Messages are lowercase and name the file.
 #[derive(Debug, thiserror::Error)]

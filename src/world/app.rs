@@ -95,7 +95,7 @@ impl AppProcess {
         let mut child = Command::new(binary)
             .args(args)
             .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", crate::spec::app::APP_PATH)
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use super::app::AppProcess;
 use super::cli_relay::CliRelay;
+use crate::spec::app::AppStart;
 use crate::spec::{AppSpec, Modality};
 use crate::sys::sandbox::{View, TARGET_MOUNT};
 
@@ -56,15 +57,23 @@ impl Target {
         logs: &Path,
         label: &str,
     ) -> Result<Target, String> {
-        let binary = crate::binaries::bin_path(&app.binary);
+        let (binary, prefix) = app.start_command();
         if !binary.is_file() {
-            return Err(format!(
-                "app binary {} does not exist: run `cargo build --bins`",
-                binary.display()
-            ));
+            return Err(match &app.start {
+                AppStart::Binary(_) => format!(
+                    "app binary {} does not exist: run `cargo build --bins`",
+                    binary.display()
+                ),
+                AppStart::Command(argv) => format!(
+                    "{}: command: `{}` is not a file in the app directory or on {}",
+                    app.dir.join("app.json").display(),
+                    argv.first().map(String::as_str).unwrap_or(""),
+                    crate::spec::app::APP_PATH
+                ),
+            });
         }
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut args: Vec<String> = Vec::new();
+        let mut args: Vec<String> = prefix;
         if let Some(m) = mutant {
             args.extend(["--mutant".to_string(), m.to_string()]);
         }
@@ -78,10 +87,7 @@ impl Target {
         };
         match app.modality {
             Modality::Cli => {
-                let name = binary
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| app.binary.clone());
+                let name = app.bin_name();
                 let bin_dir = dir.join("bin");
                 std::fs::create_dir_all(&bin_dir)
                     .map_err(|e| format!("{}: {e}", bin_dir.display()))?;

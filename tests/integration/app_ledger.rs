@@ -110,7 +110,10 @@ fn loader_accepts_api_ledger_and_its_hash_is_current() {
         Err(e) => panic!("load_app: {e}"),
     };
     assert_eq!(loaded.app.name, "api-ledger");
-    assert_eq!(loaded.app.binary, "api-ledger");
+    assert_eq!(
+        loaded.app.start,
+        gauntlet::spec::app::AppStart::Binary("api-ledger".into())
+    );
     assert!(loaded.app.frozen);
     let computed = match spec::app::content_hash(&loaded.app.dir, &loaded.app.content) {
         Ok(h) => h,

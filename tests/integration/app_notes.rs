@@ -40,7 +40,10 @@ pub fn load_frozen(name: &str, modality: Modality) -> LoadedApp {
         Err(e) => panic!("load_app {name}: {e}"),
     };
     assert_eq!(loaded.app.name, name);
-    assert_eq!(loaded.app.binary, name);
+    assert_eq!(
+        loaded.app.start,
+        gauntlet::spec::app::AppStart::Binary(name.into())
+    );
     assert_eq!(loaded.app.modality, modality);
     assert!(loaded.app.frozen, "{name} is not frozen");
     let computed = match spec::app::content_hash(&loaded.app.dir, &loaded.app.content) {

@@ -5,17 +5,19 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gauntlet::config::AgentChoice;
-use gauntlet::plan::challenge::{load_default, Loaded};
+use gauntlet::plan::challenge::Loaded;
 use gauntlet::record::challenge::ChallengeRecord;
-use gauntlet::run::challenge::{execute, Options};
 use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::{Profile, RENDERED_PROMPT, SKILLS_DIR};
 use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::suites::challenge::{execute, Options};
 
 use crate::support;
 
 pub fn loaded() -> Loaded {
-    load_default().unwrap_or_else(|e| panic!("challenges load: {e}"))
+    let cfg = gauntlet::config::Config::default();
+    gauntlet::plan::challenge::load(&cfg.challenges_dir, &cfg.apps_dir)
+        .unwrap_or_else(|e| panic!("challenges load: {e}"))
 }
 
 fn run(
@@ -92,7 +94,7 @@ fn every_challenge_loads_with_its_app_and_the_plan_covers_every_profile() {
         assert!(!c.manifest.report.success_assertions.is_empty());
     }
     let cfg = support::config(AgentChoice::Reference, Path::new("/nonexistent"));
-    let names: Vec<String> = gauntlet::plan::challenge::plan(&l, &cfg)
+    let names: Vec<String> = gauntlet::plan::challenge::plan(&l, &cfg, None)
         .into_iter()
         .map(|p| p.name)
         .collect();
@@ -145,7 +147,7 @@ fn profiles_copy_exactly_the_bundle_manifest_files_and_save_the_prompt() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = dir.path().join("workspace");
         let rendered = l.challenges.render(c, profile);
-        gauntlet::run::challenge::prepare_workspace(&l.challenges, c, profile, &rendered, &ws)
+        gauntlet::suites::challenge::prepare_workspace(&l.challenges, c, profile, &rendered, &ws)
             .expect("prepared");
         assert!(ws.join("transactions.csv").is_file());
         assert_eq!(
@@ -215,22 +217,19 @@ fn challenge_directories_hold_no_executable_code() {
 #[test]
 fn the_default_ceiling_is_one_hour_and_configurable() {
     assert_eq!(
-        gauntlet::run::challenge::DEFAULT_TIMEOUT,
+        gauntlet::suites::challenge::DEFAULT_TIMEOUT,
         Duration::from_secs(3600)
     );
     assert_eq!(
-        gauntlet::run::challenge::parse_timeout("2.5"),
+        gauntlet::config::positive_secs("2.5"),
         Ok(Duration::from_millis(2500))
     );
     for bad in ["0", "-1", "soon", "NaN"] {
-        assert!(
-            gauntlet::run::challenge::parse_timeout(bad).is_err(),
-            "{bad}"
-        );
+        assert!(gauntlet::config::positive_secs(bad).is_err(), "{bad}");
     }
     let cfg = support::config(AgentChoice::Reference, Path::new("/x"));
     // The qa deadline is not the challenge ceiling.
-    assert_ne!(cfg.timeout, gauntlet::run::challenge::DEFAULT_TIMEOUT);
+    assert_ne!(cfg.timeout, gauntlet::suites::challenge::DEFAULT_TIMEOUT);
 }
 
 fn has_sections(report: &str) {

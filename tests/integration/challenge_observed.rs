@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use gauntlet::config::AgentChoice;
 use gauntlet::record::challenge::{ChallengeRecord, OPENS_FILE};
-use gauntlet::run::challenge::Options;
 use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::Profile;
+use gauntlet::suites::challenge::Options;
 
 use crate::challenge::{loaded, run_as};
 use crate::support;

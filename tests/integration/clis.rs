@@ -100,7 +100,7 @@ fn main() -> ExitCode {
         }
         trials.push(Trial::test(name, move || session_resume(cli)).with_ignored_flag(ignored));
     }
-    gauntlet::plan::harness::run(args, trials)
+    gauntlet::harness::run(args, trials)
 }
 
 fn fail(msg: String) -> Failed {
@@ -252,7 +252,7 @@ fn trial(
         .enable_all()
         .build()
         .map_err(|e| fail(format!("tokio runtime: {e}")))?;
-    rt.block_on(gauntlet::run::qa::execute(
+    rt.block_on(gauntlet::suites::qa::execute(
         app, capability, None, &cfg, &run_dir,
     ))
     .map_err(|e| fail(format!("trial: {e}")))

@@ -142,6 +142,10 @@ impl Scene {
         let mut cfg = support::config(agent, &self.out);
         cfg.mode = Mode::Byok;
         cfg.api_key_env = self.key_var.clone();
+        // What `Config::from_env` reads from the variable, when it is set.
+        cfg.api_key = std::env::var(&self.key_var)
+            .ok()
+            .map(gauntlet::config::ApiKey::new);
         // Nothing listens here: these agents never call a model.
         cfg.upstream_url = "http://127.0.0.1:9/v1".into();
         cfg
@@ -835,7 +839,7 @@ fn key_hunter_finds_no_key_in_process() {
     cfg.upstream_url = upstream;
     let watcher = KeyWatcher::start(&s.key, &s.out, "qa.api-ledger.balance", Arc::default());
     let (rec, dir) = rt
-        .block_on(gauntlet::run::qa::execute(
+        .block_on(gauntlet::suites::qa::execute(
             &load("api-ledger"),
             "balance",
             None,
@@ -1448,12 +1452,12 @@ fn scorecard_agent_cannot_redirect_the_harness_writes_through_symlinks() {
         .build()
         .expect("runtime");
     let (rec, tdir) = rt
-        .block_on(gauntlet::run::scorecard::execute(
+        .block_on(gauntlet::suites::scorecard::execute(
             &suite,
             probe,
             &cfg,
             &s.run_dir,
-            &gauntlet::run::scorecard::ExecOptions::default(),
+            &gauntlet::suites::scorecard::ExecOptions::default(),
         ))
         .expect("the probe writes its record");
     let mut problems = Vec::new();

@@ -2,6 +2,7 @@
 
 mod app_ledger;
 mod app_notes;
+mod app_python;
 mod app_tally;
 mod app_wordbadge;
 mod bad_agents;

@@ -144,7 +144,7 @@ fn a_run_holding_qa_and_challenge_trials_merges_into_the_unsplit_runs_report() {
     let cfg = crate::support::config(AgentChoice::Reference, tmp.path());
     let ledger = crate::support::ledger();
     let rt = crate::support::runtime();
-    rt.block_on(gauntlet::run::qa::execute(
+    rt.block_on(gauntlet::suites::qa::execute(
         &ledger, "health", None, &cfg, &whole,
     ))
     .expect("qa trial");
@@ -156,13 +156,13 @@ fn a_run_holding_qa_and_challenge_trials_merges_into_the_unsplit_runs_report() {
             .iter()
             .find(|a| a.name == c.manifest.app)
             .expect("app");
-        rt.block_on(gauntlet::run::challenge::execute(
+        rt.block_on(gauntlet::suites::challenge::execute(
             &loaded.challenges,
             c,
             app,
             Profile::None,
             &cfg,
-            &gauntlet::run::challenge::Options::default(),
+            &gauntlet::suites::challenge::Options::default(),
             &whole,
         ))
         .expect("challenge trial");

@@ -32,7 +32,10 @@ fn temp_apps() -> tempfile::TempDir {
 fn the_ledger_plans_six_named_trials_deterministically() {
     let apps = load_apps_checked(&root().join("apps")).expect("apps load");
     let cfg = Config::default();
-    let names: Vec<String> = plan_qa(&apps, &cfg).into_iter().map(|p| p.name).collect();
+    let names: Vec<String> = plan_qa(&apps, &cfg, None)
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
     let ledger: Vec<&String> = names
         .iter()
         .filter(|n| n.starts_with("qa::api-ledger::"))
@@ -51,6 +54,7 @@ fn the_ledger_plans_six_named_trials_deterministically() {
     let again: Vec<String> = plan_qa(
         &load_apps_checked(&root().join("apps")).expect("apps"),
         &cfg,
+        None,
     )
     .into_iter()
     .map(|p| p.name)
@@ -63,7 +67,7 @@ fn the_ledger_plans_six_named_trials_deterministically() {
 fn a_plan_is_built_from_any_apps_directory() {
     let dir = temp_apps();
     let apps = load_apps_checked(dir.path()).expect("copied app loads");
-    assert_eq!(plan_qa(&apps, &Config::default()).len(), 6);
+    assert_eq!(plan_qa(&apps, &Config::default(), None).len(), 6);
 }
 
 #[test]
@@ -152,7 +156,7 @@ fn an_exact_filter_that_names_no_trial_fails() {
         Ok(())
     })];
     assert_ne!(
-        gauntlet::plan::harness::run(args, trials),
+        gauntlet::harness::run(args, trials),
         std::process::ExitCode::SUCCESS
     );
     let args = libtest_mimic::Arguments {
@@ -164,7 +168,7 @@ fn an_exact_filter_that_names_no_trial_fails() {
         Ok(())
     })];
     assert_eq!(
-        gauntlet::plan::harness::run(args, trials),
+        gauntlet::harness::run(args, trials),
         std::process::ExitCode::SUCCESS
     );
 }
@@ -176,10 +180,10 @@ fn repeats_give_one_stable_trial_per_repeat() {
         repeats: 3,
         ..Config::default()
     };
-    let plan = plan_qa(&apps, &cfg);
+    let plan = plan_qa(&apps, &cfg, None);
     let balance: Vec<&str> = plan
         .iter()
-        .filter(|p| p.capability == "balance" && p.name.starts_with("qa::api-ledger::"))
+        .filter(|p| p.capability() == Some("balance") && p.name.starts_with("qa::api-ledger::"))
         .map(|p| p.name.as_str())
         .collect();
     assert_eq!(

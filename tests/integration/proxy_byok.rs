@@ -391,9 +391,10 @@ async fn a_byok_trial_never_writes_the_key_anywhere() {
     cfg.mode = gauntlet::config::Mode::Byok;
     cfg.upstream_url = upstream;
     cfg.api_key_env = key_var.clone();
+    cfg.api_key = Some(gauntlet::config::ApiKey::new(KEY));
     let app = super::support::ledger();
     let run_dir = out.path().join("run");
-    let (record, trial_dir) = gauntlet::run::qa::execute(&app, "balance", None, &cfg, &run_dir)
+    let (record, trial_dir) = gauntlet::suites::qa::execute(&app, "balance", None, &cfg, &run_dir)
         .await
         .expect("the trial writes its record");
     std::env::remove_var(&key_var);

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use gauntlet::config::{AgentChoice, Config, Mode};
 use gauntlet::report::leaderboard::{self, Entry};
-use gauntlet::run::scorecard::{execute, ExecOptions};
 use gauntlet::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
+use gauntlet::suites::scorecard::{execute, ExecOptions};
 
 use super::support::{self, runtime};
 

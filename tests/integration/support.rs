@@ -47,7 +47,7 @@ pub fn run_trial(app: &LoadedApp, capability: &str, cfg: &Config) -> (QaRecord, 
         .build()
         .expect("runtime");
     let run_dir = cfg.out_dir.join("run");
-    rt.block_on(gauntlet::run::qa::execute(
+    rt.block_on(gauntlet::suites::qa::execute(
         app, capability, None, cfg, &run_dir,
     ))
     .expect("trial writes its record")

@@ -162,8 +162,7 @@ impl Driver<'_> {
             },
             Mode::Byok => ProxyMode::Byok {
                 upstream: self.cfg.upstream_url.clone(),
-                api_key: std::env::var(&self.cfg.api_key_env)
-                    .map_err(|_| format!("byok mode: {} is not set", self.cfg.api_key_env))?,
+                api_key: self.cfg.provider_key().map_err(|e| e.to_string())?,
             },
         };
         Proxy::start_with_budget(

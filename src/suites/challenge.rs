@@ -34,37 +34,11 @@ use crate::world::target::Target;
 /// safety limit, not the expected duration.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// The variable that overrides [`DEFAULT_TIMEOUT`] (seconds, fractions allowed).
-pub const TIMEOUT_ENV: &str = "GAUNTLET_CHALLENGE_TIMEOUT_SECS";
-
-/// The challenge ceiling: `GAUNTLET_CHALLENGE_TIMEOUT_SECS`, else one hour.
-pub fn timeout_from_env() -> Result<Duration, String> {
-    match std::env::var(TIMEOUT_ENV) {
-        Err(_) => Ok(DEFAULT_TIMEOUT),
-        Ok(v) => parse_timeout(&v).map_err(|e| format!("{TIMEOUT_ENV}: {e}")),
-    }
-}
-
-pub fn parse_timeout(v: &str) -> Result<Duration, String> {
-    let secs: f64 = v
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{v}` is not a number of seconds"))?;
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("`{v}` is not a positive number of seconds"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// The test name: `challenge::<id>::<profile>`.
-pub fn trial_name(id: &str, profile: Profile) -> String {
-    format!("challenge::{id}::{profile}")
-}
-
 /// How one trial is run beyond the config.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// The hard ceiling; `None`: the manifest's `timeout_secs`, else [`timeout_from_env`].
+    /// The hard ceiling; `None`: the manifest's `timeout_secs`, else the config's
+    /// `challenge_timeout`, else [`DEFAULT_TIMEOUT`].
     pub timeout: Option<Duration>,
     /// A scripted flow to use instead of the challenge's own (harness tests).
     pub flow: Option<Flow>,
@@ -99,11 +73,11 @@ pub async fn execute(
     opts: &Options,
     run_dir: &Path,
 ) -> Result<(ChallengeRecord, PathBuf), ChallengeError> {
-    let name = trial_name(&challenge.manifest.id, profile);
+    let name = crate::plan::names::challenge(&challenge.manifest.id, profile);
     let timeout = match (opts.timeout, challenge.manifest.timeout_secs) {
         (Some(t), _) => t,
         (None, Some(s)) => Duration::from_secs_f64(s),
-        (None, None) => timeout_from_env().map_err(ChallengeError::Setup)?,
+        (None, None) => cfg.challenge_timeout.unwrap_or(DEFAULT_TIMEOUT),
     };
     let flow = opts
         .flow
@@ -192,7 +166,7 @@ pub async fn execute(
         finished_at: chrono::Utc::now().to_rfc3339(),
         wall_ms: t0.elapsed().as_millis() as u64,
         config: {
-            let mut c = crate::run::qa::record_config(cfg, adapter.name(), adapter.version());
+            let mut c = crate::suites::qa::record_config(cfg, adapter.name(), adapter.version());
             c.timeout_secs = timeout.as_secs_f64();
             c
         },
@@ -283,8 +257,7 @@ async fn observe(
         },
         Mode::Byok => ProxyMode::Byok {
             upstream: t.cfg.upstream_url.clone(),
-            api_key: std::env::var(&t.cfg.api_key_env)
-                .map_err(|_| format!("byok mode: {} is not set", t.cfg.api_key_env))?,
+            api_key: t.cfg.provider_key().map_err(|e| e.to_string())?,
         },
     };
     let proxy = Proxy::start_with_budget(

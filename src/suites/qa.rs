@@ -25,15 +25,6 @@ pub enum TrialError {
     Setup(String),
 }
 
-/// The test name of a qa trial: `qa::<app>::<capability>`, and `::r<k>` for repeat k
-/// when a capability is run more than once.
-pub fn trial_name(app: &str, capability: &str, repeat: Option<u32>) -> String {
-    match repeat {
-        None => format!("qa::{app}::{capability}"),
-        Some(k) => format!("qa::{app}::{capability}::r{k}"),
-    }
-}
-
 /// Run one trial and append its record to `run_dir`. Returns the record and the
 /// directory it was written to. Only a failure to write the record is an `Err`:
 /// everything that goes wrong with the world or the agent is evidence.
@@ -44,7 +35,7 @@ pub async fn execute(
     cfg: &Config,
     run_dir: &Path,
 ) -> Result<(QaRecord, PathBuf), TrialError> {
-    let name = trial_name(&app.app.name, capability, repeat);
+    let name = crate::plan::names::qa(&app.app.name, capability, repeat);
     let cap = app.capability(capability).ok_or_else(|| {
         TrialError::Setup(format!(
             "app `{}` has no capability `{capability}`",
@@ -171,8 +162,7 @@ async fn observe(
             },
             Mode::Byok => ProxyMode::Byok {
                 upstream: cfg.upstream_url.clone(),
-                api_key: std::env::var(&cfg.api_key_env)
-                    .map_err(|_| format!("byok mode: {} is not set", cfg.api_key_env))?,
+                api_key: cfg.provider_key().map_err(|e| e.to_string())?,
             },
         };
     let budget = Budget {

@@ -23,7 +23,7 @@ use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerSeed}
 use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun, SUITE};
 use driver::{planted_entries, trial_dirs, Driver, Observed};
 
-pub use crate::run::qa::TrialError;
+pub use crate::suites::qa::TrialError;
 
 /// Where a probe's sinks' logs go, beside its record.
 pub const SINKS_LOG: &str = "sinks.json";
@@ -145,7 +145,7 @@ pub async fn execute(
         started_at: started_at.to_rfc3339(),
         finished_at: chrono::Utc::now().to_rfc3339(),
         wall_ms: t0.elapsed().as_millis() as u64,
-        config: crate::run::qa::record_config(cfg, adapter.name(), adapter.version()),
+        config: crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
         scorecard: ScorecardRun {
             seed: cfg.scorecard_seed.clone(),
             profile: (cfg.mode == Mode::Scripted).then(|| cfg.scorecard_profile.clone()),

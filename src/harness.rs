@@ -1,0 +1,357 @@
+//! The top of the flow: the libtest-mimic entry points of the `benches-as-tests/`
+//! targets and the one run loop `gauntlet run` uses. Both turn a planned
+//! [`plan::Trial`] into a finished trial through [`run_trial`], so a trial under
+//! `cargo test`, under nextest and under the CLI takes one code path, whatever its
+//! suite.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+use crate::config::Config;
+use crate::plan::{self, Suites, Unit};
+use crate::record::manifest::PlannedTrial;
+use crate::spec::Suite;
+
+/// A trial that left a record: what its test prints and whether it passed.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub suite: Suite,
+    /// The JUnit summary line ([`crate::record::summary_line`] and its siblings).
+    pub summary: String,
+    pub trial_dir: PathBuf,
+    /// Further lines for the test's output (a probe's observations).
+    pub lines: Vec<String>,
+    /// Why the verdict did not pass; `None` when it passed.
+    pub failure: Option<String>,
+}
+
+/// Why a trial left no record.
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    #[error("{trial}: {source}")]
+    Qa {
+        trial: String,
+        #[source]
+        source: crate::suites::qa::TrialError,
+    },
+    #[error("{trial}: {source}")]
+    Challenge {
+        trial: String,
+        #[source]
+        source: crate::suites::challenge::ChallengeError,
+    },
+    #[error("{trial}: {why}")]
+    NotRunnable { trial: String, why: String },
+}
+
+/// Why browser trials cannot run on this machine, if they cannot.
+pub fn no_browser(cfg: &Config) -> Option<String> {
+    plan::browser_skip(
+        crate::world::browser::chromium_available().as_deref(),
+        &crate::world::browser::chromium_path(),
+        cfg.ci,
+    )
+}
+
+/// The line a run's manifest keeps for `t`.
+pub fn manifest_line(t: &plan::Trial) -> PlannedTrial {
+    PlannedTrial::now(&t.name, t.suite.as_str(), t.kind())
+}
+
+/// Run one planned trial into `run_dir`: the suite's own execution, then what its
+/// test prints.
+pub async fn run_trial(
+    suites: &Suites,
+    t: &plan::Trial,
+    cfg: &Config,
+    run_dir: &Path,
+) -> Result<Finished, TrialError> {
+    let not_runnable = |why: String| TrialError::NotRunnable {
+        trial: t.name.clone(),
+        why,
+    };
+    match &t.unit {
+        Unit::Qa {
+            app,
+            capability,
+            repeat,
+            ..
+        } => {
+            let app = suites
+                .apps
+                .get(*app)
+                .ok_or_else(|| not_runnable("its app is not loaded".into()))?;
+            let (rec, dir) = crate::suites::qa::execute(app, capability, *repeat, cfg, run_dir)
+                .await
+                .map_err(|source| TrialError::Qa {
+                    trial: t.name.clone(),
+                    source,
+                })?;
+            Ok(Finished {
+                suite: Suite::Qa,
+                summary: crate::record::summary_line(&rec),
+                trial_dir: dir,
+                lines: Vec::new(),
+                failure: (!rec.verdict.passed)
+                    .then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason)),
+            })
+        }
+        Unit::Challenge {
+            challenge,
+            profile,
+            app,
+        } => {
+            let loaded = &suites.challenges;
+            let app = app.and_then(|a| loaded.apps.get(a)).ok_or_else(|| {
+                not_runnable(
+                    t.skip
+                        .clone()
+                        .unwrap_or_else(|| "the challenge's app is missing".into()),
+                )
+            })?;
+            let (rec, dir) = crate::suites::challenge::execute(
+                &loaded.challenges,
+                &loaded.challenges.list[*challenge],
+                app,
+                *profile,
+                cfg,
+                &crate::suites::challenge::Options::default(),
+                run_dir,
+            )
+            .await
+            .map_err(|source| TrialError::Challenge {
+                trial: t.name.clone(),
+                source,
+            })?;
+            let failure = (!rec.verdict.passed).then(|| {
+                format!(
+                    "task_outcome {} ({}), evaluation_validity {} ({})",
+                    rec.verdict.task_outcome.as_str(),
+                    rec.verdict.outcome_reason,
+                    rec.verdict.evaluation_validity.as_str(),
+                    rec.verdict.validity_reason
+                )
+            });
+            Ok(Finished {
+                suite: Suite::Challenge,
+                summary: crate::record::challenge::summary_line(&rec),
+                trial_dir: dir,
+                lines: Vec::new(),
+                failure,
+            })
+        }
+        Unit::Scorecard { probe } => {
+            let suite = &suites.scorecard;
+            let (rec, dir) = crate::suites::scorecard::execute(
+                suite,
+                &suite.probes[*probe],
+                cfg,
+                run_dir,
+                &crate::suites::scorecard::ExecOptions::default(),
+            )
+            .await
+            .map_err(|source| TrialError::Qa {
+                trial: t.name.clone(),
+                source,
+            })?;
+            let lines = rec
+                .result
+                .observations
+                .iter()
+                .map(|o| {
+                    format!(
+                        "gauntlet: observation {} holds={} {}",
+                        o.id, o.holds, o.reason
+                    )
+                })
+                .collect();
+            Ok(Finished {
+                suite: Suite::Scorecard,
+                summary: crate::record::scorecard::summary_line(&rec),
+                trial_dir: dir,
+                lines,
+                failure: (!rec.verdict.passed)
+                    .then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason)),
+            })
+        }
+    }
+}
+
+/// The one run loop: every trial of `trials` that is not ignored, at most `jobs` at
+/// once, into `run_dir`; results in plan order. Ignored trials are said and skipped.
+pub async fn run_all(
+    suites: &Suites,
+    trials: &[plan::Trial],
+    cfg: &Config,
+    run_dir: &Path,
+    jobs: usize,
+) -> Vec<(String, Result<Finished, TrialError>)> {
+    let sem = tokio::sync::Semaphore::new(jobs.max(1));
+    let runs = trials.iter().filter(|t| t.skip.is_none()).map(|t| {
+        let sem = &sem;
+        async move {
+            let _permit = sem.acquire().await;
+            (t.name.clone(), run_trial(suites, t, cfg, run_dir).await)
+        }
+    });
+    futures_util::future::join_all(runs).await
+}
+
+/// `main` of the `benches-as-tests/` target of `suite`: list or run its trials.
+pub fn suite_main(suite: Suite) -> ExitCode {
+    let args = Arguments::from_args();
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let suites = match Suites::load(&cfg) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return fail(&e.to_string()),
+    };
+    let no_browser_here = no_browser(&cfg);
+    let plan = plan::plan(&suites, &cfg, Some(suite), || no_browser_here);
+    let cfg = Arc::new(cfg);
+    let trials = plan
+        .into_iter()
+        .map(|t| {
+            let (suites, cfg) = (Arc::clone(&suites), Arc::clone(&cfg));
+            let skip = t.skip.clone();
+            trial(t.name.clone(), skip.as_deref(), args.list, move || {
+                let (suites, cfg, t) = (&suites, &cfg, &t);
+                let f = execute_trial(cfg, manifest_line(t), |run_dir| async move {
+                    run_trial(suites, t, cfg, &run_dir).await
+                })?;
+                conclude(f.summary, &f.trial_dir, f.lines, f.failure)
+            })
+        })
+        .collect();
+    run(args, trials)
+}
+
+/// A planned trial; one that cannot run here (`skip`) is listed as ignored, with its
+/// reason shown beside `--list`, where the ignore is decided (nextest ignores it).
+pub(crate) fn trial(
+    name: String,
+    skip: Option<&str>,
+    list: bool,
+    body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    if let (Some(why), true) = (skip, list) {
+        eprintln!("{name}: ignored: {why}");
+    }
+    Trial::test(name, body).with_ignored_flag(skip.is_some())
+}
+
+/// A trial's run on a runtime of its own, into a fresh run directory. Before anything
+/// starts, the trial's line is appended to the run's manifest (`planned`): under nextest
+/// every trial is its own process and nobody else knows which trials were asked for, so
+/// each names itself, and rescore finds a trial that then left no record. An error
+/// means no record could be written: the trial fails with its cause.
+pub(crate) fn execute_trial<T, E, F>(
+    cfg: &Config,
+    planned: PlannedTrial,
+    go: impl FnOnce(PathBuf) -> F,
+) -> Result<T, Failed>
+where
+    F: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let fail = |e: String| {
+        eprintln!("Error: {e}");
+        Failed::from(e)
+    };
+    let run_dir = cfg.out_dir.join(crate::record::run_id());
+    crate::record::manifest::append(&run_dir, std::slice::from_ref(&planned)).map_err(|e| {
+        fail(format!(
+            "cannot plan {} in the run manifest: {e}",
+            planned.trial
+        ))
+    })?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| fail(format!("tokio runtime: {e}")))?;
+    rt.block_on(go(run_dir)).map_err(|e| fail(e.to_string()))
+}
+
+/// The end of a trial that left a record: its summary line, where the record is and any
+/// further `lines`, then a failure naming why the verdict did not pass.
+pub(crate) fn conclude(
+    summary: String,
+    trial_dir: &Path,
+    lines: Vec<String>,
+    failure: Option<String>,
+) -> Result<(), Failed> {
+    println!("{summary}");
+    println!(
+        "gauntlet: record {}",
+        trial_dir.join(crate::record::RECORD_FILE).display()
+    );
+    for line in lines {
+        println!("{line}");
+    }
+    match failure {
+        None => Ok(()),
+        Some(msg) => {
+            eprintln!("Error: {msg}");
+            Err(Failed::from(msg))
+        }
+    }
+}
+
+/// Run trials, refusing an `--exact` filter that names no trial: nextest counts a
+/// trial that silently vanished as a pass.
+pub fn run(args: Arguments, trials: Vec<Trial>) -> ExitCode {
+    if args.exact && !args.list {
+        if let Some(f) = &args.filter {
+            if !trials.iter().any(|t| t.name() == f) {
+                return fail(&format!("no trial is named `{f}`"));
+            }
+        }
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// Refuse to run at all (bad config, data that does not load), with exit code 2.
+pub(crate) fn fail(msg: &str) -> ExitCode {
+    eprintln!("Error: {msg}");
+    ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::manifest;
+
+    #[test]
+    fn a_trial_names_itself_in_the_manifest_before_anything_starts() {
+        let out = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            out_dir: out.path().to_path_buf(),
+            ..Config::default()
+        };
+        for attempt in 1..=2usize {
+            let planned = PlannedTrial::now("qa::app::cap", "qa", None);
+            let seen = execute_trial(&cfg, planned, |run_dir| async move {
+                // The trial body runs only once its line is on disk.
+                let m = manifest::read(&run_dir).map_err(|e| e.to_string())?;
+                Ok::<_, String>(m.map(|m| m.entries.len()))
+            })
+            .unwrap_or_else(|_| panic!("attempt {attempt} runs"));
+            // A retry appends its own line: attempts are counted, never confused.
+            assert_eq!(seen, Some(attempt));
+        }
+        let m = manifest::read(&out.path().join(crate::record::run_id()))
+            .unwrap()
+            .unwrap();
+        assert!(m
+            .entries
+            .iter()
+            .all(|e| e.trial == "qa::app::cap" && e.suite == "qa" && e.pid == std::process::id()));
+    }
+}
