@@ -23,6 +23,7 @@ pub mod score;
 pub mod spec;
 pub mod suites;
 pub mod sys;
+pub mod trial;
 pub mod world;
 
 /// The harness version written into every record.

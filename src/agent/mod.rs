@@ -491,39 +491,6 @@ fn npm_bin(choice: &AgentChoice) -> PathBuf {
     cli::npm_bin(choice.kind().npm_bin().unwrap_or(choice.name()))
 }
 
-/// The scrubbed environment every agent starts from: nothing of the caller's leaks in
-/// but a sane PATH (gauntlet's binaries first) and locale; the trial adds what the
-/// agent needs.
-/// The model variables every agent process gets: the metering proxy as its provider, a
-/// placeholder key (the agent never holds the provider's key: the proxy adds it
-/// upstream), and the configured model.
-pub fn model_env(proxy_url: &str, model: &str) -> [(String, String); 3] {
-    [
-        ("OPENAI_BASE_URL".into(), proxy_url.to_owned()),
-        ("OPENAI_API_KEY".into(), "gauntlet-proxy".into()),
-        ("OPENAI_MODEL".into(), model.to_owned()),
-    ]
-}
-
-pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    // gauntlet's own binaries come first, so that a claimed test can be
-    // `gauntlet flow run check.json` (docs/test-flows.md).
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
-    env.insert(
-        "PATH".into(),
-        format!("{}:{path}", crate::binaries::bin_dir().display()),
-    );
-    // The browser the harness was told to use is the one its flow runs use too.
-    if let Ok(chromium) = std::env::var("GAUNTLET_CHROMIUM") {
-        env.insert("GAUNTLET_CHROMIUM".into(), chromium);
-    }
-    env.insert("HOME".into(), home.to_string_lossy().into_owned());
-    env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
-    env.insert("LANG".into(), "C.UTF-8".into());
-    env
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

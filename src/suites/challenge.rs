@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::agent::{adapter_for, base_env, LaunchContext, PromptRun};
+use crate::agent::{adapter_for, PromptRun};
 use crate::config::{Config, Mode};
 use crate::evidence::policy::Roots;
 use crate::evidence::{AgentRun, RawFile};
-use crate::proxy::{Budget, Proxy, ProxyMode};
+
 use crate::record::challenge::{
     derive, BundleProvenance, ChallengeEvidence, ChallengeRecord, ObservationEvidence, Provenance,
     SeedResult, OPENS_FILE,
@@ -26,8 +26,9 @@ use crate::spec::challenge::{
     SKILLS_DIR,
 };
 use crate::spec::{AppSpec, Flow};
-use crate::sys::process::{self, ProcessSpec};
+use crate::sys::process;
 use crate::sys::sandbox::View;
+use crate::trial::{Context, Job, Streams};
 use crate::world::target::Target;
 
 /// The hard ceiling of one challenge trial unless configured otherwise: a p99.9-style
@@ -245,29 +246,21 @@ async fn observe(
     let home = mkdir(&t.trial_dir.join("home"))?;
     let tmp = mkdir(&t.trial_dir.join("tmp"))?;
     prepare_workspace(t.challenges, t.challenge, t.profile, t.rendered, &workspace)?;
-    let mode = match t.cfg.mode {
-        Mode::Scripted => ProxyMode::Scripted {
-            flow: t.flow.cloned().ok_or_else(|| {
-                format!(
-                    "scripted mode: challenge `{}` has no flow for profile `{}`",
-                    t.challenge.manifest.id, t.profile
-                )
-            })?,
-            model: t.cfg.model.clone(),
-        },
-        Mode::Byok => ProxyMode::Byok {
-            upstream: t.cfg.upstream_url.clone(),
-            api_key: t.cfg.provider_key().map_err(|e| e.to_string())?,
-        },
+    let kernel = Context {
+        cfg: t.cfg,
+        trial_dir: t.trial_dir,
+        home: &home,
+        tmp: &tmp,
+        cwd: &workspace,
     };
-    let proxy = Proxy::start_with_budget(
-        mode,
-        Budget {
-            max_tokens: t.cfg.max_tokens_per_trial,
-        },
-    )
-    .await
-    .map_err(|e| format!("metering proxy failed to start: {e}"))?;
+    let missing = format!(
+        "challenge `{}` has no flow for profile `{}`",
+        t.challenge.manifest.id, t.profile
+    );
+    let proxy = kernel
+        .proxy(t.flow.cloned(), &missing)
+        .await
+        .map_err(|e| e.to_string())?;
     let result = async {
         let mut world = Target::start(
             t.app,
@@ -278,17 +271,7 @@ async fn observe(
         )
         .await
         .map_err(|e| format!("app failed to start: {e}"))?;
-        let r = run_agent(
-            t,
-            adapter,
-            evidence,
-            &world,
-            &workspace,
-            &home,
-            &tmp,
-            &proxy.base_url(),
-        )
-        .await;
+        let r = run_agent(t, &kernel, adapter, evidence, &world, &proxy.base_url()).await;
         // The world is observed after the agent, whatever became of it, while it still runs.
         evidence.world = observe_world(&t.challenge.manifest, &world.host_env(), &workspace).await;
         evidence.world_logs = world.stop(t.trial_dir).await;
@@ -299,17 +282,15 @@ async fn observe(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_agent(
     t: &TrialCtx<'_>,
+    kernel: &Context<'_>,
     adapter: &dyn crate::agent::Adapter,
     evidence: &mut ChallengeEvidence,
     world: &Target,
-    workspace: &Path,
-    home: &Path,
-    tmp: &Path,
     proxy_url: &str,
 ) -> Result<(), String> {
+    let (workspace, home, tmp) = (kernel.cwd, kernel.home, kernel.tmp);
     evidence.seed = seed(&t.challenge.manifest, &world.host_env()).await;
     if let Some(bad) = evidence
         .seed
@@ -336,25 +317,15 @@ async fn run_agent(
         workspace: workspace.to_path_buf(),
         session: None,
     };
-    let launch = adapter
-        .prompt_launch(
-            &run,
-            &LaunchContext {
-                home,
-                workspace,
-                proxy_url,
-                model: &t.cfg.model,
-            },
-        )
-        .map_err(|e| format!("agent `{}` could not be prepared: {e}", adapter.name()))?;
-    let inv = launch.invocation;
-    let mut env = launch.env;
+    let launch = kernel
+        .prepare(adapter, Job::Prompt(&run), proxy_url)
+        .map_err(|e| e.to_string())?;
     let sealed = t.cfg.sandbox.sealed();
-    env.extend(base_env(home, tmp));
-    env.extend(world.env_for(sealed));
-    env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
-    env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
-    env.extend(crate::agent::model_env(proxy_url, &t.cfg.model));
+    let mut trial_env = world.env_for(sealed);
+    trial_env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
+    trial_env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
+    let env = kernel.env(launch.env, trial_env, Some(proxy_url));
+    let inv = launch.invocation;
     evidence.agent.command = inv.command_line();
     let view = challenge_view(workspace, home, tmp, world);
     evidence.roots.runtime = runtime_roots(
@@ -379,19 +350,15 @@ async fn run_agent(
             .filter(|p| p.is_absolute() && p.is_file()),
     );
     let opens = t.trial_dir.join(OPENS_FILE);
-    let outcome = process::run(ProcessSpec {
-        program: inv.program,
-        args: inv.args,
-        cwd: workspace.to_path_buf(),
+    let seal = sealed.then(|| view.observed(&opens));
+    let outcome = process::run(kernel.spec(
+        inv,
         env,
-        deadline: t.timeout,
-        stdout_path: t.trial_dir.join("agent.stdout"),
-        stderr_path: t.trial_dir.join("agent.stderr"),
-        rel_base: t.trial_dir.to_path_buf(),
-        output_cap: t.cfg.output_cap_bytes,
-        marker: format!("{}:{}", std::process::id(), t.trial_dir.display()),
-        seal: sealed.then(|| view.observed(&opens)),
-    })
+        &Streams::AGENT,
+        t.timeout,
+        t.cfg.output_cap_bytes,
+        seal,
+    ))
     .await;
     evidence.observation = Some(if !sealed {
         ObservationEvidence::unavailable(

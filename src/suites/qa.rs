@@ -4,17 +4,17 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use crate::agent::{adapter_for, base_env, LaunchContext, RunSpec};
+use crate::agent::{adapter_for, Invocation, RunSpec};
 use crate::config::{Config, Mode};
 use crate::evidence::{
     parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, QaEvidence,
 };
-use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
-use crate::sys::process::{self, ProcessSpec};
+use crate::sys::process;
 use crate::sys::sandbox::View;
+use crate::trial::{Context, Job, Streams};
 use crate::world::target::Target;
 
 #[derive(Debug, thiserror::Error)]
@@ -152,25 +152,18 @@ async fn observe(
     std::fs::copy(app.app.dir.join("corpus.json"), &graph_file)
         .map_err(|e| format!("cannot copy the corpus graph: {e}"))?;
 
-    let mode =
-        match cfg.mode {
-            Mode::Scripted => ProxyMode::Scripted {
-                flow: app.flows.get(capability).cloned().ok_or_else(|| {
-                    format!("scripted mode: no flow for capability `{capability}`")
-                })?,
-                model: cfg.model.clone(),
-            },
-            Mode::Byok => ProxyMode::Byok {
-                upstream: cfg.upstream_url.clone(),
-                api_key: cfg.provider_key().map_err(|e| e.to_string())?,
-            },
-        };
-    let budget = Budget {
-        max_tokens: cfg.max_tokens_per_trial,
+    let kernel = Context {
+        cfg,
+        trial_dir,
+        home: &home,
+        tmp: &tmp,
+        cwd: &workspace,
     };
-    let proxy = Proxy::start_with_budget(mode, budget)
+    let flow = app.flows.get(capability).cloned();
+    let proxy = kernel
+        .proxy(flow, &format!("no flow for capability `{capability}`"))
         .await
-        .map_err(|e| format!("metering proxy failed to start: {e}"))?;
+        .map_err(|e| e.to_string())?;
 
     let result = async {
         let sealed = cfg.sandbox.sealed();
@@ -198,58 +191,32 @@ async fn observe(
             workspace: workspace.clone(),
         };
         let proxy_url = proxy.base_url();
-        let launch = adapter
-            .launch(
-                &run,
-                &LaunchContext {
-                    home: &home,
-                    workspace: &workspace,
-                    proxy_url: &proxy_url,
-                    model: &cfg.model,
-                },
-            )
-            .map_err(|e| format!("agent `{}` could not be prepared: {e}", adapter.name()));
-        let launch = match launch {
+        let launch = match kernel.prepare(adapter, Job::Qa(&run), &proxy_url) {
             Ok(l) => l,
             Err(e) => {
                 evidence.world_logs.extend(world.stop(trial_dir).await);
-                return Err(e);
+                return Err(e.to_string());
             }
         };
-        let inv = launch.invocation;
-        // The adapter's variables first: the harness's own below always win.
-        let mut env = launch.env;
-        env.extend(base_env(&home, &tmp));
-        env.extend(world.env_for(sealed));
-        env.insert("GAUNTLET_CAPABILITY".into(), capability.into());
-        env.insert(
+        let mut trial_env = world.env_for(sealed);
+        trial_env.insert("GAUNTLET_CAPABILITY".into(), capability.into());
+        trial_env.insert(
             "GAUNTLET_GRAPH_FILE".into(),
             graph_file.to_string_lossy().into(),
         );
-        env.insert("GAUNTLET_N".into(), cfg.n.to_string());
-        env.extend(crate::agent::model_env(&proxy.base_url(), &cfg.model));
-        evidence.agent.command = inv.command_line();
-        let outcome = process::run(ProcessSpec {
-            program: inv.program,
-            args: inv.args,
-            cwd: workspace.clone(),
-            env,
-            deadline: cfg.timeout,
-            stdout_path: trial_dir.join("agent.stdout"),
-            stderr_path: trial_dir.join("agent.stderr"),
-            rel_base: trial_dir.to_path_buf(),
-            output_cap: cfg.output_cap_bytes,
-            marker: marker(trial_dir),
-            seal: sealed.then(|| {
-                View::new()
-                    .write(&workspace)
-                    .write(&home)
-                    .write(&tmp)
-                    .read(&graph_file)
-                    .extend(world.view())
-            }),
-        })
-        .await;
+        trial_env.insert("GAUNTLET_N".into(), cfg.n.to_string());
+        evidence.agent.command = launch.invocation.command_line();
+        let seal = sealed.then(|| {
+            View::new()
+                .write(&workspace)
+                .write(&home)
+                .write(&tmp)
+                .read(&graph_file)
+                .extend(world.view())
+        });
+        let outcome =
+            process::run(kernel.agent_spec(launch, trial_env, &proxy_url, &Streams::AGENT, seal))
+                .await;
         evidence.world_logs.extend(world.stop(trial_dir).await);
         let outcome = outcome.map_err(|e| format!("agent could not be run: {e}"))?;
         evidence.agent.end = outcome.end;
@@ -313,10 +280,8 @@ async fn observe(
     Ok(())
 }
 
-/// A unique value put into every process a trial starts, so stragglers can be found.
-fn marker(trial_dir: &Path) -> String {
-    format!("{}:{}", std::process::id(), trial_dir.display())
-}
+/// Bytes kept of each stream of a gate run.
+const GATE_OUTPUT_CAP: u64 = 1 << 20;
 
 fn mkdir(p: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -424,22 +389,27 @@ async fn gate(
             }
             (home, tmp, copy.clone())
         };
-        let mut env: BTreeMap<String, String> = base_env(&home, &tmp);
-        env.extend(world.env_for(sealed));
-        let outcome = process::run(ProcessSpec {
+        // Each run is a kernel context of its own: fresh HOME, TMPDIR and test copy.
+        let kernel = Context {
+            cfg,
+            trial_dir,
+            home: &home,
+            tmp: &tmp,
+            cwd: &cwd,
+        };
+        let env = kernel.env(BTreeMap::new(), world.env_for(sealed), None);
+        let inv = Invocation {
             program: PathBuf::from("sh"),
             args: vec!["-c".into(), test.command.clone()],
-            cwd,
-            env,
-            deadline: cfg.gate_timeout,
-            stdout_path: gate_dir.join(format!("{stem}.stdout")),
-            stderr_path: gate_dir.join(format!("{stem}.stderr")),
-            rel_base: trial_dir.to_path_buf(),
-            output_cap: 1 << 20,
-            marker: format!("{}:gate-{}", marker(trial_dir), position + 1),
-            seal: sealed.then(|| View::new().bind(&copy, &dir, true).extend(world.view())),
-        })
-        .await;
+        };
+        let streams = Streams {
+            stem: &format!("gate/{stem}"),
+            tag: Some(&format!("gate-{}", position + 1)),
+        };
+        let seal = sealed.then(|| View::new().bind(&copy, &dir, true).extend(world.view()));
+        let outcome =
+            process::run(kernel.spec(inv, env, &streams, cfg.gate_timeout, GATE_OUTPUT_CAP, seal))
+                .await;
         world_logs.extend(world.stop(trial_dir).await);
         match outcome {
             Ok(o) => gate.runs.push(GateRun {

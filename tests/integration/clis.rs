@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use gauntlet::agent::{adapter_for, base_env, cli, Adapter, LaunchContext, PromptRun, SessionTurn};
+use gauntlet::agent::{adapter_for, cli, Adapter, LaunchContext, PromptRun, SessionTurn};
 use gauntlet::config::{AgentChoice, Config};
 use gauntlet::evidence::{parse_claims, ClaimsFound};
 use gauntlet::proxy::{Proxy, ProxyMode};
@@ -28,6 +28,7 @@ use gauntlet::score::Outcome;
 use gauntlet::spec::LoadedApp;
 use gauntlet::spec::{Flow, FlowStep};
 use gauntlet::sys::process::{self, ProcessSpec};
+use gauntlet::trial::base_env;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// A CLI under test: how gauntlet names it, its binary, its npm package, and the wire

@@ -6,13 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gauntlet::agent::{
-    base_env, Adapter, DaemonRun, LaunchContext, PromptRun, Reference, SessionTurn,
-};
+use gauntlet::agent::{Adapter, DaemonRun, LaunchContext, PromptRun, Reference, SessionTurn};
 use gauntlet::evidence::{parse_transcript, Transcript};
 use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::spec::{Flow, FlowStep};
 use gauntlet::sys::process::{self, ProcessSpec};
+use gauntlet::trial::base_env;
 use gauntlet::world::sinks::tracker::{Priority, SeedTask, TaskStatus};
 use gauntlet::world::sinks::{workspace, SinkConfig, Sinks, TrackerSeed, WorkspaceSnapshot};
 use serde_json::json;

@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use crate::agent::{DaemonRun, Launch, LaunchContext};
+use crate::agent::{DaemonRun, Launch};
 use crate::evidence::usage::UsageEntry;
 use crate::proxy::Proxy;
-use crate::sys::process::{self, ProcessOutcome, ProcessSpec};
+use crate::sys::process::{self, ProcessOutcome};
+use crate::trial::Streams;
 
 use super::driver::Driver;
 use crate::record::scorecard::ProcessRaw;
@@ -65,31 +66,22 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Strin
     let Some((launch, proxy)) = launch_for(run).await? else {
         return Ok(None);
     };
-    let proxy_url = proxy.as_ref().map(|p| p.base_url()).unwrap_or_default();
-    let mut env = launch.env.clone();
-    env.extend(crate::agent::base_env(d.home, d.tmp));
-    env.extend(d.sinks.agent_env());
-    if !proxy_url.is_empty() {
-        env.extend(crate::agent::model_env(&proxy_url, &d.cfg.model));
-    }
+    let proxy_url = proxy.as_ref().map(|p| p.base_url());
     let command = launch.invocation.command_line();
-    let spec = ProcessSpec {
-        program: launch.invocation.program,
-        args: launch.invocation.args,
-        cwd: d.workspace.to_path_buf(),
-        env,
-        deadline: run.duration,
-        stdout_path: d.trial_dir.join("background.stdout"),
-        stderr_path: d.trial_dir.join("background.stderr"),
-        rel_base: d.trial_dir.to_path_buf(),
-        output_cap: d.cfg.output_cap_bytes,
-        marker: format!(
-            "{}:{}:background",
-            std::process::id(),
-            d.trial_dir.display()
-        ),
-        seal: d.view(),
+    let kernel = d.kernel();
+    let env = kernel.env(launch.env, d.sinks.agent_env(), proxy_url.as_deref());
+    let streams = Streams {
+        stem: "background",
+        tag: Some("background"),
     };
+    let spec = kernel.spec(
+        launch.invocation,
+        env,
+        &streams,
+        run.duration,
+        d.cfg.output_cap_bytes,
+        d.view(),
+    );
     Ok(Some(Running {
         label: "background".into(),
         command,
@@ -113,20 +105,13 @@ async fn launch_for(
     };
     let proxy = d.proxy(Some(ack), "the background mode").await?;
     let proxy_url = proxy.base_url();
-    let launch = d.adapter.daemon_launch(
-        &DaemonRun {
-            title: format!("{} background", d.trial),
-            workspace: d.workspace.to_path_buf(),
-            state_dir: d.state_dir.to_path_buf(),
-            config,
-        },
-        &LaunchContext {
-            home: d.home,
-            workspace: d.workspace,
-            proxy_url: &proxy_url,
-            model: &d.cfg.model,
-        },
-    );
+    let run = DaemonRun {
+        title: format!("{} background", d.trial),
+        workspace: d.workspace.to_path_buf(),
+        state_dir: d.state_dir.to_path_buf(),
+        config,
+    };
+    let launch = d.kernel().prepare_daemon(d.adapter, &run, &proxy_url);
     match launch {
         Ok(Some(l)) => Ok(Some((l, Some(proxy)))),
         Ok(None) => {
@@ -135,7 +120,7 @@ async fn launch_for(
         }
         Err(e) => {
             let _ = proxy.shutdown().await;
-            Err(format!("agent `{}`: {e}", d.adapter.name()))
+            Err(e.to_string())
         }
     }
 }

@@ -15,16 +15,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{base_env, Adapter, LaunchContext, PromptRun, SessionTurn};
-use crate::config::{Config, Mode};
+use crate::agent::{Adapter, PromptRun, SessionTurn};
+use crate::config::Config;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::ProcessEnd;
-use crate::proxy::{Budget, Proxy, ProxyMode};
+use crate::proxy::Proxy;
 use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
 use crate::spec::scorecard::profile::LoadedProfile;
 use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
 use crate::spec::Flow;
-use crate::sys::process::{self, ProcessSpec};
+use crate::sys::process;
+use crate::trial::{Context, Job, Streams};
 use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
 
 use super::background::{self, BackgroundRun};
@@ -154,39 +155,23 @@ impl Driver<'_> {
             .collect()
     }
 
-    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, String> {
-        let mode = match self.cfg.mode {
-            Mode::Scripted => ProxyMode::Scripted {
-                flow: flow.ok_or_else(|| format!("scripted mode: no flow for {what}"))?,
-                model: self.cfg.model.clone(),
-            },
-            Mode::Byok => ProxyMode::Byok {
-                upstream: self.cfg.upstream_url.clone(),
-                api_key: self.cfg.provider_key().map_err(|e| e.to_string())?,
-            },
-        };
-        Proxy::start_with_budget(
-            mode,
-            Budget {
-                max_tokens: self.cfg.max_tokens_per_trial,
-            },
-        )
-        .await
-        .map_err(|e| format!("metering proxy failed to start: {e}"))
+    /// The kernel of the probe's processes: its trial directory, scratch HOME and
+    /// TMPDIR, started in its workspace.
+    pub(crate) fn kernel(&self) -> Context<'_> {
+        Context {
+            cfg: self.cfg,
+            trial_dir: self.trial_dir,
+            home: self.home,
+            tmp: self.tmp,
+            cwd: self.workspace,
+        }
     }
 
-    /// The agent's environment: the adapter's variables, then the harness's (which
-    /// always win), the sinks' and the proxy's.
-    fn env(
-        &self,
-        adapter_env: BTreeMap<String, String>,
-        proxy_url: &str,
-    ) -> BTreeMap<String, String> {
-        let mut env = adapter_env;
-        env.extend(base_env(self.home, self.tmp));
-        env.extend(self.sinks.agent_env());
-        env.extend(crate::agent::model_env(proxy_url, &self.cfg.model));
-        env
+    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, String> {
+        self.kernel()
+            .proxy(flow, &format!("no flow for {what}"))
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// The sandbox of every process the probe runs for the agent (turns and its
@@ -245,20 +230,14 @@ impl Driver<'_> {
                 state_dir: self.state_dir.to_path_buf(),
             }),
         };
-        let launch = self.adapter.prompt_launch(
-            &run,
-            &LaunchContext {
-                home: self.home,
-                workspace: self.workspace,
-                proxy_url: &proxy_url,
-                model: &self.cfg.model,
-            },
-        );
+        let launch = self
+            .kernel()
+            .prepare(self.adapter, Job::Prompt(&run), &proxy_url);
         let launch = match launch {
             Ok(l) => l,
             Err(e) => {
                 obs.usage.extend(proxy.shutdown().await);
-                let e = format!("agent `{}` could not be prepared: {e}", self.adapter.name());
+                let e = e.to_string();
                 t.problem = Some(e.clone());
                 obs.evidence.turns.push(t);
                 return Err(e);
@@ -266,20 +245,18 @@ impl Driver<'_> {
         };
         let stem = format!("turn-{turn_no:02}-{label}");
         let command = launch.invocation.command_line();
-        let outcome = process::run(ProcessSpec {
-            program: launch.invocation.program,
-            args: launch.invocation.args,
-            cwd: self.workspace.to_path_buf(),
-            env: self.env(launch.env, &proxy_url),
-            deadline: self.cfg.timeout,
-            stdout_path: self.trial_dir.join(format!("{stem}.stdout")),
-            stderr_path: self.trial_dir.join(format!("{stem}.stderr")),
-            rel_base: self.trial_dir.to_path_buf(),
-            output_cap: self.cfg.output_cap_bytes,
-            marker: format!("{}:{}:{stem}", std::process::id(), self.trial_dir.display()),
-            seal: self.view(),
-        })
-        .await;
+        let streams = Streams {
+            stem: &stem,
+            tag: Some(&stem),
+        };
+        let spec = self.kernel().agent_spec(
+            launch,
+            self.sinks.agent_env(),
+            &proxy_url,
+            &streams,
+            self.view(),
+        );
+        let outcome = process::run(spec).await;
         obs.usage.extend(proxy.shutdown().await);
         let end_ms = now_ms();
         obs.phases.push(Phase {
