@@ -12,9 +12,10 @@ use crate::evidence::observed_policy::{self, ObservedPolicy};
 use crate::evidence::policy::{self, PolicyFindings, Roots};
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, RawFile};
-use crate::record::{self, RecordConfig, RecordError};
+use crate::record::{self, RecordError};
 use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
 use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt};
+use crate::spec::Suite;
 
 /// Read a challenge record.
 pub fn load(file: &Path) -> Result<ChallengeRecord, RecordError> {
@@ -27,10 +28,10 @@ pub fn load(file: &Path) -> Result<ChallengeRecord, RecordError> {
             file: file.to_path_buf(),
             reason: format!("not a challenge record: {e}"),
         })?;
-    if rec.suite != "challenge" {
+    if rec.header.suite != Suite::Challenge {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),
-            reason: format!("suite `{}`, not `challenge`", rec.suite),
+            reason: format!("suite `{}`, not `challenge`", rec.header.suite),
         });
     }
     Ok(rec)
@@ -129,18 +130,13 @@ pub struct Derived {
     pub final_message: Option<String>,
 }
 
+/// A challenge trial's record: the shared header, its provenance, what was observed,
+/// what pure functions derived from it and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChallengeRecord {
-    pub schema_version: u32,
-    /// Always `challenge`.
-    pub suite: String,
-    pub trial: String,
-    pub run_id: String,
-    pub gauntlet_version: String,
-    pub started_at: String,
-    pub finished_at: String,
-    pub wall_ms: u64,
-    pub config: RecordConfig,
+    /// Suite `challenge`.
+    #[serde(flatten)]
+    pub header: record::Header,
     pub provenance: Provenance,
     pub evidence: ChallengeEvidence,
     pub derived: Derived,
@@ -246,13 +242,13 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
     });
     format!(
         "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{} record_sha256={}",
-        rec.trial,
+        rec.header.trial,
         rec.verdict.task_outcome.as_str(),
         rec.verdict.evaluation_validity.as_str(),
         rec.verdict.passed,
-        rec.wall_ms,
+        rec.header.wall_ms,
         rec.verdict.outcome_reason,
-        record::unsealed_tag(&rec.config),
+        record::unsealed_tag(&rec.header.config),
         record::digest::value_sha256(rec)
     )
 }
@@ -284,7 +280,14 @@ pub fn rederive(
     let derived = check(&rec.evidence.agent.stdout)
         .and_then(|()| check(&rec.evidence.agent.stderr))
         .and_then(|()| observation.map_or(Ok(()), check))
-        .and_then(|()| derive(dir, &rec.config.agent, &rec.provenance, &rec.evidence))
+        .and_then(|()| {
+            derive(
+                dir,
+                &rec.header.config.agent,
+                &rec.provenance,
+                &rec.evidence,
+            )
+        })
         .map(|(_, v)| v);
     Ok((rec, derived))
 }

@@ -64,13 +64,13 @@ impl IdentityCheck {
             );
             return Ok(());
         };
-        if first.gauntlet_version != rec.gauntlet_version {
+        if first.header.gauntlet_version != rec.header.gauntlet_version {
             return Err(format!(
                 "gauntlet_version `{}` in {place} vs `{}` in {first_place}",
-                rec.gauntlet_version, first.gauntlet_version
+                rec.header.gauntlet_version, first.header.gauntlet_version
             ));
         }
-        if let Some(d) = value_difference(&first.config, &rec.config) {
+        if let Some(d) = value_difference(&first.header.config, &rec.header.config) {
             return Err(format!("config.{d} in {place} vs {first_place}"));
         }
         match self.apps.get(&rec.spec.app) {
@@ -111,7 +111,7 @@ impl IdentityCheck {
 #[derive(Default)]
 pub struct HeaderCheck {
     version: Option<(String, String)>,
-    configs: BTreeMap<String, (String, super::RecordConfig)>,
+    configs: BTreeMap<crate::spec::Suite, (String, super::RecordConfig)>,
 }
 
 impl HeaderCheck {
@@ -134,7 +134,7 @@ impl HeaderCheck {
             }
             None => {
                 self.configs
-                    .insert(rec.suite.clone(), (place.to_string(), rec.config.clone()));
+                    .insert(rec.suite, (place.to_string(), rec.config.clone()));
             }
         }
         Ok(())
@@ -253,7 +253,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
                 };
                 suites.check(&place, &rec).map_err(differs)?;
                 // A qa record also names its app's hash and its capability's spec.
-                if rec.suite == "qa" {
+                if rec.suite == crate::spec::Suite::Qa {
                     let qa = super::load(&file).map_err(refused)?;
                     identity.check(&place, &qa).map_err(differs)?;
                 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Mode;
 use crate::evidence::QaEvidence;
 use crate::score::Verdict;
-use crate::spec::CapabilityKind;
+use crate::spec::{CapabilityKind, Suite};
 
 pub const RECORD_FILE: &str = "record.json";
 pub const SCHEMA_VERSION: u32 = 1;
@@ -92,20 +92,14 @@ pub struct QaSpecRef {
     pub flow_sha256: Option<String>,
 }
 
+/// A qa trial's record: the shared header, which repeat it was, what it was planned
+/// from, what was observed and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaRecord {
-    pub schema_version: u32,
-    pub suite: String,
-    /// The test name, e.g. `qa::api-ledger::balance` (`::r2` for a repeat).
-    pub trial: String,
+    #[serde(flatten)]
+    pub header: Header,
     /// Which repeat of the capability this is (1-based; 1 when not repeated).
     pub repeat: u32,
-    pub run_id: String,
-    pub gauntlet_version: String,
-    pub started_at: String,
-    pub finished_at: String,
-    pub wall_ms: u64,
-    pub config: RecordConfig,
     pub spec: QaSpecRef,
     pub evidence: QaEvidence,
     pub verdict: Verdict,
@@ -187,16 +181,22 @@ fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File), RecordError> {
     })
 }
 
-/// What every record begins with, whatever its suite: enough to tell which run and
-/// trial it belongs to, read without committing to any suite's record shape, so that
-/// one run directory can hold all three suites.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+/// What every record begins with, whatever its suite: which suite, run and trial it
+/// belongs to, when it ran and under which configuration. Every suite's record holds
+/// it flattened, so it reads without committing to any suite's record shape and one
+/// run directory can hold all three suites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Header {
-    /// `qa`, `challenge` or `scorecard`.
-    pub suite: String,
+    pub schema_version: u32,
+    /// Which suite's record this is; every reader dispatches on it.
+    pub suite: Suite,
+    /// The test name, e.g. `qa::api-ledger::balance` (`::r2` for a repeat).
     pub trial: String,
     pub run_id: String,
     pub gauntlet_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_ms: u64,
     pub config: RecordConfig,
 }
 
@@ -239,12 +239,12 @@ pub fn load(file: &Path) -> Result<QaRecord, RecordError> {
         file: file.to_path_buf(),
         reason: e.to_string(),
     })?;
-    if rec.schema_version != SCHEMA_VERSION {
+    if rec.header.schema_version != SCHEMA_VERSION {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),
             reason: format!(
                 "schema_version {} (expected {SCHEMA_VERSION})",
-                rec.schema_version
+                rec.header.schema_version
             ),
         });
     }
@@ -319,9 +319,9 @@ pub fn summary_line(rec: &QaRecord) -> String {
     let (tin, tout) = rec.tokens();
     let mut line = format!(
         "gauntlet: {} verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}",
-        rec.trial, rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason
+        rec.header.trial, rec.verdict.outcome, rec.verdict.passed, rec.header.wall_ms, rec.verdict.reason
     );
-    line.push_str(unsealed_tag(&rec.config));
+    line.push_str(unsealed_tag(&rec.header.config));
     if let Some(limit) = &rec.evidence.budget_hit {
         line.push_str(&format!(" budget_hit={limit:?}"));
     }

@@ -222,7 +222,7 @@ fn rescore_verdict(file: &Path) -> RescoreRow {
                     stored: rec.verdict,
                     derived,
                 }),
-                ..RescoreRow::verdicts(file, rec.trial, None, Err("challenge record".into()))
+                ..RescoreRow::verdicts(file, rec.header.trial, None, Err("challenge record".into()))
             },
             Err(e) => RescoreRow::unreadable(file, e),
         };
@@ -232,9 +232,9 @@ fn rescore_verdict(file: &Path) -> RescoreRow {
         Err(e) => return RescoreRow::unreadable(file, e.to_string()),
     };
     let dir = file.parent().unwrap_or(Path::new("."));
-    let derived = derive_qa_verdict(dir, &rec.config.agent, &rec.spec, &rec.evidence)
+    let derived = derive_qa_verdict(dir, &rec.header.config.agent, &rec.spec, &rec.evidence)
         .map_err(|e| e.to_string());
-    RescoreRow::verdicts(file, rec.trial.clone(), Some(rec.verdict), derived)
+    RescoreRow::verdicts(file, rec.header.trial.clone(), Some(rec.verdict), derived)
 }
 
 /// Whether rescore could check a run directory's records against a manifest.

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::evidence::{ProcessEnd, RawFile};
 use crate::record::rescore::{parse_checked_file, RescoreRow};
-use crate::record::{RecordConfig, RecordError, SCHEMA_VERSION};
+use crate::record::{RecordError, SCHEMA_VERSION};
 use crate::score::scorecard::{observe, ProbeEvidence, ProbeResult};
 use crate::score::{Outcome, Verdict};
 use crate::spec::scorecard::{Bank, LoadedProbe, Scorecard};
+use crate::spec::Suite;
 
 pub const SUITE: &str = "scorecard";
 
@@ -46,19 +47,13 @@ pub struct ProcessRaw {
     pub stderr: RawFile,
 }
 
+/// A scorecard probe's record: the shared header, the run's scorecard settings, the
+/// probe and tables it was scored with, every agent process and the result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScorecardRecord {
-    pub schema_version: u32,
-    /// Always `scorecard`: rescore dispatches on it.
-    pub suite: String,
-    /// `scorecard::<dimension>::<probe>`.
-    pub trial: String,
-    pub run_id: String,
-    pub gauntlet_version: String,
-    pub started_at: String,
-    pub finished_at: String,
-    pub wall_ms: u64,
-    pub config: RecordConfig,
+    /// Suite `scorecard`; trial `scorecard::<dimension>::<probe>`.
+    #[serde(flatten)]
+    pub header: crate::record::Header,
     pub scorecard: ScorecardRun,
     /// The probe as loaded (rules and file hash): rescore scores against this.
     pub probe: LoadedProbe,
@@ -115,12 +110,12 @@ pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
             file: file.to_path_buf(),
             reason: e.to_string(),
         })?;
-    if rec.schema_version != SCHEMA_VERSION || rec.suite != SUITE {
+    if rec.header.schema_version != SCHEMA_VERSION || rec.header.suite != Suite::Scorecard {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),
             reason: format!(
                 "suite `{}` schema_version {} (expected `{SUITE}` {SCHEMA_VERSION})",
-                rec.suite, rec.schema_version
+                rec.header.suite, rec.header.schema_version
             ),
         });
     }
@@ -147,13 +142,13 @@ pub fn derive(
     trial_dir: &Path,
     rec: &ScorecardRecord,
 ) -> Result<(ProbeEvidence, ProbeResult, Verdict), ScorecardRecordError> {
-    let parser = crate::evidence::streams::AgentKind::from_name(&rec.config.agent)
+    let parser = crate::evidence::streams::AgentKind::from_name(&rec.header.config.agent)
         .map(crate::evidence::streams::AgentKind::parser)
         .ok_or_else(|| ScorecardRecordError::Evidence {
             file: trial_dir.join("record.json"),
             reason: format!(
                 "agent `{}` has no stream parser; cannot read its output",
-                rec.config.agent
+                rec.header.config.agent
             ),
         })?;
     let mut evidence = rec.evidence.clone();
@@ -208,7 +203,7 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
         }),
         Err(e) => Err(e.to_string()),
     };
-    RescoreRow::verdicts(file, rec.trial.clone(), Some(rec.verdict), derived)
+    RescoreRow::verdicts(file, rec.header.trial.clone(), Some(rec.verdict), derived)
 }
 
 /// The probe a record was planned from, for callers that only hold the record.
@@ -233,13 +228,13 @@ pub fn summary_line(r: &ScorecardRecord) -> String {
     let held = r.result.observations.iter().filter(|o| o.holds).count();
     format!(
         "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{} record_sha256={}",
-        r.trial,
+        r.header.trial,
         r.verdict.passed,
         r.result.observations.len(),
         r.result.recall_score,
         r.scorecard.compressed,
         r.verdict.reason,
-        crate::record::unsealed_tag(&r.config),
+        crate::record::unsealed_tag(&r.header.config),
         crate::record::digest::value_sha256(r)
     )
 }

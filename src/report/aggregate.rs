@@ -257,8 +257,8 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         .collect();
     let k = counted.iter().map(|c| c.repeat()).max().unwrap_or(0);
     let harness = records.first().map(|r| {
-        let c = &r.config;
-        let mut run_ids: Vec<String> = records.iter().map(|r| r.run_id.clone()).collect();
+        let c = &r.header.config;
+        let mut run_ids: Vec<String> = records.iter().map(|r| r.header.run_id.clone()).collect();
         run_ids.sort();
         run_ids.dedup();
         Harness {
@@ -271,7 +271,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
             timeout_secs: c.timeout_secs,
             gate_timeout_secs: c.gate_timeout_secs,
             upstream_url: c.upstream_url.clone(),
-            gauntlet_version: r.gauntlet_version.clone(),
+            gauntlet_version: r.header.gauntlet_version.clone(),
             commit: c.commit.clone(),
             run_ids,
         }
@@ -341,7 +341,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
             Counted::Record(r) => {
                 let (tokens_in, tokens_out) = r.tokens();
                 TrialRow {
-                    trial: r.trial.clone(),
+                    trial: r.header.trial.clone(),
                     app: r.spec.app.clone(),
                     capability: r.spec.capability.clone(),
                     repeat: r.repeat,
@@ -352,7 +352,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
                     tokens_in,
                     tokens_out,
                     cost_usd: record_cost(r, opts).ok(),
-                    wall_ms: r.wall_ms,
+                    wall_ms: r.header.wall_ms,
                 }
             }
             Counted::Missing(m) => TrialRow {
@@ -374,8 +374,10 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         .collect();
     Summary {
         format: SUMMARY_FORMAT,
-        illustration: records.iter().any(|r| r.config.mode == Mode::Scripted),
-        unsealed: records.iter().any(|r| !r.config.sandbox.sealed()),
+        illustration: records
+            .iter()
+            .any(|r| r.header.config.mode == Mode::Scripted),
+        unsealed: records.iter().any(|r| !r.header.config.sandbox.sealed()),
         harness,
         prices: opts.prices.source.clone(),
         thresholds: opts
@@ -471,9 +473,13 @@ fn record_cost(r: &QaRecord, opts: &Options) -> Result<f64, Vec<String>> {
     let mut total = 0.0;
     let mut unpriced = Vec::new();
     for u in &r.evidence.usage {
-        match opts.prices.cost(u, &r.config.model) {
+        match opts.prices.cost(u, &r.header.config.model) {
             Some(c) => total += c,
-            None => unpriced.push(u.model.clone().unwrap_or_else(|| r.config.model.clone())),
+            None => unpriced.push(
+                u.model
+                    .clone()
+                    .unwrap_or_else(|| r.header.config.model.clone()),
+            ),
         }
     }
     if unpriced.is_empty() {
@@ -586,7 +592,7 @@ fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) 
     // Wall-clock is measured: a trial that left no record has none.
     let mut walls: Vec<u64> = records
         .iter()
-        .filter_map(|c| c.record().map(|r| r.wall_ms))
+        .filter_map(|c| c.record().map(|r| r.header.wall_ms))
         .collect();
     walls.sort_unstable();
     f.wall_ms_max = walls.last().copied();

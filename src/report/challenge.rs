@@ -221,7 +221,7 @@ pub fn metrics(rec: &ChallengeRecord) -> Metrics {
     };
     let end = &rec.evidence.agent.end;
     Metrics {
-        trial: rec.trial.clone(),
+        trial: rec.header.trial.clone(),
         challenge: rec.provenance.challenge_id.clone(),
         profile: rec.provenance.profile.to_string(),
         task_outcome: rec.verdict.task_outcome,
@@ -326,7 +326,7 @@ pub fn audit(
     };
     let audit = match read_audit(trial_dir)? {
         None => ManualAudit {
-            trial: rec.trial.clone(),
+            trial: rec.header.trial.clone(),
             current: entry,
             history: vec![],
         },
@@ -377,7 +377,7 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     let m = metrics(rec);
     let p = &rec.provenance;
     let v = &rec.verdict;
-    let mut s = format!("# Challenge trial `{}`\n\n", rec.trial);
+    let mut s = format!("# Challenge trial `{}`\n\n", rec.header.trial);
     s += "## 1. Trial identity and prompt provenance\n\n";
     s += &format!(
         "- challenge: `{}` (manifest `{}`, {})\n",
@@ -408,7 +408,7 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     }
     s += &format!(
         "- agent: {} ({}), model `{}`, mode {:?}\n- repository commit: {} (dirty: {}), harness {}\n- run: {}, started {}\n\n",
-        p.agent, p.agent_version, p.model, rec.config.mode, opt(&p.commit), opt(&p.dirty), p.harness_version, rec.run_id, rec.started_at
+        p.agent, p.agent_version, p.model, rec.header.config.mode, opt(&p.commit), opt(&p.dirty), p.harness_version, rec.header.run_id, rec.header.started_at
     );
     s += "## 2. Task outcome and provisional evaluation validity\n\n";
     s += &format!(
@@ -435,7 +435,7 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     let ao = &m.agent_observed;
     s += &format!(
         "- duration: {} ms (trial wall {} ms); process: {}\n",
-        m.duration_ms, rec.wall_ms, m.process_result
+        m.duration_ms, rec.header.wall_ms, m.process_result
     );
     s += &format!(
         "- proxy-metered: {} calls, input {}, output {}\n",
@@ -724,7 +724,7 @@ pub fn run_table(run_dir: &Path) -> Result<String, ReportError> {
         });
         s += &format!(
             "| {} | {} | {} | {} | {} | {tin}/{tout} | {} ms |\n",
-            rec.trial,
+            rec.header.trial,
             o.as_str(),
             v.as_str(),
             if audited {

@@ -81,7 +81,7 @@ pub fn collect(run_dirs: &[PathBuf]) -> Result<Vec<Entry>, LeaderboardError> {
             let rec = screc::load(&f)?;
             let key = (
                 agent_name(&rec),
-                rec.config.agent_version.clone(),
+                rec.header.config.agent_version.clone(),
                 rec.scorecard.seed.clone(),
             );
             groups.entry(key).or_default().push((f, rec));
@@ -96,8 +96,10 @@ pub fn collect(run_dirs: &[PathBuf]) -> Result<Vec<Entry>, LeaderboardError> {
 
 fn agent_name(rec: &ScorecardRecord) -> String {
     match &rec.scorecard.profile {
-        Some(p) if rec.config.mode == Mode::Scripted => format!("{} [{p}]", rec.config.agent),
-        _ => rec.config.agent.clone(),
+        Some(p) if rec.header.config.mode == Mode::Scripted => {
+            format!("{} [{p}]", rec.header.config.agent)
+        }
+        _ => rec.header.config.agent.clone(),
     }
 }
 
@@ -161,10 +163,10 @@ fn entry(
     let score = score_card(card, &holds);
     let first = &recs[0].1;
     let mut why = Vec::new();
-    if first.config.mode == Mode::Scripted {
+    if first.header.config.mode == Mode::Scripted {
         why.push("scripted run: a harness illustration, not ranked".to_string());
     }
-    if recs.iter().any(|(_, r)| !r.config.sandbox.sealed()) {
+    if recs.iter().any(|(_, r)| !r.header.config.sandbox.sealed()) {
         why.push("unsealed run (GAUNTLET_SANDBOX=off): not ranked".to_string());
     }
     if recs.iter().any(|(_, r)| r.scorecard.compressed) {
@@ -176,7 +178,7 @@ fn entry(
     let unranked = (!why.is_empty()).then(|| why.join("; "));
     let timestamp = recs
         .iter()
-        .map(|(_, r)| r.started_at.clone())
+        .map(|(_, r)| r.header.started_at.clone())
         .min()
         .unwrap_or_default();
     Entry {
@@ -196,7 +198,7 @@ fn entry(
         max_total: max_total(card),
         autonomous: score.autonomous,
         seed,
-        run_id: first.run_id.clone(),
+        run_id: first.header.run_id.clone(),
         unranked,
         notes,
     }

@@ -91,7 +91,7 @@ impl LoadedRun {
         };
         let with_names = records
             .into_iter()
-            .map(|r| (r.trial.replace("::", "."), r))
+            .map(|r| (r.header.trial.replace("::", "."), r))
             .collect();
         run.accept(with_names);
         run
@@ -112,16 +112,16 @@ impl LoadedRun {
                 });
                 continue;
             }
-            match latest.get(&rec.trial) {
-                Some((_, prev)) if prev.finished_at > rec.finished_at => {
+            match latest.get(&rec.header.trial) {
+                Some((_, prev)) if prev.header.finished_at > rec.header.finished_at => {
                     self.superseded.push(name);
                 }
                 Some((prev_name, _)) => {
                     self.superseded.push(prev_name.clone());
-                    latest.insert(rec.trial.clone(), (name, rec));
+                    latest.insert(rec.header.trial.clone(), (name, rec));
                 }
                 None => {
-                    latest.insert(rec.trial.clone(), (name, rec));
+                    latest.insert(rec.header.trial.clone(), (name, rec));
                 }
             }
         }
@@ -134,7 +134,12 @@ impl LoadedRun {
 }
 
 fn sort_key(r: &QaRecord) -> (&str, &str, u32, &str) {
-    (&r.spec.app, &r.spec.capability, r.repeat, &r.finished_at)
+    (
+        &r.spec.app,
+        &r.spec.capability,
+        r.repeat,
+        &r.header.finished_at,
+    )
 }
 
 /// Read every trial of `dir`. Only an unreadable directory is an error; a truncated
@@ -216,13 +221,13 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         }
         let planned = m.planned();
         found.retain(|(name, rec): &(String, QaRecord)| {
-            let known = planned.contains_key(rec.trial.as_str());
+            let known = planned.contains_key(rec.header.trial.as_str());
             if !known {
                 run.problems.push(Problem {
                     file: format!("{name}/{RECORD_FILE}"),
                     cause: format!(
                         "trial `{}` is not in the run manifest: a record nobody planned; not counted",
-                        rec.trial
+                        rec.header.trial
                     ),
                 });
             }
@@ -331,7 +336,7 @@ fn check(file: &Path) -> Result<QaRecord, String> {
             "raw evidence does not match the record ({p}); not counted"
         ));
     }
-    let derived = derive_qa_verdict(dir, &rec.config.agent, &rec.spec, &rec.evidence)
+    let derived = derive_qa_verdict(dir, &rec.header.config.agent, &rec.spec, &rec.evidence)
         .map_err(|e| e.to_string())?;
     if derived != rec.verdict {
         return Err(format!(

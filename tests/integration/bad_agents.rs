@@ -192,7 +192,7 @@ fn a_flood_of_tiny_events_keeps_memory_and_the_record_bounded() {
         "{}",
         rec.verdict.reason
     );
-    let cap = rec.config.output_cap_bytes;
+    let cap = rec.header.config.output_cap_bytes;
     assert_eq!(cap, 32 << 20, "the default cap");
     let stdout = &rec.evidence.agent.stdout;
     assert_eq!(stdout.bytes_seen, 1 << 30);

@@ -145,11 +145,11 @@ fn check(cli: Cli, app: &str, capability: &str) -> Result<(), Failed> {
 
     // The agent's version, as pinned in the lockfile, is in the record.
     let pinned = pinned_version(&root, cli.package)?;
-    assert_eq!(rec.config.agent, name);
+    assert_eq!(rec.header.config.agent, name);
     assert!(
-        rec.config.agent_version.contains(&pinned),
+        rec.header.config.agent_version.contains(&pinned),
         "record names version `{}`, the lockfile pins {pinned}",
-        rec.config.agent_version
+        rec.header.config.agent_version
     );
 
     // Its own event stream, normalized, beside the proxy's metering.

@@ -258,7 +258,7 @@ fn a_consistent_rewrite_agrees_with_itself_but_not_with_the_printed_digest() {
     rec.evidence.agent.stdout.sha256 = gauntlet::hash::sha256(stdout);
     rec.verdict = gauntlet::record::rescore::derive_qa_verdict(
         &dir,
-        &rec.config.agent,
+        &rec.header.config.agent,
         &rec.spec,
         &rec.evidence,
     )

@@ -166,7 +166,7 @@ fn a_trial_that_hits_its_budget_is_scored_and_says_so() {
     let app = super::support::ledger();
     let (record, dir) = super::support::run_trial(&app, "balance", &cfg);
 
-    assert_eq!(record.config.max_tokens_per_trial, Some(1));
+    assert_eq!(record.header.config.max_tokens_per_trial, Some(1));
     let hit = record
         .evidence
         .budget_hit

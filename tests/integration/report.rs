@@ -382,7 +382,7 @@ fn the_junit_summary_line_carries_the_figures() {
         line,
         format!(
             "gauntlet: qa::api-ledger::balance::r1 verdict={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?} record_sha256={}",
-            rec.verdict.outcome, rec.verdict.passed, rec.wall_ms, rec.verdict.reason,
+            rec.verdict.outcome, rec.verdict.passed, rec.header.wall_ms, rec.verdict.reason,
             gauntlet::record::digest::value_sha256(&rec)
         )
     );
@@ -506,20 +506,22 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
             kind.name()
         );
         let rec = QaRecord {
-            schema_version: record::SCHEMA_VERSION,
-            suite: "qa".into(),
-            trial: trial.clone(),
+            header: record::Header {
+                schema_version: record::SCHEMA_VERSION,
+                suite: gauntlet::spec::Suite::Qa,
+                trial: trial.clone(),
+                run_id: "cli-run".into(),
+                gauntlet_version: gauntlet::VERSION.into(),
+                started_at: "2026-01-01T00:00:00+00:00".into(),
+                finished_at: "2026-01-01T00:00:01+00:00".into(),
+                wall_ms: 1000,
+                config: gauntlet::suites::qa::record_config(
+                    &config(gauntlet::config::AgentChoice::Reference, &run),
+                    kind.name(),
+                    format!("{} (recorded)", kind.name()),
+                ),
+            },
             repeat: 1,
-            run_id: "cli-run".into(),
-            gauntlet_version: gauntlet::VERSION.into(),
-            started_at: "2026-01-01T00:00:00+00:00".into(),
-            finished_at: "2026-01-01T00:00:01+00:00".into(),
-            wall_ms: 1000,
-            config: gauntlet::suites::qa::record_config(
-                &config(gauntlet::config::AgentChoice::Reference, &run),
-                kind.name(),
-                format!("{} (recorded)", kind.name()),
-            ),
             spec,
             evidence,
             verdict: verdict.clone(),

@@ -29,7 +29,7 @@ fn an_unsealed_trial_says_so_in_its_record_its_summary_line_and_the_page() {
         "{}",
         rec.verdict.reason
     );
-    assert_eq!(rec.config.sandbox, Sandbox::Off);
+    assert_eq!(rec.header.config.sandbox, Sandbox::Off);
     let line = gauntlet::record::summary_line(&rec);
     assert!(line.contains(" sandbox=off"), "{line}");
     let run_dir = dir.parent().expect("run dir");
@@ -50,7 +50,7 @@ fn an_unsealed_trial_says_so_in_its_record_its_summary_line_and_the_page() {
         "{}",
         rec.verdict.reason
     );
-    assert_eq!(rec.config.sandbox, Sandbox::Sealed);
+    assert_eq!(rec.header.config.sandbox, Sandbox::Sealed);
     assert!(!gauntlet::record::summary_line(&rec).contains("sandbox=off"));
     let pages = gauntlet::report::write_report(
         dir.parent().expect("run dir"),

@@ -20,7 +20,7 @@ use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerSeed};
 
-use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun, SUITE};
+use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun};
 use driver::{planted_entries, trial_dirs, Driver, Observed};
 
 pub use crate::suites::qa::TrialError;
@@ -137,15 +137,17 @@ pub async fn execute(
     let result = score_probe(probe, &bank, &evidence);
     let verdict = verdict_of(&result, &evidence);
     let record = ScorecardRecord {
-        schema_version: rec::SCHEMA_VERSION,
-        suite: SUITE.into(),
-        trial: name,
-        run_id: rec::run_id().to_string(),
-        gauntlet_version: crate::VERSION.into(),
-        started_at: started_at.to_rfc3339(),
-        finished_at: chrono::Utc::now().to_rfc3339(),
-        wall_ms: t0.elapsed().as_millis() as u64,
-        config: crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
+        header: rec::Header {
+            schema_version: rec::SCHEMA_VERSION,
+            suite: crate::spec::Suite::Scorecard,
+            trial: name,
+            run_id: rec::run_id().to_string(),
+            gauntlet_version: crate::VERSION.into(),
+            started_at: started_at.to_rfc3339(),
+            finished_at: chrono::Utc::now().to_rfc3339(),
+            wall_ms: t0.elapsed().as_millis() as u64,
+            config: crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
+        },
         scorecard: ScorecardRun {
             seed: cfg.scorecard_seed.clone(),
             profile: (cfg.mode == Mode::Scripted).then(|| cfg.scorecard_profile.clone()),
