@@ -257,27 +257,26 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
 /// raw output no longer matches its recorded hash (tampering) or cannot be read.
 pub fn rederive(
     file: &Path,
-) -> Result<(ChallengeRecord, Result<ChallengeVerdict, String>), String> {
-    let rec = load(file).map_err(|e| e.to_string())?;
+) -> Result<(ChallengeRecord, Result<ChallengeVerdict, String>), RecordError> {
+    let rec = load(file)?;
+    let derived = rederive_record(file, &rec);
+    Ok((rec, derived))
+}
+
+/// [`rederive`] of a record already loaded from `file`: the streams the verdict is
+/// read from are checked by the one raw-file verifier first.
+pub fn rederive_record(file: &Path, rec: &ChallengeRecord) -> Result<ChallengeVerdict, String> {
     let dir = file.parent().unwrap_or(Path::new("."));
-    let check = |raw: &RawFile| -> Result<(), String> {
-        let f = dir.join(&raw.path);
-        let found = record::digest::file_sha256(&f).map_err(|e| e.to_string())?;
-        if found != raw.sha256 {
-            return Err(format!(
-                "{}: evidence does not match its recorded hash (recorded {}, found {found})",
-                f.display(),
-                raw.sha256
-            ));
-        }
-        Ok(())
-    };
     let observation = rec
         .evidence
         .observation
         .as_ref()
         .and_then(|o| o.file.as_ref());
-    let derived = check(&rec.evidence.agent.stdout)
+    let check = |raw: &RawFile| {
+        record::raw::verify_file(dir, raw)
+            .map_err(|p| format!("{}: evidence {}", dir.join(&p.path).display(), p.problem))
+    };
+    check(&rec.evidence.agent.stdout)
         .and_then(|()| check(&rec.evidence.agent.stderr))
         .and_then(|()| observation.map_or(Ok(()), check))
         .and_then(|()| {
@@ -288,8 +287,7 @@ pub fn rederive(
                 &rec.evidence,
             )
         })
-        .map(|(_, v)| v);
-    Ok((rec, derived))
+        .map(|(_, v)| v)
 }
 
 /// Where the committed JSON Schema of a challenge `record.json` lives (repository-relative).

@@ -4,6 +4,7 @@
 //! file hard-linked into place, which fails if the name exists), so a record is never
 //! overwritten and never seen half-written.
 
+pub mod any;
 pub mod challenge;
 pub mod digest;
 pub mod manifest;
@@ -203,16 +204,6 @@ pub struct Header {
 /// The header of a record file.
 pub fn load_header(file: &Path) -> Result<Header, RecordError> {
     head(file)
-}
-
-/// The suite a record file belongs to (`qa`, `challenge`, `scorecard`), from that field
-/// alone: a record too damaged for its header still says where it belongs.
-pub fn suite_of(file: &Path) -> Result<String, RecordError> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        suite: String,
-    }
-    head::<Head>(file).map(|h| h.suite)
 }
 
 /// The trial a record file belongs to (its `trial` field alone).

@@ -97,6 +97,20 @@ pub fn verify(trial_dir: &Path, record: &Value) -> RawCheck {
     check
 }
 
+/// Verify one raw file against `trial_dir`: the path stays inside it, the bytes hash to
+/// what was recorded and are as many.
+pub fn verify_file(trial_dir: &Path, raw: &crate::evidence::RawFile) -> Result<(), RawProblem> {
+    let n = Named {
+        path: &raw.path,
+        bytes: raw.bytes,
+        sha256: &raw.sha256,
+    };
+    verify_one(trial_dir, &n).map_err(|problem| RawProblem {
+        path: raw.path.clone(),
+        problem,
+    })
+}
+
 fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
     let rel = Path::new(n.path);
     if rel.is_absolute()

@@ -12,7 +12,7 @@ use crate::hash::Sha256Stream;
 use crate::score::qa::{score, QaInputs};
 use crate::score::Verdict;
 
-use super::{QaRecord, QaSpecRef, RecordError};
+use super::{QaSpecRef, RecordError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RescoreError {
@@ -198,43 +198,9 @@ impl RescoreRow {
 }
 
 /// Rescore one record file: re-derive its verdict from its evidence, verify every raw
-/// file it names, and hash it.
+/// file it names, and hash it ([`super::any::check`]).
 pub fn rescore_file(file: &Path) -> RescoreRow {
-    let mut row = rescore_verdict(file);
-    // A record that is not JSON at all is already an unreadable verdict.
-    if let Ok(check) = super::raw::verify_record_file(file) {
-        row.raw_files = check.checked;
-        row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
-    }
-    row.record_sha256 = super::digest::file_sha256(file).ok();
-    row
-}
-
-fn rescore_verdict(file: &Path) -> RescoreRow {
-    // Dispatch on the record's suite.
-    if crate::record::scorecard::is_scorecard_record(file) {
-        return crate::record::scorecard::rescore_file(file);
-    }
-    if super::suite_of(file).is_ok_and(|s| s == "challenge") {
-        return match crate::record::challenge::rederive(file) {
-            Ok((rec, derived)) => RescoreRow {
-                challenge: Some(ChallengeRescore {
-                    stored: rec.verdict,
-                    derived,
-                }),
-                ..RescoreRow::verdicts(file, rec.header.trial, None, Err("challenge record".into()))
-            },
-            Err(e) => RescoreRow::unreadable(file, e),
-        };
-    }
-    let rec: QaRecord = match super::load(file) {
-        Ok(r) => r,
-        Err(e) => return RescoreRow::unreadable(file, e.to_string()),
-    };
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let derived = derive_qa_verdict(dir, &rec.header.config.agent, &rec.spec, &rec.evidence)
-        .map_err(|e| e.to_string());
-    RescoreRow::verdicts(file, rec.header.trial.clone(), Some(rec.verdict), derived)
+    super::any::check(file).row
 }
 
 /// Whether rescore could check a run directory's records against a manifest.

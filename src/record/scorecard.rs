@@ -122,19 +122,6 @@ pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
     Ok(rec)
 }
 
-/// Whether `file` is a record of the scorecard suite (cheap: reads the `suite` field).
-pub fn is_scorecard_record(file: &Path) -> bool {
-    #[derive(Deserialize)]
-    struct Suite {
-        suite: Option<String>,
-    }
-    std::fs::read(file)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Suite>(&b).ok())
-        .and_then(|s| s.suite)
-        .is_some_and(|s| s == SUITE)
-}
-
 /// The result the raw evidence in `trial_dir` supports: every reply re-read from its
 /// turn's stdout with the recorded agent's stream parser (and checked against its
 /// recorded hash), then the pure scorer.
@@ -186,13 +173,9 @@ pub fn reply_of(end: &ProcessEnd, final_message: Option<String>) -> Option<Strin
 }
 
 /// Rescore one scorecard record file (called by `gauntlet rescore`'s dispatch).
-pub fn rescore_file(file: &Path) -> RescoreRow {
-    let rec = match load(file) {
-        Ok(r) => r,
-        Err(e) => return RescoreRow::unreadable(file, e.to_string()),
-    };
+pub fn rescore_record(file: &Path, rec: &ScorecardRecord) -> RescoreRow {
     let dir = file.parent().unwrap_or(Path::new("."));
-    let derived = match derive(dir, &rec) {
+    let derived = match derive(dir, rec) {
         Ok((_, result, verdict)) if result == rec.result => Ok(verdict),
         Ok((_, result, verdict)) => Ok(Verdict {
             reason: format!(
@@ -203,12 +186,12 @@ pub fn rescore_file(file: &Path) -> RescoreRow {
         }),
         Err(e) => Err(e.to_string()),
     };
-    RescoreRow::verdicts(file, rec.header.trial.clone(), Some(rec.verdict), derived)
-}
-
-/// The probe a record was planned from, for callers that only hold the record.
-pub fn probe_of(rec: &ScorecardRecord) -> &LoadedProbe {
-    &rec.probe
+    RescoreRow::verdicts(
+        file,
+        rec.header.trial.clone(),
+        Some(rec.verdict.clone()),
+        derived,
+    )
 }
 
 /// Where the committed JSON Schema of a scorecard `record.json` lives

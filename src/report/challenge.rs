@@ -12,6 +12,7 @@ use crate::evidence::observed_policy::ObservedPolicy;
 use crate::evidence::policy::PolicyFindings;
 use crate::record::challenge::ChallengeRecord;
 use crate::score::challenge::{TaskOutcome, Validity};
+use crate::spec::Suite;
 
 pub const METRICS_FILE: &str = "metrics.json";
 pub const FINAL_REPORT: &str = "final-report.md";
@@ -711,10 +712,13 @@ pub fn run_table(run_dir: &Path) -> Result<String, ReportError> {
     );
     for d in dirs {
         let file = d.join(crate::record::RECORD_FILE);
-        if !crate::record::suite_of(&file).is_ok_and(|s| s == "challenge") {
+        if !crate::record::load_header(&file).is_ok_and(|h| h.suite == Suite::Challenge) {
             continue;
         }
-        let rec = crate::record::challenge::load(&file)?;
+        let crate::record::any::AnyRecord::Challenge(rec) = crate::record::any::load_any(&file)?
+        else {
+            continue;
+        };
         let (o, v, audited) = authoritative(&d, &rec);
         let (tin, tout) = rec.evidence.usage.iter().fold((0u64, 0u64), |(i, o), u| {
             (

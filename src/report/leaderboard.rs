@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
+use crate::record::any::{load_any, AnyRecord};
 use crate::record::scorecard::{self as screc, ScorecardRecord};
-use crate::record::{find_records, RecordError};
+use crate::record::{self, find_records, RecordError};
 use crate::score::scorecard::{holds_of, max_total, score_card};
 use crate::spec::scorecard::Scorecard;
+use crate::spec::Suite;
 
 pub const LEADERBOARD_MD: &str = "leaderboard.md";
 pub const LEADERBOARD_JSON: &str = "leaderboard.json";
@@ -68,17 +70,21 @@ pub enum LeaderboardError {
 pub fn collect(run_dirs: &[PathBuf]) -> Result<Vec<Entry>, LeaderboardError> {
     let mut entries = Vec::new();
     for dir in run_dirs {
-        let files: Vec<PathBuf> = find_records(dir)?
-            .into_iter()
-            .filter(|f| screc::is_scorecard_record(f))
-            .collect();
-        if files.is_empty() {
+        // Every record of the run through the one loader; the scorecard's are ranked.
+        let mut records = Vec::new();
+        for f in find_records(dir)? {
+            if record::load_header(&f).is_ok_and(|h| h.suite == Suite::Scorecard) {
+                if let AnyRecord::Scorecard(rec) = load_any(&f)? {
+                    records.push((f, *rec));
+                }
+            }
+        }
+        if records.is_empty() {
             return Err(LeaderboardError::Empty { dir: dir.clone() });
         }
         let mut groups: BTreeMap<(String, String, String), Vec<(PathBuf, ScorecardRecord)>> =
             BTreeMap::new();
-        for f in files {
-            let rec = screc::load(&f)?;
+        for (f, rec) in records {
             let key = (
                 agent_name(&rec),
                 rec.header.config.agent_version.clone(),

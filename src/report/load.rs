@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::record::any::AnyRecord;
 use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
 use crate::record::merge::{IdentityCheck, MERGE_FILE};
-use crate::record::rescore::derive_qa_verdict;
+use crate::record::rescore::RescoreRow;
 use crate::record::{self, QaRecord, RECORD_FILE};
-use crate::spec::CapabilityKind;
+use crate::spec::{CapabilityKind, Suite};
 
 use super::{io, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 
@@ -83,20 +84,6 @@ pub struct LoadedRun {
 }
 
 impl LoadedRun {
-    /// A run from records already in memory (no evidence is re-read).
-    pub fn from_records(dir: &Path, records: Vec<QaRecord>) -> LoadedRun {
-        let mut run = LoadedRun {
-            dir: dir.to_path_buf(),
-            ..LoadedRun::default()
-        };
-        let with_names = records
-            .into_iter()
-            .map(|r| (r.header.trial.replace("::", "."), r))
-            .collect();
-        run.accept(with_names);
-        run
-    }
-
     /// Keep one record per trial and one identity per run; name everything else.
     fn accept(&mut self, mut found: Vec<(String, QaRecord)>) {
         found.sort_by(|a, b| sort_key(&a.1).cmp(&sort_key(&b.1)).then(a.0.cmp(&b.0)));
@@ -187,24 +174,49 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         if let Ok(trial) = record::trial_of(&file) {
             recorded.push(trial);
         }
-        match record::suite_of(&file) {
-            Ok(suite) if suite != "qa" => {
-                if let Some((finished, head)) = other_head(&file) {
-                    match others.get(&head.trial) {
-                        Some((f, _)) if *f > finished => {}
-                        _ => {
-                            others.insert(head.trial.clone(), (finished, head));
+        let checked = record::any::check(&file);
+        match checked.record {
+            Err(e) => run.problems.push(Problem {
+                file: rel,
+                cause: match e {
+                    record::RecordError::Invalid { reason, .. } => {
+                        format!("not a gauntlet record: {reason}")
+                    }
+                    other => other.to_string(),
+                },
+            }),
+            Ok(rec) => {
+                let suite = rec.header().suite;
+                if suite != Suite::Qa {
+                    run.other_suites
+                        .entry(suite.as_str().to_owned())
+                        .or_default()
+                        .push(name.clone());
+                }
+                if let Some(cause) = disagreement(&checked.row) {
+                    run.problems.push(Problem { file: rel, cause });
+                    continue;
+                }
+                match rec {
+                    AnyRecord::Qa(rec) => found.push((name, *rec)),
+                    other => {
+                        let h = other.header();
+                        let head = OtherRecord {
+                            suite: suite.as_str().to_owned(),
+                            trial: h.trial.clone(),
+                            passed: other.passed(),
+                            error: other.errored(),
+                        };
+                        let finished = h.finished_at.clone();
+                        match others.get(&head.trial) {
+                            Some((f, _)) if *f > finished => {}
+                            _ => {
+                                others.insert(head.trial.clone(), (finished, head));
+                            }
                         }
                     }
                 }
-                run.other_suites.entry(suite).or_default().push(name);
-                continue;
             }
-            _ => {}
-        }
-        match check(&file) {
-            Ok(rec) => found.push((name, rec)),
-            Err(cause) => run.problems.push(Problem { file: rel, cause }),
         }
     }
     run.other_records = others.into_values().map(|(_, h)| h).collect();
@@ -294,55 +306,33 @@ fn missing_qa(p: &PlannedTrial, records: &[QaRecord]) -> MissingQa {
     }
 }
 
-/// The head of another suite's record: when it finished, and its stored verdict.
-fn other_head(file: &Path) -> Option<(String, OtherRecord)> {
-    #[derive(serde::Deserialize)]
-    struct Verdict {
-        passed: bool,
-        #[serde(default)]
-        outcome: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Head {
-        suite: String,
-        trial: String,
-        #[serde(default)]
-        finished_at: String,
-        verdict: Verdict,
-    }
-    let h: Head = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
-    Some((
-        h.finished_at,
-        OtherRecord {
-            suite: h.suite,
-            trial: h.trial,
-            passed: h.verdict.passed,
-            error: h.verdict.outcome.as_deref() == Some("error"),
-        },
-    ))
-}
-
-/// Load a record and re-derive its verdict from the evidence beside it.
-fn check(file: &Path) -> Result<QaRecord, String> {
-    let rec = record::load(file).map_err(|e| match e {
-        record::RecordError::Invalid { reason, .. } => format!("not a gauntlet record: {reason}"),
-        other => other.to_string(),
-    })?;
-    let dir = file.parent().unwrap_or(Path::new("."));
-    // Every raw file the record names, not only the stream the verdict is read from.
-    let value = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
-    if let Some(p) = record::raw::verify(dir, &value).problems.first() {
-        return Err(format!(
+/// Why a checked record is not counted, if it is not: a raw file that does not match
+/// it, or a stored verdict its evidence does not give.
+fn disagreement(row: &RescoreRow) -> Option<String> {
+    if let Some(p) = row.raw_problems.first() {
+        return Some(format!(
             "raw evidence does not match the record ({p}); not counted"
         ));
     }
-    let derived = derive_qa_verdict(dir, &rec.header.config.agent, &rec.spec, &rec.evidence)
-        .map_err(|e| e.to_string())?;
-    if derived != rec.verdict {
-        return Err(format!(
-            "stored verdict `{}` does not follow from the evidence (it gives `{}`: {}); not counted",
-            rec.verdict.outcome, derived.outcome, derived.reason
-        ));
+    if let Some(c) = &row.challenge {
+        return match &c.derived {
+            Err(e) => Some(e.clone()),
+            Ok(d) if *d != c.stored => Some(format!(
+                "stored verdict `{}`/`{}` does not follow from the evidence (it gives `{}`/`{}`); not counted",
+                c.stored.task_outcome.as_str(),
+                c.stored.evaluation_validity.as_str(),
+                d.task_outcome.as_str(),
+                d.evaluation_validity.as_str()
+            )),
+            Ok(_) => None,
+        };
     }
-    Ok(rec)
+    match (&row.stored, &row.derived) {
+        (_, Err(e)) => Some(e.clone()),
+        (Some(s), Ok(d)) if s != d => Some(format!(
+            "stored verdict `{}` does not follow from the evidence (it gives `{}`: {}); not counted",
+            s.outcome, d.outcome, d.reason
+        )),
+        _ => None,
+    }
 }

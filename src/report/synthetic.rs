@@ -91,23 +91,6 @@ impl SyntheticRun {
         }
     }
 
-    /// The trial names of the run in plan order (apps, capabilities, repeats).
-    pub fn trial_names(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (app, caps) in &self.apps {
-            for (cap, _) in caps {
-                for r in 1..=self.repeats {
-                    out.push(crate::plan::names::qa(
-                        app,
-                        cap,
-                        (self.repeats > 1).then_some(r),
-                    ));
-                }
-            }
-        }
-        out
-    }
-
     /// Write every trial into `run_dir`; returns the record files in plan order.
     pub fn write(&self, run_dir: &Path) -> Result<Vec<PathBuf>, String> {
         let mut files = Vec::new();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::scorecard::{Bank, LoadedProbe, Rule, Scorecard, DIMENSIONS};
+use crate::spec::scorecard::{Bank, LoadedProbe, Rule, Scorecard};
 
 /// One prompted turn as observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -700,11 +700,6 @@ pub fn holds_of(probe_id: &str, result: &ProbeResult, planted: bool) -> BTreeMap
         .iter()
         .map(|o| (format!("{probe_id}.{}", o.id), o.holds && !planted))
         .collect()
-}
-
-/// The dimension ids in the seed's order, for tables.
-pub fn dimension_ids() -> &'static [&'static str] {
-    DIMENSIONS
 }
 
 #[cfg(test)]

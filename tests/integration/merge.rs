@@ -132,53 +132,72 @@ fn merge_refuses_overlapping_inputs_and_an_existing_output() {
     assert_eq!(std::fs::read(taken.join("x")).expect("kept"), b"x");
 }
 
-/// A run the harness wrote with trials of more than one suite (a qa trial and two
-/// challenge trials, each suite under its own config) splits and merges like a qa run:
-/// the merge used to refuse the first challenge record as "not a gauntlet record".
+/// A run the harness wrote with trials of all three suites (qa, challenge and
+/// scorecard, each suite under its own config), through the one plan and the one run
+/// loop `gauntlet run` uses, dealt into two partitions as nextest's `--partition` would
+/// (each partition its own run directory and manifest), merges into a run whose pages
+/// equal the unsplit run's: the merge used to refuse the first challenge record as
+/// "not a gauntlet record".
 #[test]
-fn a_run_holding_qa_and_challenge_trials_merges_into_the_unsplit_runs_report() {
+fn a_run_holding_qa_challenge_and_scorecard_trials_merges_into_the_unsplit_runs_report() {
     use gauntlet::config::AgentChoice;
-    use gauntlet::spec::challenge::Profile;
     let tmp = tempfile::tempdir().expect("tempdir");
     let whole = tmp.path().join("whole");
     let cfg = crate::support::config(AgentChoice::Reference, tmp.path());
-    let ledger = crate::support::ledger();
-    let rt = crate::support::runtime();
-    rt.block_on(gauntlet::suites::qa::execute(
-        &ledger, "health", None, &cfg, &whole,
-    ))
-    .expect("qa trial");
-    let loaded = crate::challenge::loaded();
-    for id in ["ledger-reconcile", "tally-report"] {
-        let c = loaded.challenges.get(id).expect("challenge");
-        let app = loaded
-            .apps
-            .iter()
-            .find(|a| a.name == c.manifest.app)
-            .expect("app");
-        rt.block_on(gauntlet::suites::challenge::execute(
-            &loaded.challenges,
-            c,
-            app,
-            Profile::None,
-            &cfg,
-            &gauntlet::suites::challenge::Options::default(),
-            &whole,
-        ))
-        .expect("challenge trial");
+    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites load");
+    let wanted = [
+        "qa::api-ledger::health",
+        "challenge::ledger-reconcile::none",
+        "challenge::tally-report::none",
+        "scorecard::world::p5-1",
+    ];
+    let plan: Vec<_> = gauntlet::plan::plan(&suites, &cfg, None, || None)
+        .into_iter()
+        .filter(|t| wanted.contains(&t.name.as_str()))
+        .collect();
+    assert_eq!(plan.len(), wanted.len());
+    let lines: Vec<_> = plan.iter().map(gauntlet::harness::manifest_line).collect();
+    gauntlet::record::manifest::append(&whole, &lines).expect("manifest");
+    let results = crate::support::runtime()
+        .block_on(gauntlet::harness::run_all(&suites, &plan, &cfg, &whole, 2));
+    for (name, r) in &results {
+        assert!(r.is_ok(), "{name}: {:?}", r.as_ref().err());
     }
     let parts = [tmp.path().join("p1"), tmp.path().join("p2")];
     split(&whole, &parts);
+    // Each partition planned only its own trials.
+    let whole_manifest = gauntlet::record::manifest::read(&whole)
+        .expect("manifest")
+        .expect("present");
+    for part in &parts {
+        let own: Vec<_> = whole_manifest
+            .entries
+            .iter()
+            .filter(|e| part.join(e.trial.replace("::", ".")).is_dir())
+            .cloned()
+            .collect();
+        assert!(!own.is_empty());
+        gauntlet::record::manifest::append(part, &own).expect("partition manifest");
+    }
     let merged = tmp.path().join("merged");
     let manifest = merge_runs(&parts, &merged).expect("merge");
     assert_eq!(
         manifest.inputs.iter().map(|i| i.trial_dirs).sum::<usize>(),
-        3
+        wanted.len()
     );
     let a = report::render(&load_run(&whole).expect("whole"), &opts());
     let b = report::render(&load_run(&merged).expect("merged"), &opts());
+    assert!(a.summary.problems.is_empty(), "{:?}", a.summary.problems);
     assert!(b.summary.problems.is_empty(), "{:?}", b.summary.problems);
     assert_eq!(a.markdown, b.markdown);
     assert_eq!(a.json, b.json);
-    assert!(a.markdown.contains("challenge"), "{}", a.markdown);
+    for suite in ["challenge", "scorecard"] {
+        assert!(a.markdown.contains(suite), "{}", a.markdown);
+    }
+    // Rescore agrees on both, record for record, and with the manifests.
+    for run in [&whole, &merged] {
+        let r = gauntlet::record::rescore::rescore_path(run).expect("rescore");
+        assert_eq!(r.rows.len(), wanted.len());
+        assert!(r.ok(), "{}: {:?} {:?}", run.display(), r.rows, r.findings);
+    }
 }

@@ -419,20 +419,52 @@ fn records_of_other_suites_in_the_run_are_set_aside_not_reported_as_problems() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let run = fixed_run(tmp.path());
     let before = load_run(&run).expect("load");
-    let other = run.join("scorecard.memory.p1-1");
-    std::fs::create_dir(&other).expect("dir");
-    std::fs::write(
-        other.join("record.json"),
-        br#"{"suite": "scorecard", "trial": "scorecard::memory::p1-1"}"#,
-    )
-    .expect("record");
+    // A real record of another suite, written into the same run directory.
+    let suite = gauntlet::spec::scorecard::load_suite(&gauntlet::spec::scorecard::default_dir())
+        .expect("scorecard loads");
+    let probe = suite
+        .probes
+        .iter()
+        .find(|p| p.trial_name() == "scorecard::world::p5-1")
+        .expect("probe p5-1");
+    let cfg = config(gauntlet::config::AgentChoice::Reference, tmp.path());
+    let (_, other) = runtime()
+        .block_on(gauntlet::suites::scorecard::execute(
+            &suite,
+            probe,
+            &cfg,
+            &run,
+            &gauntlet::suites::scorecard::ExecOptions::default(),
+        ))
+        .expect("probe record");
     let after = load_run(&run).expect("load");
     assert_eq!(after.records.len(), before.records.len());
     assert_eq!(after.problems, before.problems);
     assert_eq!(
         after.other_suites.get("scorecard"),
-        Some(&vec!["scorecard.memory.p1-1".to_string()])
+        Some(&vec!["scorecard.world.p5-1".to_string()])
     );
+    assert!(after
+        .other_records
+        .iter()
+        .any(|r| r.trial == "scorecard::world::p5-1"));
+
+    // The one loader checks every suite's record: a truncated one is a problem, and
+    // its trial is not counted as if it had passed.
+    std::fs::write(
+        other.join("record.json"),
+        br#"{"suite": "scorecard", "trial": "scorecard::world::p5-1"}"#,
+    )
+    .expect("truncate");
+    let broken = load_run(&run).expect("load");
+    assert!(broken
+        .problems
+        .iter()
+        .any(|p| p.file == "scorecard.world.p5-1/record.json"));
+    assert!(!broken
+        .other_records
+        .iter()
+        .any(|r| r.trial == "scorecard::world::p5-1"));
 }
 
 /// A run made through a CLI adapter, from the real CLIs' recorded streams: `gauntlet

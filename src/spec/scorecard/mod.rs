@@ -267,12 +267,6 @@ impl LoadedProbe {
             })
             .collect()
     }
-    pub fn needs_idle(&self) -> bool {
-        self.probe
-            .steps
-            .iter()
-            .any(|s| matches!(s, Step::Idle { .. }))
-    }
 }
 
 /// The whole suite: the scorecard and its probes, in file-name order.

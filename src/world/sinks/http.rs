@@ -56,13 +56,6 @@ impl HostStatuses {
         }
     }
 
-    /// `host` answers with a status drawn from `seed` and the host's name.
-    pub fn with_seeded_host(mut self, seed: u64, host: &str) -> Self {
-        self.hosts
-            .insert(host.to_ascii_lowercase(), seeded_status(seed, host));
-        self
-    }
-
     /// `host` answers with `status`.
     pub fn with_host(mut self, host: &str, status: u16) -> Self {
         self.hosts.insert(host.to_ascii_lowercase(), status);

@@ -1,0 +1,118 @@
+//! The one loader: a record file of any suite, read by its header's suite tag, and the
+//! one check every reader of a run applies to it (rescore, report, merge, publish,
+//! the leaderboard): every raw file it names verified, its verdict re-derived from
+//! them and compared with the stored one.
+
+use std::path::Path;
+
+use super::rescore::{ChallengeRescore, RescoreRow};
+use super::{Header, QaRecord, RecordError};
+use crate::record::challenge::ChallengeRecord;
+use crate::record::scorecard::ScorecardRecord;
+use crate::score::Outcome;
+use crate::spec::Suite;
+
+/// A record of any suite.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyRecord {
+    Qa(Box<QaRecord>),
+    Challenge(Box<ChallengeRecord>),
+    Scorecard(Box<ScorecardRecord>),
+}
+
+impl AnyRecord {
+    pub fn header(&self) -> &Header {
+        match self {
+            AnyRecord::Qa(r) => &r.header,
+            AnyRecord::Challenge(r) => &r.header,
+            AnyRecord::Scorecard(r) => &r.header,
+        }
+    }
+
+    /// The stored verdict passed.
+    pub fn passed(&self) -> bool {
+        match self {
+            AnyRecord::Qa(r) => r.verdict.passed,
+            AnyRecord::Challenge(r) => r.verdict.passed,
+            AnyRecord::Scorecard(r) => r.verdict.passed,
+        }
+    }
+
+    /// The trial could not be judged: its verdict is `error` (a challenge's verdict
+    /// has two axes and no error outcome).
+    pub fn errored(&self) -> bool {
+        match self {
+            AnyRecord::Qa(r) => r.verdict.outcome == Outcome::Error,
+            AnyRecord::Challenge(_) => false,
+            AnyRecord::Scorecard(r) => r.verdict.outcome == Outcome::Error,
+        }
+    }
+}
+
+/// Read `file` as the record its `suite` says it is.
+pub fn load_any(file: &Path) -> Result<AnyRecord, RecordError> {
+    match super::load_header(file)?.suite {
+        Suite::Qa => super::load(file).map(|r| AnyRecord::Qa(Box::new(r))),
+        Suite::Challenge => {
+            crate::record::challenge::load(file).map(|r| AnyRecord::Challenge(Box::new(r)))
+        }
+        Suite::Scorecard => {
+            crate::record::scorecard::load(file).map(|r| AnyRecord::Scorecard(Box::new(r)))
+        }
+    }
+}
+
+/// A record and what checking it found.
+pub struct Checked {
+    /// Why the file is not a record gauntlet can read, if it is not.
+    pub record: Result<AnyRecord, RecordError>,
+    pub row: RescoreRow,
+}
+
+/// Load `file` and check it: re-derive its verdict from its raw files with the parser
+/// of the agent that made it, verify every raw file it names, hash it.
+pub fn check(file: &Path) -> Checked {
+    let record = load_any(file);
+    let mut row = match &record {
+        Err(e) => RescoreRow::unreadable(file, e.to_string()),
+        Ok(AnyRecord::Qa(rec)) => {
+            let dir = file.parent().unwrap_or(Path::new("."));
+            let derived = super::rescore::derive_qa_verdict(
+                dir,
+                &rec.header.config.agent,
+                &rec.spec,
+                &rec.evidence,
+            )
+            .map_err(|e| e.to_string());
+            RescoreRow::verdicts(
+                file,
+                rec.header.trial.clone(),
+                Some(rec.verdict.clone()),
+                derived,
+            )
+        }
+        Ok(AnyRecord::Challenge(rec)) => {
+            let derived = crate::record::challenge::rederive_record(file, rec);
+            RescoreRow {
+                challenge: Some(ChallengeRescore {
+                    stored: rec.verdict.clone(),
+                    derived,
+                }),
+                ..RescoreRow::verdicts(
+                    file,
+                    rec.header.trial.clone(),
+                    None,
+                    Err("challenge record".into()),
+                )
+            }
+        }
+        Ok(AnyRecord::Scorecard(rec)) => crate::record::scorecard::rescore_record(file, rec),
+    };
+    // A record that is not JSON at all is already an unreadable verdict.
+    if let Ok(check) = super::raw::verify_record_file(file) {
+        row.raw_files = check.checked;
+        row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
+    }
+    row.record_sha256 = super::digest::file_sha256(file).ok();
+    Checked { record, row }
+}
