@@ -37,7 +37,75 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::streams::AgentKind;
+/// Which agent a trial runs: the one table of agent names. Configuration parses
+/// `GAUNTLET_AGENT` through it, records keep its name, and rescore finds the parser of
+/// a record's stdout from it (`evidence::streams::parser`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentKind {
+    /// `gauntlet-agent`, built by this package; speaks the gauntlet event protocol.
+    #[serde(rename = "reference")]
+    Reference,
+    /// Any executable given by `GAUNTLET_AGENT_CMD`; held to the gauntlet protocol.
+    #[serde(rename = "command")]
+    Command,
+    /// OpenCode, pinned in `workspace/`.
+    #[serde(rename = "opencode")]
+    OpenCode,
+    /// Claude Code, pinned in `workspace/`.
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
+    /// Codex, pinned in `workspace/`.
+    #[serde(rename = "codex")]
+    Codex,
+}
+
+impl AgentKind {
+    pub const ALL: [AgentKind; 5] = [
+        AgentKind::Reference,
+        AgentKind::Command,
+        AgentKind::OpenCode,
+        AgentKind::ClaudeCode,
+        AgentKind::Codex,
+    ];
+
+    /// The name configuration and records use.
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentKind::Reference => "reference",
+            AgentKind::Command => "command",
+            AgentKind::OpenCode => "opencode",
+            AgentKind::ClaudeCode => "claude-code",
+            AgentKind::Codex => "codex",
+        }
+    }
+
+    /// The kind named `name`, or `None` for a name no adapter has.
+    pub fn from_name(name: &str) -> Option<AgentKind> {
+        AgentKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Every name, for error messages and docs: `reference, command, ...`.
+    pub fn names() -> String {
+        AgentKind::ALL.map(AgentKind::name).join(", ")
+    }
+
+    /// The pinned npm CLI's executable under `workspace/node_modules/.bin`, for the
+    /// kinds that are one.
+    pub fn npm_bin(self) -> Option<&'static str> {
+        match self {
+            AgentKind::Reference | AgentKind::Command => None,
+            AgentKind::OpenCode => Some("opencode"),
+            AgentKind::ClaudeCode => Some("claude"),
+            AgentKind::Codex => Some("codex"),
+        }
+    }
+}
+
+impl std::fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]

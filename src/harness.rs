@@ -127,6 +127,7 @@ pub async fn run_trial(
                 trial: t.name.clone(),
                 source,
             })?;
+            crate::report::challenge::write_reports_after_trial(&dir, &rec);
             let failure = (!rec.verdict.passed).then(|| {
                 format!(
                     "task_outcome {} ({}), evaluation_validity {} ({})",

@@ -640,6 +640,7 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
     )) {
         Err(e) => error(e),
         Ok((rec, dir)) => {
+            gauntlet::report::challenge::write_reports_after_trial(&dir, &rec);
             println!("{}", gauntlet::record::challenge::summary_line(&rec));
             println!("trial directory: {}", dir.display());
             if rec.verdict.passed {

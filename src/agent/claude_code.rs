@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use super::{
-    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
-    RunSpec, SessionTurn,
+    cli, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+    SessionTurn,
 };
 use crate::evidence::streams::AgentKind;
 
@@ -132,18 +132,17 @@ impl Adapter for ClaudeCode {
     fn invocation(&self, run: &RunSpec) -> Invocation {
         Invocation {
             program: self.program.clone(),
-            args: ClaudeCode::args(prompt::task(run, None)),
+            args: ClaudeCode::args(run.prompt.clone()),
         }
     }
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         cli::ensure_installed(AgentKind::ClaudeCode.name(), &self.program)?;
         session::ensure_dir(&ctx.home.join(".claude"))?;
-        let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
-                args: ClaudeCode::args(prompt::task(run, corpus.as_ref())),
+                args: ClaudeCode::args(run.prompt.clone()),
             },
             env: ClaudeCode::env(ctx),
         })

@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::{
-    cli, prompt, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
-    SessionTurn,
+    cli, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec, SessionTurn,
 };
 use crate::evidence::streams::AgentKind;
 
@@ -147,7 +146,7 @@ impl Adapter for Codex {
     fn invocation(&self, run: &RunSpec) -> Invocation {
         Invocation {
             program: self.program.clone(),
-            args: Codex::args(prompt::task(run, None)),
+            args: Codex::args(run.prompt.clone()),
         }
     }
 
@@ -155,11 +154,10 @@ impl Adapter for Codex {
         cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
         let codex_home = ctx.home.join(".codex");
         Codex::prepare_home(ctx.home, ctx)?;
-        let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
-                args: Codex::args(prompt::task(run, corpus.as_ref())),
+                args: Codex::args(run.prompt.clone()),
             },
             env: BTreeMap::from([(
                 "CODEX_HOME".into(),

@@ -15,7 +15,6 @@ pub mod claude_code;
 pub mod cli;
 pub mod codex;
 pub mod opencode;
-pub mod prompt;
 pub mod session;
 
 pub use session::DaemonRun;
@@ -32,6 +31,10 @@ use crate::world::target::Locator;
 /// What one qa trial asks of an agent.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
+    /// The qa prompt the harness rendered (`suites::qa::prompt`), saved at
+    /// `<workspace>/.agent/prompt.md` before the agent starts: every adapter delivers
+    /// exactly this text.
+    pub prompt: String,
     pub graph_file: PathBuf,
     /// What the agent is pointed at: the app's URL, or a CLI app's binary.
     pub target: Locator,
@@ -41,8 +44,8 @@ pub struct RunSpec {
 }
 
 /// What a challenge trial or one turn of a scorecard probe asks of an agent: a
-/// free-form prompt, run with `workspace` as the working directory. The qa suite keeps
-/// its own [`RunSpec`] because its prompt is built from the corpus graph.
+/// free-form prompt, run with `workspace` as the working directory. A qa trial's
+/// [`RunSpec`] carries its prompt too, with the app's locators beside it.
 #[derive(Debug, Clone)]
 pub struct PromptRun {
     /// A stable label (the trial name): session titles, log lines.
@@ -176,7 +179,7 @@ pub trait Adapter: Send + Sync {
     fn read(&self, stdout: &Path) -> std::io::Result<Parsed> {
         let file = std::fs::File::open(stdout)?;
         let mut reader = std::io::BufReader::new(file);
-        Ok((self.kind().parser())(&mut reader))
+        Ok((crate::evidence::streams::parser(self.kind()))(&mut reader))
     }
     /// Parse the agent's raw stdout.
     fn parse(&self, stdout: &Path) -> std::io::Result<Transcript> {
@@ -225,6 +228,11 @@ impl Adapter for Reference {
             program: self.program.clone(),
             args: vec![
                 "qa".into(),
+                "--prompt-file".into(),
+                run.workspace
+                    .join(PROMPT_FILE)
+                    .to_string_lossy()
+                    .into_owned(),
                 "--graph-file".into(),
                 run.graph_file.to_string_lossy().into_owned(),
                 match &run.target {
@@ -351,6 +359,10 @@ impl Adapter for Command {
                 Locator::Bin(b) => (String::new(), b.to_string_lossy().into_owned()),
             };
             s.replace("{graph_file}", &run.graph_file.to_string_lossy())
+                .replace(
+                    "{prompt_file}",
+                    &run.workspace.join(PROMPT_FILE).to_string_lossy(),
+                )
                 .replace("{target}", &run.target.to_string())
                 .replace("{url}", &url)
                 .replace("{bin}", &bin)
@@ -517,6 +529,7 @@ mod tests {
     fn a_missing_cli_is_a_clear_launch_error_that_writes_nothing() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let run = RunSpec {
+            prompt: "verify `health`".into(),
             graph_file: dir.path().join("graph.json"),
             target: Locator::Url("http://127.0.0.1:1".into()),
             capability: "health".into(),
@@ -555,8 +568,46 @@ mod tests {
     }
 
     #[test]
+    fn every_adapter_delivers_the_harness_prompt_and_nothing_else() {
+        let run = RunSpec {
+            prompt: "THE ONE PROMPT".into(),
+            graph_file: PathBuf::from("/g.json"),
+            target: Locator::Url("http://127.0.0.1:1".into()),
+            capability: "health".into(),
+            n: 1,
+            workspace: PathBuf::from("/w"),
+        };
+        let file = format!("/w/{PROMPT_FILE}");
+        let command = Command {
+            argv: vec!["agent".into(), "--task".into(), "{prompt_file}".into()],
+        };
+        let reference = Reference {
+            program: PathBuf::from("gauntlet-agent"),
+        };
+        for adapter in [&command as &dyn Adapter, &reference] {
+            let args = adapter.invocation(&run).args;
+            assert!(args.contains(&file), "{}: {args:?}", adapter.name());
+        }
+        for adapter in [
+            Box::new(claude_code::ClaudeCode::new("claude".into())) as Box<dyn Adapter>,
+            Box::new(codex::Codex::new("codex".into())),
+            Box::new(opencode::OpenCode::new("opencode".into())),
+        ] {
+            let args = adapter.invocation(&run).args;
+            assert_eq!(
+                args.iter().filter(|a| a.contains("THE ONE PROMPT")).count(),
+                1,
+                "{}: {args:?}",
+                adapter.name()
+            );
+            assert!(args.iter().any(|a| a == "THE ONE PROMPT"), "{args:?}");
+        }
+    }
+
+    #[test]
     fn the_prompt_reaches_the_command_line_last_after_a_separator() {
         let run = RunSpec {
+            prompt: "verify `health`; its corpus graph is /g.json".into(),
             graph_file: PathBuf::from("/g.json"),
             target: Locator::Url("http://127.0.0.1:1".into()),
             capability: "health".into(),

@@ -19,8 +19,8 @@ use std::sync::OnceLock;
 use serde_json::{json, Value};
 
 use super::{
-    cli, prompt, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun,
-    RunSpec, SessionTurn,
+    cli, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
+    SessionTurn,
 };
 use crate::evidence::streams::AgentKind;
 
@@ -171,17 +171,16 @@ impl Adapter for OpenCode {
     fn invocation(&self, run: &RunSpec) -> Invocation {
         Invocation {
             program: self.program.clone(),
-            args: OpenCode::args(run, prompt::task(run, None)),
+            args: OpenCode::args(run, run.prompt.clone()),
         }
     }
 
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         let env = self.prepare(ctx)?;
-        let corpus = crate::spec::Corpus::load(&run.graph_file).ok();
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
-                args: OpenCode::args(run, prompt::task(run, corpus.as_ref())),
+                args: OpenCode::args(run, run.prompt.clone()),
             },
             env,
         })

@@ -135,6 +135,11 @@ impl AgentRun {
 /// Everything observed in one qa trial. Scoring reads this and the raw files it names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaEvidence {
+    /// The prompt the harness gave the agent (`prompt.md` in the trial directory),
+    /// hashed like every raw file; its copy in the workspace is the agent's. Absent in
+    /// records from before the harness rendered one prompt for every agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<RawFile>,
     pub agent: AgentRun,
     pub gate: Option<Gate>,
     /// Every model call the proxy metered, in order.

@@ -152,7 +152,7 @@ pub fn derive(
     evidence: &ChallengeEvidence,
 ) -> Result<(Derived, ChallengeVerdict), String> {
     let parser = crate::evidence::streams::AgentKind::from_name(agent)
-        .map(crate::evidence::streams::AgentKind::parser)
+        .map(crate::evidence::streams::parser)
         .ok_or_else(|| format!("agent `{agent}` has no stream parser"))?;
     let stdout = trial_dir.join(&evidence.agent.stdout.path);
     let parsed = match std::fs::File::open(&stdout) {

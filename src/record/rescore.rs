@@ -101,7 +101,7 @@ pub fn derive_qa_verdict(
     evidence: &QaEvidence,
 ) -> Result<Verdict, RescoreError> {
     let parser = crate::evidence::streams::AgentKind::from_name(agent)
-        .map(crate::evidence::streams::AgentKind::parser)
+        .map(crate::evidence::streams::parser)
         .ok_or_else(|| RescoreError::UnknownAgent {
             file: trial_dir.join(&evidence.agent.stdout.path),
             agent: agent.to_owned(),

@@ -130,7 +130,7 @@ pub fn derive(
     rec: &ScorecardRecord,
 ) -> Result<(ProbeEvidence, ProbeResult, Verdict), ScorecardRecordError> {
     let parser = crate::evidence::streams::AgentKind::from_name(&rec.header.config.agent)
-        .map(crate::evidence::streams::AgentKind::parser)
+        .map(crate::evidence::streams::parser)
         .ok_or_else(|| ScorecardRecordError::Evidence {
             file: trial_dir.join("record.json"),
             reason: format!(

@@ -346,6 +346,19 @@ pub fn audit(
     Ok(audit)
 }
 
+/// [`write_reports`] after a trial's record is written: a report that cannot be
+/// generated never loses the record; why it failed is kept beside it
+/// (`report-error.txt`) and said on stderr.
+pub fn write_reports_after_trial(trial_dir: &Path, rec: &ChallengeRecord) {
+    if let Err(e) = write_reports(trial_dir, rec) {
+        let _ = std::fs::write(trial_dir.join("report-error.txt"), format!("{e}\n"));
+        eprintln!(
+            "gauntlet: {}: report generation failed (the record is kept): {e}",
+            trial_dir.display()
+        );
+    }
+}
+
 /// Write `metrics.json` and `final-report.md` beside the record.
 pub fn write_reports(trial_dir: &Path, rec: &ChallengeRecord) -> Result<(), ReportError> {
     let m = metrics(rec);

@@ -224,6 +224,7 @@ impl SyntheticRun {
             })
             .collect();
         let evidence = QaEvidence {
+            prompt: None,
             agent: AgentRun {
                 command: vec!["synthetic-agent".into()],
                 end: end(exit, wall_ms - 500),

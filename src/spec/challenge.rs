@@ -245,7 +245,7 @@ pub fn load_one(root: &Path, dir: &Path) -> Result<Challenge, SpecError> {
 }
 
 /// `challenges/` at the repository root (`GAUNTLET_CHALLENGES_DIR` overrides it in
-/// [`crate::config::Config::challenges_dir`]).
+/// `Config::challenges_dir`).
 pub fn default_root() -> PathBuf {
     crate::binaries::repo_root().join("challenges")
 }

@@ -179,15 +179,7 @@ pub async fn execute(
         derived,
         verdict,
     };
-    // The raw result first: a report that cannot be generated never loses it.
     record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)?;
-    if let Err(e) = crate::report::challenge::write_reports(&trial_dir, &rec) {
-        let _ = std::fs::write(trial_dir.join("report-error.txt"), format!("{e}\n"));
-        eprintln!(
-            "gauntlet: {}: report generation failed (the record is kept): {e}",
-            trial_dir.display()
-        );
-    }
     Ok((rec, trial_dir))
 }
 

@@ -63,6 +63,19 @@ fn an_app_written_in_python_is_planned_run_and_gated_like_any_other() {
             rec.verdict.reason,
             dir.display()
         );
+        // The one prompt: rendered by the harness, kept beside the record (hashed) and
+        // handed to the agent in its workspace.
+        let prompt = rec
+            .evidence
+            .prompt
+            .as_ref()
+            .expect("the prompt is recorded");
+        let kept = std::fs::read_to_string(dir.join(&prompt.path)).expect("prompt.md");
+        assert_eq!(prompt.sha256, gauntlet::hash::sha256(kept.as_bytes()));
+        let given = std::fs::read_to_string(dir.join("workspace/.agent/prompt.md"))
+            .expect("the agent's copy");
+        assert_eq!(kept, given);
+        assert!(kept.contains(&format!("`{capability}`")) && kept.contains("$APP_URL"));
         let gate = rec.evidence.gate.as_ref().expect("the claim was gated");
         assert_eq!(gate.app_runs().count(), cfg.n as usize);
         assert!(gate.app_runs().all(|r| r.end.success()), "{capability}");

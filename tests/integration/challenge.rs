@@ -60,16 +60,20 @@ pub fn run_as(
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(execute(
-        &loaded.challenges,
-        c,
-        app,
-        profile,
-        &cfg,
-        opts,
-        &out.join("run"),
-    ))
-    .unwrap_or_else(|e| panic!("trial writes its record: {e}"))
+    let (rec, dir) = rt
+        .block_on(execute(
+            &loaded.challenges,
+            c,
+            app,
+            profile,
+            &cfg,
+            opts,
+            &out.join("run"),
+        ))
+        .unwrap_or_else(|e| panic!("trial writes its record: {e}"));
+    // As the harness does once a challenge trial has left its record.
+    gauntlet::report::challenge::write_reports_after_trial(&dir, &rec);
+    (rec, dir)
 }
 
 #[test]

@@ -26,7 +26,7 @@ fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
         .and_then(|s| s.to_str())
         .ok_or("no file name")?;
     let parser = gauntlet::evidence::streams::AgentKind::from_name(agent)
-        .map(gauntlet::evidence::streams::AgentKind::parser)
+        .map(gauntlet::evidence::streams::parser)
         .ok_or_else(|| format!("no parser for `{agent}`"))?;
     let parsed = parser(&mut &contents[..]);
     let report = &parsed.report;

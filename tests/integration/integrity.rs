@@ -101,14 +101,15 @@ fn a_planned_run_rescores_against_its_manifest_and_its_printed_digest() {
     assert!(out.contains("manifest: 2 planned trials"), "{out}");
     assert!(out.contains(&format!("run digest: {digest}")), "{out}");
     assert!(out.contains("run digest matches --digest"), "{out}");
-    // Every raw file of both trials was verified: agent streams, every gate run's, and
-    // the app's logs.
+    // Every raw file of both trials was verified: the prompt the agent was given, agent
+    // streams, every gate run's, and the app's logs.
     let rec: QaRecord = gauntlet::record::load(&run.join(R1).join("record.json")).expect("record");
     let gate = rec.evidence.gate.as_ref().expect("a gate ran");
     assert_eq!(gate.runs.len(), 3);
     // The app's logs of the agent's session and of each gate run's target, too.
     assert_eq!(rec.evidence.world_logs.len(), 2 * (1 + gate.runs.len()));
-    let per_trial = 2 + 2 * gate.runs.len() + rec.evidence.world_logs.len();
+    assert!(rec.evidence.prompt.is_some());
+    let per_trial = 1 + 2 + 2 * gate.runs.len() + rec.evidence.world_logs.len();
     assert!(
         out.contains(&format!("{} raw files verified", 2 * per_trial)),
         "{out}"

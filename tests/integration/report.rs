@@ -512,6 +512,7 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
         agent.stdout = raw(&dir, "agent.stdout", &stream);
         agent.stderr = raw(&dir, "agent.stderr", b"");
         let evidence = QaEvidence {
+            prompt: None,
             agent,
             gate: None,
             usage: vec![],

@@ -27,8 +27,8 @@ use gauntlet::spec::Corpus;
 use crate::agent_loop::{AgentLoop, LoopError};
 use crate::events::Emitter;
 use crate::model::{ChatClient, ModelConfig, ModelError};
-use crate::prompt::Target;
 use crate::tools::Toolbox;
+use gauntlet::suites::qa::prompt::{render_prompt, Surface};
 
 const AGENT_NAME: &str = "gauntlet-agent";
 
@@ -71,6 +71,10 @@ struct TaskArgs {
 
 #[derive(Debug, clap::Args)]
 struct QaArgs {
+    /// The task as the harness rendered it (`<workspace>/.agent/prompt.md`); without
+    /// it (run by hand) the same prompt is rendered here from the corpus graph.
+    #[arg(long)]
+    prompt_file: Option<PathBuf>,
     /// The corpus graph (corpus.json).
     #[arg(long)]
     graph_file: PathBuf,
@@ -165,6 +169,13 @@ fn finish<E: std::fmt::Display, W: std::io::Write>(
 /// Generic instructions for a free-form task: what the tools are, and that the final
 /// answer is a message without a tool call. The task itself (rules, report contract)
 /// is entirely the prompt file's.
+/// What this agent adds to the harness's qa prompt: its own tools.
+const QA_SYSTEM: &str = "You are a careful QA engineer working in a POSIX shell environment. \
+Your current working directory is your workspace. Tools: `shell` (runs `sh -c` in the workspace, \
+with the environment you were started with: `APP_URL` or `APP_BIN` is set), `write_file`, \
+`read_file`, `http_request`. Follow the task's test contract exactly. When you are done, answer \
+with your final message without calling any tool.";
+
 const TASK_SYSTEM: &str = "You are a capable software agent working in a POSIX shell environment. \
 Your current working directory is your workspace. Tools: `shell` (runs `sh -c` in the workspace, \
 with the environment you were started with), `write_file`, `read_file`, `http_request`. Follow the \
@@ -220,20 +231,33 @@ fn qa<W: std::io::Write>(args: &QaArgs, emitter: &mut Emitter<W>) -> Result<(), 
             file: args.graph_file.display().to_string(),
             id: args.capability.clone(),
         })?;
-    let target = match (&args.url, &args.bin) {
-        (_, Some(bin)) => {
-            // Shell commands (and so the test the model writes) inherit this process's
-            // environment: exporting APP_BIN here makes them run exactly as the harness
-            // will run the claimed test, even when the agent is started by hand.
-            // Nothing else runs yet, so no other thread can be reading the environment.
-            std::env::set_var("APP_BIN", bin);
-            Target::Bin(bin.display().to_string())
+    let bin = args.bin.as_ref().map(|b| b.display().to_string());
+    if let Some(bin) = &args.bin {
+        // Shell commands (and so the test the model writes) inherit this process's
+        // environment: exporting APP_BIN here makes them run exactly as the harness
+        // will run the claimed test, even when the agent is started by hand.
+        // Nothing else runs yet, so no other thread can be reading the environment.
+        std::env::set_var("APP_BIN", bin);
+    }
+    let user = match &args.prompt_file {
+        Some(file) => std::fs::read_to_string(file).map_err(|source| AgentError::PromptFile {
+            file: file.display().to_string(),
+            source,
+        })?,
+        None => {
+            let surface = match (&bin, &args.url) {
+                (Some(bin), _) => Surface::Cli { bin },
+                (None, url) => Surface::Http {
+                    url: url.as_deref().unwrap_or(""),
+                },
+            };
+            render_prompt(&corpus, capability, &surface, &args.graph_file, args.n)
         }
-        (Some(url), None) => Target::Url(url.clone()),
-        // clap requires `--url` unless `--bin` is given.
-        (None, None) => Target::Url(String::new()),
     };
-    let prompt = prompt::build(&corpus, capability, &target, args.n);
+    let prompt = prompt::Prompt {
+        system: QA_SYSTEM.to_string(),
+        user,
+    };
     let cwd = std::env::current_dir().map_err(AgentError::Cwd)?;
     // A command-line app has no URL: APP_URL is exported empty rather than stale.
     let toolbox = Toolbox::new(cwd, args.url.clone().unwrap_or_default());

@@ -1,5 +1,7 @@
 //! One qa trial, end to end.
 
+pub mod prompt;
+
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
@@ -15,7 +17,7 @@ use crate::spec::LoadedApp;
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{Context, Job, Streams};
-use crate::world::target::Target;
+use crate::world::target::{Locator, Target};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrialError {
@@ -49,6 +51,7 @@ pub async fn execute(
     let spec = spec_ref(app, capability);
 
     let mut evidence = QaEvidence {
+        prompt: None,
         agent: AgentRun::not_started(),
         gate: None,
         usage: vec![],
@@ -185,9 +188,21 @@ async fn observe(
                 return Err(format!("browser check failed: {e}"));
             }
         }
+        let target = world.locator(sealed);
+        let text = match write_prompt(app, capability, &target, &graph_file, cfg.n, trial_dir) {
+            Ok((text, raw)) => {
+                evidence.prompt = Some(raw);
+                text
+            }
+            Err(e) => {
+                evidence.world_logs.extend(world.stop(trial_dir).await);
+                return Err(e);
+            }
+        };
         let run = RunSpec {
+            prompt: text,
             graph_file: graph_file.clone(),
-            target: world.locator(sealed),
+            target,
             capability: capability.into(),
             n: cfg.n,
             workspace: workspace.clone(),
@@ -280,6 +295,54 @@ async fn observe(
         .await,
     );
     Ok(())
+}
+
+/// Where the trial keeps the prompt it gave the agent, outside the agent's reach (the
+/// copy in the workspace is the agent's to read, and to rewrite).
+pub const PROMPT_FILE: &str = "prompt.md";
+
+/// Render the one qa prompt for this trial ([`prompt::render_prompt`]), keep it in the
+/// trial directory as raw evidence, hashed, and put a copy in the workspace
+/// (`.agent/prompt.md`) for the agent. Returns the text and its raw file.
+fn write_prompt(
+    app: &LoadedApp,
+    capability: &str,
+    target: &Locator,
+    graph_file: &Path,
+    n: u32,
+    trial_dir: &Path,
+) -> Result<(String, crate::evidence::RawFile), String> {
+    let cap = app
+        .capability(capability)
+        .ok_or_else(|| format!("app `{}` has no capability `{capability}`", app.app.name))?;
+    let bin;
+    let surface = match target {
+        Locator::Url(url) if crate::plan::needs_browser(app.app.modality) => {
+            prompt::Surface::Browser {
+                url,
+                extension: app.app.modality == crate::spec::Modality::BrowserExtension,
+            }
+        }
+        Locator::Url(url) => prompt::Surface::Http { url },
+        Locator::Bin(b) => {
+            bin = b.to_string_lossy().into_owned();
+            prompt::Surface::Cli { bin: &bin }
+        }
+    };
+    let text = prompt::render_prompt(&app.corpus, cap, &surface, graph_file, n);
+    let file = trial_dir.join(PROMPT_FILE);
+    std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let workspace = trial_dir.join("workspace");
+    crate::sys::beneath::Dir::create(&workspace)
+        .and_then(|d| d.write(Path::new(crate::agent::PROMPT_FILE), text.as_bytes()))
+        .map_err(|e| format!("cannot give the agent its prompt: {e}"))?;
+    let raw = crate::evidence::RawFile {
+        path: PROMPT_FILE.into(),
+        bytes: text.len() as u64,
+        bytes_seen: text.len() as u64,
+        sha256: crate::hash::sha256(text.as_bytes()),
+    };
+    Ok((text, raw))
 }
 
 /// Bytes kept of each stream of a gate run.
