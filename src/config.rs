@@ -301,16 +301,17 @@ fn default_scorecard_profile() -> String {
     "autonomous".into()
 }
 
+/// A value that is not a positive number of seconds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a positive number of seconds")]
+pub struct NotSeconds(pub String);
+
 /// A positive number of seconds, fractions allowed.
-pub fn positive_secs(v: &str) -> Result<Duration, String> {
-    let secs: f64 = v
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{v}` is not a number of seconds"))?;
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("`{v}` is not a positive number of seconds"));
+pub fn positive_secs(v: &str) -> Result<Duration, NotSeconds> {
+    match v.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(NotSeconds(v.to_owned())),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 mod opt_secs {
@@ -541,7 +542,8 @@ impl Config {
                 }
             }
             "challenge_timeout_secs" => {
-                self.challenge_timeout = Some(positive_secs(value).map_err(|e| bad(&e))?);
+                self.challenge_timeout =
+                    Some(positive_secs(value).map_err(|e| bad(&e.to_string()))?);
             }
             "sandbox" => {
                 self.sandbox = match value {

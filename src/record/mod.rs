@@ -201,6 +201,30 @@ pub struct Header {
     pub config: RecordConfig,
 }
 
+impl Header {
+    /// The header of a trial of `suite` that started at `started_at` (`t0` on the
+    /// monotonic clock) and finishes now, in this process's run.
+    pub fn finished_now(
+        suite: Suite,
+        trial: String,
+        started_at: chrono::DateTime<chrono::Utc>,
+        t0: std::time::Instant,
+        config: RecordConfig,
+    ) -> Header {
+        Header {
+            schema_version: SCHEMA_VERSION,
+            suite,
+            trial,
+            run_id: run_id().to_string(),
+            gauntlet_version: crate::VERSION.into(),
+            started_at: started_at.to_rfc3339(),
+            finished_at: chrono::Utc::now().to_rfc3339(),
+            wall_ms: t0.elapsed().as_millis() as u64,
+            config,
+        }
+    }
+}
+
 /// The header of a record file.
 pub fn load_header(file: &Path) -> Result<Header, RecordError> {
     head(file)

@@ -149,10 +149,15 @@ fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
 }
 
 /// [`verify`] for the record file `file` (its trial directory is the file's parent).
-pub fn verify_record_file(file: &Path) -> Result<RawCheck, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let value: Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+pub fn verify_record_file(file: &Path) -> Result<RawCheck, super::RecordError> {
+    let bytes = std::fs::read(file).map_err(|source| super::RecordError::Io {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| super::RecordError::Invalid {
+        file: file.to_path_buf(),
+        reason: format!("not JSON: {e}"),
+    })?;
     Ok(verify(file.parent().unwrap_or(Path::new(".")), &value))
 }
 

@@ -158,22 +158,18 @@ pub async fn execute(
     let (derived, verdict) = derive(&trial_dir, adapter.name(), &provenance, &evidence)
         .map_err(|e| ChallengeError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
     let rec = ChallengeRecord {
-        header: record::Header {
-            schema_version: record::SCHEMA_VERSION,
-            suite: crate::spec::Suite::Challenge,
-            trial: name,
-            run_id: record::run_id().to_string(),
-            gauntlet_version: crate::VERSION.into(),
-            started_at: started_at.to_rfc3339(),
-            finished_at: chrono::Utc::now().to_rfc3339(),
-            wall_ms: t0.elapsed().as_millis() as u64,
-            config: {
+        header: record::Header::finished_now(
+            crate::spec::Suite::Challenge,
+            name,
+            started_at,
+            t0,
+            {
                 let mut c =
                     crate::suites::qa::record_config(cfg, adapter.name(), adapter.version());
                 c.timeout_secs = timeout.as_secs_f64();
                 c
             },
-        },
+        ),
         provenance,
         evidence,
         derived,

@@ -46,6 +46,34 @@ pub struct Target {
     relay: Option<CliRelay>,
 }
 
+/// Why a target could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("app binary {} does not exist: run `cargo build --bins`", path.display())]
+    NoBinary { path: PathBuf },
+    #[error("{}: command: `{program}` is not a file in the app directory or on {}", file.display(), crate::spec::app::APP_PATH)]
+    NoProgram { file: PathBuf, program: String },
+    #[error("the CLI relay {} does not exist: run `cargo build --bins`", path.display())]
+    NoRelay { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    App(#[from] super::app::AppError),
+    #[error(transparent)]
+    Relay(#[from] super::cli_relay::RelayError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TargetError + '_ {
+    move |source| TargetError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 impl Target {
     /// Start `app` (its `mutant` if given). `dir` is the locator directory (created; it
     /// must hold nothing else and its path must say nothing about the target), `logs`
@@ -56,23 +84,18 @@ impl Target {
         dir: &Path,
         logs: &Path,
         label: &str,
-    ) -> Result<Target, String> {
+    ) -> Result<Target, TargetError> {
         let (binary, prefix) = app.start_command();
         if !binary.is_file() {
             return Err(match &app.start {
-                AppStart::Binary(_) => format!(
-                    "app binary {} does not exist: run `cargo build --bins`",
-                    binary.display()
-                ),
-                AppStart::Command(argv) => format!(
-                    "{}: command: `{}` is not a file in the app directory or on {}",
-                    app.dir.join("app.json").display(),
-                    argv.first().map(String::as_str).unwrap_or(""),
-                    crate::spec::app::APP_PATH
-                ),
+                AppStart::Binary(_) => TargetError::NoBinary { path: binary },
+                AppStart::Command(argv) => TargetError::NoProgram {
+                    file: app.dir.join("app.json"),
+                    program: argv.first().cloned().unwrap_or_default(),
+                },
             });
         }
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
         let mut args: Vec<String> = prefix;
         if let Some(m) = mutant {
             args.extend(["--mutant".to_string(), m.to_string()]);
@@ -89,22 +112,15 @@ impl Target {
             Modality::Cli => {
                 let name = app.bin_name();
                 let bin_dir = dir.join("bin");
-                std::fs::create_dir_all(&bin_dir)
-                    .map_err(|e| format!("{}: {e}", bin_dir.display()))?;
+                std::fs::create_dir_all(&bin_dir).map_err(io(&bin_dir))?;
                 let relay_bin = crate::binaries::bin_path(super::cli_relay::RELAY_BINARY);
                 if !relay_bin.is_file() {
-                    return Err(format!(
-                        "the CLI relay {} does not exist: run `cargo build --bins`",
-                        relay_bin.display()
-                    ));
+                    return Err(TargetError::NoRelay { path: relay_bin });
                 }
                 std::os::unix::fs::symlink(&relay_bin, bin_dir.join(&name))
-                    .map_err(|e| format!("{}: {e}", bin_dir.join(&name).display()))?;
-                target.relay = Some(
-                    CliRelay::start(&binary, &args, &dir.join(SOCKET), logs, label)
-                        .await
-                        .map_err(|e| e.to_string())?,
-                );
+                    .map_err(io(&bin_dir.join(&name)))?;
+                target.relay =
+                    Some(CliRelay::start(&binary, &args, &dir.join(SOCKET), logs, label).await?);
                 target.bin_name = Some(name);
             }
             Modality::HttpApi | Modality::BrowserFlow | Modality::BrowserExtension => {
@@ -116,9 +132,7 @@ impl Target {
                     ]);
                     target.extension = true;
                 }
-                let process = AppProcess::start(&binary, &args, logs, label, APP_STARTUP)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let process = AppProcess::start(&binary, &args, logs, label, APP_STARTUP).await?;
                 target.url = Some(process.url().to_string());
                 target.process = Some(process);
             }

@@ -85,17 +85,13 @@ pub async fn execute(
     let verdict = derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence)
         .map_err(|e| TrialError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
     let rec = QaRecord {
-        header: record::Header {
-            schema_version: record::SCHEMA_VERSION,
-            suite: crate::spec::Suite::Qa,
-            trial: name,
-            run_id: record::run_id().to_string(),
-            gauntlet_version: crate::VERSION.into(),
-            started_at: started_at.to_rfc3339(),
-            finished_at: chrono::Utc::now().to_rfc3339(),
-            wall_ms: t0.elapsed().as_millis() as u64,
-            config: record_config(cfg, adapter.name(), adapter.version()),
-        },
+        header: record::Header::finished_now(
+            crate::spec::Suite::Qa,
+            name,
+            started_at,
+            t0,
+            record_config(cfg, adapter.name(), adapter.version()),
+        ),
         repeat: repeat.unwrap_or(1),
         spec,
         evidence,

@@ -3,7 +3,7 @@
 //! world (sinks: workspace observer, HTTP stand-in, SMTP sink, tracker) + metering
 //! proxy + the agent driven turn by turn ([`driver`]) → raw evidence and sink
 //! observations → the pure scorer (`score::scorecard`) → one record per probe.
-//! The harness (`benches-as-tests/scorecard.rs`), `gauntlet run` ([`run_all`]) and the
+//! The harness (`benches-as-tests/scorecard.rs`), `gauntlet run` (`harness::run_all`) and the
 //! integration tests all call [`execute`], so every run takes one code path.
 
 pub mod background;
@@ -137,17 +137,13 @@ pub async fn execute(
     let result = score_probe(probe, &bank, &evidence);
     let verdict = verdict_of(&result, &evidence);
     let record = ScorecardRecord {
-        header: rec::Header {
-            schema_version: rec::SCHEMA_VERSION,
-            suite: crate::spec::Suite::Scorecard,
-            trial: name,
-            run_id: rec::run_id().to_string(),
-            gauntlet_version: crate::VERSION.into(),
-            started_at: started_at.to_rfc3339(),
-            finished_at: chrono::Utc::now().to_rfc3339(),
-            wall_ms: t0.elapsed().as_millis() as u64,
-            config: crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
-        },
+        header: rec::Header::finished_now(
+            crate::spec::Suite::Scorecard,
+            name,
+            started_at,
+            t0,
+            crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
+        ),
         scorecard: ScorecardRun {
             seed: cfg.scorecard_seed.clone(),
             profile: (cfg.mode == Mode::Scripted).then(|| cfg.scorecard_profile.clone()),
@@ -181,34 +177,4 @@ fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Run every probe of `suite` whose trial name contains `filter` (all when `None`),
-/// each against a fresh agent with its own sinks, ports and state directory, at most
-/// `jobs` at once, into `run_dir`: what `gauntlet run` calls for the scorecard suite.
-/// Results come back in probe order.
-pub async fn run_all(
-    suite: &ScorecardSuite,
-    cfg: &Config,
-    run_dir: &Path,
-    filter: Option<&str>,
-    jobs: usize,
-) -> Vec<(String, Result<ScorecardRecord, String>)> {
-    let sem = tokio::sync::Semaphore::new(jobs.max(1));
-    let runs = suite
-        .probes
-        .iter()
-        .filter(|p| filter.is_none_or(|f| p.trial_name().contains(f)))
-        .map(|p| {
-            let sem = &sem;
-            async move {
-                let _permit = sem.acquire().await;
-                let r = execute(suite, p, cfg, run_dir, &ExecOptions::default())
-                    .await
-                    .map(|(r, _)| r)
-                    .map_err(|e| e.to_string());
-                (p.trial_name(), r)
-            }
-        });
-    futures_util::future::join_all(runs).await
 }
