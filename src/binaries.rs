@@ -2,7 +2,10 @@
 //!
 //! Test executables live in `target/<profile>/deps/`, binaries one level up; the CLI
 //! lives beside them. `GAUNTLET_BIN_DIR` overrides the search (nextest archives,
-//! installed copies).
+//! installed copies). These location variables — and `GAUNTLET_CHROMIUM`, the browser —
+//! are read here alone, and not into `Config`, because every process gauntlet runs
+//! (the CLI, each libtest-mimic trial, `gauntlet flow run` inside a sandbox) must find
+//! the same things before any configuration exists.
 
 use std::path::{Path, PathBuf};
 
@@ -31,4 +34,19 @@ pub fn repo_root() -> PathBuf {
     std::env::var_os("GAUNTLET_ROOT")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Debian's Chromium (the real binary, not the `/usr/bin` wrapper script).
+pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+/// The browser named by `GAUNTLET_CHROMIUM`, when it is set and not empty.
+pub fn chromium_override() -> Option<PathBuf> {
+    std::env::var_os("GAUNTLET_CHROMIUM")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The Chromium binary gauntlet uses: `GAUNTLET_CHROMIUM`, or Debian's.
+pub fn chromium() -> PathBuf {
+    chromium_override().unwrap_or_else(|| PathBuf::from(DEFAULT_CHROMIUM))
 }

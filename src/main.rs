@@ -163,7 +163,8 @@ impl ReportArgs {
             None => gauntlet::report::PriceTable::load_default(),
         }
         .map_err(|e| e.to_string())?;
-        let thresholds = gauntlet::report::Thresholds::parse_all(&self.thresholds)?;
+        let thresholds =
+            gauntlet::report::Thresholds::parse_all(&self.thresholds).map_err(|e| e.to_string())?;
         Ok(gauntlet::report::Options { prices, thresholds })
     }
 }

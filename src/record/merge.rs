@@ -40,6 +40,12 @@ fn io(file: &Path) -> impl FnOnce(std::io::Error) -> MergeError + '_ {
     }
 }
 
+/// Where two records that should belong to one run differ: the first field that
+/// does, in both places.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Mismatch(pub String);
+
 /// Checks that records belong to one run: one harness config and gauntlet version,
 /// one content hash per app, one spec per capability.
 #[derive(Default)]
@@ -51,7 +57,7 @@ pub struct IdentityCheck {
 
 impl IdentityCheck {
     /// `place` names the record in messages (a trial directory, an input run).
-    pub fn check(&mut self, place: &str, rec: &QaRecord) -> Result<(), String> {
+    pub fn check(&mut self, place: &str, rec: &QaRecord) -> Result<(), Mismatch> {
         let Some((first_place, first)) = &self.first else {
             self.first = Some((place.to_string(), rec.clone()));
             self.apps.insert(
@@ -65,20 +71,20 @@ impl IdentityCheck {
             return Ok(());
         };
         if first.header.gauntlet_version != rec.header.gauntlet_version {
-            return Err(format!(
+            return Err(Mismatch(format!(
                 "gauntlet_version `{}` in {place} vs `{}` in {first_place}",
                 rec.header.gauntlet_version, first.header.gauntlet_version
-            ));
+            )));
         }
         if let Some(d) = value_difference(&first.header.config, &rec.header.config) {
-            return Err(format!("config.{d} in {place} vs {first_place}"));
+            return Err(Mismatch(format!("config.{d} in {place} vs {first_place}")));
         }
         match self.apps.get(&rec.spec.app) {
             Some((p, hash)) if *hash != rec.spec.app_content_hash => {
-                return Err(format!(
+                return Err(Mismatch(format!(
                     "app `{}` content hash `{}` in {place} vs `{hash}` in {p}",
                     rec.spec.app, rec.spec.app_content_hash
-                ))
+                )))
             }
             Some(_) => {}
             None => {
@@ -92,10 +98,10 @@ impl IdentityCheck {
         match self.caps.get(&key) {
             Some((p, spec)) => {
                 if let Some(d) = value_difference(spec, &rec.spec) {
-                    return Err(format!(
+                    return Err(Mismatch(format!(
                         "spec of `{}::{}`: {d} in {place} vs {p}",
                         key.0, key.1
-                    ));
+                    )));
                 }
             }
             None => {
@@ -115,13 +121,13 @@ pub struct HeaderCheck {
 }
 
 impl HeaderCheck {
-    pub fn check(&mut self, place: &str, rec: &super::Header) -> Result<(), String> {
+    pub fn check(&mut self, place: &str, rec: &super::Header) -> Result<(), Mismatch> {
         match &self.version {
             Some((p, v)) if *v != rec.gauntlet_version => {
-                return Err(format!(
+                return Err(Mismatch(format!(
                     "gauntlet_version `{}` in {place} vs `{v}` in {p}",
                     rec.gauntlet_version
-                ))
+                )))
             }
             Some(_) => {}
             None => self.version = Some((place.to_string(), rec.gauntlet_version.clone())),
@@ -129,7 +135,10 @@ impl HeaderCheck {
         match self.configs.get(&rec.suite) {
             Some((p, config)) => {
                 if let Some(d) = value_difference(config, &rec.config) {
-                    return Err(format!("{} config.{d} in {place} vs {p}", rec.suite));
+                    return Err(Mismatch(format!(
+                        "{} config.{d} in {place} vs {p}",
+                        rec.suite
+                    )));
                 }
             }
             None => {
@@ -246,7 +255,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
                 let refused = |e: super::RecordError| MergeError::Refused(e.to_string());
                 let rec = super::load_header(&file).map_err(refused)?;
                 let place = format!("{}", input.display());
-                let differs = |d: String| {
+                let differs = |d: Mismatch| {
                     MergeError::Refused(format!(
                         "runs made with different configs or specs cannot merge: {d}"
                     ))

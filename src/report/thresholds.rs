@@ -15,11 +15,20 @@ pub struct Rule {
     pub of: u32,
 }
 
+/// A threshold rule that does not parse, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("threshold `{rule}`: {why} (expected PATTERN=NEED/OF, e.g. `*=3/3` or `api-ledger::balance=2/3`)")]
+pub struct BadRule {
+    pub rule: String,
+    pub why: &'static str,
+}
+
 impl FromStr for Rule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Rule, String> {
-        let bad = |why: &str| {
-            format!("threshold `{s}`: {why} (expected PATTERN=NEED/OF, e.g. `*=3/3` or `api-ledger::balance=2/3`)")
+    type Err = BadRule;
+    fn from_str(s: &str) -> Result<Rule, BadRule> {
+        let bad = |why: &'static str| BadRule {
+            rule: s.to_owned(),
+            why,
         };
         let (pattern, ratio) = s.split_once('=').ok_or_else(|| bad("no `=`"))?;
         let (need, of) = ratio.split_once('/').ok_or_else(|| bad("no `/`"))?;
@@ -53,11 +62,11 @@ pub struct Thresholds {
 }
 
 impl Thresholds {
-    pub fn parse_all<S: AsRef<str>>(rules: &[S]) -> Result<Thresholds, String> {
+    pub fn parse_all<S: AsRef<str>>(rules: &[S]) -> Result<Thresholds, BadRule> {
         let rules = rules
             .iter()
             .map(|r| r.as_ref().parse())
-            .collect::<Result<Vec<Rule>, String>>()?;
+            .collect::<Result<Vec<Rule>, BadRule>>()?;
         Ok(Thresholds { rules })
     }
 
@@ -89,7 +98,7 @@ mod tests {
     fn bad_rules_are_refused_with_the_rule() {
         for bad in ["*", "*=3", "*=4/3", "*=1/0", "x=1/1", "a::b::c=1/1"] {
             let e = bad.parse::<Rule>().unwrap_err();
-            assert!(e.contains(bad), "{e}");
+            assert!(e.to_string().contains(bad), "{e}");
         }
     }
 }

@@ -336,8 +336,8 @@ pub fn runtime_view(program: &Path, args: &[String], view: &View) -> View {
         extra = extra.read(bin_dir.join(name));
     }
     extra = extra.read(repo.join("workspace"));
-    if let Some(chromium) = std::env::var_os("GAUNTLET_CHROMIUM") {
-        extra = extra.read(PathBuf::from(chromium));
+    if let Some(chromium) = crate::binaries::chromium_override() {
+        extra = extra.read(chromium);
     }
     let named = std::iter::once(program.to_path_buf()).chain(args.iter().map(PathBuf::from));
     // Only files the command names: a directory argument (a trial directory, say) is

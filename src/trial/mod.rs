@@ -222,8 +222,11 @@ pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
         format!("{}:{path}", crate::binaries::bin_dir().display()),
     );
     // The browser the harness was told to use is the one its flow runs use too.
-    if let Ok(chromium) = std::env::var("GAUNTLET_CHROMIUM") {
-        env.insert("GAUNTLET_CHROMIUM".into(), chromium);
+    if let Some(chromium) = crate::binaries::chromium_override() {
+        env.insert(
+            "GAUNTLET_CHROMIUM".into(),
+            chromium.to_string_lossy().into_owned(),
+        );
     }
     env.insert("HOME".into(), home.to_string_lossy().into_owned());
     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());

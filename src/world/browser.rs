@@ -28,9 +28,7 @@ use tokio::task::JoinHandle;
 pub use extension::Extension;
 pub use process::ChromiumProcess;
 
-/// Where Debian's package puts the real binary; `/usr/bin/chromium` is a wrapper script
-/// that adds flags of its own.
-pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+pub use crate::binaries::DEFAULT_CHROMIUM;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BrowserError {
@@ -101,12 +99,10 @@ impl Default for LaunchOptions {
     }
 }
 
-/// The Chromium binary gauntlet would use: `GAUNTLET_CHROMIUM`, or Debian's.
+/// The Chromium binary gauntlet would use: `GAUNTLET_CHROMIUM`, or Debian's
+/// ([`crate::binaries::chromium`]).
 pub fn chromium_path() -> PathBuf {
-    std::env::var_os("GAUNTLET_CHROMIUM")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_CHROMIUM))
+    crate::binaries::chromium()
 }
 
 /// The Chromium binary, if it exists and is executable: decided at list time, so that
