@@ -3,9 +3,10 @@
 //! An adapter builds a command line from a [`RunSpec`], prepares what its agent needs
 //! in the trial's scratch HOME ([`Adapter::launch`]: config files, variables pointing it
 //! at the metering proxy), and parses the agent's own raw output into a [`Transcript`]
-//! and normalized evidence ([`Adapter::stream_parser`]). Everything else — workspaces,
-//! the scrubbed environment, the deadline, process groups — is the harness's
-//! ([`crate::sys::process`]), the same for every agent.
+//! and normalized evidence (`evidence::streams::parser` of its [`Adapter::kind`]).
+//! Everything else — workspaces, the scrubbed environment, the deadline, process
+//! groups — is the harness's (the trial kernel and `sys::process`), the same for every
+//! agent.
 //!
 //! Adapters: [`Reference`] (`gauntlet-agent`), [`Command`] (any executable speaking
 //! docs/agent-protocol.md), and the real CLIs pinned in `workspace/`:
@@ -119,7 +120,7 @@ pub struct LaunchContext<'a> {
 }
 
 /// A prepared agent: its command line and the variables it needs beyond the
-/// harness's own (which it cannot override: see `run::qa`).
+/// harness's own (which it cannot override: see `trial::Context::env`).
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub invocation: Invocation,
