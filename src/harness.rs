@@ -183,23 +183,39 @@ pub async fn run_trial(
 }
 
 /// The one run loop: every trial of `trials` that is not ignored, at most `jobs` at
-/// once, into `run_dir`; results in plan order. Ignored trials are said and skipped.
+/// once, into `run_dir`; results in plan order. Each trial is a task of its own on the
+/// runtime, so that one trial's slow work (a hostile agent's huge test directory being
+/// copied) never stalls another's deadline.
 pub async fn run_all(
-    suites: &Suites,
+    suites: Arc<Suites>,
     trials: &[plan::Trial],
-    cfg: &Config,
+    cfg: Arc<Config>,
     run_dir: &Path,
     jobs: usize,
 ) -> Vec<(String, Result<Finished, TrialError>)> {
-    let sem = tokio::sync::Semaphore::new(jobs.max(1));
-    let runs = trials.iter().filter(|t| t.skip.is_none()).map(|t| {
-        let sem = &sem;
-        async move {
-            let _permit = sem.acquire().await;
-            (t.name.clone(), run_trial(suites, t, cfg, run_dir).await)
-        }
-    });
-    futures_util::future::join_all(runs).await
+    let sem = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+    let mut handles = Vec::new();
+    for t in trials.iter().filter(|t| t.skip.is_none()).cloned() {
+        let (suites, cfg, sem) = (Arc::clone(&suites), Arc::clone(&cfg), Arc::clone(&sem));
+        let run_dir = run_dir.to_path_buf();
+        let name = t.name.clone();
+        let task = tokio::spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            run_trial(&suites, &t, &cfg, &run_dir).await
+        });
+        handles.push((name, task));
+    }
+    let mut out = Vec::new();
+    for (name, task) in handles {
+        let r = task.await.unwrap_or_else(|e| {
+            Err(TrialError::NotRunnable {
+                trial: name.clone(),
+                why: format!("the trial's task failed: {e}"),
+            })
+        });
+        out.push((name, r));
+    }
+    out
 }
 
 /// `main` of the `benches-as-tests/` target of `suite`: list or run its trials.

@@ -313,7 +313,11 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
         Err(e) => return error(e),
     };
     let results = rt.block_on(gauntlet::harness::run_all(
-        &suites, &plan, &cfg, &run_dir, jobs,
+        std::sync::Arc::new(suites),
+        &plan,
+        std::sync::Arc::new(cfg.clone()),
+        &run_dir,
+        jobs,
     ));
     let mut failed = 0;
     let mut ran: std::collections::BTreeMap<Suite, usize> = Suite::ALL.map(|s| (s, 0)).into();

@@ -247,11 +247,18 @@ pub fn short_socket_path(socket: &Path) -> std::io::Result<(Option<std::fs::File
 /// `--mutant <capability>` in front, so a test passing the flag itself would see the
 /// mutant refuse a repeated option where the app accepts it — a tell that is not the
 /// capability's behaviour. Such an invocation gets the same answer from every target.
+/// An abbreviation of a flag (`--mut`) is refused too: option parsers that accept
+/// unambiguous prefixes (Python's argparse, getopt_long) would read it as the flag, and
+/// an app in any language may be one.
 fn refuse(args: &[String]) -> Option<String> {
     const HARNESS_FLAGS: &[&str] = &["--mutant", "--extension-out"];
-    let bad = args
-        .iter()
-        .find(|a| HARNESS_FLAGS.iter().any(|f| a.starts_with(f)))?;
+    let names_a_flag = |a: &str| {
+        let name = a.split('=').next().unwrap_or(a);
+        HARNESS_FLAGS
+            .iter()
+            .any(|f| a.starts_with(f) || (name.len() >= 3 && f.starts_with(name)))
+    };
+    let bad = args.iter().find(|a| names_a_flag(a))?;
     Some(format!(
         "gauntlet-cli-relay: `{bad}` is the harness's flag, not the app's: refused\n"
     ))
@@ -301,6 +308,11 @@ mod tests {
         assert!(refuse(&args(&["--mutant", "version", "sum"])).is_some());
         assert!(refuse(&args(&["sum", "--mutant=sum"])).is_some());
         assert!(refuse(&args(&["--json", "sum", "--mutantx"])).is_some());
+        // Abbreviations an option parser may expand to the flag.
+        for abbrev in ["--mut", "--mu=sum", "--m", "--ext"] {
+            assert!(refuse(&args(&[abbrev, "sum"])).is_some(), "{abbrev}");
+        }
+        assert!(refuse(&args(&["--", "--json", "--max", "sum"])).is_none());
     }
 
     #[tokio::test]

@@ -158,8 +158,13 @@ fn a_run_holding_qa_challenge_and_scorecard_trials_merges_into_the_unsplit_runs_
     assert_eq!(plan.len(), wanted.len());
     let lines: Vec<_> = plan.iter().map(gauntlet::harness::manifest_line).collect();
     gauntlet::record::manifest::append(&whole, &lines).expect("manifest");
-    let results = crate::support::runtime()
-        .block_on(gauntlet::harness::run_all(&suites, &plan, &cfg, &whole, 2));
+    let results = crate::support::runtime().block_on(gauntlet::harness::run_all(
+        std::sync::Arc::new(suites),
+        &plan,
+        std::sync::Arc::new(cfg.clone()),
+        &whole,
+        2,
+    ));
     for (name, r) in &results {
         assert!(r.is_ok(), "{name}: {:?}", r.as_ref().err());
     }
