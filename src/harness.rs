@@ -44,6 +44,13 @@ pub enum TrialError {
         #[source]
         source: crate::suites::challenge::ChallengeError,
     },
+    /// The scorecard suite shares the qa suite's trial error.
+    #[error("{trial}: {source}")]
+    Scorecard {
+        trial: String,
+        #[source]
+        source: crate::suites::qa::TrialError,
+    },
     #[error("{trial}: {why}")]
     NotRunnable { trial: String, why: String },
 }
@@ -155,7 +162,7 @@ pub async fn run_trial(
                 &crate::suites::scorecard::ExecOptions::default(),
             )
             .await
-            .map_err(|source| TrialError::Qa {
+            .map_err(|source| TrialError::Scorecard {
                 trial: t.name.clone(),
                 source,
             })?;
