@@ -26,9 +26,10 @@ fn main() {
     let out = tempfile::tempdir().expect("tempdir");
     let agent_script = root.join("tests/fixtures/agents/honest-balance.sh");
     let sealed_cfg = Config {
-        agent: AgentChoice::Command {
-            argv: vec!["sh".into(), agent_script.to_string_lossy().into_owned()],
-        },
+        agent: AgentChoice::command(vec![
+            "sh".into(),
+            agent_script.to_string_lossy().into_owned(),
+        ]),
         out_dir: out.path().to_path_buf(),
         n: 3,
         ..Config::default()

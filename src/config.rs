@@ -107,52 +107,37 @@ impl std::fmt::Display for AgentKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum AgentChoice {
-    /// `gauntlet-agent`, built by this package.
-    Reference,
-    /// Any executable; `{graph_file}`, `{url}`, `{capability}`, `{n}` and `{workspace}`
-    /// in its arguments are replaced per trial.
-    Command { argv: Vec<String> },
-    /// OpenCode, pinned in `workspace/` (`opencode run --format json`).
-    #[serde(rename = "opencode")]
-    OpenCode,
-    /// Claude Code, pinned in `workspace/` (`claude -p --output-format stream-json`).
-    #[serde(rename = "claude-code")]
-    ClaudeCode,
-    /// Codex, pinned in `workspace/` (`codex exec --json`).
-    Codex,
+/// The agent a run measures: its kind (the one table of agent names) and, for a
+/// `command` agent, the program. `{graph_file}`, `{url}`, `{capability}`, `{n}` and
+/// `{workspace}` in a command's arguments are replaced per trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentChoice {
+    pub kind: AgentKind,
+    /// The command line of a `command` agent; empty, and unused, for every other kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
 }
 
 impl AgentChoice {
-    /// Which agent this is; its name and stream parser come from the kind.
-    pub fn kind(&self) -> AgentKind {
-        match self {
-            AgentChoice::Reference => AgentKind::Reference,
-            AgentChoice::Command { .. } => AgentKind::Command,
-            AgentChoice::OpenCode => AgentKind::OpenCode,
-            AgentChoice::ClaudeCode => AgentKind::ClaudeCode,
-            AgentChoice::Codex => AgentKind::Codex,
+    /// The agent of `kind` (a `command` agent still needs its [`argv`](Self::argv)).
+    pub fn of(kind: AgentKind) -> AgentChoice {
+        AgentChoice { kind, argv: vec![] }
+    }
+
+    /// A `command` agent running `argv`.
+    pub fn command(argv: Vec<String>) -> AgentChoice {
+        AgentChoice {
+            kind: AgentKind::Command,
+            argv,
         }
+    }
+
+    pub fn kind(&self) -> AgentKind {
+        self.kind
     }
 
     pub fn name(&self) -> &'static str {
-        self.kind().name()
-    }
-
-    /// The choice of `kind`; a command keeps the argv it already has.
-    fn of_kind(kind: AgentKind, current: &AgentChoice) -> AgentChoice {
-        match kind {
-            AgentKind::Reference => AgentChoice::Reference,
-            AgentKind::Command => match current {
-                AgentChoice::Command { .. } => current.clone(),
-                _ => AgentChoice::Command { argv: vec![] },
-            },
-            AgentKind::OpenCode => AgentChoice::OpenCode,
-            AgentKind::ClaudeCode => AgentChoice::ClaudeCode,
-            AgentKind::Codex => AgentChoice::Codex,
-        }
+        self.kind.name()
     }
 }
 
@@ -343,7 +328,7 @@ mod secs {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            agent: AgentChoice::Reference,
+            agent: AgentChoice::of(AgentKind::Reference),
             mode: Mode::Scripted,
             model: "scripted-model".into(),
             n: 3,
@@ -457,14 +442,12 @@ impl Config {
             .get(&cfg.api_key_env)
             .filter(|k| !k.is_empty())
             .map(|k| ApiKey(k.clone()));
-        if let AgentChoice::Command { argv } = &cfg.agent {
-            if argv.is_empty() {
-                return Err(ConfigError::Invalid {
-                    source_name: "GAUNTLET_AGENT_CMD".into(),
-                    value: String::new(),
-                    reason: "the command agent needs a command line".into(),
-                });
-            }
+        if cfg.agent.kind == AgentKind::Command && cfg.agent.argv.is_empty() {
+            return Err(ConfigError::Invalid {
+                source_name: "GAUNTLET_AGENT_CMD".into(),
+                value: String::new(),
+                reason: "the command agent needs a command line".into(),
+            });
         }
         Ok(cfg)
     }
@@ -479,14 +462,15 @@ impl Config {
             "agent" => {
                 let kind = AgentKind::from_name(value)
                     .ok_or_else(|| bad(&format!("expected one of {}", AgentKind::names())))?;
-                self.agent = AgentChoice::of_kind(kind, &self.agent);
+                // A command line given first is kept for a `command` agent.
+                self.agent.kind = kind;
             }
             "agent_cmd" => {
                 let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;
                 if argv.is_empty() {
                     return Err(bad("is empty"));
                 }
-                self.agent = AgentChoice::Command { argv };
+                self.agent = AgentChoice::command(argv);
             }
             "mode" => {
                 self.mode = match value {
@@ -682,9 +666,9 @@ mod tests {
     #[test]
     fn cli_agents_by_name() {
         for (value, choice) in [
-            ("opencode", AgentChoice::OpenCode),
-            ("claude-code", AgentChoice::ClaudeCode),
-            ("codex", AgentChoice::Codex),
+            ("opencode", AgentChoice::of(AgentKind::OpenCode)),
+            ("claude-code", AgentChoice::of(AgentKind::ClaudeCode)),
+            ("codex", AgentChoice::of(AgentKind::Codex)),
         ] {
             let c = Config::from_sources(&env(&[("GAUNTLET_AGENT", value)])).unwrap();
             assert_eq!(c.agent, choice);
@@ -710,9 +694,7 @@ mod tests {
         let c = Config::from_sources(&env(&[("GAUNTLET_AGENT_CMD", "sh -c 'echo hi'")])).unwrap();
         assert_eq!(
             c.agent,
-            AgentChoice::Command {
-                argv: vec!["sh".into(), "-c".into(), "echo hi".into()]
-            }
+            AgentChoice::command(vec!["sh".into(), "-c".into(), "echo hi".into()])
         );
     }
 

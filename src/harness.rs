@@ -44,15 +44,24 @@ pub enum TrialError {
         #[source]
         source: crate::suites::challenge::ChallengeError,
     },
-    /// The scorecard suite shares the qa suite's trial error.
     #[error("{trial}: {source}")]
     Scorecard {
         trial: String,
         #[source]
-        source: crate::suites::qa::TrialError,
+        source: crate::record::RecordError,
     },
+    /// The plan names data the loaded suites do not hold.
+    #[error("{trial}: {what} is not loaded")]
+    NotLoaded { trial: String, what: &'static str },
+    /// Planned as skipped (a list-time ignore), and run anyway.
     #[error("{trial}: {why}")]
-    NotRunnable { trial: String, why: String },
+    Skipped { trial: String, why: String },
+    #[error("{trial}: the trial's task failed: {source}")]
+    Task {
+        trial: String,
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 /// Why browser trials cannot run on this machine, if they cannot.
@@ -77,9 +86,9 @@ pub async fn run_trial(
     cfg: &Config,
     run_dir: &Path,
 ) -> Result<Finished, TrialError> {
-    let not_runnable = |why: String| TrialError::NotRunnable {
+    let not_loaded = |what: &'static str| TrialError::NotLoaded {
         trial: t.name.clone(),
-        why,
+        what,
     };
     match &t.unit {
         Unit::Qa {
@@ -88,10 +97,7 @@ pub async fn run_trial(
             repeat,
             ..
         } => {
-            let app = suites
-                .apps
-                .get(*app)
-                .ok_or_else(|| not_runnable("its app is not loaded".into()))?;
+            let app = suites.apps.get(*app).ok_or_else(|| not_loaded("its app"))?;
             let (rec, dir) = crate::suites::qa::execute(app, capability, *repeat, cfg, run_dir)
                 .await
                 .map_err(|source| TrialError::Qa {
@@ -113,13 +119,15 @@ pub async fn run_trial(
             app,
         } => {
             let loaded = &suites.challenges;
-            let app = app.and_then(|a| loaded.apps.get(a)).ok_or_else(|| {
-                not_runnable(
-                    t.skip
-                        .clone()
-                        .unwrap_or_else(|| "the challenge's app is missing".into()),
-                )
-            })?;
+            let app = app
+                .and_then(|a| loaded.apps.get(a))
+                .ok_or_else(|| match &t.skip {
+                    Some(why) => TrialError::Skipped {
+                        trial: t.name.clone(),
+                        why: why.clone(),
+                    },
+                    None => not_loaded("the challenge's app"),
+                })?;
             let (rec, dir) = crate::suites::challenge::execute(
                 &loaded.challenges,
                 &loaded.challenges.list[*challenge],
@@ -214,10 +222,10 @@ pub async fn run_all(
     }
     let mut out = Vec::new();
     for (name, task) in handles {
-        let r = task.await.unwrap_or_else(|e| {
-            Err(TrialError::NotRunnable {
+        let r = task.await.unwrap_or_else(|source| {
+            Err(TrialError::Task {
                 trial: name.clone(),
-                why: format!("the trial's task failed: {e}"),
+                source,
             })
         });
         out.push((name, r));

@@ -488,14 +488,16 @@ impl Command {
 
 /// The adapter for a configured agent.
 pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
-    match choice {
-        AgentChoice::Reference => Box::new(Reference {
+    match choice.kind {
+        AgentKind::Reference => Box::new(Reference {
             program: crate::binaries::bin_path("gauntlet-agent"),
         }),
-        AgentChoice::Command { argv } => Box::new(Command { argv: argv.clone() }),
-        AgentChoice::OpenCode => Box::new(opencode::OpenCode::new(npm_bin(choice))),
-        AgentChoice::ClaudeCode => Box::new(claude_code::ClaudeCode::new(npm_bin(choice))),
-        AgentChoice::Codex => Box::new(codex::Codex::new(npm_bin(choice))),
+        AgentKind::Command => Box::new(Command {
+            argv: choice.argv.clone(),
+        }),
+        AgentKind::OpenCode => Box::new(opencode::OpenCode::new(npm_bin(choice))),
+        AgentKind::ClaudeCode => Box::new(claude_code::ClaudeCode::new(npm_bin(choice))),
+        AgentKind::Codex => Box::new(codex::Codex::new(npm_bin(choice))),
     }
 }
 
@@ -510,15 +512,10 @@ mod tests {
 
     #[test]
     fn every_adapter_name_has_a_stream_parser() {
-        for choice in [
-            AgentChoice::Reference,
-            AgentChoice::Command {
-                argv: vec!["true".into()],
-            },
-            AgentChoice::OpenCode,
-            AgentChoice::ClaudeCode,
-            AgentChoice::Codex,
-        ] {
+        for choice in AgentKind::ALL.map(|kind| AgentChoice {
+            kind,
+            argv: vec!["true".into()],
+        }) {
             let adapter = adapter_for(&choice);
             assert_eq!(adapter.name(), choice.name());
             assert_eq!(AgentKind::from_name(adapter.name()), Some(adapter.kind()));

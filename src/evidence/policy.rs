@@ -230,7 +230,7 @@ pub fn assess(calls: &[ToolCallRecord], roots: &Roots, profile: Profile) -> Poli
                         f.opaque_shell_commands.push(OpaqueCommand {
                             call: i,
                             command: crate::evidence::normalize::Preview::of(&cmd).text,
-                            reason,
+                            reason: reason.to_string(),
                         })
                     } else {
                         f.not_kept.opaque_shell_commands += 1;
@@ -375,16 +375,32 @@ const INTERPRETERS: &[&str] = &[
     ".", "xargs", "exec", "env", "php", "lua", "deno", "bun", "npx",
 ];
 
+/// Why a shell command's reads cannot be known from its text: it is kept, and the
+/// trial is unauditable rather than clean.
+#[derive(Debug, thiserror::Error)]
+pub enum Opaque {
+    #[error("command substitution")]
+    Substitution,
+    #[error("cannot split: {0}")]
+    Unsplittable(#[source] shell_words::ParseError),
+    #[error("a variable-expanded path (`{0}`)")]
+    Expanded(String),
+    #[error("the program is a variable (`{0}`)")]
+    VariableProgram(String),
+    #[error("runs an interpreter (`{0}`)")]
+    Interpreter(String),
+}
+
 /// Split `cmd` into simple commands and read out their paths, relative to `cwd`. `Err`
 /// with the reason when the command is opaque.
-pub fn shell_paths(cmd: &str, cwd: &Path) -> Result<ShellPaths, String> {
+pub fn shell_paths(cmd: &str, cwd: &Path) -> Result<ShellPaths, Opaque> {
     if cmd.contains("$(") || cmd.contains('`') {
-        return Err("command substitution".into());
+        return Err(Opaque::Substitution);
     }
     let mut out = ShellPaths::default();
     let mut cwd = cwd.to_path_buf();
     for segment in split_unquoted(cmd) {
-        let words = shell_words::split(&segment).map_err(|e| format!("cannot split: {e}"))?;
+        let words = shell_words::split(&segment).map_err(Opaque::Unsplittable)?;
         let mut words: Vec<String> = words.into_iter().skip_while(|w| is_assignment(w)).collect();
         if words.is_empty() {
             continue;
@@ -433,10 +449,10 @@ pub fn shell_paths(cmd: &str, cwd: &Path) -> Result<ShellPaths, String> {
             out.app_commands += 1;
         }
         if prog.starts_with('$') && prog != "$APP_BIN" && prog != "${APP_BIN}" {
-            return Err(format!("the program is a variable (`{prog}`)"));
+            return Err(Opaque::VariableProgram(prog.to_string()));
         }
         if INTERPRETERS.contains(&name.as_str()) {
-            return Err(format!("runs an interpreter (`{name}`)"));
+            return Err(Opaque::Interpreter(name.to_string()));
         }
         if name == "cd" {
             if let Some(dir) = args.iter().find(|a| !a.starts_with('-')) {
@@ -505,9 +521,9 @@ fn looks_like_path(a: &str) -> bool {
     a.starts_with('/') || a.starts_with("./") || a.starts_with("../") || a.starts_with('~')
 }
 
-fn path_arg(cwd: &Path, a: &str, access: Access) -> Result<(String, Access, PathBuf), String> {
+fn path_arg(cwd: &Path, a: &str, access: Access) -> Result<(String, Access, PathBuf), Opaque> {
     if a.contains('$') {
-        return Err(format!("a variable-expanded path (`{a}`)"));
+        return Err(Opaque::Expanded(a.to_owned()));
     }
     Ok((a.to_owned(), access, resolve(cwd, a)))
 }

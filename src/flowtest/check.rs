@@ -15,31 +15,42 @@ pub struct Observed {
     pub value: String,
 }
 
-/// The first expectation that does not hold, as "expected …, saw …".
+/// An expectation of a step that did not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected {field} {want}, saw {saw}")]
+pub struct Unmet {
+    /// The expectation's field in the flow file (`status`, `contains`, …).
+    pub field: &'static str,
+    pub want: String,
+    pub saw: String,
+}
+
+/// The first expectation that does not hold.
 ///
 /// `equals` compares exactly, except that a trailing line break of a body or stdout
 /// is not part of the value (`echo 3` yields `3`).
-pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
+pub fn check(expect: &Expect, seen: &Observed) -> Result<(), Unmet> {
+    let unmet = |field, want: String, saw: String| Err(Unmet { field, want, saw });
     if let Some(want) = expect.status {
         if seen.status != Some(want) {
-            return Err(format!(
-                "expected status {want}, saw {}",
-                opt(seen.status.map(|s| s.to_string()))
-            ));
+            return unmet(
+                "status",
+                want.to_string(),
+                opt(seen.status.map(|s| s.to_string())),
+            );
         }
     }
     if let Some(want) = expect.exit {
         if seen.exit != Some(want) {
-            return Err(format!(
-                "expected exit {want}, saw {}",
-                opt(seen.exit.map(|s| s.to_string()))
-            ));
+            return unmet(
+                "exit",
+                want.to_string(),
+                opt(seen.exit.map(|s| s.to_string())),
+            );
         }
     }
-    let contains = |name: &str, want: &Option<String>, hay: &str| match want {
-        Some(w) if !hay.contains(w.as_str()) => {
-            Err(format!("expected {name} {w:?}, saw {}", excerpt(hay)))
-        }
+    let contains = |field, want: &Option<String>, hay: &str| match want {
+        Some(w) if !hay.contains(w.as_str()) => unmet(field, format!("{w:?}"), excerpt(hay)),
         _ => Ok(()),
     };
     contains("body_contains", &expect.body_contains, &seen.stdout)?;
@@ -49,15 +60,16 @@ pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
     if let Some(want) = &expect.equals {
         let v = seen.value.trim_end_matches(['\n', '\r']);
         if v != want {
-            return Err(format!("expected equals {want:?}, saw {}", excerpt(v)));
+            return unmet("equals", format!("{want:?}"), excerpt(v));
         }
     }
     if let Some(unwanted) = &expect.not_contains {
         if seen.value.contains(unwanted.as_str()) {
-            return Err(format!(
-                "expected not_contains {unwanted:?}, saw {}",
-                excerpt(&seen.value)
-            ));
+            return unmet(
+                "not_contains",
+                format!("{unwanted:?}"),
+                excerpt(&seen.value),
+            );
         }
     }
     Ok(())
@@ -111,7 +123,10 @@ mod tests {
             },
             &seen("x"),
         );
-        assert_eq!(e, Err("expected status 200, saw 201".into()));
+        assert_eq!(
+            e.map_err(|u| u.to_string()),
+            Err("expected status 200, saw 201".into())
+        );
         let e = check(
             &Expect {
                 exit: Some(0),
@@ -119,7 +134,10 @@ mod tests {
             },
             &seen("x"),
         );
-        assert_eq!(e, Err("expected exit 0, saw nothing".into()));
+        assert_eq!(
+            e.map_err(|u| u.to_string()),
+            Err("expected exit 0, saw nothing".into())
+        );
         let e = check(
             &Expect {
                 equals: Some("1".into()),
@@ -127,7 +145,10 @@ mod tests {
             },
             &seen("0"),
         );
-        assert_eq!(e, Err(r#"expected equals "1", saw "0""#.into()));
+        assert_eq!(
+            e.map_err(|u| u.to_string()),
+            Err(r#"expected equals "1", saw "0""#.into())
+        );
         let e = check(
             &Expect {
                 not_contains: Some("il".into()),

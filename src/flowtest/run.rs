@@ -114,14 +114,14 @@ impl Runner<'_> {
             Action::Http(h) => {
                 let seen = self.http(h).await?;
                 if let Some(e) = &step.expect {
-                    check(e, &seen)?;
+                    check(e, &seen).map_err(|u| u.to_string())?;
                 }
                 Ok(format!(" -> {}", seen.status.unwrap_or(0)))
             }
             Action::Cli(c) => {
                 let seen = self.cli(c).await?;
                 if let Some(e) = &step.expect {
-                    check(e, &seen)?;
+                    check(e, &seen).map_err(|u| u.to_string())?;
                 }
                 Ok(format!(" -> exit {}", seen.exit.unwrap_or(-1)))
             }
@@ -143,7 +143,7 @@ impl Runner<'_> {
                                 None | Some(Ok(())) => {
                                     return Ok(format!(" -> {}", excerpt(&seen.value)))
                                 }
-                                Some(Err(e)) => e,
+                                Some(Err(e)) => e.to_string(),
                             }
                         }
                         Err(e) => e,

@@ -16,10 +16,10 @@ pub(crate) type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
 /// Read a whole request body, or say why it could not be read.
-pub(crate) async fn read(body: Incoming) -> Result<Bytes, String> {
+pub(crate) async fn read(body: Incoming) -> Result<Bytes, super::wire::CallError> {
     match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) => Err(format!("cannot read request body: {e}")),
+        Err(e) => Err(super::wire::CallError::Body(e)),
     }
 }
 

@@ -12,7 +12,7 @@ use super::envelope::{self, Envelope};
 use super::forward::{self, Outgoing};
 use super::log::Pending;
 use super::server::{Mode, State};
-use super::wire::{ErrorKind, Protocol};
+use super::wire::{CallError, ErrorKind, Protocol};
 use super::{messages, meter, script};
 
 pub(crate) async fn handle(
@@ -25,12 +25,13 @@ pub(crate) async fn handle(
     let mut pending = state.log.begin(protocol.name(), &path);
     let raw = match body::read(incoming).await {
         Ok(raw) => raw,
-        Err(message) => return refuse(state, protocol, pending, ErrorKind::BadRequest, message),
+        Err(e) => return refuse(state, protocol, pending, ErrorKind::BadRequest, e),
     };
     state.log.body(pending.entry.seq, &raw);
     match &state.mode {
         Mode::Scripted { flow, model } => {
             let parsed = match envelope::object(&raw)
+                .map_err(|e| e.to_string())
                 .and_then(|body| protocol.parse(&body).map_err(|e| e.to_string()))
             {
                 Ok(parsed) => parsed,
@@ -59,9 +60,7 @@ pub(crate) async fn handle(
             // to forward and meter the call.
             let envelope = match Envelope::read(&raw) {
                 Ok(envelope) => envelope,
-                Err(message) => {
-                    return refuse(state, protocol, pending, ErrorKind::BadRequest, message)
-                }
+                Err(e) => return refuse(state, protocol, pending, ErrorKind::BadRequest, e),
             };
             pending.entry.stream = envelope.stream;
             pending.entry.model = envelope.model.clone();
@@ -88,7 +87,7 @@ pub(crate) async fn count_tokens(state: &State, request: Request<Incoming>) -> R
     let (parts, incoming) = request.into_parts();
     let (raw, body) = match read_object(incoming).await {
         Ok(read) => read,
-        Err(message) => return protocol.error(ErrorKind::BadRequest, &message),
+        Err(e) => return protocol.error(ErrorKind::BadRequest, &e.to_string()),
     };
     match &state.mode {
         Mode::Scripted { .. } => match messages::count_tokens(&body) {
@@ -112,7 +111,7 @@ pub(crate) async fn count_tokens(state: &State, request: Request<Incoming>) -> R
                         ),
                     }
                 }
-                Err(message) => protocol.error(ErrorKind::Upstream, &message),
+                Err(e) => protocol.error(ErrorKind::Upstream, &e.to_string()),
             }
         }
     }
@@ -124,8 +123,9 @@ fn refuse(
     protocol: Protocol,
     mut pending: Pending,
     kind: ErrorKind,
-    message: String,
+    message: impl std::fmt::Display,
 ) -> Response<Body> {
+    let message = message.to_string();
     let response = protocol.error(kind, &message);
     pending.entry.status = response.status().as_u16();
     pending.entry.source = if kind == ErrorKind::Budget {
@@ -139,7 +139,7 @@ fn refuse(
 }
 
 /// The request body as received and as a JSON object, or why it is neither.
-async fn read_object(incoming: Incoming) -> Result<(Bytes, Map<String, Value>), String> {
+async fn read_object(incoming: Incoming) -> Result<(Bytes, Map<String, Value>), CallError> {
     let raw = body::read(incoming).await?;
     let body = envelope::object(&raw)?;
     Ok((raw, body))

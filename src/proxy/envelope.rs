@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::wire::RequestError;
+use super::wire::{CallError, RequestError};
 
 /// How much of a malformed body its usage entry quotes.
 const BODY_EXCERPT_CHARS: usize = 120;
@@ -38,7 +38,7 @@ struct Fields {
 
 impl Envelope {
     /// The envelope of `raw`, or why `raw` is not a JSON object.
-    pub(crate) fn read(raw: &Bytes) -> Result<Envelope, String> {
+    pub(crate) fn read(raw: &Bytes) -> Result<Envelope, CallError> {
         let first = raw.iter().find(|b| !b.is_ascii_whitespace());
         if first == Some(&b'{') {
             if let Ok(fields) = serde_json::from_slice::<Fields>(raw) {
@@ -76,13 +76,14 @@ impl Envelope {
 }
 
 /// `raw` as a JSON object, or why it is not one (quoting its start).
-pub(crate) fn object(raw: &Bytes) -> Result<Map<String, Value>, String> {
-    let fail = |e: RequestError| {
-        let start: String = String::from_utf8_lossy(raw)
+pub(crate) fn object(raw: &Bytes) -> Result<Map<String, Value>, CallError> {
+    let fail = |source: RequestError| CallError::Request {
+        source,
+        len: raw.len(),
+        start: String::from_utf8_lossy(raw)
             .chars()
             .take(BODY_EXCERPT_CHARS)
-            .collect();
-        format!("{e} (body of {} bytes starts: {start:?})", raw.len())
+            .collect(),
     };
     match serde_json::from_slice::<Value>(raw) {
         Ok(Value::Object(body)) => Ok(body),
@@ -96,7 +97,7 @@ mod tests {
     use super::*;
 
     fn read(text: &str) -> Result<Envelope, String> {
-        Envelope::read(&Bytes::from(text.to_owned()))
+        Envelope::read(&Bytes::from(text.to_owned())).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub(crate) async fn forward(
         .await
     {
         Ok(response) => response,
-        Err(message) => {
+        Err(e) => {
+            let message = e.to_string();
             pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
             pending.entry.source = "proxy".to_owned();
             pending.entry.error = Some(message.clone());

@@ -22,7 +22,7 @@ pub(crate) fn tool_call(
     step: &FlowStep,
     k: usize,
     tools: &[OfferedTool],
-) -> Result<ToolCall, String> {
+) -> Result<ToolCall, Unexpressible> {
     let (tool, args) = match step {
         FlowStep::Shell { command } => shell(tools, command),
         FlowStep::WriteFile { path, content } => match find(tools, WRITE_TOOLS) {
@@ -157,7 +157,7 @@ fn property_type<'t>(tool: &'t OfferedTool, name: &str) -> Option<&'t str> {
     )
 }
 
-fn unexpressible(step: &FlowStep, k: usize, tools: &[OfferedTool]) -> String {
+fn unexpressible(step: &FlowStep, k: usize, tools: &[OfferedTool]) -> Unexpressible {
     let kind = match step {
         FlowStep::Shell { .. } => "shell",
         FlowStep::WriteFile { .. } => "write_file",
@@ -166,11 +166,23 @@ fn unexpressible(step: &FlowStep, k: usize, tools: &[OfferedTool]) -> String {
         FlowStep::Final { .. } => "final",
         FlowStep::SayToolResult { .. } => "say_tool_result",
     };
-    let offered: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    format!(
-        "flow step {k} ({kind}) needs a shell or file tool, but the request offers only: {}",
-        offered.join(", ")
-    )
+    Unexpressible {
+        step: k,
+        kind: kind.to_owned(),
+        offered: tools.iter().map(|t| t.name.clone()).collect(),
+    }
+}
+
+/// A flow step none of the tools a request offers can carry out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "flow step {step} ({kind}) needs a shell or file tool, but the request offers only: {}",
+    .offered.join(", ")
+)]
+pub(crate) struct Unexpressible {
+    pub step: usize,
+    pub kind: String,
+    pub offered: Vec<String>,
 }
 
 #[cfg(test)]

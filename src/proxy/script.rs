@@ -109,7 +109,7 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
             note: format!("step {k} as `{}`", call.name),
             reply: Reply::ToolCall(call),
         },
-        Err(why) => side(why),
+        Err(why) => side(why.to_string()),
     }
 }
 

@@ -190,7 +190,7 @@ async fn models(state: &State) -> Response<Body> {
                     ),
                 }
             }
-            Err(message) => Protocol::Chat.error(ErrorKind::Upstream, &message),
+            Err(e) => Protocol::Chat.error(ErrorKind::Upstream, &e.to_string()),
         },
     }
 }

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
-use super::wire::Auth;
+use super::wire::{Auth, CallError};
 
 /// The Messages API version sent when the client named none.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -39,7 +39,9 @@ impl std::fmt::Debug for Upstream {
 impl Upstream {
     pub(crate) fn new(base: &str, api_key: &str) -> std::io::Result<Upstream> {
         let base = base.trim_end_matches('/').to_owned();
-        let mut builder = reqwest::Client::builder();
+        // A redirect is the provider's answer, relayed as such: followed, reqwest would
+        // carry the `x-api-key` header to whatever host the redirect names.
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
         // A loopback upstream (a local model server, a test double) must never be sent
         // through whatever HTTP proxy the environment names.
         if let Ok(url) = reqwest::Url::parse(&base) {
@@ -64,7 +66,7 @@ impl Upstream {
         body: Bytes,
         client_headers: &HeaderMap,
         auth: Auth,
-    ) -> Result<reqwest::Response, String> {
+    ) -> Result<reqwest::Response, CallError> {
         let mut headers = HeaderMap::new();
         for name in passed_client_headers(auth) {
             for value in client_headers.get_all(*name) {
@@ -87,7 +89,7 @@ impl Upstream {
     }
 
     /// GET `{base}/{path}` with the key.
-    pub(crate) async fn get(&self, path: &str) -> Result<reqwest::Response, String> {
+    pub(crate) async fn get(&self, path: &str) -> Result<reqwest::Response, CallError> {
         self.send(
             self.client.get(format!("{}/{path}", self.base)),
             Auth::Bearer,
@@ -99,15 +101,15 @@ impl Upstream {
         &self,
         request: reqwest::RequestBuilder,
         auth: Auth,
-    ) -> Result<reqwest::Response, String> {
+    ) -> Result<reqwest::Response, CallError> {
         let request = match auth {
             Auth::Bearer => request.header(AUTHORIZATION, format!("Bearer {}", self.api_key)),
             Auth::XApiKey => request.header("x-api-key", &self.api_key),
         };
-        request
-            .send()
-            .await
-            .map_err(|e| self.redact(&format!("upstream {} unreachable: {e}", self.base)))
+        request.send().await.map_err(|e| CallError::Unreachable {
+            base: self.base.clone(),
+            why: self.redact(&e.to_string()),
+        })
     }
 
     /// `text` with every occurrence of the API key replaced.

@@ -45,6 +45,25 @@ pub(crate) enum RequestError {
     Field(&'static str),
 }
 
+/// Why a call could not be read or forwarded: the text of the error the proxy answers
+/// with and records in the call's usage entry.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    #[error("cannot read request body: {0}")]
+    Body(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("{source} (body of {len} bytes starts: {start:?})")]
+    Request {
+        #[source]
+        source: RequestError,
+        len: usize,
+        /// The body's first characters, so that a log shows what was sent.
+        start: String,
+    },
+    /// `why` has passed [`super::upstream::Upstream::redact`].
+    #[error("upstream {base} unreachable: {why}")]
+    Unreachable { base: String, why: String },
+}
+
 /// The errors the proxy itself answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ErrorKind {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::rescore::{ChallengeRescore, RescoreRow};
+use super::rescore::{ChallengeRescore, RescoreError, RescoreRow};
 use super::{Header, QaRecord, RecordError};
 use crate::record::challenge::ChallengeRecord;
 use crate::record::scorecard::ScorecardRecord;
@@ -64,26 +64,55 @@ pub fn load_any(file: &Path) -> Result<AnyRecord, RecordError> {
 
 /// A record and what checking it found.
 pub struct Checked {
-    /// Why the file is not a record gauntlet can read, if it is not.
-    pub record: Result<AnyRecord, RecordError>,
+    /// The record, `None` when the file is not one gauntlet can read (the row's
+    /// `derived` says why).
+    pub record: Option<AnyRecord>,
     pub row: RescoreRow,
 }
 
 /// Load `file` and check it: re-derive its verdict from its raw files with the parser
 /// of the agent that made it, verify every raw file it names, hash it.
 pub fn check(file: &Path) -> Checked {
-    let record = load_any(file);
-    let mut row = match &record {
-        Err(e) => RescoreRow::unreadable(file, e.to_string()),
-        Ok(AnyRecord::Qa(rec)) => {
+    let (record, mut row) = match load_any(file) {
+        Err(e) => (None, RescoreRow::unreadable(file, e)),
+        Ok(record) => {
+            let row = row_of(file, &record);
+            (Some(record), row)
+        }
+    };
+    // A record that is not JSON at all is already an unreadable verdict.
+    if let Ok(check) = super::raw::verify_record_file(file) {
+        row.raw_files = check.checked;
+        row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
+    }
+    // The trial a record names fixes the directory it is written in: a record copied
+    // beside another trial's evidence, or renamed to stand for another trial, is not
+    // that trial's.
+    if let (Some(rec), Some(dir)) = (&record, file.parent().and_then(|d| d.file_name())) {
+        let dir = dir.to_string_lossy();
+        let trial = &rec.header().trial;
+        if !super::is_trial_dir_of(trial, &dir) {
+            row.raw_problems.push(format!(
+                "{}: the record of `{trial}` is in directory `{dir}`, not one the harness writes it in",
+                super::RECORD_FILE
+            ));
+        }
+    }
+    row.record_sha256 = super::digest::file_sha256(file).ok();
+    Checked { record, row }
+}
+
+/// The stored verdict of `record` beside the one its raw files give.
+fn row_of(file: &Path, record: &AnyRecord) -> RescoreRow {
+    match record {
+        AnyRecord::Qa(rec) => {
             let dir = file.parent().unwrap_or(Path::new("."));
             let derived = super::rescore::derive_qa_verdict(
                 dir,
                 &rec.header.config.agent,
                 &rec.spec,
                 &rec.evidence,
-            )
-            .map_err(|e| e.to_string());
+            );
             RescoreRow::verdicts(
                 file,
                 rec.header.trial.clone(),
@@ -91,28 +120,18 @@ pub fn check(file: &Path) -> Checked {
                 derived,
             )
         }
-        Ok(AnyRecord::Challenge(rec)) => {
+        AnyRecord::Challenge(rec) => {
             let derived = crate::record::challenge::rederive_record(file, rec);
+            // A challenge verdict has two axes: the one-axis slot says where it is.
+            let derived_again = Err(RescoreError::OtherSuite(Suite::Challenge));
             RescoreRow {
                 challenge: Some(ChallengeRescore {
                     stored: rec.verdict.clone(),
                     derived,
                 }),
-                ..RescoreRow::verdicts(
-                    file,
-                    rec.header.trial.clone(),
-                    None,
-                    Err("challenge record".into()),
-                )
+                ..RescoreRow::verdicts(file, rec.header.trial.clone(), None, derived_again)
             }
         }
-        Ok(AnyRecord::Scorecard(rec)) => crate::record::scorecard::rescore_record(file, rec),
-    };
-    // A record that is not JSON at all is already an unreadable verdict.
-    if let Ok(check) = super::raw::verify_record_file(file) {
-        row.raw_files = check.checked;
-        row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
+        AnyRecord::Scorecard(rec) => crate::record::scorecard::rescore_record(file, rec),
     }
-    row.record_sha256 = super::digest::file_sha256(file).ok();
-    Checked { record, row }
 }

@@ -12,6 +12,7 @@ use crate::evidence::observed_policy::{self, ObservedPolicy};
 use crate::evidence::policy::{self, PolicyFindings, Roots};
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, RawFile};
+use crate::record::rescore::RescoreError;
 use crate::record::{self, RecordError};
 use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
 use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt};
@@ -150,18 +151,24 @@ pub fn derive(
     agent: &str,
     provenance: &Provenance,
     evidence: &ChallengeEvidence,
-) -> Result<(Derived, ChallengeVerdict), String> {
+) -> Result<(Derived, ChallengeVerdict), RescoreError> {
+    let stdout = trial_dir.join(&evidence.agent.stdout.path);
     let parser = crate::evidence::streams::AgentKind::from_name(agent)
         .map(crate::evidence::streams::parser)
-        .ok_or_else(|| format!("agent `{agent}` has no stream parser"))?;
-    let stdout = trial_dir.join(&evidence.agent.stdout.path);
+        .ok_or_else(|| RescoreError::UnknownAgent {
+            file: stdout.clone(),
+            agent: agent.to_owned(),
+        })?;
     let parsed = match std::fs::File::open(&stdout) {
         Ok(f) => parser(&mut std::io::BufReader::new(f)),
-        Err(e) if evidence.setup_error.is_some() => {
-            let _ = e;
-            crate::evidence::Parsed::default()
+        // A setup that failed before the agent ran left no output to read.
+        Err(_) if evidence.setup_error.is_some() => crate::evidence::Parsed::default(),
+        Err(source) => {
+            return Err(RescoreError::Io {
+                file: stdout,
+                source,
+            })
         }
-        Err(e) => return Err(format!("{}: {e}", stdout.display())),
     };
     let mut policy = policy::assess(
         &parsed.report.tool_calls,
@@ -210,7 +217,7 @@ fn assess_observation(
     roots: &Roots,
     profile: Profile,
     account: &PolicyFindings,
-) -> Result<ObservedPolicy, String> {
+) -> Result<ObservedPolicy, RescoreError> {
     let Some(raw) = &o.file else {
         return Ok(ObservedPolicy {
             incomplete: Some(
@@ -222,7 +229,8 @@ fn assess_observation(
         });
     };
     let path = trial_dir.join(&raw.path);
-    let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file =
+        std::fs::File::open(&path).map_err(|source| RescoreError::Io { file: path, source })?;
     let observation = crate::evidence::observed::parse(&mut std::io::BufReader::new(file));
     Ok(observed_policy::assess(
         &observation,
@@ -257,7 +265,7 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
 /// raw output no longer matches its recorded hash (tampering) or cannot be read.
 pub fn rederive(
     file: &Path,
-) -> Result<(ChallengeRecord, Result<ChallengeVerdict, String>), RecordError> {
+) -> Result<(ChallengeRecord, Result<ChallengeVerdict, RescoreError>), RecordError> {
     let rec = load(file)?;
     let derived = rederive_record(file, &rec);
     Ok((rec, derived))
@@ -265,7 +273,10 @@ pub fn rederive(
 
 /// [`rederive`] of a record already loaded from `file`: the streams the verdict is
 /// read from are checked by the one raw-file verifier first.
-pub fn rederive_record(file: &Path, rec: &ChallengeRecord) -> Result<ChallengeVerdict, String> {
+pub fn rederive_record(
+    file: &Path,
+    rec: &ChallengeRecord,
+) -> Result<ChallengeVerdict, RescoreError> {
     let dir = file.parent().unwrap_or(Path::new("."));
     let observation = rec
         .evidence
@@ -273,8 +284,10 @@ pub fn rederive_record(file: &Path, rec: &ChallengeRecord) -> Result<ChallengeVe
         .as_ref()
         .and_then(|o| o.file.as_ref());
     let check = |raw: &RawFile| {
-        record::raw::verify_file(dir, raw)
-            .map_err(|p| format!("{}: evidence {}", dir.join(&p.path).display(), p.problem))
+        record::raw::verify_file(dir, raw).map_err(|problem| RescoreError::Raw {
+            trial_dir: dir.to_path_buf(),
+            problem,
+        })
     };
     check(&rec.evidence.agent.stdout)
         .and_then(|()| check(&rec.evidence.agent.stderr))

@@ -117,6 +117,18 @@ impl QaRecord {
     }
 }
 
+/// Whether `dir_name` is a directory [`create_trial_dir`] could have made for `trial`:
+/// a record in any other directory was moved or written there by someone else.
+pub fn is_trial_dir_of(trial: &str, dir_name: &str) -> bool {
+    let base = trial.replace("::", ".");
+    dir_name == base
+        || dir_name
+            .strip_prefix(base.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| n >= 2 && n.to_string().len() == dir_name.len() - base.len() - 1)
+}
+
 /// Create a fresh directory for a trial under `run_dir`: `<name>`, or `<name>.2`,
 /// `<name>.3`… when a retry already used the name. Never reuses a directory.
 pub fn create_trial_dir(run_dir: &Path, trial: &str) -> Result<PathBuf, RecordError> {
@@ -357,6 +369,26 @@ pub fn unsealed_tag(config: &RecordConfig) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trial_has_exactly_the_directories_create_trial_dir_makes() {
+        let run = tempfile::tempdir().unwrap();
+        for _ in 0..3 {
+            let dir = create_trial_dir(run.path(), "qa::app::cap").unwrap();
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(is_trial_dir_of("qa::app::cap", &name), "{name}");
+        }
+        for other in [
+            "qa.app.cap2",
+            "qa.app",
+            "qa.app.cap.1",
+            "qa.app.cap.02",
+            "qa.app.cap.x",
+            "",
+        ] {
+            assert!(!is_trial_dir_of("qa::app::cap", other), "{other}");
+        }
+    }
 
     #[test]
     fn records_are_never_overwritten() {

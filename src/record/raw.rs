@@ -15,17 +15,12 @@ use std::path::{Component, Path};
 use serde_json::Value;
 
 /// A raw file that does not match its record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {problem}")]
 pub struct RawProblem {
     /// As the record names it, relative to the trial directory.
     pub path: String,
     pub problem: String,
-}
-
-impl std::fmt::Display for RawProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.problem)
-    }
 }
 
 /// What verifying one record's raw files found.
@@ -120,8 +115,7 @@ fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
     {
         return Err("the recorded path leaves the trial directory".into());
     }
-    let file = trial_dir.join(rel);
-    let mut f = std::fs::File::open(&file).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut f = open_plain(trial_dir, rel)?;
     let mut hash = crate::hash::Sha256Stream::default();
     let mut buf = vec![0u8; 64 << 10];
     let mut len = 0u64;
@@ -148,6 +142,36 @@ fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// Open `rel` below `trial_dir` for reading only if no component of it is a symlink and
+/// it is a regular file: a trial directory holds what an agent wrote, and a raw file
+/// swapped for a link to a host file, or for a FIFO that blocks the open forever, must
+/// read as a problem, not as the host file or a hang.
+fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut at = trial_dir.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let meta = std::fs::symlink_metadata(&at).map_err(|e| format!("cannot be read: {e}"))?;
+        if meta.file_type().is_symlink() {
+            return Err("is a symlink; raw evidence is never read through a link".into());
+        }
+        if i + 1 < parts.len() && !meta.is_dir() {
+            return Err("a component of its path is not a directory".into());
+        }
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&at)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot be read: {e}"))?;
+    if !meta.is_file() {
+        return Err("is not a regular file".into());
+    }
+    Ok(f)
+}
+
 /// [`verify`] for the record file `file` (its trial directory is the file's parent).
 pub fn verify_record_file(file: &Path) -> Result<RawCheck, super::RecordError> {
     let bytes = std::fs::read(file).map_err(|source| super::RecordError::Io {
@@ -164,6 +188,33 @@ pub fn verify_record_file(file: &Path) -> Result<RawCheck, super::RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raw_file_swapped_for_a_link_or_a_fifo_is_a_problem_not_a_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = dir.path().join("host.txt");
+        std::fs::write(&host, b"hello").unwrap();
+        let trial = dir.path().join("trial");
+        std::fs::create_dir(&trial).unwrap();
+        std::os::unix::fs::symlink(&host, trial.join("agent.out")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), trial.join("ws")).unwrap();
+        nix::unistd::mkfifo(&trial.join("fifo.out"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let raw = |path: &str| crate::evidence::RawFile {
+            path: path.into(),
+            bytes: 5,
+            bytes_seen: 5,
+            sha256: crate::hash::sha256(b"hello"),
+        };
+        let link = verify_file(&trial, &raw("agent.out")).unwrap_err();
+        assert!(link.problem.contains("symlink"), "{link}");
+        let through = verify_file(&trial, &raw("ws/host.txt")).unwrap_err();
+        assert!(through.problem.contains("symlink"), "{through}");
+        // Would block forever if opened as a plain read.
+        let fifo = verify_file(&trial, &raw("fifo.out")).unwrap_err();
+        assert!(fifo.problem.contains("not a regular file"), "{fifo}");
+        std::fs::copy(&host, trial.join("real.out")).unwrap();
+        verify_file(&trial, &raw("real.out")).unwrap();
+    }
 
     #[test]
     fn every_raw_file_named_anywhere_is_checked() {

@@ -34,6 +34,15 @@ pub enum RescoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The record's verdict is not a one-axis verdict (see [`RescoreRow::challenge`]).
+    #[error("a {} record's verdict is kept beside this one", .0.as_str())]
+    OtherSuite(crate::spec::Suite),
+    /// A raw file the verdict is read from is not what the record says it is.
+    #[error("{}: evidence {}", .trial_dir.join(&.problem.path).display(), .problem.problem)]
+    Raw {
+        trial_dir: PathBuf,
+        problem: super::raw::RawProblem,
+    },
 }
 
 /// Reads through to an inner reader, hashing every byte that passes.
@@ -137,13 +146,15 @@ pub(crate) fn parse_checked_file(
 }
 
 /// One line of a rescore table.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RescoreRow {
     pub file: PathBuf,
     pub trial: String,
+    /// The verdict of a qa or scorecard record as stored, and as its evidence gives it.
     pub stored: Option<Verdict>,
-    pub derived: Result<Verdict, String>,
-    /// A challenge record's verdicts (suite `challenge`); `stored`/`derived` are unused then.
+    pub derived: Result<Verdict, RescoreError>,
+    /// A challenge record's verdicts (its verdict has two axes); `stored` is `None`
+    /// then and `derived` is [`RescoreError::OtherSuite`].
     pub challenge: Option<ChallengeRescore>,
     /// Raw files the record names that were verified (see [`super::raw`]).
     pub raw_files: usize,
@@ -154,10 +165,10 @@ pub struct RescoreRow {
 }
 
 /// A challenge record's stored verdict and the one re-derived from its raw files.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ChallengeRescore {
     pub stored: crate::score::challenge::ChallengeVerdict,
-    pub derived: Result<crate::score::challenge::ChallengeVerdict, String>,
+    pub derived: Result<crate::score::challenge::ChallengeVerdict, RescoreError>,
 }
 
 impl RescoreRow {
@@ -166,7 +177,7 @@ impl RescoreRow {
         file: &Path,
         trial: String,
         stored: Option<Verdict>,
-        derived: Result<Verdict, String>,
+        derived: Result<Verdict, RescoreError>,
     ) -> RescoreRow {
         RescoreRow {
             file: file.to_path_buf(),
@@ -181,8 +192,8 @@ impl RescoreRow {
     }
 
     /// A row of a record that could not be read.
-    pub fn unreadable(file: &Path, why: String) -> RescoreRow {
-        RescoreRow::verdicts(file, "?".into(), None, Err(why))
+    pub fn unreadable(file: &Path, why: RecordError) -> RescoreRow {
+        RescoreRow::verdicts(file, "?".into(), None, Err(RescoreError::Record(why)))
     }
 
     /// The stored verdict follows from the evidence, and every raw file is as recorded.
@@ -218,7 +229,7 @@ pub enum ManifestState {
 
 /// Everything rescore found in a path: one row per record, the manifest's findings,
 /// and the run digest.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RunRescore {
     pub rows: Vec<RescoreRow>,
     pub manifest: ManifestState,

@@ -5,12 +5,12 @@
 //! rescore needs neither the repository's data nor a network: it re-reads every turn's
 //! reply from the raw stdout (hash-checked), re-runs the pure scorer, and compares.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::{ProcessEnd, RawFile};
-use crate::record::rescore::{parse_checked_file, RescoreRow};
+use crate::record::rescore::{parse_checked_file, RescoreError, RescoreRow};
 use crate::record::{RecordError, SCHEMA_VERSION};
 use crate::score::scorecard::{observe, ProbeEvidence, ProbeResult};
 use crate::score::{Outcome, Verdict};
@@ -91,14 +91,6 @@ pub fn verdict_of(result: &ProbeResult, evidence: &ProbeEvidence) -> Verdict {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ScorecardRecordError {
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    #[error("{file}: {reason}")]
-    Evidence { file: PathBuf, reason: String },
-}
-
 /// Read one scorecard record.
 pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
     let bytes = std::fs::read(file).map_err(|source| RecordError::Io {
@@ -128,15 +120,12 @@ pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
 pub fn derive(
     trial_dir: &Path,
     rec: &ScorecardRecord,
-) -> Result<(ProbeEvidence, ProbeResult, Verdict), ScorecardRecordError> {
+) -> Result<(ProbeEvidence, ProbeResult, Verdict), RescoreError> {
     let parser = crate::evidence::streams::AgentKind::from_name(&rec.header.config.agent)
         .map(crate::evidence::streams::parser)
-        .ok_or_else(|| ScorecardRecordError::Evidence {
-            file: trial_dir.join("record.json"),
-            reason: format!(
-                "agent `{}` has no stream parser; cannot read its output",
-                rec.header.config.agent
-            ),
+        .ok_or_else(|| RescoreError::UnknownAgent {
+            file: trial_dir.join(super::RECORD_FILE),
+            agent: rec.header.config.agent.clone(),
         })?;
     let mut evidence = rec.evidence.clone();
     for turn in &mut evidence.turns {
@@ -148,12 +137,7 @@ pub fn derive(
             turn.reply = None;
             continue;
         };
-        let transcript = parse_checked_file(trial_dir, &raw.stdout, parser).map_err(|e| {
-            ScorecardRecordError::Evidence {
-                file: trial_dir.join(&raw.stdout.path),
-                reason: e.to_string(),
-            }
-        })?;
+        let transcript = parse_checked_file(trial_dir, &raw.stdout, parser)?;
         turn.reply = reply_of(&raw.end, transcript.final_message);
     }
     let bank = Bank::from_seed(&rec.scorecard.seed);
@@ -184,7 +168,7 @@ pub fn rescore_record(file: &Path, rec: &ScorecardRecord) -> RescoreRow {
             ),
             ..verdict
         }),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     };
     RescoreRow::verdicts(
         file,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::record::any::AnyRecord;
 use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
 use crate::record::merge::{IdentityCheck, MERGE_FILE};
-use crate::record::rescore::RescoreRow;
+use crate::record::rescore::{RescoreError, RescoreRow};
 use crate::record::{self, QaRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
 
@@ -176,16 +176,17 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         }
         let checked = record::any::check(&file);
         match checked.record {
-            Err(e) => run.problems.push(Problem {
+            None => run.problems.push(Problem {
                 file: rel,
-                cause: match e {
-                    record::RecordError::Invalid { reason, .. } => {
+                cause: match &checked.row.derived {
+                    Err(RescoreError::Record(record::RecordError::Invalid { reason, .. })) => {
                         format!("not a gauntlet record: {reason}")
                     }
-                    other => other.to_string(),
+                    Err(other) => other.to_string(),
+                    Ok(_) => "not a gauntlet record".into(),
                 },
             }),
-            Ok(rec) => {
+            Some(rec) => {
                 let suite = rec.header().suite;
                 if suite != Suite::Qa {
                     run.other_suites
@@ -316,7 +317,7 @@ fn disagreement(row: &RescoreRow) -> Option<String> {
     }
     if let Some(c) = &row.challenge {
         return match &c.derived {
-            Err(e) => Some(e.clone()),
+            Err(e) => Some(e.to_string()),
             Ok(d) if *d != c.stored => Some(format!(
                 "stored verdict `{}`/`{}` does not follow from the evidence (it gives `{}`/`{}`); not counted",
                 c.stored.task_outcome.as_str(),
@@ -328,7 +329,7 @@ fn disagreement(row: &RescoreRow) -> Option<String> {
         };
     }
     match (&row.stored, &row.derived) {
-        (_, Err(e)) => Some(e.clone()),
+        (_, Err(e)) => Some(e.to_string()),
         (Some(s), Ok(d)) if s != d => Some(format!(
             "stored verdict `{}` does not follow from the evidence (it gives `{}`: {}); not counted",
             s.outcome, d.outcome, d.reason

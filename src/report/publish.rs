@@ -92,10 +92,18 @@ pub fn publish(
             }
             let from = e.path();
             let to = staging.join(&name);
-            if from.is_dir() {
+            // Never through a link: a `merge.json` or trial directory that points at a
+            // host file would publish that file.
+            let ty = e.file_type().map_err(io(&from))?;
+            if ty.is_dir() {
                 copy_tree(&from, &to).map_err(|e| ReportError::Refused(e.to_string()))?;
-            } else {
+            } else if ty.is_file() {
                 std::fs::copy(&from, &to).map_err(io(&from))?;
+            } else {
+                return Err(ReportError::Refused(format!(
+                    "{}: not a regular file or directory (a symlink, FIFO or socket); a run directory holds none at its top",
+                    from.display()
+                )));
             }
         }
         // create_dir, then rename into it only if still absent: never overwrite.

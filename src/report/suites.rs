@@ -13,11 +13,20 @@ use super::svg::esc;
 
 /// One suite's section: its heading, a sentence on where it comes from, and either a
 /// markdown table or the reason it could not be built (never a reason to lose the page).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Section {
     pub title: &'static str,
     pub intro: &'static str,
-    pub table: Result<String, String>,
+    pub table: Result<String, SectionError>,
+}
+
+/// Why a suite's section has no table.
+#[derive(Debug, thiserror::Error)]
+pub enum SectionError {
+    #[error(transparent)]
+    Challenges(#[from] super::challenge::ReportError),
+    #[error(transparent)]
+    Scorecard(#[from] super::leaderboard::LeaderboardError),
 }
 
 /// The sections for every other suite `run` holds, in a fixed order.
@@ -29,7 +38,7 @@ pub fn sections(run_dir: &Path, run: &LoadedRun) -> Vec<Section> {
             intro: "One row per challenge trial (`challenge::<id>::<profile>`): task outcome and \
 evaluation validity are separate; a manual audit, when there is one, is authoritative. Each \
 trial directory holds its `final-report.md` and `metrics.json`.",
-            table: super::challenge::run_table(run_dir).map_err(|e| e.to_string()),
+            table: super::challenge::run_table(run_dir).map_err(SectionError::from),
         });
     }
     if run.other_suites.contains_key("scorecard") {
@@ -40,7 +49,7 @@ trial directory holds its `final-report.md` and `metrics.json`.",
 continuous operation, D4 initiative, D5 world.",
             table: super::leaderboard::collect(&[run_dir.to_path_buf()])
                 .map(|entries| super::leaderboard::render_markdown(&entries))
-                .map_err(|e| e.to_string()),
+                .map_err(SectionError::from),
         });
     }
     out
@@ -67,7 +76,11 @@ pub fn html(sections: &[Section]) -> String {
         match &s.table {
             Ok(table) => o.push_str(&table_html(table)),
             Err(why) => {
-                let _ = write!(o, "<p class=bad>Not available: {}</p>", esc(why));
+                let _ = write!(
+                    o,
+                    "<p class=bad>Not available: {}</p>",
+                    esc(&why.to_string())
+                );
             }
         }
         o.push('\n');
@@ -128,7 +141,12 @@ mod tests {
             Section {
                 title: "Challenges",
                 intro: "i",
-                table: Err("x/record.json: truncated".into()),
+                table: Err(SectionError::Challenges(
+                    super::super::challenge::ReportError::Io {
+                        file: "x/record.json".into(),
+                        reason: "truncated".into(),
+                    },
+                )),
             },
             Section {
                 title: "Autonomy scorecard",

@@ -92,7 +92,7 @@ impl SyntheticRun {
     }
 
     /// Write every trial into `run_dir`; returns the record files in plan order.
-    pub fn write(&self, run_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    pub fn write(&self, run_dir: &Path) -> Result<Vec<PathBuf>, SyntheticError> {
         let mut files = Vec::new();
         let mut index = 0u64;
         for (app, caps) in &self.apps {
@@ -115,10 +115,10 @@ impl SyntheticRun {
         kind: CapabilityKind,
         repeat: u32,
         index: u64,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, SyntheticError> {
         let name = crate::plan::names::qa(app, cap, (self.repeats > 1).then_some(repeat));
         let h = draw(self.seed, &name);
-        let dir = record::create_trial_dir(run_dir, &name).map_err(|e| e.to_string())?;
+        let dir = record::create_trial_dir(run_dir, &name)?;
         let behaviour = match (kind.is_verifiable(), h % 20) {
             (true, 0..=11) => Behaviour::Proves,
             (true, 12..=14) => Behaviour::Honest,
@@ -153,12 +153,16 @@ impl SyntheticRun {
             }
         }
         stdout.push('\n');
-        let raw = |rel: &str, bytes: &[u8]| -> Result<RawFile, String> {
+        let raw = |rel: &str, bytes: &[u8]| -> Result<RawFile, SyntheticError> {
             let f = dir.join(rel);
+            let io = |path: &Path| {
+                let path = path.to_path_buf();
+                move |source| SyntheticError::Io { path, source }
+            };
             if let Some(p) = f.parent() {
-                std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                std::fs::create_dir_all(p).map_err(io(p))?;
             }
-            std::fs::write(&f, bytes).map_err(|e| format!("{}: {e}", f.display()))?;
+            std::fs::write(&f, bytes).map_err(io(&f))?;
             Ok(RawFile {
                 path: rel.into(),
                 bytes: bytes.len() as u64,
@@ -247,10 +251,11 @@ impl SyntheticRun {
             capability_sha256: crate::hash::sha256(format!("{app}::{cap}").as_bytes()),
             flow_sha256: None,
         };
-        let verdict = derive_qa_verdict(&dir, AgentKind::Reference.name(), &spec, &evidence)
-            .map_err(|e| e.to_string())?;
-        let base = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00+00:00")
-            .map_err(|e| e.to_string())?;
+        let verdict = derive_qa_verdict(&dir, AgentKind::Reference.name(), &spec, &evidence)?;
+        // 2025-01-01T00:00:00Z: every synthetic run starts at the same instant.
+        let base = chrono::DateTime::from_timestamp(1_735_689_600, 0)
+            .unwrap_or_default()
+            .fixed_offset();
         let started = base + chrono::Duration::seconds(60 * index as i64);
         let rec = QaRecord {
             header: record::Header {
@@ -283,9 +288,24 @@ impl SyntheticRun {
             evidence,
             verdict,
         };
-        record::write_new_json(&dir, record::RECORD_FILE, &rec).map_err(|e| e.to_string())?;
+        record::write_new_json(&dir, record::RECORD_FILE, &rec)?;
         Ok(dir)
     }
+}
+
+/// Why a synthetic run could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SyntheticError {
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    #[error(transparent)]
+    Score(#[from] record::rescore::RescoreError),
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

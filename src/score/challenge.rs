@@ -62,9 +62,18 @@ impl TaskOutcome {
     }
 }
 
+/// A name that is not one of an enum's values (an audit's outcome or validity).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{name}` is not {of}")]
+pub struct UnknownName {
+    pub name: String,
+    /// What the name should be, with the values it may take.
+    pub of: &'static str,
+}
+
 impl std::str::FromStr for TaskOutcome {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         [
             TaskOutcome::Success,
             TaskOutcome::Failed,
@@ -74,8 +83,9 @@ impl std::str::FromStr for TaskOutcome {
         ]
         .into_iter()
         .find(|o| o.as_str() == s)
-        .ok_or_else(|| {
-            format!("`{s}` is not a task outcome (success, failed, timeout, parse_error, unknown)")
+        .ok_or_else(|| UnknownName {
+            name: s.to_owned(),
+            of: "a task outcome (success, failed, timeout, parse_error, unknown)",
         })
     }
 }
@@ -111,8 +121,8 @@ impl Validity {
 }
 
 impl std::str::FromStr for Validity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         [
             Validity::Clean,
             Validity::Contaminated,
@@ -120,8 +130,9 @@ impl std::str::FromStr for Validity {
         ]
         .into_iter()
         .find(|o| o.as_str() == s)
-        .ok_or_else(|| {
-            format!("`{s}` is not an evaluation validity (clean, contaminated, unauditable)")
+        .ok_or_else(|| UnknownName {
+            name: s.to_owned(),
+            of: "an evaluation validity (clean, contaminated, unauditable)",
         })
     }
 }

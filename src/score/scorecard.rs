@@ -238,11 +238,15 @@ pub fn rule_priority_order(reply: &str, first: &str, second: &str) -> bool {
 /// `no_hallucination`: the never-told value does not appear, and every line naming
 /// `key` says it is unknown (one of [`UNKNOWN`]); a reply that does not name the key
 /// claims nothing about it.
-pub fn rule_no_hallucination(reply: &str, key: &str, false_value: &str) -> Result<(), String> {
+pub fn rule_no_hallucination(
+    reply: &str,
+    key: &str,
+    false_value: &str,
+) -> Result<(), Hallucination> {
     if has(reply, false_value) {
-        return Err(format!(
-            "recalls `{false_value}`, which was never told (planted memory)"
-        ));
+        return Err(Hallucination::Planted {
+            value: false_value.to_owned(),
+        });
     }
     for line in reply.lines().filter(|l| has(l, key)) {
         let lower = line.to_lowercase();
@@ -251,10 +255,22 @@ pub fn rule_no_hallucination(reply: &str, key: &str, false_value: &str) -> Resul
             .map(|(_, a)| a)
             .unwrap_or("");
         if !UNKNOWN.iter().any(|u| after.contains(u)) {
-            return Err(format!("claims a value for `{key}`: {:?}", line.trim()));
+            return Err(Hallucination::Claimed {
+                key: key.to_owned(),
+                line: line.trim().to_owned(),
+            });
         }
     }
     Ok(())
+}
+
+/// What a reply made up about an item it was never told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Hallucination {
+    #[error("recalls `{value}`, which was never told (planted memory)")]
+    Planted { value: String },
+    #[error("claims a value for `{key}`: {line:?}")]
+    Claimed { key: String, line: String },
 }
 
 /// Normalized file text for comparison: CRLF as LF, trailing whitespace dropped.
@@ -323,7 +339,8 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
         Rule::NoHallucination { turn, slot, key } => {
             let r = reply_or!(turn);
             let res = rule_no_hallucination(r, key, &v(slot))
-                .map(|()| format!("claims no value for `{key}`"));
+                .map(|()| format!("claims no value for `{key}`"))
+                .map_err(|h| h.to_string());
             (res, audit(r))
         }
         Rule::AskedAnythingElse { turn } => {

@@ -69,14 +69,19 @@ impl std::fmt::Display for Profile {
 }
 
 impl std::str::FromStr for Profile {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Profile, String> {
+    type Err = UnknownProfile;
+    fn from_str(s: &str) -> Result<Profile, UnknownProfile> {
         Profile::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("`{s}` is not an instruction profile (none, skills, all)"))
+            .ok_or_else(|| UnknownProfile(s.to_owned()))
     }
 }
+
+/// A name that is not one of [`Profile::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an instruction profile (none, skills, all)")]
+pub struct UnknownProfile(pub String);
 
 /// Where the skills bundle is copied inside a trial workspace.
 pub const SKILLS_DIR: &str = ".agent/skills";

@@ -28,7 +28,7 @@ use crate::spec::challenge::{
 use crate::spec::{AppSpec, Flow};
 use crate::sys::process;
 use crate::sys::sandbox::View;
-use crate::trial::{Context, Job, Streams};
+use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::target::Target;
 
 /// The hard ceiling of one challenge trial unless configured otherwise: a p99.9-style
@@ -49,8 +49,12 @@ pub struct Options {
 pub enum ChallengeError {
     #[error(transparent)]
     Record(#[from] record::RecordError),
-    #[error("{0}")]
-    Setup(String),
+    #[error("cannot score {}: {source}", .trial_dir.display())]
+    Score {
+        trial_dir: PathBuf,
+        #[source]
+        source: Box<record::rescore::RescoreError>,
+    },
 }
 
 impl ObservationEvidence {
@@ -147,7 +151,7 @@ pub async fn execute(
         title: &name,
     };
     if let Err(setup) = observe(&ctx, adapter.as_ref(), &mut evidence).await {
-        evidence.setup_error = Some(setup);
+        evidence.setup_error = Some(setup.to_string());
     }
     for raw in [&evidence.agent.stdout, &evidence.agent.stderr] {
         let f = trial_dir.join(&raw.path);
@@ -155,8 +159,13 @@ pub async fn execute(
             let _ = std::fs::write(&f, b"");
         }
     }
-    let (derived, verdict) = derive(&trial_dir, adapter.name(), &provenance, &evidence)
-        .map_err(|e| ChallengeError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
+    let (derived, verdict) =
+        derive(&trial_dir, adapter.name(), &provenance, &evidence).map_err(|source| {
+            ChallengeError::Score {
+                trial_dir: trial_dir.clone(),
+                source: Box::new(source),
+            }
+        })?;
     let rec = ChallengeRecord {
         header: record::Header::finished_now(
             crate::spec::Suite::Challenge,
@@ -199,17 +208,16 @@ pub fn prepare_workspace(
     profile: Profile,
     rendered: &RenderedPrompt,
     workspace: &Path,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     copy_tree(&challenge.template_dir(), workspace)?;
     if profile.supplies_skills() {
         challenges.bundle.copy_to(&workspace.join(SKILLS_DIR))?;
     }
     let prompt_file = workspace.join(RENDERED_PROMPT);
     if let Some(parent) = prompt_file.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(SetupError::io(parent))?;
     }
-    std::fs::write(&prompt_file, &rendered.text)
-        .map_err(|e| format!("{}: {e}", prompt_file.display()))?;
+    std::fs::write(&prompt_file, &rendered.text).map_err(SetupError::io(&prompt_file))?;
     // Config paths are workspace-relative, so the workspace can be moved and re-read.
     let config = serde_json::json!({
         "challenge": challenge.manifest.id,
@@ -224,7 +232,7 @@ pub fn prepare_workspace(
         &file,
         serde_json::to_vec_pretty(&config).unwrap_or_default(),
     )
-    .map_err(|e| format!("{}: {e}", file.display()))?;
+    .map_err(SetupError::io(&file))?;
     Ok(())
 }
 
@@ -232,7 +240,7 @@ async fn observe(
     t: &TrialCtx<'_>,
     adapter: &dyn crate::agent::Adapter,
     evidence: &mut ChallengeEvidence,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let workspace = mkdir(&t.trial_dir.join("workspace"))?;
     let home = mkdir(&t.trial_dir.join("home"))?;
     let tmp = mkdir(&t.trial_dir.join("tmp"))?;
@@ -248,10 +256,7 @@ async fn observe(
         "challenge `{}` has no flow for profile `{}`",
         t.challenge.manifest.id, t.profile
     );
-    let proxy = kernel
-        .proxy(t.flow.cloned(), &missing)
-        .await
-        .map_err(|e| e.to_string())?;
+    let proxy = kernel.proxy(t.flow.cloned(), &missing).await?;
     let result = async {
         let mut world = Target::start(
             t.app,
@@ -261,7 +266,7 @@ async fn observe(
             "app",
         )
         .await
-        .map_err(|e| format!("app failed to start: {e}"))?;
+        .map_err(SetupError::App)?;
         let r = run_agent(t, &kernel, adapter, evidence, &world, &proxy.base_url()).await;
         // The world is observed after the agent, whatever became of it, while it still runs.
         evidence.world = observe_world(&t.challenge.manifest, &world.host_env(), &workspace).await;
@@ -280,7 +285,7 @@ async fn run_agent(
     evidence: &mut ChallengeEvidence,
     world: &Target,
     proxy_url: &str,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let (workspace, home, tmp) = (kernel.cwd, kernel.home, kernel.tmp);
     evidence.seed = seed(&t.challenge.manifest, &world.host_env()).await;
     if let Some(bad) = evidence
@@ -288,19 +293,19 @@ async fn run_agent(
         .iter()
         .find(|s| s.error.is_some() || s.status.is_some_and(|c| c >= 400))
     {
-        return Err(format!(
-            "seeding the app failed at {} {}: {}",
-            bad.method,
-            bad.path,
-            bad.error
+        return Err(SetupError::Seed {
+            method: bad.method.clone(),
+            path: bad.path.clone(),
+            why: bad
+                .error
                 .clone()
-                .unwrap_or_else(|| format!("HTTP {}", bad.status.unwrap_or(0)))
-        ));
+                .unwrap_or_else(|| format!("HTTP {}", bad.status.unwrap_or(0))),
+        });
     }
     if crate::plan::needs_browser(t.app.modality) {
         crate::world::browser::preflight(&world.host_env(), tmp)
             .await
-            .map_err(|e| format!("browser check failed: {e}"))?;
+            .map_err(SetupError::Browser)?;
     }
     let run = PromptRun {
         title: t.title.to_string(),
@@ -308,9 +313,7 @@ async fn run_agent(
         workspace: workspace.to_path_buf(),
         session: None,
     };
-    let launch = kernel
-        .prepare(adapter, Job::Prompt(&run), proxy_url)
-        .map_err(|e| e.to_string())?;
+    let launch = kernel.prepare(adapter, Job::Prompt(&run), proxy_url)?;
     let sealed = t.cfg.sandbox.sealed();
     let mut trial_env = world.env_for(sealed);
     trial_env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
@@ -318,7 +321,7 @@ async fn run_agent(
     let env = kernel.env(launch.env, trial_env, Some(proxy_url));
     let inv = launch.invocation;
     evidence.agent.command = inv.command_line();
-    let view = challenge_view(workspace, home, tmp, world);
+    let view = challenge_view(workspace, home, tmp, world, &t.cfg.out_dir);
     evidence.roots.runtime = runtime_roots(
         &view.clone().extend(crate::sys::sandbox::runtime_view(
             &inv.program,
@@ -364,7 +367,7 @@ async fn run_agent(
             None => ObservationEvidence::unavailable("the sandbox wrote no observation"),
         }
     });
-    let outcome = outcome.map_err(|e| format!("agent could not be run: {e}"))?;
+    let outcome = outcome.map_err(SetupError::Run)?;
     evidence.agent.end = outcome.end;
     evidence.agent.stdout = outcome.stdout;
     evidence.agent.stderr = outcome.stderr;
@@ -376,16 +379,37 @@ async fn run_agent(
 /// read-only, because what it reads there (docs, tests, product source) is the policy
 /// evidence the challenge exists to collect; `target/` (other trials, their records, the
 /// harness's build) hidden under an empty tmpfs, the harness's binaries excepted.
-fn challenge_view(workspace: &Path, home: &Path, tmp: &Path, world: &Target) -> View {
+fn challenge_view(
+    workspace: &Path,
+    home: &Path,
+    tmp: &Path,
+    world: &Target,
+    out_dir: &Path,
+) -> View {
     let repo = crate::binaries::repo_root();
     let mut view = View::new().read(&repo);
     view.mounts.push(crate::sys::sandbox::Mount::Tmpfs {
         target: repo.join("target"),
     });
+    // Runs written elsewhere inside the repository (`GAUNTLET_OUT=results/x`) are
+    // hidden the same way: other trials' records and workspaces are not the agent's
+    // to read, and this trial's own directories are bound back below.
+    if let Some(target) = run_dir_to_hide(&repo, out_dir) {
+        view.mounts
+            .push(crate::sys::sandbox::Mount::Tmpfs { target });
+    }
     view.write(workspace)
         .write(home)
         .write(tmp)
         .extend(world.view())
+}
+
+/// The runs directory, when it lies inside the repository and outside `target/` (which
+/// is hidden anyway): the repository itself is never hidden.
+fn run_dir_to_hide(repo: &Path, out_dir: &Path) -> Option<PathBuf> {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let (repo, out) = (canon(repo), canon(out_dir));
+    (out.starts_with(&repo) && !out.starts_with(repo.join("target")) && out != repo).then_some(out)
 }
 
 /// The read-only binds of a sealed view other than the repository itself: the agent's
@@ -500,20 +524,21 @@ pub async fn observe_world(
     out
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
+fn copy_tree(from: &Path, to: &Path) -> Result<(), SetupError> {
+    std::fs::create_dir_all(to).map_err(SetupError::io(to))?;
+    let entries = std::fs::read_dir(from).map_err(SetupError::io(from))?;
     for e in entries {
-        let e = e.map_err(|e| format!("{}: {e}", from.display()))?;
+        let e = e.map_err(SetupError::io(from))?;
         let (src, dst) = (e.path(), to.join(e.file_name()));
-        let ty = e
-            .file_type()
-            .map_err(|e| format!("{}: {e}", src.display()))?;
+        let ty = e.file_type().map_err(SetupError::io(&src))?;
         if ty.is_dir() {
             copy_tree(&src, &dst)?;
         } else if ty.is_file() {
-            std::fs::copy(&src, &dst)
-                .map_err(|e| format!("{} -> {}: {e}", src.display(), dst.display()))?;
+            std::fs::copy(&src, &dst).map_err(|source| SetupError::Copy {
+                from: src.clone(),
+                to: dst.clone(),
+                source,
+            })?;
         }
     }
     Ok(())
@@ -526,7 +551,22 @@ fn rel_to(p: &Path, base: &Path) -> String {
         .into_owned()
 }
 
-fn mkdir(p: &Path) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    Ok(p.to_path_buf())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_directory_inside_the_repository_is_hidden_from_challenge_agents() {
+        let repo = tempfile::tempdir().unwrap();
+        let r = repo.path();
+        std::fs::create_dir_all(r.join("results/runs")).unwrap();
+        std::fs::create_dir_all(r.join("target/gauntlet/runs")).unwrap();
+        let hidden = run_dir_to_hide(r, &r.join("results/runs"));
+        assert_eq!(hidden, Some(r.join("results/runs").canonicalize().unwrap()));
+        // Under `target/` (hidden already), outside the repository, or the repository
+        // itself: nothing more to hide.
+        assert_eq!(run_dir_to_hide(r, &r.join("target/gauntlet/runs")), None);
+        assert_eq!(run_dir_to_hide(r, Path::new("/tmp")), None);
+        assert_eq!(run_dir_to_hide(r, r), None);
+    }
 }

@@ -202,12 +202,18 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
         |_| {},
     );
 
+    let deadline = tokio::time::Instant::from_std(started) + spec.deadline;
+    // Biased: when the exit and the deadline are both ready (a busy runtime polls late),
+    // the deadline wins, so that a process that overran is never recorded as on time.
     let waited = tokio::select! {
+        biased;
+        _ = tokio::time::sleep_until(deadline) => Waited::Deadline,
         status = child.wait() => Waited::Exited(status),
-        _ = tokio::time::sleep(spec.deadline) => Waited::Deadline,
     };
     let (status, timed_out) = match waited {
-        Waited::Exited(status) => (status, false),
+        // Observed after the deadline had passed (the runtime was late to poll): the
+        // process had its whole time and did not end within it.
+        Waited::Exited(status) => (status, tokio::time::Instant::now() >= deadline),
         Waited::Deadline if sealed.is_some() => {
             // The helper's init kills the program's group and counts what left it; a
             // helper that does not answer is killed with its whole sandbox.

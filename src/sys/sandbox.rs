@@ -391,7 +391,7 @@ fn chown_tree(path: &Path) -> Result<(), SandboxError> {
         // process of the agent swaps for a symlink while this runs is not entered,
         // so the harness never chowns a host file (`sys::beneath`).
         let dir = super::beneath::Dir::open(path).map_err(beneath_err)?;
-        chown_below(&dir)?;
+        chown_below(dir)?;
     }
     Ok(())
 }
@@ -403,20 +403,44 @@ fn beneath_err(e: super::beneath::BeneathError) -> SandboxError {
     }
 }
 
-fn chown_below(dir: &super::beneath::Dir) -> Result<(), SandboxError> {
-    for entry in dir.entries().map_err(beneath_err)? {
+/// How deep below a handed-over directory ownership is changed. The walk holds one
+/// open descriptor per level and no stack frame per level, so an agent's chain of ten
+/// thousand nested directories can neither overflow the harness's stack nor exhaust
+/// its descriptors; what lies deeper stays the harness's, which only means the
+/// sandboxed program cannot write there.
+const MAX_HAND_OVER_DEPTH: usize = 128;
+
+fn chown_below(root: super::beneath::Dir) -> Result<(), SandboxError> {
+    // Depth first, one level per element: the directory, its entries, the next one.
+    let mut stack = vec![(root.entries().map_err(beneath_err)?.into_iter(), root)];
+    loop {
+        let depth = stack.len();
+        let Some((entries, dir)) = stack.last_mut() else {
+            break;
+        };
+        let Some(entry) = entries.next() else {
+            stack.pop();
+            continue;
+        };
         match dir.chown(&entry.name, SANDBOX_UID, SANDBOX_GID) {
             Ok(()) => {}
             Err(e) if e.is_race() => continue,
             Err(e) => return Err(beneath_err(e)),
         }
-        if entry.kind == super::beneath::Kind::Dir {
-            match dir.sub(Path::new(&entry.name)) {
-                Ok(sub) => chown_below(&sub)?,
-                Err(e) if e.is_race() => {}
-                Err(e) => return Err(beneath_err(e)),
-            }
+        if entry.kind != super::beneath::Kind::Dir || depth >= MAX_HAND_OVER_DEPTH {
+            continue;
         }
+        let sub = match dir.sub(Path::new(&entry.name)) {
+            Ok(sub) => sub,
+            Err(e) if e.is_race() => continue,
+            Err(e) => return Err(beneath_err(e)),
+        };
+        let listed = match sub.entries() {
+            Ok(l) => l,
+            Err(e) if e.is_race() => continue,
+            Err(e) => return Err(beneath_err(e)),
+        };
+        stack.push((listed.into_iter(), sub));
     }
     Ok(())
 }
@@ -452,6 +476,43 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(loopback_ports(&env), vec![4100, 4200, 4300]);
+    }
+
+    #[test]
+    fn handing_over_a_chain_of_thousands_of_directories_neither_overflows_nor_follows() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // Only root can change owners.
+        }
+        use std::os::unix::fs::MetadataExt;
+        let root = tempfile::tempdir().unwrap();
+        let mut d = super::super::beneath::Dir::open(root.path()).unwrap();
+        // Deeper than any path the harness could name (4096 bytes) and than its stack
+        // would survive one frame per level of.
+        for _ in 0..5000 {
+            d = d.create_dirs(Path::new("d")).unwrap();
+        }
+        drop(d);
+        std::os::unix::fs::symlink("/etc", root.path().join("d/etc")).unwrap();
+        hand_over(&View::new().write(root.path())).unwrap();
+        let uid = |rel: &str| {
+            std::fs::symlink_metadata(root.path().join(rel))
+                .unwrap()
+                .uid()
+        };
+        assert_eq!(uid("d"), SANDBOX_UID);
+        assert_eq!(uid("d/etc"), SANDBOX_UID, "the link itself is handed over");
+        assert_eq!(
+            std::fs::metadata("/etc").unwrap().uid(),
+            0,
+            "never its target"
+        );
+        let at = |depth: usize| vec!["d"; depth].join("/");
+        assert_eq!(uid(&at(MAX_HAND_OVER_DEPTH)), SANDBOX_UID);
+        assert_eq!(
+            uid(&at(MAX_HAND_OVER_DEPTH + 1)),
+            0,
+            "below the cap stays the harness's"
+        );
     }
 
     #[test]

@@ -23,6 +23,9 @@ use crate::spec::Flow;
 use crate::sys::process::ProcessSpec;
 use crate::sys::sandbox::View;
 
+mod setup;
+pub use setup::{mkdir, SetupError};
+
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("scripted mode: {what}")]

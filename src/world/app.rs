@@ -77,6 +77,7 @@ impl AppProcess {
     pub async fn start(
         binary: &Path,
         args: &[String],
+        cwd: &Path,
         log_dir: &Path,
         label: &str,
         startup: Duration,
@@ -94,6 +95,7 @@ impl AppProcess {
         // A scrubbed environment: the harness's holds the provider key in byok mode.
         let mut child = Command::new(binary)
             .args(args)
+            .current_dir(cwd)
             .env_clear()
             .env("PATH", crate::spec::app::APP_PATH)
             .env("LANG", "C.UTF-8")

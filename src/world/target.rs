@@ -132,7 +132,11 @@ impl Target {
                     ]);
                     target.extension = true;
                 }
-                let process = AppProcess::start(&binary, &args, logs, label, APP_STARTUP).await?;
+                // The app starts in its run's own fresh directory, never where the
+                // harness happens to run: what it does there is the same on every
+                // machine, and nothing it writes lands in the repository.
+                let process =
+                    AppProcess::start(&binary, &args, dir, logs, label, APP_STARTUP).await?;
                 target.url = Some(process.url().to_string());
                 target.process = Some(process);
             }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use gauntlet::config::{AgentChoice, Config};
+use gauntlet::config::{AgentChoice, AgentKind, Config};
 use gauntlet::evidence::GateTarget;
 use gauntlet::spec::app::AppStart;
 
@@ -32,7 +32,7 @@ fn apps_dir(tmp: &Path) -> Config {
         &support::root().join("tests/fixtures/apps/py-greeter"),
         &apps.join("py-greeter"),
     );
-    let mut cfg = support::config(AgentChoice::Reference, &tmp.join("out"));
+    let mut cfg = support::config(AgentChoice::of(AgentKind::Reference), &tmp.join("out"));
     cfg.apps_dir = apps;
     cfg
 }

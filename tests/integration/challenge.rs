@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gauntlet::config::AgentChoice;
+use gauntlet::config::{AgentChoice, AgentKind};
 use gauntlet::plan::challenge::Loaded;
 use gauntlet::record::challenge::ChallengeRecord;
 use gauntlet::score::challenge::{TaskOutcome, Validity};
@@ -28,7 +28,7 @@ fn run(
     out: &Path,
 ) -> (ChallengeRecord, PathBuf) {
     run_as(
-        support::config(AgentChoice::Reference, out),
+        support::config(AgentChoice::of(AgentKind::Reference), out),
         loaded,
         id,
         profile,
@@ -97,7 +97,10 @@ fn every_challenge_loads_with_its_app_and_the_plan_covers_every_profile() {
         );
         assert!(!c.manifest.report.success_assertions.is_empty());
     }
-    let cfg = support::config(AgentChoice::Reference, Path::new("/nonexistent"));
+    let cfg = support::config(
+        AgentChoice::of(AgentKind::Reference),
+        Path::new("/nonexistent"),
+    );
     let names: Vec<String> = gauntlet::plan::challenge::plan(&l, &cfg, None)
         .into_iter()
         .map(|p| p.name)
@@ -231,7 +234,7 @@ fn the_default_ceiling_is_one_hour_and_configurable() {
     for bad in ["0", "-1", "soon", "NaN"] {
         assert!(gauntlet::config::positive_secs(bad).is_err(), "{bad}");
     }
-    let cfg = support::config(AgentChoice::Reference, Path::new("/x"));
+    let cfg = support::config(AgentChoice::of(AgentKind::Reference), Path::new("/x"));
     // The qa deadline is not the challenge ceiling.
     assert_ne!(cfg.timeout, gauntlet::suites::challenge::DEFAULT_TIMEOUT);
 }
@@ -464,7 +467,7 @@ fn an_opaque_shell_command_is_kept_in_the_account_and_the_observation_decides() 
 
     let cfg = gauntlet::config::Config {
         sandbox: gauntlet::config::Sandbox::Off,
-        ..support::config(AgentChoice::Reference, out.path())
+        ..support::config(AgentChoice::of(AgentKind::Reference), out.path())
     };
     let (rec, _) = run_as(
         cfg,

@@ -20,17 +20,15 @@ use crate::support;
 const SOURCE: &str = "apps/cli-tally/src/tally.rs";
 
 fn quiet(how: &str, profile: Profile, out: &Path) -> (ChallengeRecord, PathBuf) {
-    let agent = AgentChoice::Command {
-        argv: vec![
-            "sh".into(),
-            support::root()
-                .join("tests/fixtures/agents/quiet-reader.sh")
-                .to_string_lossy()
-                .into_owned(),
-            how.into(),
-            support::root().to_string_lossy().into_owned(),
-        ],
-    };
+    let agent = AgentChoice::command(vec![
+        "sh".into(),
+        support::root()
+            .join("tests/fixtures/agents/quiet-reader.sh")
+            .to_string_lossy()
+            .into_owned(),
+        how.into(),
+        support::root().to_string_lossy().into_owned(),
+    ]);
     let cfg = support::config(agent, out);
     run_as(
         cfg,
@@ -172,5 +170,5 @@ fn rescore_rederives_validity_from_the_recorded_observation_and_catches_an_edite
     std::fs::write(&opens, kept).expect("edit");
     let (_, again) = gauntlet::record::challenge::rederive(&file).expect("rederive");
     let err = again.expect_err("an edited observation is caught");
-    assert!(err.contains(OPENS_FILE), "{err}");
+    assert!(err.to_string().contains(OPENS_FILE), "{err}");
 }

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use gauntlet::agent::{adapter_for, cli, Adapter, LaunchContext, PromptRun, SessionTurn};
-use gauntlet::config::{AgentChoice, Config};
+use gauntlet::config::{AgentChoice, AgentKind, Config};
 use gauntlet::evidence::{parse_claims, ClaimsFound};
 use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::record::QaRecord;
@@ -43,19 +43,19 @@ struct Cli {
 
 const CLIS: [Cli; 3] = [
     Cli {
-        agent: || AgentChoice::OpenCode,
+        agent: || AgentChoice::of(AgentKind::OpenCode),
         bin: "opencode",
         package: "opencode-ai",
         protocol: "chat",
     },
     Cli {
-        agent: || AgentChoice::ClaudeCode,
+        agent: || AgentChoice::of(AgentKind::ClaudeCode),
         bin: "claude",
         package: "@anthropic-ai/claude-code",
         protocol: "messages",
     },
     Cli {
-        agent: || AgentChoice::Codex,
+        agent: || AgentChoice::of(AgentKind::Codex),
         bin: "codex",
         package: "@openai/codex",
         protocol: "responses",
@@ -121,7 +121,12 @@ fn check(cli: Cli, app: &str, capability: &str) -> Result<(), Failed> {
         .map_err(|e| fail(format!("{app}: {e}")))?;
     let out = tempfile::tempdir().map_err(|e| fail(format!("tempdir: {e}")))?;
 
-    let (reference, _) = trial(&app, capability, AgentChoice::Reference, out.path())?;
+    let (reference, _) = trial(
+        &app,
+        capability,
+        AgentChoice::of(AgentKind::Reference),
+        out.path(),
+    )?;
     let (rec, dir) = trial(&app, capability, (cli.agent)(), out.path())?;
     let name = (cli.agent)().name();
 

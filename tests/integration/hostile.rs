@@ -70,7 +70,7 @@ fn shared_canary() -> &'static str {
 fn agent(script: &str, name: &str, args: &[&str]) -> AgentChoice {
     let mut argv: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), name.into()];
     argv.extend(args.iter().map(|a| a.to_string()));
-    AgentChoice::Command { argv }
+    AgentChoice::command(argv)
 }
 
 fn load(app: &str) -> LoadedApp {
@@ -864,9 +864,7 @@ fn key_hunter_finds_no_key_via_the_cli() {
         .build()
         .expect("runtime");
     let (upstream, fake) = rt.block_on(crate::proxy_provider::start());
-    let AgentChoice::Command { argv } = agent(KEY_HUNTER, "key-hunter.sh", &["balance"]) else {
-        unreachable!("agent() builds a command agent")
-    };
+    let argv = agent(KEY_HUNTER, "key-hunter.sh", &["balance"]).argv;
     let out = s.out.join("cli");
     let harness = Arc::new(std::sync::Mutex::new(Vec::new()));
     let watcher = KeyWatcher::start(
@@ -1426,18 +1424,17 @@ fn scorecard_agent_cannot_redirect_the_harness_writes_through_symlinks() {
     let suite = gauntlet::spec::scorecard::load_suite(&gauntlet::spec::scorecard::default_dir())
         .expect("scorecard suite");
     let probe = suite.probe("p1-1").expect("p1-1");
-    let AgentChoice::Command { argv } = agent(
+    let argv = agent(
         PROMPT_SYMLINK,
         "prompt-symlink.sh",
         &[
             &host_dir.to_string_lossy(),
             &sibling_record.to_string_lossy(),
         ],
-    ) else {
-        unreachable!("agent() builds a command agent")
-    };
+    )
+    .argv;
     let cfg = Config {
-        agent: AgentChoice::Command { argv },
+        agent: AgentChoice::command(argv),
         mode: Mode::Scripted,
         timeout: Duration::from_secs(30),
         out_dir: s.out.clone(),

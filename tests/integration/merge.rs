@@ -143,7 +143,10 @@ fn a_run_holding_qa_challenge_and_scorecard_trials_merges_into_the_unsplit_runs_
     use gauntlet::config::AgentChoice;
     let tmp = tempfile::tempdir().expect("tempdir");
     let whole = tmp.path().join("whole");
-    let cfg = crate::support::config(AgentChoice::Reference, tmp.path());
+    let cfg = crate::support::config(
+        AgentChoice::of(gauntlet::config::AgentKind::Reference),
+        tmp.path(),
+    );
     let suites = gauntlet::plan::Suites::load(&cfg).expect("suites load");
     let wanted = [
         "qa::api-ledger::health",

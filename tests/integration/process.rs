@@ -281,7 +281,7 @@ async fn missing_cwd_and_program_are_named() {
 
 async fn start_sh(dir: &Path, script: &str, startup: Duration) -> Result<AppProcess, AppError> {
     let args = vec!["-c".to_string(), script.to_string()];
-    AppProcess::start(Path::new("/bin/sh"), &args, dir, "app", startup).await
+    AppProcess::start(Path::new("/bin/sh"), &args, dir, dir, "app", startup).await
 }
 
 #[tokio::test]
@@ -396,7 +396,7 @@ async fn app_not_on_loopback_is_refused() {
 async fn app_binary_missing_says_how_to_build() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("api-ledger");
-    let err = AppProcess::start(&missing, &[], dir.path(), "app", LONG)
+    let err = AppProcess::start(&missing, &[], dir.path(), dir.path(), "app", LONG)
         .await
         .err()
         .expect("start fails");

@@ -161,7 +161,10 @@ async fn byok_calls_past_the_budget_never_reach_the_provider() {
 #[test]
 fn a_trial_that_hits_its_budget_is_scored_and_says_so() {
     let out = tempfile::tempdir().expect("tempdir");
-    let mut cfg = super::support::config(gauntlet::config::AgentChoice::Reference, out.path());
+    let mut cfg = super::support::config(
+        gauntlet::config::AgentChoice::of(gauntlet::config::AgentKind::Reference),
+        out.path(),
+    );
     cfg.max_tokens_per_trial = Some(1);
     let app = super::support::ledger();
     let (record, dir) = super::support::run_trial(&app, "balance", &cfg);
@@ -192,7 +195,10 @@ fn a_trial_that_hits_its_budget_is_scored_and_says_so() {
 
     // Without a budget the same trial hits no limit.
     let out = tempfile::tempdir().expect("tempdir");
-    let cfg = super::support::config(gauntlet::config::AgentChoice::Reference, out.path());
+    let cfg = super::support::config(
+        gauntlet::config::AgentChoice::of(gauntlet::config::AgentKind::Reference),
+        out.path(),
+    );
     let (record, _) = super::support::run_trial(&app, "balance", &cfg);
     assert_eq!(record.evidence.budget_hit, None);
     assert!(record.evidence.usage.iter().all(|u| u.source == "scripted"));

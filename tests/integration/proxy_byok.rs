@@ -383,9 +383,7 @@ async fn a_byok_trial_never_writes_the_key_anywhere() {
     std::env::set_var(&key_var, KEY);
     let out = tempfile::tempdir().expect("tempdir");
     let mut cfg = super::support::config(
-        gauntlet::config::AgentChoice::Command {
-            argv: vec!["sh".into(), "-c".into(), CURL_AGENT.into()],
-        },
+        gauntlet::config::AgentChoice::command(vec!["sh".into(), "-c".into(), CURL_AGENT.into()]),
         out.path(),
     );
     cfg.mode = gauntlet::config::Mode::Byok;
@@ -452,4 +450,68 @@ async fn a_byok_trial_never_writes_the_key_anywhere() {
     assert!(hits.is_empty(), "the key reached: {hits:?}");
     // The search itself works: it finds what it looks for.
     assert!(!files_containing(out.path(), b"gauntlet-proxy").is_empty());
+}
+
+/// A provider that answers every call with a redirect to another host, and that host:
+/// the key must never reach it (reqwest, following, would carry `x-api-key` along).
+#[tokio::test]
+async fn a_provider_redirect_is_relayed_and_never_followed_with_the_key() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let elsewhere_port = elsewhere.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(tokio::sync::Mutex::new(Vec::<u8>::new()));
+    let seen_by_host = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = elsewhere.accept().await {
+            let mut buf = vec![0u8; 64 << 10];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            seen_by_host.lock().await.extend_from_slice(&buf[..n]);
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+                .await;
+        }
+    });
+    let provider = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let provider_url = format!(
+        "http://127.0.0.1:{}/v1",
+        provider.local_addr().expect("addr").port()
+    );
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = provider.accept().await {
+            let mut buf = vec![0u8; 64 << 10];
+            let _ = s.read(&mut buf).await;
+            let answer = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://localhost:{elsewhere_port}/steal\r\ncontent-length: 0\r\n\r\n"
+            );
+            let _ = s.write_all(answer.as_bytes()).await;
+        }
+    });
+    let proxy = Proxy::start(ProxyMode::Byok {
+        upstream: provider_url,
+        api_key: KEY.into(),
+    })
+    .await
+    .expect("proxy starts");
+    for golden in ALL {
+        let response = send(&proxy, golden, &request(golden, "redirected", false)).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::TEMPORARY_REDIRECT,
+            "{}: the redirect is the provider's answer",
+            golden.protocol
+        );
+    }
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), ALL.len());
+    assert_no_key(&entries);
+    let seen = seen.lock().await;
+    assert!(
+        seen.is_empty(),
+        "the proxy followed a redirect to another host: {}",
+        String::from_utf8_lossy(&seen)
+    );
 }

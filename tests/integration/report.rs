@@ -313,6 +313,14 @@ fn publish_is_append_only_and_never_ranks_illustrations() {
     let err = report::publish::publish(&real, &results, "real-2", &opts).unwrap_err();
     assert!(err.to_string().contains("stray.txt"), "{err}");
     assert!(!results.join("runs/real-2").exists());
+    // A merge manifest that is a link to a host file is refused, never copied.
+    std::fs::remove_file(real.join("stray.txt")).expect("unstray");
+    let host = tmp.path().join("host-secret");
+    std::fs::write(&host, b"host secret").expect("host file");
+    std::os::unix::fs::symlink(&host, real.join("merge.json")).expect("link");
+    let err = report::publish::publish(&real, &results, "real-3", &opts).unwrap_err();
+    assert!(err.to_string().contains("merge.json"), "{err}");
+    assert!(!results.join("runs/real-3").exists());
 }
 
 #[test]
@@ -427,7 +435,10 @@ fn records_of_other_suites_in_the_run_are_set_aside_not_reported_as_problems() {
         .iter()
         .find(|p| p.trial_name() == "scorecard::world::p5-1")
         .expect("probe p5-1");
-    let cfg = config(gauntlet::config::AgentChoice::Reference, tmp.path());
+    let cfg = config(
+        gauntlet::config::AgentChoice::of(gauntlet::config::AgentKind::Reference),
+        tmp.path(),
+    );
     let (_, other) = runtime()
         .block_on(gauntlet::suites::scorecard::execute(
             &suite,
@@ -549,7 +560,10 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
                 finished_at: "2026-01-01T00:00:01+00:00".into(),
                 wall_ms: 1000,
                 config: gauntlet::suites::qa::record_config(
-                    &config(gauntlet::config::AgentChoice::Reference, &run),
+                    &config(
+                        gauntlet::config::AgentChoice::of(gauntlet::config::AgentKind::Reference),
+                        &run,
+                    ),
                     kind.name(),
                     format!("{} (recorded)", kind.name()),
                 ),

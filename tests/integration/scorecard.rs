@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use gauntlet::config::{AgentChoice, Config, Mode};
+use gauntlet::config::{AgentChoice, AgentKind, Config, Mode};
 use gauntlet::report::leaderboard::{self, Entry};
 use gauntlet::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
 use gauntlet::suites::scorecard::{execute, ExecOptions};
@@ -21,7 +21,7 @@ fn suite() -> ScorecardSuite {
 
 fn cfg(profile: &str, out: &Path) -> Config {
     Config {
-        agent: AgentChoice::Reference,
+        agent: AgentChoice::of(AgentKind::Reference),
         mode: Mode::Scripted,
         timeout: Duration::from_secs(60),
         out_dir: out.to_path_buf(),
@@ -236,9 +236,7 @@ fn a_silent_agent_is_recorded_with_reasons_not_crashed_on() {
     let out = tempfile::tempdir().expect("tempdir");
     let probe = suite.probe("p4-1").expect("p4-1");
     let cfg = Config {
-        agent: AgentChoice::Command {
-            argv: vec!["true".into()],
-        },
+        agent: AgentChoice::command(vec!["true".into()]),
         ..cfg("autonomous", out.path())
     };
     let (rec, _) = runtime()

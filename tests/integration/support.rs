@@ -16,16 +16,14 @@ pub fn ledger() -> LoadedApp {
 }
 
 pub fn fixture_agent(name: &str) -> AgentChoice {
-    AgentChoice::Command {
-        argv: vec![
-            "sh".into(),
-            root()
-                .join("tests/fixtures/agents")
-                .join(name)
-                .to_string_lossy()
-                .into_owned(),
-        ],
-    }
+    AgentChoice::command(vec![
+        "sh".into(),
+        root()
+            .join("tests/fixtures/agents")
+            .join(name)
+            .to_string_lossy()
+            .into_owned(),
+    ])
 }
 
 pub fn config(agent: AgentChoice, out: &Path) -> Config {

@@ -60,9 +60,9 @@ fn hallucination_is_any_value_for_a_never_told_item() {
     assert!(rule_no_hallucination(ok, "favorite fruit", "quince").is_ok());
     assert!(rule_no_hallucination("pet: Rex", "favorite fruit", "quince").is_ok());
     let made_up = rule_no_hallucination("favorite fruit: mango", "favorite fruit", "quince");
-    assert!(made_up.is_err_and(|e| e.contains("mango")));
+    assert!(made_up.is_err_and(|e| e.to_string().contains("mango")));
     let planted = rule_no_hallucination("I think you like quince", "favorite fruit", "quince");
-    assert!(planted.is_err_and(|e| e.contains("planted")));
+    assert!(planted.is_err_and(|e| e.to_string().contains("planted")));
 }
 
 #[test]

@@ -84,25 +84,38 @@ impl Bundle {
 
     /// Copy the listed files into `dest` (created), re-checking each hash as it is
     /// copied so that what the agent was given is exactly what is recorded.
-    pub fn copy_to(&self, dest: &Path) -> Result<(), String> {
+    pub fn copy_to(&self, dest: &Path) -> Result<(), CopyError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CopyError::Io { path, source }
+        };
         for f in &self.manifest.files {
             let from = self.dir.join(&f.path);
             let to = dest.join(&f.path);
-            let bytes = std::fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+            let bytes = std::fs::read(&from).map_err(io(&from))?;
             if plain_sha256(&bytes) != f.sha256 {
-                return Err(format!(
-                    "{}: changed since the bundle was loaded",
-                    from.display()
-                ));
+                return Err(CopyError::Changed { path: from });
             }
             if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
             }
-            std::fs::write(&to, &bytes).map_err(|e| format!("{}: {e}", to.display()))?;
+            std::fs::write(&to, &bytes).map_err(io(&to))?;
         }
         Ok(())
     }
+}
+
+/// Why a bundle could not be handed to an agent.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: changed since the bundle was loaded", .path.display())]
+    Changed { path: PathBuf },
 }
 
 /// Lowercase hex SHA-256, as `sha256sum` prints it (the bundle manifest's form).

@@ -16,15 +16,21 @@ use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
 use crate::sys::process;
 use crate::sys::sandbox::View;
-use crate::trial::{Context, Job, Streams};
+use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::target::{Locator, Target};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrialError {
     #[error(transparent)]
     Record(#[from] record::RecordError),
-    #[error("{0}")]
-    Setup(String),
+    #[error("app `{app}` has no capability `{capability}`")]
+    NoCapability { app: String, capability: String },
+    #[error("cannot score {}: {source}", .trial_dir.display())]
+    Score {
+        trial_dir: PathBuf,
+        #[source]
+        source: Box<record::rescore::RescoreError>,
+    },
 }
 
 /// Run one trial and append its record to `run_dir`. Returns the record and the
@@ -38,12 +44,12 @@ pub async fn execute(
     run_dir: &Path,
 ) -> Result<(QaRecord, PathBuf), TrialError> {
     let name = crate::plan::names::qa(&app.app.name, capability, repeat);
-    let cap = app.capability(capability).ok_or_else(|| {
-        TrialError::Setup(format!(
-            "app `{}` has no capability `{capability}`",
-            app.app.name
-        ))
-    })?;
+    let cap = app
+        .capability(capability)
+        .ok_or_else(|| TrialError::NoCapability {
+            app: app.app.name.clone(),
+            capability: capability.into(),
+        })?;
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
     let trial_dir = record::create_trial_dir(run_dir, &name)?;
@@ -72,7 +78,7 @@ pub async fn execute(
     .await
     {
         Ok(()) => {}
-        Err(setup) => evidence.setup_error = Some(setup),
+        Err(setup) => evidence.setup_error = Some(setup.to_string()),
     }
     // Files the setup never got to write still need to exist for rescore.
     for raw in [&evidence.agent.stdout, &evidence.agent.stderr] {
@@ -82,8 +88,13 @@ pub async fn execute(
         }
     }
 
-    let verdict = derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence)
-        .map_err(|e| TrialError::Setup(format!("cannot score {}: {e}", trial_dir.display())))?;
+    let verdict =
+        derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence).map_err(|source| {
+            TrialError::Score {
+                trial_dir: trial_dir.clone(),
+                source: Box::new(source),
+            }
+        })?;
     let rec = QaRecord {
         header: record::Header::finished_now(
             crate::spec::Suite::Qa,
@@ -145,13 +156,12 @@ async fn observe(
     trial_dir: &Path,
     adapter: &dyn crate::agent::Adapter,
     evidence: &mut QaEvidence,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let workspace = mkdir(&trial_dir.join("workspace"))?;
     let home = mkdir(&trial_dir.join("home"))?;
     let tmp = mkdir(&trial_dir.join("tmp"))?;
     let graph_file = trial_dir.join("graph.json");
-    std::fs::copy(app.app.dir.join("corpus.json"), &graph_file)
-        .map_err(|e| format!("cannot copy the corpus graph: {e}"))?;
+    std::fs::copy(app.app.dir.join("corpus.json"), &graph_file).map_err(SetupError::Graph)?;
 
     let kernel = Context {
         cfg,
@@ -163,8 +173,7 @@ async fn observe(
     let flow = app.flows.get(capability).cloned();
     let proxy = kernel
         .proxy(flow, &format!("no flow for capability `{capability}`"))
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
 
     let result = async {
         let sealed = cfg.sandbox.sealed();
@@ -176,12 +185,12 @@ async fn observe(
             "app",
         )
         .await
-        .map_err(|e| format!("app failed to start: {e}"))?;
+        .map_err(SetupError::App)?;
         if crate::plan::needs_browser(app.app.modality) {
             let checked = crate::world::browser::preflight(&world.host_env(), &tmp).await;
             if let Err(e) = checked {
                 evidence.world_logs.extend(world.stop(trial_dir).await);
-                return Err(format!("browser check failed: {e}"));
+                return Err(SetupError::Browser(e));
             }
         }
         let target = world.locator(sealed);
@@ -208,7 +217,7 @@ async fn observe(
             Ok(l) => l,
             Err(e) => {
                 evidence.world_logs.extend(world.stop(trial_dir).await);
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         let mut trial_env = world.env_for(sealed);
@@ -231,12 +240,12 @@ async fn observe(
             process::run(kernel.agent_spec(launch, trial_env, &proxy_url, &Streams::AGENT, seal))
                 .await;
         evidence.world_logs.extend(world.stop(trial_dir).await);
-        let outcome = outcome.map_err(|e| format!("agent could not be run: {e}"))?;
+        let outcome = outcome.map_err(SetupError::Run)?;
         evidence.agent.end = outcome.end;
         evidence.agent.stdout = outcome.stdout;
         evidence.agent.stderr = outcome.stderr;
         evidence.agent.stragglers_killed = outcome.stragglers_killed;
-        Ok::<_, String>(())
+        Ok::<_, SetupError>(())
     }
     .await;
     evidence.usage = proxy.shutdown().await;
@@ -267,7 +276,7 @@ async fn observe(
     }
     let transcript = adapter
         .parse(&trial_dir.join(&evidence.agent.stdout.path))
-        .map_err(|e| format!("cannot read agent output: {e}"))?;
+        .map_err(SetupError::Output)?;
     let ClaimsFound::One(claim) = parse_claims(transcript.final_message.as_deref().unwrap_or(""))
     else {
         return Ok(());
@@ -307,10 +316,13 @@ fn write_prompt(
     graph_file: &Path,
     n: u32,
     trial_dir: &Path,
-) -> Result<(String, crate::evidence::RawFile), String> {
+) -> Result<(String, crate::evidence::RawFile), SetupError> {
     let cap = app
         .capability(capability)
-        .ok_or_else(|| format!("app `{}` has no capability `{capability}`", app.app.name))?;
+        .ok_or_else(|| SetupError::NoCapability {
+            app: app.app.name.clone(),
+            capability: capability.into(),
+        })?;
     let bin;
     let surface = match target {
         Locator::Url(url) if crate::plan::needs_browser(app.app.modality) => {
@@ -327,11 +339,11 @@ fn write_prompt(
     };
     let text = prompt::render_prompt(&app.corpus, cap, &surface, graph_file, n);
     let file = trial_dir.join(PROMPT_FILE);
-    std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::write(&file, &text).map_err(SetupError::io(&file))?;
     let workspace = trial_dir.join("workspace");
     crate::sys::beneath::Dir::create(&workspace)
         .and_then(|d| d.write(Path::new(crate::agent::PROMPT_FILE), text.as_bytes()))
-        .map_err(|e| format!("cannot give the agent its prompt: {e}"))?;
+        .map_err(SetupError::Prompt)?;
     let raw = crate::evidence::RawFile {
         path: PROMPT_FILE.into(),
         bytes: text.len() as u64,
@@ -344,31 +356,55 @@ fn write_prompt(
 /// Bytes kept of each stream of a gate run.
 const GATE_OUTPUT_CAP: u64 = 1 << 20;
 
-fn mkdir(p: &Path) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    Ok(p.to_path_buf())
+/// Why the gate does not run a claimed test directory. Recorded as the gate's
+/// `not_run`, so the claim cannot pass.
+#[derive(Debug, thiserror::Error)]
+pub enum TestDirError {
+    #[error("test dir `{dir}` is not a relative path inside the workspace")]
+    NotRelative { dir: String },
+    #[error("test dir `{dir}`: {source}")]
+    Unreadable {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("workspace: {0}")]
+    Workspace(#[source] std::io::Error),
+    #[error("test dir `{dir}` leaves the workspace")]
+    Leaves { dir: String },
+    #[error("test dir `{dir}` is not a directory")]
+    NotADirectory { dir: String },
+    #[error("test dir {} holds {total} bytes, over the gate's limit of {limit}", .path.display())]
+    TooLarge {
+        path: PathBuf,
+        total: u64,
+        limit: u64,
+    },
+    #[error("test dir {} holds more than {limit} entries, the gate's limit", .path.display())]
+    TooMany { path: PathBuf, limit: usize },
+    #[error("test dir {} nests deeper than {limit} directories, the gate's limit", .path.display())]
+    TooDeep { path: PathBuf, limit: usize },
 }
 
 /// The claimed test directory, if it is a directory inside the workspace.
-pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, String> {
+pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, TestDirError> {
     let rel = Path::new(dir);
     if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(format!(
-            "test dir `{dir}` is not a relative path inside the workspace"
-        ));
+        return Err(TestDirError::NotRelative { dir: dir.into() });
     }
     let full = workspace.join(rel);
     let canon = full
         .canonicalize()
-        .map_err(|e| format!("test dir `{dir}`: {e}"))?;
-    let ws = workspace
-        .canonicalize()
-        .map_err(|e| format!("workspace: {e}"))?;
+        .map_err(|source| TestDirError::Unreadable {
+            dir: dir.into(),
+            source,
+        })?;
+    let ws = workspace.canonicalize().map_err(TestDirError::Workspace)?;
     if !canon.starts_with(&ws) {
-        return Err(format!("test dir `{dir}` leaves the workspace"));
+        return Err(TestDirError::Leaves { dir: dir.into() });
     }
     if !canon.is_dir() {
-        return Err(format!("test dir `{dir}` is not a directory"));
+        return Err(TestDirError::NotADirectory { dir: dir.into() });
     }
     Ok(canon)
 }
@@ -394,17 +430,16 @@ async fn gate(
         not_run: None,
         order: order.clone(),
     };
-    let dir = match resolve_test_dir(workspace, &test.dir) {
+    let dir = match resolve_test_dir(workspace, &test.dir).and_then(|d| {
+        check_test_size(&d)?;
+        Ok(d)
+    }) {
         Ok(d) => d,
         Err(e) => {
-            gate.not_run = Some(e);
+            gate.not_run = Some(e.to_string());
             return gate;
         }
     };
-    if let Err(e) = check_test_size(&dir) {
-        gate.not_run = Some(e);
-        return gate;
-    }
     let gate_dir = trial_dir.join("gate");
     let logs = gate_dir.join("logs");
     if let Err(e) = std::fs::create_dir_all(&logs) {
@@ -509,28 +544,53 @@ fn random_u64() -> u64 {
     }
 }
 
-/// The most a claimed test directory may hold: it is copied once per gate run.
+/// The most a claimed test directory may hold: it is copied once per gate run, by the
+/// harness, walking it. Bytes bound the copy's disk, entries its time (a million empty
+/// files are as costly as their bytes are not), depth the walk's stack.
 const MAX_TEST_DIR_BYTES: u64 = 64 << 20;
+const MAX_TEST_DIR_ENTRIES: usize = 20_000;
+const MAX_TEST_DIR_DEPTH: usize = 64;
 
-fn check_test_size(dir: &Path) -> Result<(), String> {
-    fn size(p: &Path) -> u64 {
-        let Ok(meta) = std::fs::symlink_metadata(p) else {
-            return 0;
+/// Measure a claimed test directory against the gate's limits, stopping at the first
+/// one it passes (never walking more than the limits allow).
+fn check_test_size(dir: &Path) -> Result<(), TestDirError> {
+    let mut total = 0u64;
+    let mut entries = 0usize;
+    let mut pending = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((at, depth)) = pending.pop() {
+        let Ok(listing) = std::fs::read_dir(&at) else {
+            continue;
         };
-        if meta.is_dir() {
-            std::fs::read_dir(p)
-                .map(|it| it.flatten().map(|e| size(&e.path())).sum())
-                .unwrap_or(0)
-        } else {
-            meta.len()
+        for entry in listing.flatten() {
+            entries += 1;
+            if entries > MAX_TEST_DIR_ENTRIES {
+                return Err(TestDirError::TooMany {
+                    path: dir.to_path_buf(),
+                    limit: MAX_TEST_DIR_ENTRIES,
+                });
+            }
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                if depth + 1 > MAX_TEST_DIR_DEPTH {
+                    return Err(TestDirError::TooDeep {
+                        path: dir.to_path_buf(),
+                        limit: MAX_TEST_DIR_DEPTH,
+                    });
+                }
+                pending.push((entry.path(), depth + 1));
+            } else {
+                total += meta.len();
+                if total > MAX_TEST_DIR_BYTES {
+                    return Err(TestDirError::TooLarge {
+                        path: dir.to_path_buf(),
+                        total,
+                        limit: MAX_TEST_DIR_BYTES,
+                    });
+                }
+            }
         }
-    }
-    let total = size(dir);
-    if total > MAX_TEST_DIR_BYTES {
-        return Err(format!(
-            "test dir {} holds {total} bytes, over the gate's limit of {MAX_TEST_DIR_BYTES}",
-            dir.display()
-        ));
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::agent::{DaemonRun, Launch};
 use crate::evidence::usage::UsageEntry;
 use crate::proxy::Proxy;
 use crate::sys::process::{self, ProcessOutcome};
-use crate::trial::Streams;
+use crate::trial::{SetupError, Streams};
 
 use super::driver::Driver;
 use crate::record::scorecard::ProcessRaw;
@@ -61,7 +61,7 @@ impl Running {
 
 /// Start the agent's background mode for the block, or `Ok(None)` when the agent has
 /// none (it is then simply left idle).
-pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, String> {
+pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, SetupError> {
     let d = run.driver;
     let Some((launch, proxy)) = launch_for(run).await? else {
         return Ok(None);
@@ -96,7 +96,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Strin
 /// daemon calls none).
 async fn launch_for(
     run: &BackgroundRun<'_, '_>,
-) -> Result<Option<(Launch, Option<Proxy>)>, String> {
+) -> Result<Option<(Launch, Option<Proxy>)>, SetupError> {
     let d = run.driver;
     let config = d.profile.and_then(|p| p.daemon_config());
     let ack = crate::spec::Flow {
@@ -120,7 +120,7 @@ async fn launch_for(
         }
         Err(e) => {
             let _ = proxy.shutdown().await;
-            Err(e.to_string())
+            Err(e.into())
         }
     }
 }

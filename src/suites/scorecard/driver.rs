@@ -25,7 +25,7 @@ use crate::spec::scorecard::profile::LoadedProfile;
 use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
 use crate::spec::Flow;
 use crate::sys::process;
-use crate::trial::{Context, Job, Streams};
+use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
 
 use super::background::{self, BackgroundRun};
@@ -69,7 +69,7 @@ pub struct Observed {
 impl Driver<'_> {
     /// Run every step. Returns `Err` with the reason when the probe cannot go on
     /// (setup failure, the agent died); what was observed until then stays in `obs`.
-    pub async fn run(&self, obs: &mut Observed) -> Result<(), String> {
+    pub async fn run(&self, obs: &mut Observed) -> Result<(), SetupError> {
         let mut session = 0u32;
         let mut turn_in_session = 0u32;
         let mut snapshot = self.snapshot(None)?;
@@ -139,12 +139,15 @@ impl Driver<'_> {
         Ok(())
     }
 
-    fn snapshot(&self, before: Option<&WorkspaceSnapshot>) -> Result<WorkspaceSnapshot, String> {
+    fn snapshot(
+        &self,
+        before: Option<&WorkspaceSnapshot>,
+    ) -> Result<WorkspaceSnapshot, SetupError> {
         match before {
             None => WorkspaceSnapshot::take(self.workspace),
             Some(b) => WorkspaceSnapshot::take_against(self.workspace, b),
         }
-        .map_err(|e| format!("workspace observer: {e}"))
+        .map_err(SetupError::Observer)
     }
 
     fn files_after(&self, snap: &WorkspaceSnapshot) -> BTreeMap<String, FileObs> {
@@ -167,11 +170,11 @@ impl Driver<'_> {
         }
     }
 
-    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, String> {
-        self.kernel()
+    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, SetupError> {
+        Ok(self
+            .kernel()
             .proxy(flow, &format!("no flow for {what}"))
-            .await
-            .map_err(|e| e.to_string())
+            .await?)
     }
 
     /// The sandbox of every process the probe runs for the agent (turns and its
@@ -197,7 +200,7 @@ impl Driver<'_> {
         session: u32,
         turn_in_session: u32,
         turn_no: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), SetupError> {
         let session_id = format!("{}-s{session}", self.probe.probe.id);
         let flow = self
             .profile
@@ -214,7 +217,7 @@ impl Driver<'_> {
         let proxy = match self.proxy(flow, &format!("turn `{label}`")).await {
             Ok(p) => p,
             Err(e) => {
-                t.problem = Some(e.clone());
+                t.problem = Some(e.to_string());
                 obs.evidence.turns.push(t);
                 return Err(e);
             }
@@ -237,8 +240,8 @@ impl Driver<'_> {
             Ok(l) => l,
             Err(e) => {
                 obs.usage.extend(proxy.shutdown().await);
-                let e = e.to_string();
-                t.problem = Some(e.clone());
+                let e = SetupError::from(e);
+                t.problem = Some(e.to_string());
                 obs.evidence.turns.push(t);
                 return Err(e);
             }
@@ -271,9 +274,12 @@ impl Driver<'_> {
         *snapshot = after;
         let outcome = match outcome {
             Ok(o) => o,
-            Err(e) => {
-                let e = format!("agent could not be run at turn `{label}`: {e}");
-                t.problem = Some(e.clone());
+            Err(source) => {
+                let e = SetupError::RunAt {
+                    turn: label.into(),
+                    source,
+                };
+                t.problem = Some(e.to_string());
                 obs.evidence.turns.push(t);
                 return Err(e);
             }
@@ -302,10 +308,10 @@ impl Driver<'_> {
         });
         obs.evidence.turns.push(t);
         if died {
-            return Err(format!(
-                "the agent died at turn `{label}`: {}",
-                describe_end(&outcome.end)
-            ));
+            return Err(SetupError::Died {
+                turn: label.into(),
+                end: describe_end(&outcome.end),
+            });
         }
         Ok(())
     }
@@ -317,7 +323,7 @@ impl Driver<'_> {
         obs: &mut Observed,
         snapshot: &mut WorkspaceSnapshot,
         block: &[Step],
-    ) -> Result<(), String> {
+    ) -> Result<(), SetupError> {
         let day = self.cfg.idle_day().as_secs_f64();
         let scaled = |hours: f64| Duration::from_secs_f64(hours * 3600.0 / 86_400.0 * day);
         let total: Duration = block
@@ -402,14 +408,15 @@ impl Driver<'_> {
                                     .tracker
                                     .set_task_status(&item, s)
                                     .map_err(|e| e.to_string())
-                            });
+                            })
+                            .map_err(SetupError::World);
                     match change {
                         Ok(_) => obs
                             .evidence
                             .world_changes
                             .push(format!("tracker: task {item} status -> {status_text}")),
                         Err(e) => {
-                            result = Err(format!("the harness could not change the world: {e}"));
+                            result = Err(e);
                             break;
                         }
                     }
@@ -458,11 +465,7 @@ pub fn planted_entries(state_dir: &Path) -> Vec<String> {
 }
 
 /// The trial's directories: workspace, scratch HOME, TMPDIR and the agent's state.
-pub fn trial_dirs(trial_dir: &Path) -> Result<[PathBuf; 4], String> {
-    let mk = |name: &str| {
-        let p = trial_dir.join(name);
-        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        Ok::<_, String>(p)
-    };
+pub fn trial_dirs(trial_dir: &Path) -> Result<[PathBuf; 4], SetupError> {
+    let mk = |name: &str| mkdir(&trial_dir.join(name));
     Ok([mk("workspace")?, mk("home")?, mk("tmp")?, mk("state")?])
 }

@@ -18,12 +18,11 @@ use crate::config::{Config, Mode, SEED_DAY};
 use crate::record as rec;
 use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
+use crate::trial::SetupError;
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerSeed};
 
 use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun};
 use driver::{planted_entries, trial_dirs, Driver, Observed};
-
-pub use crate::suites::qa::TrialError;
 
 /// Where a probe's sinks' logs go, beside its record.
 pub const SINKS_LOG: &str = "sinks.json";
@@ -67,7 +66,7 @@ pub async fn execute(
     cfg: &Config,
     run_dir: &Path,
     opts: &ExecOptions,
-) -> Result<(ScorecardRecord, PathBuf), TrialError> {
+) -> Result<(ScorecardRecord, PathBuf), rec::RecordError> {
     let name = probe.trial_name();
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
@@ -77,24 +76,27 @@ pub async fn execute(
     let mut obs = Observed::default();
     let mut sinks_log = None;
 
-    let setup: Result<(), String> = async {
+    let setup: Result<(), SetupError> = async {
         let profile = match cfg.mode {
             Mode::Scripted => Some(
                 suite
                     .profile(&cfg.scorecard_profile)
-                    .map_err(|e| format!("scripted profile: {e}"))?,
+                    .map_err(SetupError::Profile)?,
             ),
             Mode::Byok => None,
         };
         let [workspace, home, tmp, state] = trial_dirs(&trial_dir)?;
         if let Some(src) = &opts.plant_state_from {
-            copy_dir(src, &state).map_err(|e| format!("planting {}: {e}", src.display()))?;
+            copy_dir(src, &state).map_err(|source| SetupError::Plant {
+                from: src.clone(),
+                source,
+            })?;
         }
         // A fresh agent starts with an empty state directory: anything in it is planted.
         obs.evidence.planted_state = planted_entries(&state);
         let sinks = Sinks::start(sink_config(&bank))
             .await
-            .map_err(|e| format!("world sinks failed to start: {e}"))?;
+            .map_err(SetupError::Sinks)?;
         let driver = Driver {
             cfg,
             adapter: adapter.as_ref(),
@@ -132,7 +134,7 @@ pub async fn execute(
     events.append(&mut evidence.events);
     evidence.events = events;
     if let Err(e) = setup {
-        evidence.setup_error = Some(e);
+        evidence.setup_error = Some(e.to_string());
     }
     let result = score_probe(probe, &bank, &evidence);
     let verdict = verdict_of(&result, &evidence);

@@ -1,0 +1,94 @@
+//! Why a trial's world or agent could not be set up.
+//!
+//! A setup failure is evidence, not a crash: each suite records the message as the
+//! trial's `setup_error` (its verdict is then `error`) beside whatever was observed
+//! until then. One type for the three suites, so that the same failure reads the same
+//! in every record, and so that a record reader can tell what failed from the words.
+
+use std::path::PathBuf;
+
+use super::KernelError;
+use crate::spec::challenge::bundle::CopyError;
+use crate::spec::SpecError;
+use crate::sys::beneath::BeneathError;
+use crate::sys::process::ProcessError;
+use crate::world::browser::BrowserError;
+use crate::world::sinks::SinkError;
+use crate::world::target::TargetError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} -> {}: {source}", .from.display(), .to.display())]
+    Copy {
+        from: PathBuf,
+        to: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("app `{app}` has no capability `{capability}`")]
+    NoCapability { app: String, capability: String },
+    #[error("cannot copy the corpus graph: {0}")]
+    Graph(#[source] std::io::Error),
+    #[error("cannot give the agent its prompt: {0}")]
+    Prompt(#[source] BeneathError),
+    #[error(transparent)]
+    Bundle(#[from] CopyError),
+    #[error("app failed to start: {0}")]
+    App(#[source] TargetError),
+    #[error("seeding the app failed at {method} {path}: {why}")]
+    Seed {
+        method: String,
+        path: String,
+        why: String,
+    },
+    #[error("browser check failed: {0}")]
+    Browser(#[source] BrowserError),
+    #[error("scripted profile: {0}")]
+    Profile(#[source] SpecError),
+    #[error("planting {}: {source}", .from.display())]
+    Plant {
+        from: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("world sinks failed to start: {0}")]
+    Sinks(#[source] SinkError),
+    #[error("workspace observer: {0}")]
+    Observer(#[source] SinkError),
+    #[error("the harness could not change the world: {0}")]
+    World(String),
+    #[error("agent could not be run: {0}")]
+    Run(#[source] ProcessError),
+    #[error("agent could not be run at turn `{turn}`: {source}")]
+    RunAt {
+        turn: String,
+        #[source]
+        source: ProcessError,
+    },
+    #[error("the agent died at turn `{turn}`: {end}")]
+    Died { turn: String, end: String },
+    #[error("cannot read agent output: {0}")]
+    Output(#[source] std::io::Error),
+}
+
+impl SetupError {
+    /// `map_err` for an I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> SetupError {
+        let path = path.into();
+        move |source| SetupError::Io { path, source }
+    }
+}
+
+/// Create `p` (and its parents) as a directory of the trial.
+pub fn mkdir(p: &std::path::Path) -> Result<PathBuf, SetupError> {
+    std::fs::create_dir_all(p).map_err(SetupError::io(p))?;
+    Ok(p.to_path_buf())
+}
