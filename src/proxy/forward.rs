@@ -122,7 +122,7 @@ pub(crate) async fn forward(
     }
     .map(|e| upstream.redact(&e));
     log.record(pending);
-    let mut whole = body::bytes(status, content_type, bytes);
+    let mut whole = body::bytes(status, content_type, upstream.redact_bytes(bytes));
     whole.headers_mut().extend(passed);
     whole
 }

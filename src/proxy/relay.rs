@@ -164,9 +164,22 @@ impl Relay {
 pub(crate) type Polled = Option<Result<Bytes, reqwest::Error>>;
 
 impl Relay {
-    /// The gathered bytes as one frame for the agent.
-    fn flush(&mut self) -> Frame<Bytes> {
-        Frame::data(self.out.split().freeze())
+    /// The gathered bytes as one frame for the agent, the key redacted. Bytes at the
+    /// end that could begin the key stay for the next frame (`whole`: none stay, the
+    /// stream is over).
+    fn flush(&mut self, whole: bool) -> Frame<Bytes> {
+        let ready = if whole {
+            self.out.len()
+        } else {
+            self.ready_len()
+        };
+        let ready = self.out.split_to(ready).freeze();
+        Frame::data(self.redactor.redact_bytes(ready))
+    }
+
+    /// The gathered bytes that may go out now: all but an end that could begin the key.
+    fn ready_len(&self) -> usize {
+        self.out.len() - self.redactor.key_start_at_end(&self.out)
     }
 
     /// Meter one upstream chunk; append what the agent gets to `out`.
@@ -194,13 +207,15 @@ impl Stream for Relay {
                 Some(item) => item,
                 None => match this.upstream.as_mut().poll_next(cx) {
                     Poll::Ready(item) => item,
-                    Poll::Pending if this.out.is_empty() => return Poll::Pending,
+                    // Nothing to send but, perhaps, the start of the key: wait for
+                    // the bytes that say whether it is.
+                    Poll::Pending if this.ready_len() == 0 => return Poll::Pending,
                     Poll::Pending if this.out.len() < GATHER_LIMIT && this.turn.wait(cx) => {
                         return Poll::Pending;
                     }
                     Poll::Pending => {
                         this.turn.reset();
-                        return Poll::Ready(Some(Ok(this.flush())));
+                        return Poll::Ready(Some(Ok(this.flush(false))));
                     }
                 },
             };
@@ -212,15 +227,15 @@ impl Stream for Relay {
                     this.out = out;
                     // The first chunk goes out with the response head at once: it is
                     // what the agent's first-token latency waits for.
-                    if !this.started && !this.out.is_empty() {
+                    if !this.started && this.ready_len() > 0 {
                         this.started = true;
-                        return Poll::Ready(Some(Ok(this.flush())));
+                        return Poll::Ready(Some(Ok(this.flush(false))));
                     }
                 }
                 Some(Err(e)) if !this.out.is_empty() => {
                     // What arrived before the break reaches the agent first.
                     this.held = Some(Some(Err(e)));
-                    return Poll::Ready(Some(Ok(this.flush())));
+                    return Poll::Ready(Some(Ok(this.flush(true))));
                 }
                 Some(Err(e)) => {
                     let message = this.redactor.redact(&format!("upstream stream cut: {e}"));
@@ -243,7 +258,7 @@ impl Stream for Relay {
                             .then(|| "upstream stream ended before its end marker".to_owned())
                     });
                     this.record(error);
-                    return Poll::Ready((!this.out.is_empty()).then(|| Ok(this.flush())));
+                    return Poll::Ready((!this.out.is_empty()).then(|| Ok(this.flush(true))));
                 }
             }
         }

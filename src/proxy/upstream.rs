@@ -9,6 +9,9 @@ use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_T
 
 use super::wire::{Auth, CallError};
 
+/// What the key is replaced with wherever a provider's words carry it.
+const REDACTED: &str = "[redacted]";
+
 /// The Messages API version sent when the client named none.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -117,7 +120,36 @@ impl Upstream {
         if self.api_key.is_empty() {
             text.to_owned()
         } else {
-            text.replace(&self.api_key, "[redacted]")
+            text.replace(&self.api_key, REDACTED)
         }
+    }
+
+    /// A provider's body as the agent may see it: every occurrence of the key replaced
+    /// (a provider that echoes the key in an error would otherwise hand it to the agent
+    /// the proxy exists to keep it from). The body itself when it holds none: no copy.
+    pub(crate) fn redact_bytes(&self, bytes: Bytes) -> Bytes {
+        let key = self.api_key.as_bytes();
+        if key.is_empty() || memchr::memmem::find(&bytes, key).is_none() {
+            return bytes;
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut rest = &bytes[..];
+        while let Some(at) = memchr::memmem::find(rest, key) {
+            out.extend_from_slice(&rest[..at]);
+            out.extend_from_slice(REDACTED.as_bytes());
+            rest = &rest[at + key.len()..];
+        }
+        out.extend_from_slice(rest);
+        Bytes::from(out)
+    }
+
+    /// How many of the last bytes of `bytes` could be the start of the key: a stream
+    /// holds them back until the next bytes show whether the key follows.
+    pub(crate) fn key_start_at_end(&self, bytes: &[u8]) -> usize {
+        let key = self.api_key.as_bytes();
+        (1..key.len().min(bytes.len() + 1))
+            .rev()
+            .find(|&n| bytes.ends_with(&key[..n]))
+            .unwrap_or(0)
     }
 }

@@ -741,9 +741,11 @@ async fn byok_errors_and_cut_streams_are_passed_through_and_recorded() {
 
     let (status, body) = post(&base, &byok_request("echo-key", false)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // The provider's body, with the key it echoed redacted: the agent is the one party
+    // the proxy keeps the key from.
     assert!(
-        body.to_string().contains(KEY),
-        "the agent sees the provider's body as is"
+        !body.to_string().contains(KEY) && body.to_string().contains("[redacted]"),
+        "the agent sees the provider's body with the key redacted: {body}"
     );
 
     // A stream cut mid-way: the agent's stream breaks too.

@@ -515,3 +515,82 @@ async fn a_provider_redirect_is_relayed_and_never_followed_with_the_key() {
         String::from_utf8_lossy(&seen)
     );
 }
+
+/// A provider that echoes the key: in a whole error body, and in a stream whose chunk
+/// boundary falls inside the key. The agent gets neither copy; the bodies arrive
+/// otherwise as sent.
+#[tokio::test]
+async fn a_provider_that_echoes_the_key_never_hands_it_to_the_agent() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let provider = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "http://127.0.0.1:{}/v1",
+        provider.local_addr().expect("addr").port()
+    );
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = provider.accept().await {
+            let mut buf = vec![0u8; 64 << 10];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if request.contains("\"stream\":true") {
+                let (a, b) = KEY.split_at(9);
+                let events = [
+                    format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"key {a}"),
+                    format!("{b} seen\"}}}}]}}\n\n"),
+                    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n".to_string(),
+                ];
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await;
+                for e in events {
+                    let _ = s
+                        .write_all(format!("{:x}\r\n{e}\r\n", e.len()).as_bytes())
+                        .await;
+                    let _ = s.flush().await;
+                    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                }
+                let _ = s.write_all(b"0\r\n\r\n").await;
+            } else {
+                let body =
+                    format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {KEY}\"}}}}");
+                let _ = s
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .await;
+            }
+        }
+    });
+    let proxy = Proxy::start(ProxyMode::Byok {
+        upstream: url,
+        api_key: KEY.into(),
+    })
+    .await
+    .expect("proxy starts");
+    let golden = ALL[0];
+    let whole = send(&proxy, golden, &request(golden, "echo", false)).await;
+    assert_eq!(whole.status(), StatusCode::UNAUTHORIZED);
+    let whole = whole.text().await.expect("body");
+    assert!(!whole.contains(KEY), "the key reached the agent: {whole}");
+    assert!(
+        whole.contains("Incorrect API key provided: [redacted]"),
+        "{whole}"
+    );
+    let streamed = send(&proxy, golden, &request(golden, "echo", true)).await;
+    let streamed = streamed.text().await.expect("stream");
+    assert!(
+        !streamed.contains(KEY),
+        "the key reached the agent: {streamed}"
+    );
+    assert!(streamed.contains("key [redacted] seen"), "{streamed}");
+    assert!(streamed.ends_with("data: [DONE]\n\n"), "{streamed}");
+    let entries = proxy.shutdown().await;
+    assert_no_key(&entries);
+    assert_eq!(entries[1].input_tokens, Some(3), "{entries:?}");
+}

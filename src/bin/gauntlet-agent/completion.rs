@@ -98,20 +98,42 @@ pub fn arguments_text(v: Option<&Value>) -> String {
     }
 }
 
+/// Why a model's answer cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error("provider error: {0}")]
+    Provider(Value),
+    #[error("provider error in stream: {0}")]
+    ProviderInStream(Value),
+    #[error("response has no `{0}`")]
+    Missing(&'static str),
+    #[error("body is not json: {0}")]
+    BodyNotJson(#[source] reqwest::Error),
+    #[error("stream chunk is not json: {source}: {data}")]
+    ChunkNotJson {
+        #[source]
+        source: serde_json::Error,
+        /// The chunk's first 200 characters.
+        data: String,
+    },
+    #[error("stream cut: {0}")]
+    Cut(#[source] std::io::Error),
+}
+
 /// Parses a non-streaming `chat.completion` body.
-pub fn parse_completion(body: &Value) -> Result<Completion, String> {
+pub fn parse_completion(body: &Value) -> Result<Completion, Unusable> {
     let Some(choice) = body
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
     else {
         if let Some(err) = body.get("error") {
-            return Err(format!("provider error: {err}"));
+            return Err(Unusable::Provider(err.clone()));
         }
-        return Err("response has no `choices[0]`".to_string());
+        return Err(Unusable::Missing("choices[0]"));
     };
     let Some(message) = choice.get("message") else {
-        return Err("response has no `choices[0].message`".to_string());
+        return Err(Unusable::Missing("choices[0].message"));
     };
     let content = message.get("content").and_then(content_text);
     let mut tool_calls = Vec::new();
@@ -175,7 +197,7 @@ mod tests {
     #[test]
     fn a_body_without_choices_is_an_error_naming_the_provider_error() {
         let err = parse_completion(&json!({"error": {"message": "nope"}})).unwrap_err();
-        assert!(err.contains("nope"), "{err}");
+        assert!(err.to_string().contains("nope"), "{err}");
         assert!(parse_completion(&json!({})).is_err());
     }
 

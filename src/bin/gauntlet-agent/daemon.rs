@@ -200,7 +200,7 @@ struct Daemon<'a, W: Write> {
     smtp: Option<String>,
     state: State,
     /// Built on the first model tick; `Err` keeps why it cannot be.
-    client: Option<Result<crate::model::ChatClient, String>>,
+    client: Option<Result<crate::model::ChatClient, crate::model::ModelError>>,
 }
 
 pub fn daemon<W: Write>(args: &DaemonArgs, emitter: &mut Emitter<W>) -> Result<(), DaemonError> {
@@ -319,14 +319,13 @@ impl<W: Write> Daemon<'_, W> {
     fn model_tick(&mut self, tick: &ModelTick) -> Result<(), DaemonError> {
         if self.client.is_none() {
             let client =
-                crate::model::ChatClient::new(crate::model::ModelConfig::from_env(), false)
-                    .map_err(|e| e.to_string());
+                crate::model::ChatClient::new(crate::model::ModelConfig::from_env(), false);
             self.client = Some(client);
         }
         let client = match &self.client {
             Some(Ok(c)) => c,
             Some(Err(e)) => {
-                let e = e.clone();
+                let e = e.to_string();
                 return self.note("model", format!("no model client: {e}"));
             }
             None => return Ok(()),
@@ -391,25 +390,25 @@ impl<W: Write> Daemon<'_, W> {
         }
     }
 
-    fn get(&self, path: &str) -> Result<Value, String> {
+    fn get(&self, path: &str) -> Result<Value, TrackerError> {
         let (Some(url), Some(http)) = (&self.tracker, &self.http) else {
-            return Err("no tracker (GAUNTLET_TRACKER_URL unset)".into());
+            return Err(TrackerError::None);
         };
-        http.get(format!("{url}{path}"))
+        Ok(http
+            .get(format!("{url}{path}"))
             .send()
-            .and_then(|r| r.json::<Value>())
-            .map_err(|e| e.to_string())
+            .and_then(|r| r.json::<Value>())?)
     }
 
-    fn post(&self, path: &str, body: &Value) -> Result<Value, String> {
+    fn post(&self, path: &str, body: &Value) -> Result<Value, TrackerError> {
         let (Some(url), Some(http)) = (&self.tracker, &self.http) else {
-            return Err("no tracker (GAUNTLET_TRACKER_URL unset)".into());
+            return Err(TrackerError::None);
         };
-        http.post(format!("{url}{path}"))
+        Ok(http
+            .post(format!("{url}{path}"))
             .json(body)
             .send()
-            .and_then(|r| r.json::<Value>())
-            .map_err(|e| e.to_string())
+            .and_then(|r| r.json::<Value>())?)
     }
 
     fn watch_tracker(&mut self, watch: &TrackerWatch) -> Result<(), DaemonError> {
@@ -598,24 +597,58 @@ fn last_topic(state_dir: &Path) -> Option<String> {
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// Why the tracker could not be asked.
+#[derive(Debug, thiserror::Error)]
+enum TrackerError {
+    #[error("no tracker (GAUNTLET_TRACKER_URL unset)")]
+    None,
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+}
+
+/// Why a mail was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    #[error("{addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("expected {expected}, got {got:?}")]
+    Reply { expected: String, got: String },
+}
+
 /// A minimal SMTP client: one message to one recipient, every reply checked.
-pub fn send_mail(url: &str, from: &str, to: &str, subject: &str, body: &str) -> Result<(), String> {
+pub fn send_mail(
+    url: &str,
+    from: &str,
+    to: &str,
+    subject: &str,
+    body: &str,
+) -> Result<(), MailError> {
     let addr = url
         .strip_prefix("smtp://")
         .unwrap_or(url)
         .trim_end_matches('/');
-    let stream = TcpStream::connect(addr).map_err(|e| format!("{addr}: {e}"))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+    let stream = TcpStream::connect(addr).map_err(|source| MailError::Connect {
+        addr: addr.to_owned(),
+        source,
+    })?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
-    let mut expect = |code: &str| -> Result<(), String> {
+    let mut expect = |code: &str| -> Result<(), MailError> {
         loop {
             let mut line = String::new();
-            reader.read_line(&mut line).map_err(|e| e.to_string())?;
+            reader.read_line(&mut line)?;
             if !line.starts_with(code) {
-                return Err(format!("expected {code}, got {:?}", line.trim()));
+                return Err(MailError::Reply {
+                    expected: code.to_owned(),
+                    got: line.trim().to_owned(),
+                });
             }
             if line.as_bytes().get(3) != Some(&b'-') {
                 return Ok(());
@@ -623,11 +656,7 @@ pub fn send_mail(url: &str, from: &str, to: &str, subject: &str, body: &str) -> 
         }
     };
     expect("220")?;
-    let mut send = |line: &str| {
-        writer
-            .write_all(format!("{line}\r\n").as_bytes())
-            .map_err(|e| e.to_string())
-    };
+    let mut send = |line: &str| writer.write_all(format!("{line}\r\n").as_bytes());
     send("EHLO gauntlet-agent")?;
     expect("250")?;
     send(&format!("MAIL FROM:<{from}>"))?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::completion::{parse_completion, Completion};
+use crate::completion::{parse_completion, Completion, Unusable};
 use crate::sse::StreamAssembler;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -35,7 +35,11 @@ pub enum ModelError {
         body: String,
     },
     #[error("model response from {url} is unusable: {reason}")]
-    BadResponse { url: String, reason: String },
+    BadResponse {
+        url: String,
+        #[source]
+        reason: Unusable,
+    },
     #[error("cannot build http client for the model: {0}")]
     Client(#[source] reqwest::Error),
 }
@@ -171,7 +175,7 @@ impl ChatClient {
                 body: text.chars().take(2000).collect(),
             }));
         }
-        let bad = |reason: String| {
+        let bad = |reason: Unusable| {
             Attempt::Fatal(ModelError::BadResponse {
                 url: url.to_string(),
                 reason,
@@ -180,24 +184,20 @@ impl ChatClient {
         if self.stream {
             read_stream(resp).map_err(bad)
         } else {
-            let value: Value = resp
-                .json()
-                .map_err(|e| bad(format!("body is not json: {e}")))?;
+            let value: Value = resp.json().map_err(|e| bad(Unusable::BodyNotJson(e)))?;
             parse_completion(&value).map_err(bad)
         }
     }
 }
 
 /// Reads SSE lines until `[DONE]` or the end of the body.
-fn read_stream(resp: reqwest::blocking::Response) -> Result<Completion, String> {
+fn read_stream(resp: reqwest::blocking::Response) -> Result<Completion, Unusable> {
     let mut reader = std::io::BufReader::new(resp);
     let mut assembler = StreamAssembler::default();
     let mut line = String::new();
     while !assembler.is_done() {
         line.clear();
-        let n = reader
-            .read_line(&mut line)
-            .map_err(|e| format!("stream cut: {e}"))?;
+        let n = reader.read_line(&mut line).map_err(Unusable::Cut)?;
         if n == 0 {
             break;
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::completion::{arguments_text, content_text, Completion, ToolCall, Usage};
+use crate::completion::{arguments_text, content_text, Completion, ToolCall, Unusable, Usage};
 
 #[derive(Debug, Default)]
 struct PartialCall {
@@ -34,7 +34,7 @@ impl StreamAssembler {
 
     /// Takes one line of the SSE stream. Comments, `event:` lines and blank lines are
     /// ignored; a `data:` payload that is not JSON, or that carries an `error`, fails.
-    pub fn feed_line(&mut self, line: &str) -> Result<(), String> {
+    pub fn feed_line(&mut self, line: &str) -> Result<(), Unusable> {
         let line = line.trim_end_matches(['\r', '\n']);
         let Some(data) = line.strip_prefix("data:") else {
             return Ok(());
@@ -47,10 +47,12 @@ impl StreamAssembler {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| format!("stream chunk is not json: {e}: {data:.200}"))?;
+        let chunk: Value = serde_json::from_str(data).map_err(|source| Unusable::ChunkNotJson {
+            source,
+            data: data.chars().take(200).collect(),
+        })?;
         if let Some(err) = chunk.get("error") {
-            return Err(format!("provider error in stream: {err}"));
+            return Err(Unusable::ProviderInStream(err.clone()));
         }
         if let Some(usage) = chunk.get("usage").and_then(Usage::from_json) {
             self.usage = Some(usage);
@@ -175,6 +177,7 @@ mod tests {
         assert!(a
             .feed_line(r#"data: {"error":{"message":"overloaded"}}"#)
             .unwrap_err()
+            .to_string()
             .contains("overloaded"));
     }
 }

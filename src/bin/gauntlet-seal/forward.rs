@@ -8,6 +8,7 @@
 //! enough to open the listening sockets there (a socket stays in the namespace it was
 //! made in), returns to the host's, and relays each connection from a thread.
 
+use crate::failure::{At, Failure};
 use std::fs::File;
 use std::io::ErrorKind;
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -15,13 +16,13 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use nix::sched::CloneFlags;
 
 /// Bring up `lo` in the calling process's (new) network namespace.
-pub fn loopback_up() -> Result<(), String> {
+pub fn loopback_up() -> Result<(), Failure> {
     // SAFETY: plain socket and ioctl calls on a zeroed `ifreq` naming "lo"; the socket
     // is closed before returning.
     unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
-            return Err(format!("socket: {}", std::io::Error::last_os_error()));
+            return Err(std::io::Error::last_os_error()).at("socket");
         }
         let mut req: libc::ifreq = std::mem::zeroed();
         for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
@@ -29,17 +30,11 @@ pub fn loopback_up() -> Result<(), String> {
         }
         let mut result = Ok(());
         if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) < 0 {
-            result = Err(format!(
-                "SIOCGIFFLAGS lo: {}",
-                std::io::Error::last_os_error()
-            ));
+            result = Err(std::io::Error::last_os_error()).at("SIOCGIFFLAGS lo");
         } else {
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
             if libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) < 0 {
-                result = Err(format!(
-                    "SIOCSIFFLAGS lo: {}",
-                    std::io::Error::last_os_error()
-                ));
+                result = Err(std::io::Error::last_os_error()).at("SIOCSIFFLAGS lo");
             }
         }
         libc::close(fd);
@@ -50,21 +45,23 @@ pub fn loopback_up() -> Result<(), String> {
 /// Listen on `ports` inside the network namespace of process `pid` and relay every
 /// connection to the same port on the host's loopback, for as long as this process
 /// lives.
-pub fn start(pid: i32, ports: &[u16]) -> Result<(), String> {
+pub fn start(pid: i32, ports: &[u16]) -> Result<(), Failure> {
     if ports.is_empty() {
         return Ok(());
     }
-    let ns = |path: String| File::open(&path).map_err(|e| format!("{path}: {e}"));
+    let ns = |path: String| File::open(&path).at(path.as_str());
     let host = ns("/proc/self/ns/net".into())?;
     let sandbox = ns(format!("/proc/{pid}/ns/net"))?;
     nix::sched::setns(&sandbox, CloneFlags::CLONE_NEWNET)
-        .map_err(|e| format!("entering the sandbox's network namespace: {e}"))?;
+        .at("entering the sandbox's network namespace")?;
     let mut listeners = Vec::new();
     let mut failed = None;
     for &port in ports {
         match TcpListener::bind(("127.0.0.1", port)) {
             Ok(l) => listeners.push((l, port)),
-            Err(e) => failed = Some(format!("listening on 127.0.0.1:{port} in the sandbox: {e}")),
+            Err(e) => {
+                failed = Some(Err(e).at(format!("listening on 127.0.0.1:{port} in the sandbox")))
+            }
         }
         // Clients that resolve `localhost` to ::1 find the same port.
         if let Ok(l) = TcpListener::bind(("::1", port)) {
@@ -72,9 +69,9 @@ pub fn start(pid: i32, ports: &[u16]) -> Result<(), String> {
         }
     }
     nix::sched::setns(&host, CloneFlags::CLONE_NEWNET)
-        .map_err(|e| format!("returning to the host's network namespace: {e}"))?;
-    if let Some(e) = failed {
-        return Err(e);
+        .at("returning to the host's network namespace")?;
+    if let Some(failed) = failed {
+        return failed;
     }
     for (listener, port) in listeners {
         std::thread::spawn(move || accept(listener, port));

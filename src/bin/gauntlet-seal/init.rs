@@ -1,6 +1,7 @@
 //! The sandbox's PID 1: builds the root, starts the program, reaps, and ends the
 //! sandbox when the program ends.
 
+use crate::failure::{At, Failure};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -94,10 +95,10 @@ fn sandbox(
     // Forked before the spec was read, init still holds the helper's stdin, where the
     // spec arrives: neither init nor the program may read it.
     if let Err(e) = std::fs::File::open("/dev/null")
-        .map_err(|e| e.to_string())
-        .and_then(|null| nix::unistd::dup2_stdin(&null).map_err(|e| e.to_string()))
+        .at("/dev/null")
+        .and_then(|null| nix::unistd::dup2_stdin(&null).at("dup2"))
     {
-        return setup(format!("/dev/null as init's stdin: {e}"));
+        return setup(e.within("/dev/null as init's stdin").to_string());
     }
     let flags = CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWIPC
@@ -115,7 +116,7 @@ fn sandbox(
     }
     drop(ready);
     if let Err(e) = crate::root::stage(&cgroups.shown()) {
-        return setup(e);
+        return setup(e.to_string());
     }
     // The helper opens the forwarded ports in this namespace before anything runs, so
     // the program never finds its proxy refusing connections; then it sends the spec.
@@ -155,7 +156,7 @@ fn sandbox(
     }
     let spec = &spec;
     if let Err(e) = cgroups.limit(&spec.limits) {
-        return setup(e);
+        return setup(e.to_string());
     }
     // Opened while the host's root is still reachable: the file is outside the view,
     // and the filesystems' roots are where opens through the program's own mounts are
@@ -163,14 +164,14 @@ fn sandbox(
     let observation = match spec.observe.as_deref().map(crate::observe::create) {
         None => None,
         Some(Ok(file)) => Some((file, crate::observe::FsRoots::open())),
-        Some(Err(e)) => return setup(e),
+        Some(Err(e)) => return setup(e.to_string()),
     };
     if let Err(e) = crate::root::finish(spec) {
-        return setup(e);
+        return setup(e.to_string());
     }
     let program = match Exec::prepare(spec, cgroups.applied()) {
         Ok(p) => p,
-        Err(e) => return setup(e),
+        Err(e) => return setup(e.to_string()),
     };
     // The signals init waits for, readable beside the observer's queue.
     let signal_fd =
@@ -361,16 +362,18 @@ struct Exec {
 }
 
 impl Exec {
-    fn prepare(spec: &SealSpec, limited: bool) -> Result<Exec, String> {
+    fn prepare(spec: &SealSpec, limited: bool) -> Result<Exec, Failure> {
         let cstr = |s: &[u8], what: &str| {
-            CString::new(s).map_err(|_| format!("{what} contains a NUL byte"))
+            CString::new(s).map_err(|_| Failure::refused(what, "contains a NUL byte"))
         };
         let path =
             resolve(&spec.program, spec.env.get("PATH").map(String::as_str)).ok_or_else(|| {
-                format!(
-                    "cannot run {}: not found in the sandbox (PATH={})",
-                    spec.program.display(),
-                    spec.env.get("PATH").map(String::as_str).unwrap_or("")
+                Failure::refused(
+                    format!("cannot run {}", spec.program.display()),
+                    format!(
+                        "not found in the sandbox (PATH={})",
+                        spec.env.get("PATH").map(String::as_str).unwrap_or("")
+                    ),
                 )
             })?;
         let mut argv = vec![cstr(spec.program.as_os_str().as_bytes(), "the program")?];

@@ -12,6 +12,7 @@
 //! controller (cgroup v1 `pids`/`memory` hierarchies, or the cgroup v2 root with those
 //! controllers), the sandbox runs without and says so in its report.
 
+use crate::failure::{At, Failure};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
@@ -109,7 +110,7 @@ impl Cgroups {
     }
 
     /// Write the spec's limits.
-    pub fn limit(&self, limits: &Limits) -> Result<(), String> {
+    pub fn limit(&self, limits: &Limits) -> Result<(), Failure> {
         for g in &self.groups {
             if let Some(file) = g.pids_max {
                 write_at(&g.parent, &format!("{}/{file}", g.name), limits.tasks)?;
@@ -170,17 +171,17 @@ fn remove_finished(dir: &Path, own: &str) {
     }
 }
 
-fn write_at(dir: &OwnedFd, file: &str, value: u64) -> Result<(), String> {
+fn write_at(dir: &OwnedFd, file: &str, value: u64) -> Result<(), Failure> {
     let fd = openat(
         dir.as_fd(),
         file,
         OFlag::O_WRONLY | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("cgroup file {file}: {e}"))?;
+    .at(format!("cgroup file {file}"))?;
     File::from(fd)
         .write_all(value.to_string().as_bytes())
-        .map_err(|e| format!("writing {value} to cgroup file {file}: {e}"))
+        .at(format!("writing {value} to cgroup file {file}"))
 }
 
 /// cgroup v2: a child group only gets a controller the parent enables for its

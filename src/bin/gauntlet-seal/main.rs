@@ -21,6 +21,7 @@
 //! The helper exits as the program did (same code, or the same signal), and writes a
 //! [`SealReport`] to the spec's report path.
 
+mod failure;
 mod forward;
 mod init;
 mod limits;
@@ -32,6 +33,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use failure::{At, Failure};
 use gauntlet::sys::sandbox::{SealReport, SealSpec};
 use nix::sched::CloneFlags;
 use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -68,7 +70,7 @@ fn main() {
     let report = match staged {
         Ok(sandbox) => sandbox.run(&spec),
         Err(e) => SealReport {
-            setup_error: Some(e),
+            setup_error: Some(e.to_string()),
             ..SealReport::default()
         },
     };
@@ -78,7 +80,7 @@ fn main() {
 }
 
 /// The first line on stdin: the pid of the harness that started this helper.
-fn read_parent() -> Result<u32, String> {
+fn read_parent() -> Result<u32, Failure> {
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
     // Byte by byte: what follows the line is the spec, read later, and must stay in
@@ -91,25 +93,30 @@ fn read_parent() -> Result<u32, String> {
                 return std::str::from_utf8(&line)
                     .ok()
                     .and_then(|s| s.parse().ok())
-                    .ok_or_else(|| format!("not a pid: {:?}", String::from_utf8_lossy(&line)));
+                    .ok_or_else(|| {
+                        Failure::refused(
+                            "stdin",
+                            format!("not a pid: {:?}", String::from_utf8_lossy(&line)),
+                        )
+                    });
             }
             Ok(_) => line.push(byte[0]),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e).at("stdin"),
         }
     }
-    Err("no pid line".into())
+    Err(Failure::refused("stdin", "no pid line"))
 }
 
-fn read_spec() -> Result<SealSpec, String> {
+fn read_spec() -> Result<SealSpec, Failure> {
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_SPEC)
         .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    let spec = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        .at("reading stdin")?;
+    let spec = serde_json::from_slice(&bytes).at("the spec")?;
     // The program's stdin is empty, as it is for an unsealed process.
-    let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
-    nix::unistd::dup2_stdin(&null).map_err(|e| format!("stdin: {e}"))?;
+    let null = std::fs::File::open("/dev/null").at("/dev/null")?;
+    nix::unistd::dup2_stdin(&null).at("stdin")?;
     Ok(spec)
 }
 
@@ -130,28 +137,27 @@ struct Staged {
 }
 
 /// Namespaces and the staged root, before any spec exists.
-fn stage(parent: u32) -> Result<Staged, String> {
-    nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL))
-        .map_err(|e| format!("prctl(PR_SET_PDEATHSIG): {e}"))?;
+fn stage(parent: u32) -> Result<Staged, Failure> {
+    nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)).at("prctl(PR_SET_PDEATHSIG)")?;
     // The harness may have died before the line above: then nobody waits for us.
     if nix::unistd::getppid().as_raw() != parent as i32 {
-        return Err("the harness that started this sandbox is gone".into());
+        return Err(Failure::refused(
+            "starting",
+            "the harness that started this sandbox is gone",
+        ));
     }
-    let pipe =
-        || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"));
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).at("pipe");
     let ((report_rx, report_tx), (ready_rx, ready_tx), (go_rx, go_tx)) =
         (pipe()?, pipe()?, pipe()?);
     // Only the PID namespace is entered here (it takes effect for our children); init
     // makes the others its own, so that tearing them down is init's exit, not ours.
-    let own_pid_ns =
-        File::open("/proc/self/ns/pid").map_err(|e| format!("/proc/self/ns/pid: {e}"))?;
-    nix::sched::unshare(CloneFlags::CLONE_NEWPID)
-        .map_err(|e| format!("unshare(CLONE_NEWPID): {e}"))?;
+    let own_pid_ns = File::open("/proc/self/ns/pid").at("/proc/self/ns/pid")?;
+    nix::sched::unshare(CloneFlags::CLONE_NEWPID).at("unshare(CLONE_NEWPID)")?;
     let helper = std::process::id();
     // SAFETY: this process is single-threaded (no thread was started), so the child
     // may run any code after fork.
     match unsafe { nix::unistd::fork() } {
-        Err(e) => Err(format!("fork of the sandbox init: {e}")),
+        Err(e) => Err(e).at("fork of the sandbox init"),
         Ok(ForkResult::Child) => {
             drop((report_rx, ready_rx, go_tx));
             let mut tx = File::from(report_tx);
@@ -167,7 +173,7 @@ fn stage(parent: u32) -> Result<Staged, String> {
             // are threads.
             if let Err(e) = nix::sched::setns(&own_pid_ns, CloneFlags::CLONE_NEWPID) {
                 let _ = signal::kill(child, Signal::SIGKILL);
-                return Err(format!("setns back to the helper's PID namespace: {e}"));
+                return Err(e).at("setns back to the helper's PID namespace");
             }
             INIT_PID.store(child.as_raw(), Ordering::SeqCst);
             forward_sigterm();

@@ -23,6 +23,7 @@
 //! the sandbox's: a trial that floods it spends its own memory bound, and what the
 //! kernel cannot queue any more is an overflow, which makes the observation incomplete.
 
+use crate::failure::{At, Failure};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -55,13 +56,13 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The observation file, opened through the staging root before the host's root is
 /// detached. Created new: a file that is already there is not init's.
-pub fn create(path: &Path) -> Result<File, String> {
+pub fn create(path: &Path) -> Result<File, Failure> {
     let at = crate::root::under("/oldroot", path)?;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&at)
-        .map_err(|e| format!("creating the observation file {}: {e}", path.display()))
+        .at(format!("creating the observation file {}", path.display()))
 }
 
 /// Mounts of whole filesystems (their root is the filesystem's root), by device:
@@ -160,7 +161,7 @@ impl Observer {
                     | MaskFlags::FAN_CLOSE_WRITE
                     | MaskFlags::FAN_ONDIR;
                 match mounts("/proc/self/mountinfo") {
-                    Err(e) => o.end.error = Some(e),
+                    Err(e) => o.end.error = Some(e.to_string()),
                     Ok(mounts) => {
                         o.own = mounts.iter().map(|m| m.id).collect();
                         o.private = mounts
@@ -457,8 +458,8 @@ struct MountInfo {
 }
 
 /// The mounts init sees, from its mountinfo at `file`.
-fn mounts(file: &str) -> Result<Vec<MountInfo>, String> {
-    let info = std::fs::read_to_string(file).map_err(|e| format!("reading {file}: {e}"))?;
+fn mounts(file: &str) -> Result<Vec<MountInfo>, Failure> {
+    let info = std::fs::read_to_string(file).at(format!("reading {file}"))?;
     let mut out = Vec::new();
     for line in info.lines() {
         let fields: Vec<&str> = line.split(' ').collect();

@@ -7,6 +7,7 @@
 //! reachable), the new root is assembled at `/newroot`, the host's root is detached,
 //! and a second pivot makes `/newroot` the root.
 
+use crate::failure::{At, Failure};
 use std::os::unix::fs::symlink;
 use std::path::{Component, Path, PathBuf};
 
@@ -33,16 +34,14 @@ const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// `/sys/fs/cgroup` it appears: a v1 controller's name, or nothing for the v2 group):
 /// shown read-only, so that a program can read its own bounds, and nothing else of the
 /// host's cgroup tree.
-pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), String> {
+pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
     // Nothing we mount may propagate back to the host's namespace.
-    mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE)
-        .map_err(|e| format!("making / private: {e}"))?;
+    mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE).at("making / private")?;
     tmpfs("/tmp", "mode=0755,size=1m")?;
     mkdir(Path::new("/tmp/oldroot"))?;
     mkdir(Path::new("/tmp/newroot"))?;
-    nix::unistd::pivot_root("/tmp", "/tmp/oldroot")
-        .map_err(|e| format!("pivot_root to the staging root: {e}"))?;
-    nix::unistd::chdir("/").map_err(|e| format!("chdir /: {e}"))?;
+    nix::unistd::pivot_root("/tmp", "/tmp/oldroot").at("pivot_root to the staging root")?;
+    nix::unistd::chdir("/").at("chdir /")?;
 
     tmpfs("/newroot", "mode=0755,size=4m")?;
     for path in SYSTEM_PATHS {
@@ -60,7 +59,7 @@ pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), String> {
         // tell it how long its sandbox waited to be used.
         Some("hidepid=invisible"),
     )
-    .map_err(|e| format!("mounting /proc: {e}"))?;
+    .at("mounting /proc")?;
     bind(
         Path::new("/oldroot/sys"),
         Path::new("/newroot/sys"),
@@ -72,7 +71,7 @@ pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), String> {
     Ok(())
 }
 
-fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), String> {
+fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
     let at = Path::new("/newroot/sys/fs/cgroup");
     if groups.is_empty() || !at.is_dir() {
         return Ok(());
@@ -85,7 +84,7 @@ fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), String> {
         } else {
             at.join(name)
         };
-        bind(&from, &to, false, false).map_err(|e| format!("{e} (the sandbox's cgroup)"))?;
+        bind(&from, &to, false, false).map_err(|e| e.within("the sandbox's cgroup"))?;
     }
     mount(
         NONE,
@@ -94,11 +93,11 @@ fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), String> {
         MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         NONE,
     )
-    .map_err(|e| format!("making /sys/fs/cgroup read-only: {e}"))
+    .at("making /sys/fs/cgroup read-only")
 }
 
 /// The spec's binds, then the switch into the new root.
-pub fn finish(spec: &SealSpec) -> Result<(), String> {
+pub fn finish(spec: &SealSpec) -> Result<(), Failure> {
     for m in &spec.mounts {
         match m {
             Mount::Bind {
@@ -109,7 +108,7 @@ pub fn finish(spec: &SealSpec) -> Result<(), String> {
                 let from = under("/oldroot", source)?;
                 let to = under("/newroot", target)?;
                 bind(&from, &to, *writable, true)
-                    .map_err(|e| format!("{e} (bind of {})", source.display()))?;
+                    .map_err(|e| e.within(format!("bind of {}", source.display())))?;
             }
             Mount::Tmpfs { target } => {
                 let to = under("/newroot", target)?;
@@ -125,38 +124,38 @@ pub fn finish(spec: &SealSpec) -> Result<(), String> {
         MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID,
         NONE,
     )
-    .map_err(|e| format!("making the root read-only: {e}"))?;
+    .at("making the root read-only")?;
 
     // Make /newroot the root, then detach the staging root and, under it, the host's
     // (one detach: each costs an RCU grace period).
-    nix::unistd::chdir("/newroot").map_err(|e| format!("chdir /newroot: {e}"))?;
-    nix::unistd::pivot_root(".", ".").map_err(|e| format!("pivot_root to the new root: {e}"))?;
-    umount2(".", MntFlags::MNT_DETACH).map_err(|e| format!("detaching the staging root: {e}"))?;
-    nix::unistd::chdir("/").map_err(|e| format!("chdir / in the new root: {e}"))?;
+    nix::unistd::chdir("/newroot").at("chdir /newroot")?;
+    nix::unistd::pivot_root(".", ".").at("pivot_root to the new root")?;
+    umount2(".", MntFlags::MNT_DETACH).at("detaching the staging root")?;
+    nix::unistd::chdir("/").at("chdir / in the new root")?;
     Ok(())
 }
 
 /// `path` (absolute, no `..`) re-rooted under `root`.
-pub(crate) fn under(root: &str, path: &Path) -> Result<PathBuf, String> {
+pub(crate) fn under(root: &str, path: &Path) -> Result<PathBuf, Failure> {
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
-        return Err(format!(
-            "sandbox path {} is not absolute or has `..`",
-            path.display()
+        return Err(Failure::refused(
+            format!("sandbox path {}", path.display()),
+            "not absolute or has `..`",
         ));
     }
     let rel = path.strip_prefix("/").unwrap_or(path);
     Ok(Path::new(root).join(rel))
 }
 
-fn system_path(path: &str) -> Result<(), String> {
+fn system_path(path: &str) -> Result<(), Failure> {
     let from = under("/oldroot", Path::new(path))?;
     let to = under("/newroot", Path::new(path))?;
     let Ok(meta) = std::fs::symlink_metadata(&from) else {
         return Ok(());
     };
     if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(&from).map_err(|e| format!("{path}: {e}"))?;
-        return symlink(&target, &to).map_err(|e| format!("symlink {path}: {e}"));
+        let target = std::fs::read_link(&from).at(path)?;
+        return symlink(&target, &to).at(format!("symlink {path}"));
     }
     if meta.is_dir() {
         return bind(&from, &to, false, true);
@@ -164,7 +163,7 @@ fn system_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn dev() -> Result<(), String> {
+fn dev() -> Result<(), Failure> {
     let dev = Path::new("/newroot/dev");
     tmpfs(dev, "mode=0755")?;
     for name in DEVICES {
@@ -180,7 +179,7 @@ fn dev() -> Result<(), String> {
         ("stderr", "/proc/self/fd/2"),
         ("ptmx", "pts/ptmx"),
     ] {
-        symlink(target, dev.join(name)).map_err(|e| format!("/dev/{name}: {e}"))?;
+        symlink(target, dev.join(name)).at(format!("/dev/{name}"))?;
     }
     let pts = dev.join("pts");
     mkdir(&pts)?;
@@ -191,23 +190,23 @@ fn dev() -> Result<(), String> {
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("newinstance,ptmxmode=0666,mode=620"),
     )
-    .map_err(|e| format!("mounting /dev/pts: {e}"))?;
+    .at("mounting /dev/pts")?;
     // Chromium keeps its shared memory here.
     tmpfs(dev.join("shm"), &format!("mode=1777,size={SHM_SIZE}"))?;
     Ok(())
 }
 
-fn bind_dev(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::File::create(to).map_err(|e| format!("{}: {e}", to.display()))?;
+fn bind_dev(from: &Path, to: &Path) -> Result<(), Failure> {
+    std::fs::File::create(to).at(to.display().to_string())?;
     mount(Some(from), to, NONE, MsFlags::MS_BIND, NONE)
-        .map_err(|e| format!("binding {}: {e}", from.display()))?;
+        .at(format!("binding {}", from.display()))?;
     Ok(())
 }
 
 /// Bind `from` at `to` (creating the mount point), then remount with the flags the
 /// view asks for: read-only unless `writable`, never setuid or device files.
-fn bind(from: &Path, to: &Path, writable: bool, recursive: bool) -> Result<(), String> {
-    let meta = std::fs::metadata(from).map_err(|e| format!("{}: {e}", from.display()))?;
+fn bind(from: &Path, to: &Path, writable: bool, recursive: bool) -> Result<(), Failure> {
+    let meta = std::fs::metadata(from).at(from.display().to_string())?;
     if meta.is_dir() {
         mkdir(to)?;
     } else {
@@ -215,26 +214,24 @@ fn bind(from: &Path, to: &Path, writable: bool, recursive: bool) -> Result<(), S
             mkdir(parent)?;
         }
         if !to.exists() {
-            std::fs::File::create(to).map_err(|e| format!("{}: {e}", to.display()))?;
+            std::fs::File::create(to).at(to.display().to_string())?;
         }
     }
     let mut flags = MsFlags::MS_BIND;
     if recursive {
         flags |= MsFlags::MS_REC;
     }
-    mount(Some(from), to, NONE, flags, NONE)
-        .map_err(|e| format!("binding {}: {e}", from.display()))?;
+    mount(Some(from), to, NONE, flags, NONE).at(format!("binding {}", from.display()))?;
     let mut remount =
         MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     if !writable {
         remount |= MsFlags::MS_RDONLY;
     }
-    mount(NONE, to, NONE, remount, NONE)
-        .map_err(|e| format!("remounting {}: {e}", to.display()))?;
+    mount(NONE, to, NONE, remount, NONE).at(format!("remounting {}", to.display()))?;
     Ok(())
 }
 
-fn tmpfs(at: impl AsRef<Path>, options: &str) -> Result<(), String> {
+fn tmpfs(at: impl AsRef<Path>, options: &str) -> Result<(), Failure> {
     let at = at.as_ref();
     mkdir(at)?;
     mount(
@@ -244,9 +241,9 @@ fn tmpfs(at: impl AsRef<Path>, options: &str) -> Result<(), String> {
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         Some(options),
     )
-    .map_err(|e| format!("mounting a tmpfs on {}: {e}", at.display()))
+    .at(format!("mounting a tmpfs on {}", at.display()))
 }
 
-fn mkdir(path: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(path).map_err(|e| format!("creating {}: {e}", path.display()))
+fn mkdir(path: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(path).at(format!("creating {}", path.display()))
 }

@@ -10,6 +10,7 @@
 //! User namespaces stay allowed: Codex runs each of its tool commands in a bubblewrap
 //! sandbox of its own, which needs one (docs/sealing.md says what that leaves open).
 
+use crate::failure::{At, Failure};
 use std::collections::BTreeMap;
 
 use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule, TargetArch};
@@ -21,9 +22,9 @@ pub struct Filters {
 }
 
 impl Filters {
-    pub fn compile() -> Result<Filters, String> {
+    pub fn compile() -> Result<Filters, Failure> {
         let arch = TargetArch::try_from(std::env::consts::ARCH)
-            .map_err(|e| format!("seccomp for {}: {e}", std::env::consts::ARCH))?;
+            .at(format!("seccomp for {}", std::env::consts::ARCH))?;
         let absent: BTreeMap<i64, Vec<SeccompRule>> =
             [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key]
                 .into_iter()
@@ -36,12 +37,12 @@ impl Filters {
             arch,
         )
         .and_then(BpfProgram::try_from)
-        .map_err(|e| format!("compiling the seccomp filter: {e}"))?;
+        .at("compiling the seccomp filter")?;
         Ok(Filters { absent })
     }
 
     /// Install it on the calling thread (which must have `no_new_privs`).
-    pub fn apply(&self) -> Result<(), String> {
-        seccompiler::apply_filter(&self.absent).map_err(|e| format!("seccomp: {e}"))
+    pub fn apply(&self) -> Result<(), Failure> {
+        seccompiler::apply_filter(&self.absent).at("seccomp")
     }
 }
