@@ -52,6 +52,20 @@ impl ProcessEnd {
     pub fn success(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out
     }
+
+    /// How the process ended, in words.
+    pub fn describe(&self) -> String {
+        if self.timed_out {
+            format!("timed out after {} ms", self.duration_ms)
+        } else if let Some(sig) = self.signal {
+            format!("killed by signal {sig}")
+        } else {
+            match self.exit_code {
+                Some(c) => format!("exited {c}"),
+                None => "ended without an exit code".into(),
+            }
+        }
+    }
 }
 
 /// One run of a claimed test, by the harness.
@@ -144,6 +158,11 @@ pub struct QaEvidence {
     pub gate: Option<Gate>,
     /// Every model call the proxy metered, in order.
     pub usage: Vec<usage::UsageEntry>,
+    /// What the proxy relayed, call by call (`agent.calls.jsonl`: each request and
+    /// response body, bounded), for reading; verdicts never depend on it. Absent when no
+    /// call was made, and in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<RawFile>,
     /// Why the trial could not complete setup (app failed to start, ...), if so.
     pub setup_error: Option<String>,
     /// The agent's own account of its run, normalized from its stdout: steps, tool

@@ -22,12 +22,25 @@ pub(crate) async fn handle(
 ) -> Response<Body> {
     let (parts, incoming) = request.into_parts();
     let path = parts.uri.path().to_owned();
-    let mut pending = state.log.begin(protocol.name(), &path);
+    let pending = state.log.begin(protocol.name(), &path);
+    let seq = pending.entry.seq;
+    let response = answer(state, protocol, parts, incoming, pending).await;
+    state.calls.tee(seq, response)
+}
+
+async fn answer(
+    state: &State,
+    protocol: Protocol,
+    parts: hyper::http::request::Parts,
+    incoming: Incoming,
+    mut pending: Pending,
+) -> Response<Body> {
     let raw = match body::read(incoming).await {
         Ok(raw) => raw,
         Err(e) => return refuse(state, protocol, pending, ErrorKind::BadRequest, e),
     };
     state.log.body(pending.entry.seq, &raw);
+    state.calls.request(pending.entry.seq, &raw);
     match &state.mode {
         Mode::Scripted { flow, model } => {
             let parsed = match envelope::object(&raw)

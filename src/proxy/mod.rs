@@ -17,6 +17,7 @@
 
 mod body;
 mod call;
+mod calls;
 mod chat;
 mod envelope;
 mod forward;
@@ -88,6 +89,7 @@ pub struct Budget {
 pub struct Proxy {
     addr: SocketAddr,
     log: Arc<log::UsageLog>,
+    calls: Arc<calls::Calls>,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
 }
@@ -103,12 +105,14 @@ impl Proxy {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let log = Arc::new(log::UsageLog::default());
-        let state = server::State::new(mode, Arc::clone(&log), budget)?;
+        let calls = Arc::new(calls::Calls::default());
+        let state = server::State::new(mode, Arc::clone(&log), Arc::clone(&calls), budget)?;
         let (stop, stopped) = watch::channel(false);
         let accept = tokio::spawn(server::serve(listener, Arc::new(state), stopped));
         Ok(Proxy {
             addr,
             log,
+            calls,
             stop,
             accept,
         })
@@ -149,12 +153,18 @@ impl Proxy {
     /// In-flight calls get a short grace period to finish; calls still running after it
     /// are cut and recorded with `error` set, so no call goes unmetered.
     pub async fn shutdown(self) -> Vec<UsageEntry> {
+        self.shutdown_with_calls().await.0
+    }
+
+    /// [`Proxy::shutdown`], and what it relayed: one JSON line per model call, its
+    /// request and response bodies as they passed, bounded (see `proxy::calls`).
+    pub async fn shutdown_with_calls(self) -> (Vec<UsageEntry>, Vec<u8>) {
         // A send error only means the accept loop already ended.
         let _ = self.stop.send(true);
         // A join error means the accept loop panicked or was cancelled; the log entries
         // recorded so far are still the best evidence there is.
         let _ = self.accept.await;
-        self.log.snapshot()
+        (self.log.snapshot(), self.calls.jsonl())
     }
 }
 

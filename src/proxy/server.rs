@@ -36,6 +36,7 @@ pub(crate) enum Mode {
 pub(crate) struct State {
     pub(crate) mode: Mode,
     pub(crate) log: Arc<UsageLog>,
+    pub(crate) calls: Arc<super::calls::Calls>,
     budget: Budget,
 }
 
@@ -43,6 +44,7 @@ impl State {
     pub(crate) fn new(
         mode: ProxyMode,
         log: Arc<UsageLog>,
+        calls: Arc<super::calls::Calls>,
         budget: Budget,
     ) -> std::io::Result<State> {
         let mode = match mode {
@@ -51,7 +53,12 @@ impl State {
                 Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
             }
         };
-        Ok(State { mode, log, budget })
+        Ok(State {
+            mode,
+            log,
+            calls,
+            budget,
+        })
     }
 
     /// Why no further call may be made, once the metered total reached the budget.

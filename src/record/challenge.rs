@@ -93,6 +93,9 @@ pub struct ChallengeEvidence {
     pub world: Vec<WorldObservation>,
     /// Every model call the proxy metered.
     pub usage: Vec<UsageEntry>,
+    /// What the proxy relayed, call by call (see `QaEvidence::calls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<crate::evidence::RawFile>,
     pub setup_error: Option<String>,
     /// The app's logs, hashed like every other raw file. Absent in records from before
     /// they were.

@@ -45,6 +45,9 @@ pub struct ProcessRaw {
     pub end: ProcessEnd,
     pub stdout: RawFile,
     pub stderr: RawFile,
+    /// What this process's proxy relayed, call by call (see `QaEvidence::calls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<RawFile>,
 }
 
 /// A scorecard probe's record: the shared header, the run's scorecard settings, the

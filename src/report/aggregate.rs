@@ -194,6 +194,10 @@ pub struct TrialRow {
     pub tokens_out: u64,
     pub cost_usd: Option<f64>,
     pub wall_ms: u64,
+    /// The trial's transcript page, relative to the run's pages (`gauntlet report`
+    /// writes it there); absent for a planned trial that left no record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -353,6 +357,10 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
                     tokens_out,
                     cost_usd: record_cost(r, opts).ok(),
                     wall_ms: r.header.wall_ms,
+                    transcript: run
+                        .record_dirs
+                        .get(&r.header.trial)
+                        .map(|dir| format!("{dir}/{}", super::transcript::TRANSCRIPT_HTML)),
                 }
             }
             Counted::Missing(m) => TrialRow {
@@ -369,6 +377,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
                 // What it spent, if anything, went with its record.
                 cost_usd: None,
                 wall_ms: 0,
+                transcript: None,
             },
         })
         .collect();

@@ -117,8 +117,12 @@ pub fn render(s: &Summary) -> String {
     for t in &s.trials {
         let _ = writeln!(
             o,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td></tr>",
-            esc(&t.trial), t.outcome, esc(&t.reason), t.tokens_in, t.tokens_out, t.wall_ms
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td></tr>",
+            match &t.transcript {
+                Some(page) => format!("<a href=\"{}\"><code>{}</code></a>", esc(page), esc(&t.trial)),
+                None => format!("<code>{}</code>", esc(&t.trial)),
+            },
+            t.outcome, esc(&t.reason), t.tokens_in, t.tokens_out, t.wall_ms
         );
     }
     let _ = writeln!(o, "</table>");

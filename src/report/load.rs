@@ -66,6 +66,9 @@ pub struct LoadedRun {
     pub dir: PathBuf,
     /// One record per trial (the last attempt when nextest retried), sorted by app,
     /// capability and repeat.
+    /// The directory (its name in the run directory) of each counted qa record, by
+    /// trial: where its transcript page is.
+    pub record_dirs: BTreeMap<String, String>,
     pub records: Vec<QaRecord>,
     pub problems: Vec<Problem>,
     /// Earlier attempts of retried trials, by trial directory: kept on disk, not counted.
@@ -112,6 +115,10 @@ impl LoadedRun {
                 }
             }
         }
+        self.record_dirs = latest
+            .iter()
+            .map(|(trial, (name, _))| (trial.clone(), name.clone()))
+            .collect();
         let mut records: Vec<QaRecord> = latest.into_values().map(|(_, r)| r).collect();
         records.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
         self.records = records;

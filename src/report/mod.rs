@@ -18,6 +18,7 @@ pub mod suites;
 pub mod svg;
 pub mod synthetic;
 pub mod thresholds;
+pub mod transcript;
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +79,25 @@ pub fn render(run: &LoadedRun, opts: &Options) -> Pages {
     }
 }
 
+/// The relative path from directory `from` to directory `to`, ending in `/` (empty
+/// when they are the same directory).
+pub fn relative_dir(from: &Path, to: &Path) -> String {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (canon(from), canon(to));
+    let a: Vec<_> = from.components().collect();
+    let b: Vec<_> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = String::new();
+    for _ in common..a.len() {
+        out.push_str("../");
+    }
+    for c in &b[common..] {
+        out.push_str(&c.as_os_str().to_string_lossy());
+        out.push('/');
+    }
+    out
+}
+
 /// `summary.json` text: pretty, newline-terminated.
 pub fn summary_json(summary: &Summary) -> String {
     // Plain data with string keys: serializing cannot fail.
@@ -98,6 +118,9 @@ pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages,
         pages.html.insert_str(at, &suites::html(&others));
     }
     std::fs::create_dir_all(out).map_err(io(out))?;
+    // `<out>/<trial dir>/transcript.html`: beside every record when the pages are
+    // written into the run directory; the run page links each trial row to its page.
+    transcript::write_all(run_dir, out)?;
     for (name, text) in [
         (REPORT_MD, &pages.markdown),
         (REPORT_HTML, &pages.html),

@@ -97,6 +97,12 @@ pub fn publish(
             let ty = e.file_type().map_err(io(&from))?;
             if ty.is_dir() {
                 copy_tree(&from, &to).map_err(|e| ReportError::Refused(e.to_string()))?;
+                // A projection, regenerated beside the published pages: the runs kept
+                // here are evidence only.
+                let page = to.join(super::transcript::TRANSCRIPT_HTML);
+                if std::fs::symlink_metadata(&page).is_ok() {
+                    std::fs::remove_file(&page).map_err(io(&page))?;
+                }
             } else if ty.is_file() {
                 std::fs::copy(&from, &to).map_err(io(&from))?;
             } else {
@@ -153,6 +159,8 @@ pub fn regenerate_published(results: &Path, opts: &Options) -> Result<PathBuf, R
         let run = load_run(&runs.join(&label))?;
         let pages = render(&run, opts);
         let dir = staging.join(&label);
+        // Beside the published pages; their raw-file links lead into `runs/<label>/`.
+        super::transcript::write_all(&runs.join(&label), &dir)?;
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         for (name, text) in [
             (REPORT_MD, &pages.markdown),

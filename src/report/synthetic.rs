@@ -228,6 +228,7 @@ impl SyntheticRun {
             })
             .collect();
         let evidence = QaEvidence {
+            calls: None,
             prompt: None,
             agent: AgentRun {
                 command: vec!["synthetic-agent".into()],

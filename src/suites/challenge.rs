@@ -121,6 +121,7 @@ pub async fn execute(
         timeout_secs: timeout.as_secs_f64(),
     };
     let mut evidence = ChallengeEvidence {
+        calls: None,
         agent: AgentRun::not_started(),
         workspace: "workspace".into(),
         roots: Roots {
@@ -274,7 +275,7 @@ async fn observe(
         r
     }
     .await;
-    evidence.usage = proxy.shutdown().await;
+    (evidence.usage, evidence.calls) = kernel.finish_proxy(proxy, Streams::AGENT.stem).await;
     result
 }
 

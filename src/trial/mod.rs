@@ -18,6 +18,7 @@ use crate::agent::{
     Adapter, AdapterError, DaemonRun, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
 };
 use crate::config::{Config, ConfigError, Mode};
+use crate::evidence::RawFile;
 use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::spec::Flow;
 use crate::sys::process::ProcessSpec;
@@ -25,6 +26,33 @@ use crate::sys::sandbox::View;
 
 mod setup;
 pub use setup::{mkdir, SetupError};
+
+/// [`Context::finish_proxy`] for a process that outlives its context (the background
+/// mode).
+pub async fn finish_proxy(
+    trial_dir: &Path,
+    proxy: Proxy,
+    stem: &str,
+) -> (Vec<crate::evidence::usage::UsageEntry>, Option<RawFile>) {
+    let (usage, calls) = proxy.shutdown_with_calls().await;
+    if calls.is_empty() {
+        return (usage, None);
+    }
+    let name = format!("{stem}{CALLS_SUFFIX}");
+    let kept = std::fs::write(trial_dir.join(&name), &calls)
+        .ok()
+        .map(|()| RawFile {
+            path: name,
+            bytes: calls.len() as u64,
+            bytes_seen: calls.len() as u64,
+            sha256: crate::hash::sha256(&calls),
+        });
+    (usage, kept)
+}
+
+/// What a trial's proxy relayed is kept as `<stem>` plus this, beside the streams of the
+/// process it served (`agent.calls.jsonl`, `turn-01-remember.calls.jsonl`).
+pub const CALLS_SUFFIX: &str = ".calls.jsonl";
 
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
@@ -96,6 +124,18 @@ impl Context<'_> {
         Proxy::start_with_budget(mode, budget)
             .await
             .map_err(KernelError::Proxy)
+    }
+
+    /// Stop `proxy` and keep what it relayed as `<stem>.calls.jsonl` in the trial
+    /// directory, hashed: the usage log, and the calls file's raw-file entry (`None` when
+    /// no call was made, or the file could not be written: the usage log is still the
+    /// metering evidence, the bodies only what a person reads).
+    pub async fn finish_proxy(
+        &self,
+        proxy: Proxy,
+        stem: &str,
+    ) -> (Vec<crate::evidence::usage::UsageEntry>, Option<RawFile>) {
+        finish_proxy(self.trial_dir, proxy, stem).await
     }
 
     /// The adapter's launch for `job`, pointed at the proxy at `proxy_url`: config

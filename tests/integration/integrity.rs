@@ -109,7 +109,9 @@ fn a_planned_run_rescores_against_its_manifest_and_its_printed_digest() {
     // The app's logs of the agent's session and of each gate run's target, too.
     assert_eq!(rec.evidence.world_logs.len(), 2 * (1 + gate.runs.len()));
     assert!(rec.evidence.prompt.is_some());
-    let per_trial = 1 + 2 + 2 * gate.runs.len() + rec.evidence.world_logs.len();
+    // ... and what the proxy relayed.
+    assert!(rec.evidence.calls.is_some());
+    let per_trial = 1 + 2 + 1 + 2 * gate.runs.len() + rec.evidence.world_logs.len();
     assert!(
         out.contains(&format!("{} raw files verified", 2 * per_trial)),
         "{out}"

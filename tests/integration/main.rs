@@ -29,3 +29,4 @@ mod sealing;
 mod sessions;
 mod sinks;
 mod support;
+mod transcript;

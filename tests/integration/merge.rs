@@ -147,30 +147,13 @@ fn a_run_holding_qa_challenge_and_scorecard_trials_merges_into_the_unsplit_runs_
         AgentChoice::of(gauntlet::config::AgentKind::Reference),
         tmp.path(),
     );
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites load");
     let wanted = [
         "qa::api-ledger::health",
         "challenge::ledger-reconcile::none",
         "challenge::tally-report::none",
         "scorecard::world::p5-1",
     ];
-    let plan: Vec<_> = gauntlet::plan::plan(&suites, &cfg, None, || None)
-        .into_iter()
-        .filter(|t| wanted.contains(&t.name.as_str()))
-        .collect();
-    assert_eq!(plan.len(), wanted.len());
-    let lines: Vec<_> = plan.iter().map(gauntlet::harness::manifest_line).collect();
-    gauntlet::record::manifest::append(&whole, &lines).expect("manifest");
-    let results = crate::support::runtime().block_on(gauntlet::harness::run_all(
-        std::sync::Arc::new(suites),
-        &plan,
-        std::sync::Arc::new(cfg.clone()),
-        &whole,
-        2,
-    ));
-    for (name, r) in &results {
-        assert!(r.is_ok(), "{name}: {:?}", r.as_ref().err());
-    }
+    crate::support::run_planned(&cfg, &wanted, &whole);
     let parts = [tmp.path().join("p1"), tmp.path().join("p2")];
     split(&whole, &parts);
     // Each partition planned only its own trials.

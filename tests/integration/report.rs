@@ -2,7 +2,6 @@
 //! real headless Chromium, publishing, the record schema, the JUnit summary line.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use gauntlet::config::Mode;
 use gauntlet::report::synthetic::SyntheticRun;
@@ -204,36 +203,6 @@ fn truncated_and_foreign_files_are_named_and_the_rest_is_reported() {
 }
 
 /// Load `page` in headless Chromium; returns (dumped DOM, console lines).
-fn chromium_load(page: &Path, profile: &Path) -> (String, Vec<String>) {
-    let out = Command::new("/usr/lib/chromium/chromium")
-        .args([
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("chromium runs (apt-get install chromium)");
-    assert!(
-        out.status.success(),
-        "chromium: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let console = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(String::from)
-        .collect();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
-}
 
 #[test]
 fn the_html_page_loads_in_chromium_with_no_console_message_and_shows_its_charts() {
@@ -242,7 +211,8 @@ fn the_html_page_loads_in_chromium_with_no_console_message_and_shows_its_charts(
     let out = tmp.path().join("pages");
     report::write_report(&run, &out, &priced(tmp.path())).expect("report");
 
-    let (dom, console) = chromium_load(&out.join("report.html"), &tmp.path().join("profile-1"));
+    let (dom, console) =
+        crate::support::chromium_load(&out.join("report.html"), &tmp.path().join("profile-1"));
     assert!(console.is_empty(), "console: {console:#?}");
     assert!(
         dom.matches("<svg").count() >= 3,
@@ -263,7 +233,7 @@ fn the_html_page_loads_in_chromium_with_no_console_message_and_shows_its_charts(
         html.replace("<h1>", "<img src=\"http://127.0.0.1:9/x.png\"><h1>"),
     )
     .expect("write");
-    let (_, console) = chromium_load(&bad, &tmp.path().join("profile-2"));
+    let (_, console) = crate::support::chromium_load(&bad, &tmp.path().join("profile-2"));
     assert!(!console.is_empty(), "an outside fetch went unnoticed");
 }
 
@@ -308,6 +278,24 @@ fn publish_is_append_only_and_never_ranks_illustrations() {
             assert!(results.join("published").join(label).join(page).is_file());
         }
     }
+    // Each published trial has its transcript beside the pages, linking into the kept
+    // run for its raw files; the kept run holds evidence only.
+    let published = results.join("published/real-1/qa.api-ledger.balance.r1");
+    let transcript =
+        std::fs::read_to_string(published.join("transcript.html")).expect("published transcript");
+    let raw_links: Vec<&str> = transcript
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|h| h.contains("runs/real-1"))
+        .collect();
+    assert!(!raw_links.is_empty(), "{transcript}");
+    for link in raw_links {
+        assert!(published.join(link).exists(), "a broken link `{link}`");
+    }
+    assert!(!results
+        .join("runs/real-1/qa.api-ledger.balance.r1/transcript.html")
+        .exists());
     // A run with a problem is not published.
     std::fs::write(real.join("stray.txt"), b"x").expect("stray");
     let err = report::publish::publish(&real, &results, "real-2", &opts).unwrap_err();
@@ -523,6 +511,7 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
         agent.stdout = raw(&dir, "agent.stdout", &stream);
         agent.stderr = raw(&dir, "agent.stderr", b"");
         let evidence = QaEvidence {
+            calls: None,
             prompt: None,
             agent,
             gate: None,

@@ -92,3 +92,59 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("runtime")
 }
+
+/// Plan the trials named `wanted` as `gauntlet run` does, write their manifest and run
+/// them into `run_dir`, two at a time; every trial must leave its record.
+pub fn run_planned(cfg: &Config, wanted: &[&str], run_dir: &Path) {
+    let suites = gauntlet::plan::Suites::load(cfg).expect("suites load");
+    let plan: Vec<_> = gauntlet::plan::plan(&suites, cfg, None, || None)
+        .into_iter()
+        .filter(|t| wanted.contains(&t.name.as_str()))
+        .collect();
+    assert_eq!(plan.len(), wanted.len());
+    let lines: Vec<_> = plan.iter().map(gauntlet::harness::manifest_line).collect();
+    gauntlet::record::manifest::append(run_dir, &lines).expect("manifest");
+    let results = runtime().block_on(gauntlet::harness::run_all(
+        std::sync::Arc::new(suites),
+        &plan,
+        std::sync::Arc::new(cfg.clone()),
+        run_dir,
+        2,
+    ));
+    for (name, r) in &results {
+        assert!(r.is_ok(), "{name}: {:?}", r.as_ref().err());
+    }
+}
+
+/// Load `page` in headless Chromium: its DOM once loaded, and every console message and
+/// refusal the browser logged.
+pub fn chromium_load(page: &Path, profile: &Path) -> (String, Vec<String>) {
+    let out = std::process::Command::new(gauntlet::binaries::chromium())
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (apt-get install chromium)");
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let console = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Refused to"))
+        .map(String::from)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}

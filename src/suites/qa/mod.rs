@@ -58,6 +58,7 @@ pub async fn execute(
 
     let mut evidence = QaEvidence {
         prompt: None,
+        calls: None,
         agent: AgentRun::not_started(),
         gate: None,
         usage: vec![],
@@ -248,7 +249,7 @@ async fn observe(
         Ok::<_, SetupError>(())
     }
     .await;
-    evidence.usage = proxy.shutdown().await;
+    (evidence.usage, evidence.calls) = kernel.finish_proxy(proxy, Streams::AGENT.stem).await;
     evidence.budget_hit = crate::evidence::usage::budget_hit(&evidence.usage).or_else(|| {
         evidence.agent.end.timed_out.then(|| {
             format!(

@@ -29,6 +29,7 @@ pub struct Running {
     command: Vec<String>,
     task: tokio::task::JoinHandle<Result<ProcessOutcome, process::ProcessError>>,
     proxy: Option<Proxy>,
+    trial_dir: std::path::PathBuf,
 }
 
 impl Running {
@@ -40,9 +41,9 @@ impl Running {
     /// return its raw evidence and the proxy's metering.
     pub async fn stop(self) -> (Option<ProcessRaw>, Vec<UsageEntry>) {
         let outcome = self.task.await;
-        let usage = match self.proxy {
-            Some(p) => p.shutdown().await,
-            None => vec![],
+        let (usage, calls) = match self.proxy {
+            Some(p) => crate::trial::finish_proxy(&self.trial_dir, p, &self.label).await,
+            None => (vec![], None),
         };
         let raw = match outcome {
             Ok(Ok(o)) => Some(ProcessRaw {
@@ -52,6 +53,7 @@ impl Running {
                 end: o.end,
                 stdout: o.stdout,
                 stderr: o.stderr,
+                calls,
             }),
             _ => None,
         };
@@ -87,6 +89,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
         command,
         task: tokio::spawn(process::run(spec)),
         proxy,
+        trial_dir: d.trial_dir.to_path_buf(),
     }))
 }
 

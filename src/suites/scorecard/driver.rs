@@ -18,7 +18,6 @@ use std::time::Duration;
 use crate::agent::{Adapter, PromptRun, SessionTurn};
 use crate::config::Config;
 use crate::evidence::usage::UsageEntry;
-use crate::evidence::ProcessEnd;
 use crate::proxy::Proxy;
 use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
 use crate::spec::scorecard::profile::LoadedProfile;
@@ -260,7 +259,8 @@ impl Driver<'_> {
             self.view(),
         );
         let outcome = process::run(spec).await;
-        obs.usage.extend(proxy.shutdown().await);
+        let (usage, calls) = self.kernel().finish_proxy(proxy, &stem).await;
+        obs.usage.extend(usage);
         let end_ms = now_ms();
         obs.phases.push(Phase {
             label: label.to_string(),
@@ -294,7 +294,7 @@ impl Driver<'_> {
         );
         let died = !outcome.end.success();
         if died {
-            t.problem = Some(describe_end(&outcome.end));
+            t.problem = Some(outcome.end.describe());
         } else if t.reply.is_none() {
             t.problem = Some("the agent ended without a final message".into());
         }
@@ -305,12 +305,13 @@ impl Driver<'_> {
             end: outcome.end.clone(),
             stdout: outcome.stdout,
             stderr: outcome.stderr,
+            calls,
         });
         obs.evidence.turns.push(t);
         if died {
             return Err(SetupError::Died {
                 turn: label.into(),
-                end: describe_end(&outcome.end),
+                end: outcome.end.describe(),
             });
         }
         Ok(())
@@ -432,21 +433,6 @@ impl Driver<'_> {
             }
         }
         result
-    }
-}
-
-/// How a process ended, in words.
-pub fn describe_end(end: &ProcessEnd) -> String {
-    if end.timed_out {
-        format!("timed out after {} ms", end.duration_ms)
-    } else if let Some(sig) = end.signal {
-        format!("killed by signal {sig}")
-    } else {
-        match end.exit_code {
-            Some(0) => "exited 0".into(),
-            Some(c) => format!("exited {c}"),
-            None => "ended without an exit code".into(),
-        }
     }
 }
 
