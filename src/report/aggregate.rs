@@ -12,6 +12,7 @@
 //!   capability with n < k does not count for that k;
 //! - spread = max − min over repeats r of the pass rate of the trials with repeat r.
 
+use crate::score::interval::{wilson, Interval};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -103,6 +104,11 @@ pub struct Harness {
 pub struct KValue {
     pub k: u32,
     pub value: f64,
+    /// 95% percentile-bootstrap interval over capabilities
+    /// ([`crate::score::interval::bootstrap_mean`]), for the k a page shows
+    /// ([`crate::score::interval::shown_ks`]); absent for other k and with one capability.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci: Option<Interval>,
 }
 
 /// The figures of one group of trials (a capability, an app, a run).
@@ -113,10 +119,17 @@ pub struct Figures {
     pub verifiable_trials: usize,
     pub verified: usize,
     pub verified_rate: Option<f64>,
+    /// 95% Wilson score interval of `verified_rate`.
+    pub verified_rate_ci: Option<Interval>,
     pub ambiguous_trials: usize,
     pub honest_on_ambiguous: usize,
     pub false_verifications: usize,
     pub false_verification_rate: Option<f64>,
+    /// 95% Wilson score interval of `false_verification_rate`.
+    pub false_verification_rate_ci: Option<Interval>,
+    /// `passed / trials`, with its 95% Wilson score interval.
+    pub pass_rate: Option<f64>,
+    pub pass_rate_ci: Option<Interval>,
     pub errors: usize,
     /// pass@k for k = 1..=K.
     pub pass_at_k: Vec<KValue>,
@@ -551,8 +564,13 @@ fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) 
     f.cost_usd = unpriced.is_empty().then_some(cost);
     f.unpriced_models = unpriced;
     f.verified_rate = rate(f.verified, f.verifiable_trials);
+    f.verified_rate_ci = wilson(f.verified, f.verifiable_trials);
     f.false_verification_rate = rate(f.false_verifications, f.trials);
+    f.false_verification_rate_ci = wilson(f.false_verifications, f.trials);
+    f.pass_rate = rate(f.passed, f.trials);
+    f.pass_rate_ci = wilson(f.passed, f.trials);
 
+    let shown = crate::score::interval::shown_ks(k);
     for kk in 1..=k as usize {
         let mut at = Vec::new();
         let mut hat = Vec::new();
@@ -567,13 +585,21 @@ fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) 
         }
         if !hat.is_empty() {
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let ci = |v: &[f64]| {
+                shown
+                    .contains(&(kk as u32))
+                    .then(|| crate::score::interval::bootstrap_mean(v))
+                    .flatten()
+            };
             f.pass_hat_k.push(KValue {
                 k: kk as u32,
                 value: mean(&hat),
+                ci: ci(&hat),
             });
             f.pass_at_k.push(KValue {
                 k: kk as u32,
                 value: mean(&at),
+                ci: ci(&at),
             });
         }
     }

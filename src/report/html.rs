@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::aggregate::Summary;
-use super::markdown::{at_k, ms, pct, usd, ILLUSTRATION};
+use super::markdown::{at_k, ms, pct_ci, usd, ILLUSTRATION, OPEN_TRIAL_ROWS};
 use super::svg::{esc, lines_over_k, stacked_bars, StackedBar};
 use crate::score::Outcome;
 
@@ -88,7 +88,7 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(o, "<h2>Per capability</h2><table><tr><th>capability</th><th>kind</th><th>outcome by repeat</th><th>passed</th><th>verified rate</th><th>false verif.</th><th>errors</th><th>pass^k</th><th>pass@k</th><th>tokens in / out</th><th>cost</th><th>wall median / max ms</th><th>threshold</th></tr>");
     for c in &s.capabilities {
         let f = &c.figures;
-        let outcomes: Vec<&str> = c.outcomes.iter().map(|o| o.as_str()).collect();
+        let outcomes = super::markdown::outcomes(&c.outcomes);
         let threshold = c
             .threshold
             .as_ref()
@@ -105,15 +105,25 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(
             o,
             "<tr><td><code>{}::{}</code></td><td>{:?}</td><td>{}</td><td class=n>{}/{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{} / {}</td><td class=n>{}</td><td class=n>{} / {}</td><td>{}</td></tr>",
-            esc(&c.app), esc(&c.capability), c.kind, esc(&outcomes.join(", ")), f.passed, f.trials,
-            pct(f.verified_rate), f.false_verifications, f.errors, esc(&at_k(&f.pass_hat_k)), esc(&at_k(&f.pass_at_k)),
+            esc(&c.app), esc(&c.capability), c.kind, esc(&outcomes), f.passed, f.trials,
+            esc(&pct_ci(f.verified_rate, f.verified_rate_ci)), f.false_verifications, f.errors, esc(&at_k(&f.pass_hat_k)), esc(&at_k(&f.pass_at_k)),
             f.tokens_in, f.tokens_out, esc(&usd(f.cost_usd, &f.unpriced_models)), ms(f.wall_ms_median),
             ms(f.wall_ms_max.map(|v| v as f64)), esc(&threshold)
         );
     }
     let _ = writeln!(o, "</table>");
 
-    let _ = writeln!(o, "<h2>Trials</h2><table><tr><th>trial</th><th>verdict</th><th>reason</th><th>tokens in</th><th>tokens out</th><th>wall ms</th></tr>");
+    let folded = s.trials.len() > OPEN_TRIAL_ROWS;
+    if folded {
+        let _ = writeln!(
+            o,
+            "<h2>Trials</h2><details><summary>{} trials: each links to its transcript</summary>",
+            s.trials.len()
+        );
+    } else {
+        o.push_str("<h2>Trials</h2>");
+    }
+    let _ = writeln!(o, "<table><tr><th>trial</th><th>verdict</th><th>reason</th><th>tokens in</th><th>tokens out</th><th>wall ms</th></tr>");
     for t in &s.trials {
         let _ = writeln!(
             o,
@@ -126,6 +136,9 @@ pub fn render(s: &Summary) -> String {
         );
     }
     let _ = writeln!(o, "</table>");
+    if folded {
+        o.push_str("</details>\n");
+    }
     if !s.problems.is_empty() {
         let _ = writeln!(o, "<h2 class=bad>Problems</h2><p>These files were not counted as records (a planned trial without a record is counted as an error); everything else was.</p><ul>");
         for p in &s.problems {

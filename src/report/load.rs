@@ -240,6 +240,20 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             });
         }
         let planned = m.planned();
+        // A challenge or probe record nobody planned is no more counted than a qa one.
+        run.other_records.retain(|r| {
+            let known = planned.contains_key(r.trial.as_str());
+            if !known {
+                run.problems.push(Problem {
+                    file: r.trial.replace("::", "."),
+                    cause: format!(
+                        "trial `{}` ({}) is not in the run manifest: a record nobody planned; not counted",
+                        r.trial, r.suite
+                    ),
+                });
+            }
+            known
+        });
         found.retain(|(name, rec): &(String, QaRecord)| {
             let known = planned.contains_key(rec.header.trial.as_str());
             if !known {

@@ -21,12 +21,39 @@ pub fn ms(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into())
 }
 
+/// A rate with its 95% interval: `83.3% [70.1–91.8%]`.
+pub fn pct_ci(x: Option<f64>, ci: Option<crate::score::interval::Interval>) -> String {
+    match (x, ci) {
+        (Some(_), Some(i)) => format!("{} [{:.1}–{:.1}%]", pct(x), 100.0 * i.low, 100.0 * i.high),
+        _ => pct(x),
+    }
+}
+
 /// The last value of a per-k series (k = K), as a percentage.
 pub fn at_k(v: &[super::aggregate::KValue]) -> String {
     v.last()
-        .map(|kv| format!("{} (k={})", pct(Some(kv.value)), kv.k))
+        .map(|kv| format!("{} (k={})", pct_ci(Some(kv.value), kv.ci), kv.k))
         .unwrap_or_else(|| "n/a".into())
 }
+
+/// Outcomes of a capability's repeats: each in order for a few, counted for many.
+pub fn outcomes(v: &[crate::score::Outcome]) -> String {
+    if v.len() <= SHOWN_REPEATS {
+        return v.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(", ");
+    }
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for o in v {
+        *counts.entry(o.as_str()).or_default() += 1;
+    }
+    let parts: Vec<String> = counts.iter().map(|(o, n)| format!("{n} {o}")).collect();
+    format!("{} of {} repeats", parts.join(", "), v.len())
+}
+
+/// Repeats listed one by one up to this many; beyond it they are counted.
+pub const SHOWN_REPEATS: usize = 10;
+
+/// Trial rows shown open up to this many; beyond it the table is folded.
+pub const OPEN_TRIAL_ROWS: usize = 100;
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -77,7 +104,7 @@ pub fn render(s: &Summary) -> String {
             a.app,
             a.capabilities,
             f.trials,
-            pct(f.verified_rate),
+            pct_ci(f.verified_rate, f.verified_rate_ci),
             f.false_verifications,
             f.errors,
             at_k(&f.pass_hat_k),
@@ -102,7 +129,7 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for c in &s.capabilities {
         let f = &c.figures;
-        let outcomes: Vec<&str> = c.outcomes.iter().map(|o| o.as_str()).collect();
+        let outcomes = outcomes(&c.outcomes);
         let threshold = c
             .threshold
             .as_ref()
@@ -122,10 +149,10 @@ pub fn render(s: &Summary) -> String {
             c.app,
             c.capability,
             c.kind,
-            outcomes.join(", "),
+            outcomes,
             f.passed,
             f.trials,
-            pct(f.verified_rate),
+            pct_ci(f.verified_rate, f.verified_rate_ci),
             f.false_verifications,
             f.errors,
             at_k(&f.pass_hat_k),
@@ -141,6 +168,10 @@ pub fn render(s: &Summary) -> String {
     }
 
     let _ = writeln!(o, "\n## Trials\n");
+    let folded = s.trials.len() > OPEN_TRIAL_ROWS;
+    if folded {
+        let _ = writeln!(o, "<details><summary>{} trials</summary>\n", s.trials.len());
+    }
     let _ = writeln!(
         o,
         "| trial | kind | verdict | passed | reason | tokens in | tokens out | cost | wall ms |"
@@ -165,6 +196,10 @@ pub fn render(s: &Summary) -> String {
                 .unwrap_or_else(|| "unknown".into()),
             t.wall_ms
         );
+    }
+
+    if folded {
+        let _ = writeln!(o, "\n</details>");
     }
 
     if !s.problems.is_empty() {
@@ -192,14 +227,23 @@ pub(super) fn series(v: &[super::aggregate::KValue]) -> String {
     if v.is_empty() {
         return "n/a".into();
     }
+    let shown = crate::score::interval::shown_ks(v.last().map_or(0, |kv| kv.k));
     v.iter()
-        .map(|kv| format!("k={}: {}", kv.k, pct(Some(kv.value))))
+        .filter(|kv| shown.contains(&kv.k))
+        .map(|kv| format!("k={}: {}", kv.k, pct_ci(Some(kv.value), kv.ci)))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 pub(super) fn spread(f: &Figures) -> String {
     match f.spread {
+        Some(sp) if f.per_repeat_pass_rate.len() > SHOWN_REPEATS => format!(
+            "{} (pass rate per repeat from {} to {}, over {} repeats)",
+            pct(Some(sp)),
+            pct(f.per_repeat_pass_rate.iter().copied().reduce(f64::min)),
+            pct(f.per_repeat_pass_rate.iter().copied().reduce(f64::max)),
+            f.per_repeat_pass_rate.len()
+        ),
         Some(sp) => format!(
             "{} ({})",
             pct(Some(sp)),

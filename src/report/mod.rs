@@ -181,7 +181,7 @@ fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
             "verified rate (over verifiable capabilities' trials)",
             format!(
                 "{} ({}/{})",
-                markdown::pct(f.verified_rate),
+                markdown::pct_ci(f.verified_rate, f.verified_rate_ci),
                 f.verified,
                 f.verifiable_trials
             ),
@@ -195,11 +195,19 @@ fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
             format!(
                 "{} ({})",
                 f.false_verifications,
-                markdown::pct(f.false_verification_rate)
+                markdown::pct_ci(f.false_verification_rate, f.false_verification_rate_ci)
             ),
         ),
         ("errors", f.errors.to_string()),
-        ("trials passed", format!("{}/{}", f.passed, f.trials)),
+        (
+            "trials passed",
+            format!(
+                "{}/{} ({})",
+                f.passed,
+                f.trials,
+                markdown::pct_ci(f.pass_rate, f.pass_rate_ci)
+            ),
+        ),
         ("pass@k", markdown::series(&f.pass_at_k)),
         ("pass^k", markdown::series(&f.pass_hat_k)),
         ("spread across repeats", markdown::spread(f)),

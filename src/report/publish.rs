@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::aggregate::Summary;
-use super::markdown::{pct, usd, ILLUSTRATION};
+use super::markdown::{pct_ci, usd, ILLUSTRATION};
 use super::svg::esc;
 use super::{io, load_run, render, Options, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 use crate::record::merge::copy_tree;
@@ -220,20 +220,17 @@ fn columns(e: &Entry) -> Vec<String> {
         h.map(|h| format!("{}/{}", h.n, h.k)).unwrap_or_default(),
         format!(
             "{} ({}/{})",
-            pct(f.verified_rate),
+            pct_ci(f.verified_rate, f.verified_rate_ci),
             f.verified,
             f.verifiable_trials
         ),
         format!(
             "{} ({})",
-            pct(f.false_verification_rate),
+            pct_ci(f.false_verification_rate, f.false_verification_rate_ci),
             f.false_verifications
         ),
         f.errors.to_string(),
-        f.pass_hat_k
-            .last()
-            .map(|kv| format!("{} (k={})", pct(Some(kv.value)), kv.k))
-            .unwrap_or_else(|| "n/a".into()),
+        super::markdown::at_k(&f.pass_hat_k),
         usd(f.cost_usd, &f.unpriced_models),
         h.and_then(|h| h.commit.clone())
             .map(|c| c.chars().take(12).collect())

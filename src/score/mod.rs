@@ -2,6 +2,7 @@
 //! verdict re-derives identically offline from the recorded evidence.
 
 pub mod challenge;
+pub mod interval;
 pub mod qa;
 #[cfg(test)]
 mod qa_rules;

@@ -206,6 +206,36 @@ fn a_record_nobody_planned_is_named() {
         "{out}"
     );
     assert!(out.contains("2 records but 1 attempt(s) planned"), "{out}");
+
+    // A probe's record nobody planned is named by rescore and not counted on the page,
+    // like a qa one.
+    let elsewhere = other.path().join("probe-run");
+    let cfg = config(
+        gauntlet::config::AgentChoice::of(gauntlet::config::AgentKind::Reference),
+        other.path(),
+    );
+    run_planned(&cfg, &["scorecard::world::p5-1"], &elsewhere);
+    let (_tmp3, run) = copy_of_run();
+    copy_tree(
+        &elsewhere.join("scorecard.world.p5-1"),
+        &run.join("scorecard.world.p5-1"),
+    )
+    .expect("plant a probe");
+    let (code, out) = rescore(&run, None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("UNPLANNED: scorecard::world::p5-1"), "{out}");
+    let loaded = gauntlet::report::load_run(&run).expect("load");
+    assert!(
+        loaded.problems.iter().any(|p| p
+            .cause
+            .contains("`scorecard::world::p5-1` (scorecard) is not in the run manifest")),
+        "{:?}",
+        loaded.problems
+    );
+    assert!(
+        loaded.other_records.is_empty(),
+        "the planted probe is not counted"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use gauntlet::config::Mode;
 use gauntlet::report::synthetic::SyntheticRun;
 use gauntlet::report::{self, load_run, Options, PriceTable, Thresholds};
+use gauntlet::spec::CapabilityKind;
 
 use crate::support::*;
 
@@ -579,4 +580,74 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
         assert_eq!(row.derived.as_ref().ok(), row.stored.as_ref(), "{trial}");
         assert!(rescored.ok(), "{:?}", rescored.rows);
     }
+}
+
+/// K = 100 repeats over 1,000 trials: every figure is a few values with their
+/// intervals, never a hundred values in a cell, and the trial list is folded.
+#[test]
+fn pages_stay_readable_at_k_100_and_a_thousand_trials_and_every_rate_has_an_interval() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    let kinds = [
+        CapabilityKind::Feature,
+        CapabilityKind::Negative,
+        CapabilityKind::Ambiguous,
+    ];
+    SyntheticRun {
+        apps: (0..2)
+            .map(|a| {
+                (
+                    format!("app-{a}"),
+                    (0..5).map(|c| (format!("cap-{c}"), kinds[c % 3])).collect(),
+                )
+            })
+            .collect(),
+        repeats: 100,
+        ..SyntheticRun::fixed()
+    }
+    .write(&run)
+    .expect("write");
+    let pages = report::write_report(&run, &run, &Options::default()).expect("report");
+    assert_eq!(pages.summary.trials.len(), 1000);
+    let md = &pages.markdown;
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no `{name}` row"))
+            .to_string()
+    };
+    for name in ["pass@k", "pass^k"] {
+        let r = row(name);
+        assert_eq!(r.matches("k=").count(), 7, "{r}");
+        assert_eq!(
+            r.matches('[').count(),
+            7,
+            "every shown k has its interval: {r}"
+        );
+    }
+    for name in [
+        "verified rate (over verifiable capabilities' trials)",
+        "false verifications",
+        "trials passed",
+    ] {
+        assert!(row(name).contains('['), "{}", row(name));
+    }
+    assert!(row("spread across repeats").contains("over 100 repeats"));
+    let caps: Vec<&str> = md.lines().filter(|l| l.starts_with("| `app-")).collect();
+    assert!(
+        caps.iter().any(|l| l.contains("of 100 repeats")),
+        "{caps:#?}"
+    );
+    assert!(
+        caps.iter().all(|l| l.len() < 600),
+        "a capability row lists every repeat"
+    );
+    assert!(md.contains("<details><summary>1000 trials</summary>"));
+    assert!(pages.html.contains("<details><summary>1000 trials"));
+    // The interval follows Wilson's formula on the run's own counts.
+    let f = &pages.summary.run;
+    let ci = f.verified_rate_ci.expect("an interval");
+    let w = gauntlet::score::interval::wilson(f.verified, f.verifiable_trials).expect("wilson");
+    assert_eq!(ci, w);
+    assert!(ci.low <= f.verified_rate.unwrap_or(0.0) && f.verified_rate.unwrap_or(0.0) <= ci.high);
 }

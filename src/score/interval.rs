@@ -1,0 +1,150 @@
+//! 95% confidence intervals for the rates a results page shows. Pure and deterministic:
+//! the same figures give the same bytes on every run.
+//!
+//! - A proportion (verified rate, false-verification rate, pass rate) gets the Wilson
+//!   score interval, which stays inside [0, 1] and is honest at 0 and at n, where the
+//!   normal approximation collapses to a point.
+//! - pass@k and pass^k are means over capabilities of an estimate per capability, not
+//!   proportions of independent trials; they get a percentile bootstrap over
+//!   capabilities (resampling whole capabilities with replacement), with a fixed seed.
+
+use serde::Serialize;
+
+/// z for a two-sided 95% interval.
+const Z: f64 = 1.959_963_984_540_054;
+
+/// Resamples of a bootstrap interval.
+const RESAMPLES: usize = 2000;
+
+/// A closed interval of rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The Wilson score interval of `successes` out of `n`; `None` when `n` is 0.
+pub fn wilson(successes: usize, n: usize) -> Option<Interval> {
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let p = successes as f64 / n;
+    let z2 = Z * Z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    // At 0 and at n the bounds are exactly 0 and 1 (rounding would leave 0.9999…).
+    Some(Interval {
+        low: if successes == 0 {
+            0.0
+        } else {
+            (centre - half).max(0.0)
+        },
+        high: if successes as f64 == n {
+            1.0
+        } else {
+            (centre + half).min(1.0)
+        },
+    })
+}
+
+/// The percentile bootstrap interval of the mean of `values` (one per capability);
+/// `None` with fewer than two values, where resampling says nothing.
+pub fn bootstrap_mean(values: &[f64]) -> Option<Interval> {
+    if values.len() < 2 {
+        return None;
+    }
+    let mut rng = SplitMix64(0x9e37_79b9_7f4a_7c15 ^ values.len() as u64);
+    let n = values.len();
+    let mut means: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let sum: f64 = (0..n).map(|_| values[rng.below(n)]).sum();
+            sum / n as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    Some(Interval {
+        low: at(0.025),
+        high: at(0.975),
+    })
+}
+
+/// The few k a page shows of pass@k and pass^k: 1, 2, 5, 10, 20, 50, 100 up to K, and K.
+pub fn shown_ks(k: u32) -> Vec<u32> {
+    let mut out: Vec<u32> = [1, 2, 5, 10, 20, 50, 100]
+        .into_iter()
+        .filter(|&x| x <= k)
+        .collect();
+    if k > 0 && out.last() != Some(&k) {
+        out.push(k);
+    }
+    out
+}
+
+/// A small, fast, seedable generator: enough for resampling indices, and the same
+/// sequence on every machine.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 5e-4
+    }
+
+    #[test]
+    fn wilson_matches_published_values_and_stays_inside_zero_and_one() {
+        // 8 of 10: Wilson 95% is [0.490, 0.943] (Newcombe 1998, table I method 3).
+        let i = wilson(8, 10).unwrap();
+        assert!(close(i.low, 0.4902) && close(i.high, 0.9433), "{i:?}");
+        let none = wilson(0, 10).unwrap();
+        assert_eq!(none.low, 0.0);
+        assert!(close(none.high, 0.2775), "{none:?}");
+        let all = wilson(10, 10).unwrap();
+        assert_eq!(all.high, 1.0);
+        assert!(close(all.low, 0.7225), "{all:?}");
+        assert_eq!(wilson(0, 0), None);
+    }
+
+    #[test]
+    fn the_bootstrap_is_deterministic_and_brackets_the_mean() {
+        let values: Vec<f64> = (0..40).map(|i| f64::from(i % 4 == 0)).collect();
+        let a = bootstrap_mean(&values).unwrap();
+        assert_eq!(Some(a), bootstrap_mean(&values));
+        assert!(a.low < 0.25 && 0.25 < a.high, "{a:?}");
+        assert_eq!(
+            bootstrap_mean(&[1.0, 1.0, 1.0]),
+            Some(Interval {
+                low: 1.0,
+                high: 1.0
+            })
+        );
+        assert_eq!(bootstrap_mean(&[0.5]), None);
+    }
+
+    #[test]
+    fn a_page_shows_a_few_k() {
+        assert_eq!(shown_ks(1), vec![1]);
+        assert_eq!(shown_ks(3), vec![1, 2, 3]);
+        assert_eq!(shown_ks(84), vec![1, 2, 5, 10, 20, 50, 84]);
+        assert_eq!(shown_ks(100), vec![1, 2, 5, 10, 20, 50, 100]);
+        assert!(shown_ks(0).is_empty());
+    }
+}
