@@ -57,10 +57,15 @@ impl Part {
     fn take(&mut self, bytes: &Bytes, room: usize) -> usize {
         self.seen += bytes.len() as u64;
         let n = bytes.len().min(PER_BODY - self.kept).min(room);
-        if n > 0 {
-            self.pieces.push(bytes.slice(..n));
-            self.kept += n;
+        if n == bytes.len() {
+            self.pieces.push(bytes.clone());
+        } else if n > 0 {
+            // A copy, not a slice: a slice would keep the whole body (up to the 64 MiB
+            // a request may be) alive until the proxy stops, and an agent could make
+            // the harness hold many of them.
+            self.pieces.push(Bytes::copy_from_slice(&bytes[..n]));
         }
+        self.kept += n;
         n
     }
 
