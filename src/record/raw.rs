@@ -68,6 +68,21 @@ fn collect<'a>(v: &'a Value, out: &mut Vec<Named<'a>>) {
     }
 }
 
+/// Every distinct raw file `record` (a record's JSON) names, as (path, bytes, sha256),
+/// in the order the record names them: what [`verify`] checks, for a page to list.
+pub fn named(record: &Value) -> Vec<(String, u64, String)> {
+    let mut found = Vec::new();
+    collect(record, &mut found);
+    let mut out: Vec<(String, u64, String)> = Vec::new();
+    for n in found {
+        let entry = (n.path.to_owned(), n.bytes, n.sha256.to_owned());
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    out
+}
+
 /// Verify every raw file `record` (a record's JSON) names against the files in
 /// `trial_dir`. Each file is streamed, never held whole.
 pub fn verify(trial_dir: &Path, record: &Value) -> RawCheck {

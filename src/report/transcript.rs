@@ -88,6 +88,7 @@ pub fn render(rec: &AnyRecord, trial_dir: &Path, to_raw: &str) -> String {
         AnyRecord::Challenge(r) => challenge(&mut o, r, p),
         AnyRecord::Scorecard(r) => scorecard(&mut o, r, p),
     }
+    raw_list(&mut o, p, rec);
     o.push_str("</body></html>\n");
     o
 }
@@ -152,19 +153,6 @@ fn qa(o: &mut String, r: &QaRecord, p: &Page<'_>) {
     if let Some(hit) = &r.evidence.budget_hit {
         let _ = writeln!(o, "<p class=\"bad\">Limit hit: {}</p>", esc(hit));
     }
-    raw_list(
-        o,
-        p,
-        [
-            r.evidence.prompt.as_ref(),
-            Some(&r.evidence.agent.stdout),
-            Some(&r.evidence.agent.stderr),
-            r.evidence.calls.as_ref(),
-        ]
-        .into_iter()
-        .flatten()
-        .chain(&r.evidence.world_logs),
-    );
 }
 
 fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
@@ -245,22 +233,6 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
             &serde_json::to_string_pretty(observed).unwrap_or_default(),
         );
     }
-    raw_list(
-        o,
-        p,
-        [
-            Some(&r.evidence.agent.stdout),
-            Some(&r.evidence.agent.stderr),
-            r.evidence.calls.as_ref(),
-            r.evidence
-                .observation
-                .as_ref()
-                .and_then(|ob| ob.file.as_ref()),
-        ]
-        .into_iter()
-        .flatten()
-        .chain(&r.evidence.world_logs),
-    );
 }
 
 fn scorecard(o: &mut String, r: &ScorecardRecord, p: &Page<'_>) {
@@ -329,15 +301,6 @@ fn scorecard(o: &mut String, r: &ScorecardRecord, p: &Page<'_>) {
             &serde_json::to_string_pretty(&r.evidence.events).unwrap_or_default(),
         );
     }
-    raw_list(
-        o,
-        p,
-        r.processes
-            .iter()
-            .flat_map(|pr| [Some(&pr.stdout), Some(&pr.stderr), pr.calls.as_ref()])
-            .flatten()
-            .chain(r.sinks_log.as_ref()),
-    );
 }
 
 fn section(o: &mut String, title: &str) {
@@ -787,16 +750,23 @@ pub fn assemble(stream: &str) -> String {
     text
 }
 
-fn raw_list<'a>(o: &mut String, p: &Page<'_>, raws: impl Iterator<Item = &'a RawFile>) {
+/// Every raw file the record names, found the way the raw-file verifier finds them
+/// (`record::raw::named`), so that the page lists exactly what rescore checks.
+fn raw_list(o: &mut String, p: &Page<'_>, rec: &AnyRecord) {
+    let value = match rec {
+        AnyRecord::Qa(r) => serde_json::to_value(r),
+        AnyRecord::Challenge(r) => serde_json::to_value(r),
+        AnyRecord::Scorecard(r) => serde_json::to_value(r),
+    }
+    .unwrap_or_default();
     section(o, "Raw files");
     o.push_str("<table><tr><th>file</th><th>bytes</th><th>sha256</th></tr>\n");
-    for r in raws {
+    for (path, bytes, sha256) in crate::record::raw::named(&value) {
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            link(p, &r.path),
-            r.bytes_seen,
-            esc(&r.sha256)
+            "<tr><td>{}</td><td>{bytes}</td><td><code>{}</code></td></tr>",
+            link(p, &path),
+            esc(&sha256)
         );
     }
     o.push_str("</table>\n");

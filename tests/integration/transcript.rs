@@ -100,6 +100,17 @@ fn every_trial_row_links_to_a_transcript_that_loads_clean_and_whose_links_resolv
     assert!(page.contains("The claim"));
     assert!(page.contains("<td>mutant</td>") && page.contains("<td>app</td>"));
     assert!(page.contains("verified"));
+    // The raw-file table lists exactly what rescore verifies.
+    let listed = page
+        .split("<h2>Raw files</h2>")
+        .nth(1)
+        .expect("a raw-file table")
+        .matches("<tr><td><a ")
+        .count();
+    let verified = gauntlet::record::raw::verify_record_file(&qa.join("record.json"))
+        .expect("record")
+        .checked;
+    assert_eq!(listed, verified);
     for dir in ["challenge.ledger-reconcile.none", "scorecard.memory.p1-1"] {
         let other = std::fs::read_to_string(run.join(dir).join("transcript.html"))
             .unwrap_or_else(|e| panic!("{dir}: {e}"));
