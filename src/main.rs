@@ -66,6 +66,35 @@ enum Command {
         #[command(flatten)]
         opts: ReportArgs,
     },
+    /// Compare a candidate run with a baseline run of the same plan: verdict changes per
+    /// trial, rate differences with 95% intervals, tokens, cost and wall-clock; print
+    /// a markdown summary (for a pull-request comment) and with --out write
+    /// compare.md, compare.html and compare.json. Exit 1 when the candidate regressed
+    /// (docs/results.md says when), 2 when the runs cannot be compared.
+    Compare {
+        baseline: PathBuf,
+        candidate: PathBuf,
+        /// Where the pages go; never inside either run, which a comparison must not
+        /// change.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        opts: ReportArgs,
+    },
+    /// Export a run for the tools people already use: `inspect` (Inspect AI eval logs,
+    /// one per suite, for `inspect view`), `ctrf` (a CTRF report for CI dashboards) or
+    /// `atif` (one ATIF trajectory per trial). Never changes the run; the same run gives
+    /// the same bytes.
+    Export {
+        run_dir: PathBuf,
+        #[arg(long, value_enum)]
+        format: gauntlet::report::export::Format,
+        /// Where the files go; never inside the run.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        opts: ReportArgs,
+    },
     /// Merge partitions of one run (nextest --partition) into a new run directory;
     /// refuses runs made with different configs or specs.
     Merge {
@@ -182,6 +211,18 @@ fn main() -> ExitCode {
             results,
             opts,
         } => publish(&run_dir, &label, results, &opts),
+        Command::Compare {
+            baseline,
+            candidate,
+            out,
+            opts,
+        } => compare(&baseline, &candidate, out.as_deref(), &opts),
+        Command::Export {
+            run_dir,
+            format,
+            out,
+            opts,
+        } => export(&run_dir, format, &out, &opts),
         Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
         Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
@@ -487,6 +528,82 @@ fn leaderboard(run_dirs: &[PathBuf], out: &std::path::Path) -> ExitCode {
             } else {
                 ExitCode::SUCCESS
             }
+        }
+        Err(e) => error(e),
+    }
+}
+
+fn compare(
+    baseline: &std::path::Path,
+    candidate: &std::path::Path,
+    out: Option<&std::path::Path>,
+    args: &ReportArgs,
+) -> ExitCode {
+    use gauntlet::report::compare;
+    let opts = match args.options() {
+        Ok(o) => o,
+        Err(e) => return error(e),
+    };
+    if let Some(out) = out {
+        let canon = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let target = canon(out);
+        for run in [baseline, candidate] {
+            if target.starts_with(canon(run)) {
+                return error(format!(
+                    "--out {}: inside the run {}, which a comparison must not change",
+                    out.display(),
+                    run.display()
+                ));
+            }
+        }
+    }
+    let c = match compare::compare(baseline, candidate, &opts) {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    print!("{}", compare::markdown(&c));
+    if let Some(out) = out {
+        if let Err(e) = compare::write(&c, out) {
+            return error(e);
+        }
+        for name in [
+            compare::COMPARE_MD,
+            compare::COMPARE_HTML,
+            compare::COMPARE_JSON,
+        ] {
+            eprintln!("wrote {}", out.join(name).display());
+        }
+    }
+    if c.regression {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn export(
+    run_dir: &std::path::Path,
+    format: gauntlet::report::export::Format,
+    out: &std::path::Path,
+    args: &ReportArgs,
+) -> ExitCode {
+    let opts = match args.options() {
+        Ok(o) => o,
+        Err(e) => return error(e),
+    };
+    match gauntlet::report::export::export(run_dir, format, out, &opts) {
+        Ok(done) => {
+            for p in &done.problems {
+                eprintln!(
+                    "warning: {}: {} (left out of the export)",
+                    run_dir.join(&p.file).display(),
+                    p.cause
+                );
+            }
+            for f in &done.files {
+                println!("{}", f.display());
+            }
+            ExitCode::SUCCESS
         }
         Err(e) => error(e),
     }

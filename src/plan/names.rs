@@ -14,7 +14,34 @@ pub fn qa(app: &str, capability: &str, repeat: Option<u32>) -> String {
     }
 }
 
+/// A trial's group — its name without the `::r<k>` of a repeat — and its repeat (1
+/// when the name has none): what reports count a capability's repeats under.
+pub fn group_of(trial: &str) -> (&str, u32) {
+    if let Some((head, tail)) = trial.rsplit_once("::r") {
+        if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
+            if let Ok(k) = tail.parse() {
+                return (head, k);
+            }
+        }
+    }
+    (trial, 1)
+}
+
 /// A challenge trial: `challenge::<id>::<profile>`.
 pub fn challenge(id: &str, profile: Profile) -> String {
     format!("challenge::{id}::{profile}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeat_suffix_names_the_group() {
+        assert_eq!(group_of("qa::a::b::r12"), ("qa::a::b", 12));
+        assert_eq!(group_of("qa::a::b"), ("qa::a::b", 1));
+        assert_eq!(group_of("challenge::x::none"), ("challenge::x::none", 1));
+        assert_eq!(group_of("qa::a::r"), ("qa::a::r", 1));
+        assert_eq!(group_of("qa::a::rx"), ("qa::a::rx", 1));
+    }
 }

@@ -187,6 +187,28 @@ fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
     Ok(f)
 }
 
+/// The first `limit` bytes of the raw file `rel` below `trial_dir`, and whether there
+/// was more, read the way [`verify`] reads (never through a link, never a FIFO); `None`
+/// when it cannot be read so. For pages and exports, which show raw files they do not
+/// check.
+pub fn read_plain(trial_dir: &Path, rel: &str, limit: u64) -> Option<(Vec<u8>, bool)> {
+    use std::io::Read;
+    let rel = Path::new(rel);
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    let f = open_plain(trial_dir, rel).ok()?;
+    let mut buf = Vec::new();
+    f.take(limit.saturating_add(1)).read_to_end(&mut buf).ok()?;
+    let more = buf.len() as u64 > limit;
+    buf.truncate(limit as usize);
+    Some((buf, more))
+}
+
 /// [`verify`] for the record file `file` (its trial directory is the file's parent).
 pub fn verify_record_file(file: &Path) -> Result<RawCheck, super::RecordError> {
     let bytes = std::fs::read(file).map_err(|source| super::RecordError::Io {

@@ -48,6 +48,26 @@ pub struct ProcessRaw {
     /// What this process's proxy relayed, call by call (see `QaEvidence::calls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<RawFile>,
+    /// Which of the record's `usage` entries this process's proxy metered: indices
+    /// `[from, to)`. Each process has its own proxy, numbering its calls from 0, so
+    /// this is what ties a turn's calls to their tokens. Absent in records from
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_range: Option<[usize; 2]>,
+}
+
+impl ProcessRaw {
+    /// The usage entries of `all` (the record's) this process's proxy metered; empty
+    /// when the record does not say, or says something out of range.
+    pub fn usage<'a>(
+        &self,
+        all: &'a [crate::evidence::usage::UsageEntry],
+    ) -> &'a [crate::evidence::usage::UsageEntry] {
+        match self.usage_range {
+            Some([from, to]) if from <= to && to <= all.len() => &all[from..to],
+            _ => &[],
+        }
+    }
 }
 
 /// A scorecard probe's record: the shared header, the run's scorecard settings, the

@@ -9,9 +9,9 @@ use super::markdown::{at_k, ms, pct_ci, usd, ILLUSTRATION, OPEN_TRIAL_ROWS};
 use super::svg::{esc, lines_over_k, stacked_bars, StackedBar};
 use crate::score::Outcome;
 
-const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+pub(super) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#222}\
+pub(super) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}\
 td.n{text-align:right}.warn{background:#fff3cd;border:1px solid #e0c36b;padding:.75em}\
 .chart{display:block;margin:1em 0}.ct{font-size:14px;font-weight:600}.cl{font-size:11px;fill:#333}\

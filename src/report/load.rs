@@ -43,13 +43,82 @@ pub struct MissingQa {
 
 /// The head of a record of another suite, for the per-suite counts (its own section
 /// re-derives and shows it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OtherRecord {
     pub suite: String,
     pub trial: String,
+    /// A challenge passes on the manual audit's outcome when there is one.
     pub passed: bool,
     /// The verdict's outcome is `error` (suites whose verdict has an outcome).
     pub error: bool,
+    /// The verdict in its suite's words: a probe's outcome, a challenge's
+    /// `task_outcome/evaluation_validity` (the manual audit's when there is one).
+    pub label: String,
+    /// What the trial was made from, as (what, hash) pairs, so that two runs can be
+    /// told apart by their data (`gauntlet compare`).
+    pub subjects: Vec<(String, String)>,
+    pub usage: Vec<crate::evidence::usage::UsageEntry>,
+    /// Its record's header: run, version, config and wall-clock.
+    pub header: crate::record::Header,
+    /// Its trial directory, by name in the run directory.
+    pub dir: String,
+}
+
+impl OtherRecord {
+    fn of(dir: &Path, name: &str, rec: &AnyRecord) -> OtherRecord {
+        let h = rec.header();
+        let (passed, label, subjects, usage) = match rec {
+            AnyRecord::Challenge(c) => {
+                let (o, v, _) = super::challenge::authoritative(dir, c);
+                (
+                    o == crate::score::challenge::TaskOutcome::Success
+                        && v == crate::score::challenge::Validity::Clean,
+                    format!("{}/{}", o.as_str(), v.as_str()),
+                    vec![(
+                        format!("challenge `{}`", c.provenance.challenge_id),
+                        c.provenance.manifest_sha256.clone(),
+                    )],
+                    c.evidence.usage.clone(),
+                )
+            }
+            AnyRecord::Scorecard(p) => (
+                p.verdict.passed,
+                p.verdict.outcome.as_str().to_owned(),
+                vec![
+                    (
+                        format!("probe `{}`", p.probe.probe.id),
+                        p.probe.sha256.clone(),
+                    ),
+                    (
+                        "the scorecard's tables".to_owned(),
+                        crate::hash::sha256(
+                            serde_json::to_string(&p.card)
+                                .unwrap_or_default()
+                                .as_bytes(),
+                        ),
+                    ),
+                ],
+                p.usage.clone(),
+            ),
+            AnyRecord::Qa(q) => (
+                q.verdict.passed,
+                q.verdict.outcome.as_str().to_owned(),
+                Vec::new(),
+                q.evidence.usage.clone(),
+            ),
+        };
+        OtherRecord {
+            suite: h.suite.as_str().to_owned(),
+            trial: h.trial.clone(),
+            passed,
+            error: rec.errored(),
+            label,
+            subjects,
+            usage,
+            header: h.clone(),
+            dir: name.to_owned(),
+        }
+    }
 }
 
 /// A file of the run that the report could not use, and why.
@@ -208,14 +277,8 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 match rec {
                     AnyRecord::Qa(rec) => found.push((name, *rec)),
                     other => {
-                        let h = other.header();
-                        let head = OtherRecord {
-                            suite: suite.as_str().to_owned(),
-                            trial: h.trial.clone(),
-                            passed: other.passed(),
-                            error: other.errored(),
-                        };
-                        let finished = h.finished_at.clone();
+                        let head = OtherRecord::of(&path, &name, &other);
+                        let finished = other.header().finished_at.clone();
                         match others.get(&head.trial) {
                             Some((f, _)) if *f > finished => {}
                             _ => {

@@ -8,12 +8,15 @@
 
 pub mod aggregate;
 pub mod challenge;
+pub mod compare;
+pub mod export;
 pub mod html;
 pub mod leaderboard;
 pub mod load;
 pub mod markdown;
 pub mod prices;
 pub mod publish;
+pub mod reply;
 pub mod suites;
 pub mod svg;
 pub mod synthetic;
@@ -77,6 +80,22 @@ pub fn render(run: &LoadedRun, opts: &Options) -> Pages {
         json: summary_json(&summary),
         summary,
     }
+}
+
+/// The agent's normalized account of one process (its final message and report),
+/// derived again from its raw stdout with the parser of the agent that made it, read
+/// the way rescore reads raw files; `None` for an agent without a parser or a stdout
+/// that cannot be read so.
+pub(crate) fn agent_report(
+    agent: &str,
+    dir: &Path,
+    stdout: &crate::evidence::RawFile,
+) -> Option<(Option<String>, crate::evidence::normalize::AgentReport)> {
+    let parser = crate::evidence::streams::AgentKind::from_name(agent)
+        .map(crate::evidence::streams::parser)?;
+    let (bytes, _) = crate::record::raw::read_plain(dir, &stdout.path, stdout.bytes)?;
+    let parsed = parser(&mut std::io::Cursor::new(bytes));
+    Some((parsed.transcript.final_message, parsed.report))
 }
 
 /// The relative path from directory `from` to directory `to`, ending in `/` (empty

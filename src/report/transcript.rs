@@ -113,7 +113,7 @@ fn qa(o: &mut String, r: &QaRecord, p: &Page<'_>) {
         section(o, "What the agent was asked");
         text_file(o, p, prompt, true);
     }
-    let parsed = parse_stdout(&r.header.config.agent, p.dir, &r.evidence.agent.stdout);
+    let parsed = super::agent_report(&r.header.config.agent, p.dir, &r.evidence.agent.stdout);
     calls(o, p, r.evidence.calls.as_ref(), &r.evidence.usage);
     process_section(
         o,
@@ -174,6 +174,7 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
     if let Some(e) = &r.evidence.setup_error {
         let _ = writeln!(o, "<p class=\"bad\">setup failed: {}</p>", esc(e));
     }
+    audit(o, p);
     section(o, "What the agent was asked");
     let prompt = &r.provenance.prompt;
     let _ = writeln!(
@@ -235,6 +236,44 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
     }
 }
 
+/// A challenge's manual audit, which is authoritative over the automatic verdict: the
+/// current one and every one it superseded, or why there is none to read.
+fn audit(o: &mut String, p: &Page<'_>) {
+    section(o, "Manual audit");
+    match super::challenge::read_audit(p.dir) {
+        Ok(None) => o.push_str(
+            "<p class=\"muted\">Not audited yet: the verdict above is provisional. Record one with <code>gauntlet audit &lt;trial dir&gt; --outcome … --validity … --note …</code>.</p>\n",
+        ),
+        Ok(Some(a)) => {
+            o.push_str("<table><tr><th></th><th>outcome</th><th>validity</th><th>audited at</th><th>note</th></tr>\n");
+            let rows = std::iter::once(("current (authoritative)", &a.current))
+                .chain(a.history.iter().map(|h| ("superseded", h)));
+            for (which, e) in rows {
+                let _ = writeln!(
+                    o,
+                    "<tr><th>{which}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    e.outcome.as_str(),
+                    e.validity.as_str(),
+                    esc(&e.audited_at),
+                    esc(&e.note)
+                );
+            }
+            let _ = writeln!(
+                o,
+                "</table><p class=\"muted\">{}</p>",
+                link(p, super::challenge::AUDIT_FILE)
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(
+                o,
+                "<p class=\"bad\">the manual audit cannot be read: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    }
+}
+
 fn scorecard(o: &mut String, r: &ScorecardRecord, p: &Page<'_>) {
     let v = &r.verdict;
     let _ = writeln!(
@@ -283,7 +322,7 @@ fn scorecard(o: &mut String, r: &ScorecardRecord, p: &Page<'_>) {
         }
     }
     for process in &r.processes {
-        calls(o, p, process.calls.as_ref(), &[]);
+        calls(o, p, process.calls.as_ref(), process.usage(&r.usage));
         process_section(
             o,
             p,
@@ -390,20 +429,6 @@ fn text_file(o: &mut String, p: &Page<'_>, raw: &RawFile, open: bool) {
     } else if let Some(text) = excerpt(p.dir, &raw.path) {
         details(o, &raw.path, &text);
     }
-}
-
-/// The final message and the agent's own report, re-read from its stdout with the
-/// parser of the adapter that made it.
-fn parse_stdout(
-    agent: &str,
-    dir: &Path,
-    stdout: &RawFile,
-) -> Option<(Option<String>, AgentReport)> {
-    let parser = crate::evidence::streams::AgentKind::from_name(agent)
-        .map(crate::evidence::streams::parser)?;
-    let file = std::fs::File::open(dir.join(&stdout.path)).ok()?;
-    let parsed = parser(&mut std::io::BufReader::new(file));
-    Some((parsed.transcript.final_message, parsed.report))
 }
 
 fn process_section(
@@ -681,73 +706,9 @@ fn excerpt_whole(dir: &Path, rel: &str) -> String {
 }
 
 /// The text and tool calls of a streamed reply, from its events, whatever the
-/// protocol: Chat's `choices[].delta`, Responses' `*.delta` events, Messages'
-/// `content_block_delta`.
+/// protocol ([`super::reply`]).
 pub fn assemble(stream: &str) -> String {
-    let mut text = String::new();
-    let mut calls: Vec<(String, String)> = Vec::new();
-    for data in stream.lines().filter_map(|l| l.strip_prefix("data:")) {
-        let Ok(event) = serde_json::from_str::<Value>(data.trim()) else {
-            continue;
-        };
-        // Chat Completions.
-        for choice in event["choices"].as_array().into_iter().flatten() {
-            let delta = &choice["delta"];
-            if let Some(t) = delta["content"].as_str() {
-                text.push_str(t);
-            }
-            for call in delta["tool_calls"].as_array().into_iter().flatten() {
-                let index = call["index"].as_u64().unwrap_or(0) as usize;
-                while calls.len() <= index {
-                    calls.push(Default::default());
-                }
-                if let Some(n) = call["function"]["name"].as_str() {
-                    calls[index].0.push_str(n);
-                }
-                if let Some(a) = call["function"]["arguments"].as_str() {
-                    calls[index].1.push_str(a);
-                }
-            }
-        }
-        match event["type"].as_str() {
-            // Responses.
-            Some("response.output_text.delta") => {
-                text.push_str(event["delta"].as_str().unwrap_or(""));
-            }
-            Some("response.output_item.added") if event["item"]["type"] == "function_call" => {
-                calls.push((
-                    event["item"]["name"].as_str().unwrap_or("").into(),
-                    String::new(),
-                ));
-            }
-            Some("response.function_call_arguments.delta") => {
-                if let Some(last) = calls.last_mut() {
-                    last.1.push_str(event["delta"].as_str().unwrap_or(""));
-                }
-            }
-            // Messages.
-            Some("content_block_start") if event["content_block"]["type"] == "tool_use" => {
-                calls.push((
-                    event["content_block"]["name"].as_str().unwrap_or("").into(),
-                    String::new(),
-                ));
-            }
-            Some("content_block_delta") => {
-                let delta = &event["delta"];
-                if let Some(t) = delta["text"].as_str() {
-                    text.push_str(t);
-                }
-                if let (Some(j), Some(last)) = (delta["partial_json"].as_str(), calls.last_mut()) {
-                    last.1.push_str(j);
-                }
-            }
-            _ => {}
-        }
-    }
-    for (name, args) in calls {
-        let _ = write!(text, "\n[tool call] {name} {args}");
-    }
-    text
+    super::reply::parse(stream).render()
 }
 
 /// Every raw file the record names, found the way the raw-file verifier finds them

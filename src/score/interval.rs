@@ -71,6 +71,22 @@ pub fn bootstrap_mean(values: &[f64]) -> Option<Interval> {
     })
 }
 
+/// The 95% interval of the difference of two proportions, `b_hits/b_n − a_hits/a_n`
+/// (Newcombe's hybrid score interval, his method 10: built from the two Wilson
+/// intervals, so it stays honest at 0 and at n where a Wald interval collapses);
+/// `None` when either side has no trials.
+pub fn difference(a_hits: usize, a_n: usize, b_hits: usize, b_n: usize) -> Option<Interval> {
+    let wa = wilson(a_hits, a_n)?;
+    let wb = wilson(b_hits, b_n)?;
+    let pa = a_hits as f64 / a_n as f64;
+    let pb = b_hits as f64 / b_n as f64;
+    let d = pb - pa;
+    Some(Interval {
+        low: d - ((pb - wb.low).powi(2) + (wa.high - pa).powi(2)).sqrt(),
+        high: d + ((wb.high - pb).powi(2) + (pa - wa.low).powi(2)).sqrt(),
+    })
+}
+
 /// The few k a page shows of pass@k and pass^k: 1, 2, 5, 10, 20, 50, 100 up to K, and K.
 pub fn shown_ks(k: u32) -> Vec<u32> {
     let mut out: Vec<u32> = [1, 2, 5, 10, 20, 50, 100]
@@ -137,6 +153,23 @@ mod tests {
             })
         );
         assert_eq!(bootstrap_mean(&[0.5]), None);
+    }
+
+    #[test]
+    fn the_difference_interval_matches_newcombe() {
+        // 56/70 − 48/80 = 0.2: method 10 gives [0.0524, 0.3339] (Newcombe 1998, table II).
+        let d = difference(48, 80, 56, 70).unwrap();
+        assert!(close(d.low, 0.0524) && close(d.high, 0.3339), "{d:?}");
+        // The same difference the other way round is its mirror.
+        let m = difference(56, 70, 48, 80).unwrap();
+        assert!(close(m.low, -d.high) && close(m.high, -d.low), "{m:?}");
+        // 10/10 then 0/10: certainly worse, and the interval says so.
+        let drop = difference(10, 10, 0, 10).unwrap();
+        assert!(drop.high < 0.0 && drop.low >= -1.0, "{drop:?}");
+        // 1/1 then 0/1: one trial each proves nothing.
+        let one = difference(1, 1, 0, 1).unwrap();
+        assert!(one.high > 0.0, "{one:?}");
+        assert_eq!(difference(0, 0, 1, 1), None);
     }
 
     #[test]

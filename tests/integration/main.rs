@@ -9,6 +9,8 @@ mod bad_agents;
 mod browser;
 mod challenge;
 mod challenge_observed;
+mod compare;
+mod export;
 mod flowtest;
 mod hostile;
 mod integrity;

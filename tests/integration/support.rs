@@ -148,3 +148,30 @@ pub fn chromium_load(page: &Path, profile: &Path) -> (String, Vec<String>) {
         .collect();
     (String::from_utf8_lossy(&out.stdout).into_owned(), console)
 }
+
+/// Every file under `dir` and its bytes: what "a projection never changes a run" and
+/// "the same bytes twice" are checked against.
+pub fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+/// Every `href` of an HTML text.
+pub fn hrefs(html: &str) -> Vec<String> {
+    html.split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(|h| h.replace("&amp;", "&"))
+        .collect()
+}

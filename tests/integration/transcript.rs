@@ -67,15 +67,6 @@ fn three_suite_run(out: &std::path::Path) -> std::path::PathBuf {
     run
 }
 
-/// Every `href` of an HTML text.
-fn hrefs(html: &str) -> Vec<String> {
-    html.split("href=\"")
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .map(|h| h.replace("&amp;", "&"))
-        .collect()
-}
-
 #[test]
 fn every_trial_row_links_to_a_transcript_that_loads_clean_and_whose_links_resolve() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -119,6 +110,30 @@ fn every_trial_row_links_to_a_transcript_that_loads_clean_and_whose_links_resolv
     let scorecard = std::fs::read_to_string(run.join("scorecard.memory.p1-1/transcript.html"))
         .expect("scorecard page");
     assert!(scorecard.contains("Observations"));
+    // A challenge's page says it is not audited yet; once audited it shows the audit,
+    // which is authoritative, and the one it superseded.
+    let ch = run.join("challenge.ledger-reconcile.none");
+    let page_of =
+        |d: &std::path::Path| std::fs::read_to_string(d.join("transcript.html")).expect("page");
+    assert!(page_of(&ch).contains("Not audited yet"));
+    use gauntlet::score::challenge::{TaskOutcome, Validity};
+    gauntlet::report::challenge::audit(&ch, TaskOutcome::Failed, Validity::Clean, "first look")
+        .expect("audit");
+    gauntlet::report::challenge::audit(
+        &ch,
+        TaskOutcome::Success,
+        Validity::Contaminated,
+        "read <the> answer key",
+    )
+    .expect("audit again");
+    gauntlet::report::write_report(&run, &run, &Default::default()).expect("report after audit");
+    let audited = page_of(&ch);
+    assert!(
+        audited.contains("<th>current (authoritative)</th><td>success</td><td>contaminated</td>"),
+        "{audited}"
+    );
+    assert!(audited.contains("read &lt;the&gt; answer key") && audited.contains("first look"));
+    assert!(audited.contains("href=\"manual-audit.yaml\""));
 
     // The same bytes when rendered again: a projection.
     gauntlet::report::write_report(&run, &run, &Default::default()).expect("again");
@@ -132,7 +147,7 @@ fn every_trial_row_links_to_a_transcript_that_loads_clean_and_whose_links_resolv
     let report = run.join("report.html");
     let (dom, console) = support::chromium_load(&report, &tmp.path().join("profile-0"));
     assert!(console.is_empty(), "{console:#?}");
-    let linked: Vec<String> = hrefs(&dom)
+    let linked: Vec<String> = support::hrefs(&dom)
         .into_iter()
         .filter(|h| h.ends_with("transcript.html"))
         .collect();
@@ -148,7 +163,7 @@ fn every_trial_row_links_to_a_transcript_that_loads_clean_and_whose_links_resolv
             support::chromium_load(&page, &tmp.path().join(format!("profile-{}", i + 1)));
         assert!(console.is_empty(), "{href}: {console:#?}");
         let here = page.parent().expect("trial dir");
-        for link in hrefs(&dom) {
+        for link in support::hrefs(&dom) {
             assert!(here.join(&link).exists(), "{href}: a broken link `{link}`");
         }
     }
@@ -158,7 +173,7 @@ fn every_trial_row_links_to_a_transcript_that_loads_clean_and_whose_links_resolv
     gauntlet::report::write_report(&run, &elsewhere, &Default::default()).expect("elsewhere");
     let moved = elsewhere.join("qa.api-ledger.balance/transcript.html");
     let text = std::fs::read_to_string(&moved).expect("moved page");
-    for link in hrefs(&text) {
+    for link in support::hrefs(&text) {
         assert!(
             moved.parent().expect("dir").join(&link).exists(),
             "a broken link `{link}`"

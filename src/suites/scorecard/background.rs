@@ -54,6 +54,8 @@ impl Running {
                 stdout: o.stdout,
                 stderr: o.stderr,
                 calls,
+                // Set by the driver, which knows where these entries land.
+                usage_range: None,
             }),
             _ => None,
         };

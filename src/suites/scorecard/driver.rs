@@ -260,6 +260,7 @@ impl Driver<'_> {
         );
         let outcome = process::run(spec).await;
         let (usage, calls) = self.kernel().finish_proxy(proxy, &stem).await;
+        let usage_range = [obs.usage.len(), obs.usage.len() + usage.len()];
         obs.usage.extend(usage);
         let end_ms = now_ms();
         obs.phases.push(Phase {
@@ -306,6 +307,7 @@ impl Driver<'_> {
             stdout: outcome.stdout,
             stderr: outcome.stderr,
             calls,
+            usage_range: Some(usage_range),
         });
         obs.evidence.turns.push(t);
         if died {
@@ -427,8 +429,10 @@ impl Driver<'_> {
         }
         if let Some(b) = bg {
             let (raw, usage) = b.stop().await;
+            let usage_range = [obs.usage.len(), obs.usage.len() + usage.len()];
             obs.usage.extend(usage);
-            if let Some(raw) = raw {
+            if let Some(mut raw) = raw {
+                raw.usage_range = Some(usage_range);
                 obs.processes.push(raw);
             }
         }
