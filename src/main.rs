@@ -545,10 +545,8 @@ fn compare(
         Err(e) => return error(e),
     };
     if let Some(out) = out {
-        let canon = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        let target = canon(out);
         for run in [baseline, candidate] {
-            if target.starts_with(canon(run)) {
+            if gauntlet::report::is_within(out, run) {
                 return error(format!(
                     "--out {}: inside the run {}, which a comparison must not change",
                     out.display(),
@@ -559,6 +557,11 @@ fn compare(
     }
     let c = match compare::compare(baseline, candidate, &opts) {
         Ok(c) => c,
+        // A candidate that cannot be read fails a gate like a regression would.
+        Err(e) if e.fails_the_candidate() => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
         Err(e) => return error(e),
     };
     print!("{}", compare::markdown(&c));

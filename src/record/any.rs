@@ -98,8 +98,41 @@ pub fn check(file: &Path) -> Checked {
             ));
         }
     }
+    // The trial a record names must be the one its spec gives: a genuine record of
+    // one capability, renamed and moved, is not a record of another.
+    if let Some(rec) = &record {
+        let want = spec_trial_name(rec);
+        let trial = &rec.header().trial;
+        if *trial != want {
+            row.raw_problems.push(format!(
+                "{}: the record names trial `{trial}`, but its spec is that of `{want}`",
+                super::RECORD_FILE
+            ));
+        }
+    }
     row.record_sha256 = super::digest::file_sha256(file).ok();
     Checked { record, row }
+}
+
+/// The trial name a record's spec gives it (a qa record at repeat 1 may be named with
+/// or without `::r1`: a run of one repeat names none).
+fn spec_trial_name(rec: &AnyRecord) -> String {
+    use crate::plan::names;
+    match rec {
+        AnyRecord::Qa(r) => {
+            let plain = names::qa(&r.spec.app, &r.spec.capability, None);
+            let repeated = names::qa(&r.spec.app, &r.spec.capability, Some(r.repeat));
+            if r.repeat == 1 && r.header.trial == plain {
+                plain
+            } else {
+                repeated
+            }
+        }
+        AnyRecord::Challenge(r) => {
+            names::challenge(&r.provenance.challenge_id, r.provenance.profile)
+        }
+        AnyRecord::Scorecard(r) => r.probe.trial_name(),
+    }
 }
 
 /// The stored verdict of `record` beside the one its raw files give.

@@ -193,6 +193,17 @@ fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
 /// check.
 pub fn read_plain(trial_dir: &Path, rel: &str, limit: u64) -> Option<(Vec<u8>, bool)> {
     use std::io::Read;
+    let f = open_plain_file(trial_dir, rel)?;
+    let mut buf = Vec::new();
+    f.take(limit.saturating_add(1)).read_to_end(&mut buf).ok()?;
+    let more = buf.len() as u64 > limit;
+    buf.truncate(limit as usize);
+    Some((buf, more))
+}
+
+/// The raw file `rel` below `trial_dir`, opened the way [`verify`] opens it, for a reader
+/// that streams it (an agent's stdout through its parser); `None` when it cannot be.
+pub fn open_plain_file(trial_dir: &Path, rel: &str) -> Option<std::fs::File> {
     let rel = Path::new(rel);
     if rel.is_absolute()
         || rel
@@ -201,12 +212,7 @@ pub fn read_plain(trial_dir: &Path, rel: &str, limit: u64) -> Option<(Vec<u8>, b
     {
         return None;
     }
-    let f = open_plain(trial_dir, rel).ok()?;
-    let mut buf = Vec::new();
-    f.take(limit.saturating_add(1)).read_to_end(&mut buf).ok()?;
-    let more = buf.len() as u64 > limit;
-    buf.truncate(limit as usize);
-    Some((buf, more))
+    open_plain(trial_dir, rel).ok()
 }
 
 /// [`verify`] for the record file `file` (its trial directory is the file's parent).

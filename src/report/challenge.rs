@@ -300,14 +300,34 @@ pub struct ManualAudit {
 /// The manual audit of a trial directory, if any.
 pub fn read_audit(trial_dir: &Path) -> Result<Option<ManualAudit>, ReportError> {
     let f = trial_dir.join(AUDIT_FILE);
-    match std::fs::read_to_string(&f) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(&f, e)),
-        Ok(text) => yaml_serde::from_str(&text)
-            .map(Some)
-            .map_err(|e| io_err(&f, format!("not a manual audit: {e}"))),
+    match std::fs::symlink_metadata(&f) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(&f, e)),
+        Ok(m) if !m.is_file() => {
+            return Err(io_err(
+                &f,
+                "not a regular file: an audit is never read through a link",
+            ))
+        }
+        Ok(_) => {}
     }
+    // Never through a link, never a FIFO, never more than an audit could hold.
+    let (bytes, more) = crate::record::raw::read_plain(trial_dir, AUDIT_FILE, AUDIT_MAX)
+        .ok_or_else(|| io_err(&f, "cannot be read as a regular file"))?;
+    if more {
+        return Err(io_err(
+            &f,
+            format!("larger than {AUDIT_MAX} bytes: not a manual audit"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| io_err(&f, format!("not UTF-8: {e}")))?;
+    yaml_serde::from_str(&text)
+        .map(Some)
+        .map_err(|e| io_err(&f, format!("not a manual audit: {e}")))
 }
+
+/// The most bytes a `manual-audit.yaml` may hold.
+const AUDIT_MAX: u64 = 1 << 20;
 
 /// Record a manual audit for the trial in `trial_dir`: it becomes current, the previous
 /// one moves into the history; then the final report is regenerated.
@@ -699,9 +719,10 @@ fn quote(t: &str) -> String {
 }
 
 /// The authoritative outcome of a trial: the manual audit's when there is one.
+/// An audit that names another trial (copied from its directory) is not this trial's.
 pub fn authoritative(trial_dir: &Path, rec: &ChallengeRecord) -> (TaskOutcome, Validity, bool) {
     match read_audit(trial_dir) {
-        Ok(Some(a)) => (a.current.outcome, a.current.validity, true),
+        Ok(Some(a)) if a.trial == rec.header.trial => (a.current.outcome, a.current.validity, true),
         _ => (
             rec.verdict.task_outcome,
             rec.verdict.evaluation_validity,

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::record::any::AnyRecord;
 use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
-use crate::record::merge::{IdentityCheck, MERGE_FILE};
+use crate::record::merge::{HeaderCheck, IdentityCheck, MERGE_FILE};
 use crate::record::rescore::{RescoreError, RescoreRow};
 use crate::record::{self, QaRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
@@ -49,6 +49,10 @@ pub struct OtherRecord {
     pub trial: String,
     /// A challenge passes on the manual audit's outcome when there is one.
     pub passed: bool,
+    /// A challenge whose manual audit decided otherwise than its evidence: the verdict
+    /// the evidence gives, as (label, passed). An audit is a person's word, not hashed
+    /// evidence; `gauntlet compare` never lets one raise a candidate's verdict.
+    pub automatic: Option<(String, bool)>,
     /// The verdict's outcome is `error` (suites whose verdict has an outcome).
     pub error: bool,
     /// The verdict in its suite's words: a probe's outcome, a challenge's
@@ -67,13 +71,26 @@ pub struct OtherRecord {
 impl OtherRecord {
     fn of(dir: &Path, name: &str, rec: &AnyRecord) -> OtherRecord {
         let h = rec.header();
+        let mut automatic = None;
         let (passed, label, subjects, usage) = match rec {
             AnyRecord::Challenge(c) => {
-                let (o, v, _) = super::challenge::authoritative(dir, c);
+                let (o, v, audited) = super::challenge::authoritative(dir, c);
+                let auto = (
+                    format!(
+                        "{}/{}",
+                        c.verdict.task_outcome.as_str(),
+                        c.verdict.evaluation_validity.as_str()
+                    ),
+                    c.verdict.passed,
+                );
+                let label = format!("{}/{}", o.as_str(), v.as_str());
+                if audited && auto.0 != label {
+                    automatic = Some(auto);
+                }
                 (
                     o == crate::score::challenge::TaskOutcome::Success
                         && v == crate::score::challenge::Validity::Clean,
-                    format!("{}/{}", o.as_str(), v.as_str()),
+                    label,
                     vec![(
                         format!("challenge `{}`", c.provenance.challenge_id),
                         c.provenance.manifest_sha256.clone(),
@@ -111,6 +128,7 @@ impl OtherRecord {
             suite: h.suite.as_str().to_owned(),
             trial: h.trial.clone(),
             passed,
+            automatic,
             error: rec.errored(),
             label,
             subjects,
@@ -223,6 +241,7 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     // missing trial.
     let mut recorded: Vec<String> = Vec::new();
     let mut others: BTreeMap<String, (String, OtherRecord)> = BTreeMap::new();
+    let mut headers = HeaderCheck::default();
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
@@ -277,6 +296,17 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 match rec {
                     AnyRecord::Qa(rec) => found.push((name, *rec)),
                     other => {
+                        // One gauntlet version and one config per suite: a record
+                        // of another run, copied in, is not part of this one.
+                        if let Err(diff) = headers.check(&format!("`{name}`"), other.header()) {
+                            run.problems.push(Problem {
+                                file: rel,
+                                cause: format!(
+                                    "made under another config or version than the run: {diff}"
+                                ),
+                            });
+                            continue;
+                        }
                         let head = OtherRecord::of(&path, &name, &other);
                         let finished = other.header().finished_at.clone();
                         match others.get(&head.trial) {

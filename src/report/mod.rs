@@ -93,9 +93,53 @@ pub(crate) fn agent_report(
 ) -> Option<(Option<String>, crate::evidence::normalize::AgentReport)> {
     let parser = crate::evidence::streams::AgentKind::from_name(agent)
         .map(crate::evidence::streams::parser)?;
-    let (bytes, _) = crate::record::raw::read_plain(dir, &stdout.path, stdout.bytes)?;
-    let parsed = parser(&mut std::io::Cursor::new(bytes));
+    let file = crate::record::raw::open_plain_file(dir, &stdout.path)?;
+    let parsed = parser(&mut std::io::BufReader::new(file));
     Some((parsed.transcript.final_message, parsed.report))
+}
+
+/// Whether `path` is `dir` or lies below it, by where they really are: both made
+/// absolute and `..` resolved, then the longest part that exists resolved through its
+/// links, so that an `--out` that does not exist yet, is given relative, or runs through
+/// a link cannot slip into a run a page or an export must not change.
+pub fn is_within(path: &Path, dir: &Path) -> bool {
+    fn resolve(p: &Path) -> PathBuf {
+        let abs = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(p)
+        };
+        let mut lexical = PathBuf::new();
+        for c in abs.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    lexical.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => lexical.push(other),
+            }
+        }
+        let mut existing = lexical.clone();
+        let mut rest = Vec::new();
+        while !existing.exists() {
+            match (
+                existing.file_name().map(|n| n.to_owned()),
+                existing.parent(),
+            ) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name);
+                    existing = parent.to_path_buf();
+                }
+                _ => break,
+            }
+        }
+        let mut out = existing.canonicalize().unwrap_or(existing);
+        for name in rest.iter().rev() {
+            out.push(name);
+        }
+        out
+    }
+    resolve(path).starts_with(resolve(dir))
 }
 
 /// The relative path from directory `from` to directory `to`, ending in `/` (empty

@@ -4,6 +4,9 @@
 
 use serde_json::Value;
 
+/// The most tool calls one reply is read with.
+const MAX_CALLS: usize = 1024;
+
 /// One tool call the model asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplyCall {
@@ -104,8 +107,13 @@ fn streamed(stream: &str) -> Reply {
                 r.text.push_str(t);
             }
             for call in delta["tool_calls"].as_array().into_iter().flatten() {
+                // An index is a position among a reply's calls: one past the last is a
+                // new call, anything further is a stream no model sent.
                 let index = call["index"].as_u64().unwrap_or(0) as usize;
-                while r.calls.len() <= index {
+                if index > r.calls.len() || index >= MAX_CALLS {
+                    continue;
+                }
+                if index == r.calls.len() {
                     r.calls.push(ReplyCall::default());
                 }
                 let c = &mut r.calls[index];
@@ -186,6 +194,12 @@ mod tests {
         let r = parse(messages);
         assert_eq!(r.calls[0].arguments, "{\"command\":\"ls\"}");
         assert_eq!(parse("not json"), Reply::default());
+    }
+
+    #[test]
+    fn a_stream_cannot_make_the_reader_allocate_calls_it_never_sent() {
+        let s = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1000000000000000,\"function\":{\"name\":\"x\"}}]}}]}\n";
+        assert!(parse(s).calls.is_empty());
     }
 
     #[test]

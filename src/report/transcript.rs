@@ -174,7 +174,7 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
     if let Some(e) = &r.evidence.setup_error {
         let _ = writeln!(o, "<p class=\"bad\">setup failed: {}</p>", esc(e));
     }
-    audit(o, p);
+    audit(o, p, &r.header.trial);
     section(o, "What the agent was asked");
     let prompt = &r.provenance.prompt;
     let _ = writeln!(
@@ -238,9 +238,17 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
 
 /// A challenge's manual audit, which is authoritative over the automatic verdict: the
 /// current one and every one it superseded, or why there is none to read.
-fn audit(o: &mut String, p: &Page<'_>) {
+fn audit(o: &mut String, p: &Page<'_>, trial: &str) {
     section(o, "Manual audit");
     match super::challenge::read_audit(p.dir) {
+        Ok(Some(a)) if a.trial != trial => {
+            let _ = writeln!(
+                o,
+                "<p class=\"bad\">{} names trial <code>{}</code>, not this one: ignored (the verdict above stands).</p>",
+                link(p, super::challenge::AUDIT_FILE),
+                esc(&a.trial)
+            );
+        }
         Ok(None) => o.push_str(
             "<p class=\"muted\">Not audited yet: the verdict above is provisional. Record one with <code>gauntlet audit &lt;trial dir&gt; --outcome … --validity … --note …</code>.</p>\n",
         ),

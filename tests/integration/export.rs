@@ -73,12 +73,22 @@ fn every_format_reads_back_in_its_own_tool_with_the_runs_samples_scores_and_toke
         assert!(String::from_utf8_lossy(&o.stderr).contains("planned but no record"));
     }
     // A projection: the same bytes again, and the run untouched.
-    let first = support::files_under(&out);
+    let again = tmp.path().join("again");
     for format in ["inspect", "ctrf", "atif"] {
-        assert!(export(&run, format, &out.join(format)).status.success());
+        assert!(export(&run, format, &again.join(format)).status.success());
     }
-    assert_eq!(support::files_under(&out), first);
+    let relative = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        support::files_under(dir)
+            .into_iter()
+            .map(|(p, b)| (p.strip_prefix(dir).expect("below").to_path_buf(), b))
+            .collect()
+    };
+    assert_eq!(relative(&again), relative(&out));
     assert_eq!(support::files_under(&run), before);
+    // Never over an earlier export: its files would read as this run's.
+    let over = export(&run, "atif", &out.join("inspect"));
+    assert_eq!(over.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&over.stderr).contains("not empty"));
     let inside = export(&run, "ctrf", &run.join("x"));
     assert_eq!(inside.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&inside.stderr).contains("must not change"));
@@ -215,7 +225,10 @@ fn every_format_reads_back_in_its_own_tool_with_the_runs_samples_scores_and_toke
     assert_eq!(epoch(1)["output_tokens"], qa_out);
     assert!(epoch(1)["tool_calls"].as_u64() > Some(0));
     assert_eq!(epoch(2)["score"], "no record");
-    assert_eq!(epoch(2)["error"], "planned but no record");
+    assert_eq!(
+        epoch(2)["error"],
+        "qa: planned but no record; counted as an error"
+    );
     let usage: u64 = qa_log["model_usage"]
         .as_object()
         .expect("usage")

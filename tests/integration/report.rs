@@ -499,7 +499,8 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
         let run = tmp.path().join(kind.name());
         let stream = std::fs::read(root().join("tests/fixtures/streams").join(file))
             .expect("recorded stream");
-        let trial = format!("qa::api-ledger::health::{}", kind.name());
+        // Each adapter's run has its own directory: the trial keeps its one name.
+        let trial = "qa::api-ledger::health".to_string();
         let dir = record::create_trial_dir(&run, &trial).expect("trial dir");
         let mut agent = AgentRun::not_started();
         agent.command = vec![kind.name().into()];
@@ -650,4 +651,22 @@ fn pages_stay_readable_at_k_100_and_a_thousand_trials_and_every_rate_has_an_inte
     let w = gauntlet::score::interval::wilson(f.verified, f.verifiable_trials).expect("wilson");
     assert_eq!(ci, w);
     assert!(ci.low <= f.verified_rate.unwrap_or(0.0) && f.verified_rate.unwrap_or(0.0) <= ci.high);
+    // Pages a browser opens at once: a thousand trials cost a row each, not a screen each.
+    let transcript = std::fs::read(run.join("qa.app-0.cap-0.r1/transcript.html"))
+        .map(|b| b.len())
+        .unwrap_or(0);
+    eprintln!(
+        "1,000 trials, K = 100: report.md {} B, report.html {} B, summary.json {} B, one transcript {} B",
+        md.len(),
+        pages.html.len(),
+        pages.json.len(),
+        transcript
+    );
+    assert!(transcript > 0, "every record has its transcript page");
+    assert!(
+        pages.html.len() < 1_500 * 1000,
+        "{} bytes",
+        pages.html.len()
+    );
+    assert!(md.len() < 1_000 * 1000, "{} bytes", md.len());
 }

@@ -50,16 +50,29 @@ pub const SUMMARY_ROWS: usize = 30;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error(transparent)]
-    Load(#[from] ReportError),
+    /// The baseline cannot be read: nothing to compare against (exit 2).
+    #[error("baseline: {0}")]
+    Baseline(ReportError),
+    /// The candidate cannot be read: a gate must fail (exit 1), or a run made
+    /// unreadable would pass it.
+    #[error("candidate: {0}")]
+    Candidate(ReportError),
     #[error("{run}: nothing to compare: no record and no run manifest")]
     Empty { run: String },
-    #[error("{baseline} and {candidate} are not runs of the same plan: {why}")]
+    #[error("{baseline} and {candidate} cannot be compared: {why}")]
     Different {
         baseline: String,
         candidate: String,
         why: String,
     },
+}
+
+impl CompareError {
+    /// Whether the candidate is at fault (exit 1, like a regression) rather than the
+    /// comparison being impossible (exit 2).
+    pub fn fails_the_candidate(&self) -> bool {
+        matches!(self, CompareError::Candidate(_))
+    }
 }
 
 /// Which run of the two.
@@ -98,6 +111,12 @@ pub struct TrialFacts {
     /// pages were written there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<String>,
+    /// SHA-256 of its record file: the same record in both runs is a copy, not a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_sha256: Option<String>,
+    /// A manual audit this comparison did not follow, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     #[serde(skip)]
     outcome: Option<Outcome>,
     #[serde(skip)]
@@ -107,6 +126,54 @@ pub struct TrialFacts {
     #[serde(skip)]
     unpriced: Vec<String>,
 }
+
+impl TrialFacts {
+    /// A trial without a counted record: a failed `error` trial that used nothing.
+    fn no_record(
+        trial: &str,
+        repeat: u32,
+        suite: &str,
+        kind: Option<CapabilityKind>,
+    ) -> TrialFacts {
+        let qa = suite == "qa";
+        TrialFacts {
+            trial: trial.to_owned(),
+            repeat,
+            verdict: NO_RECORD.into(),
+            passed: false,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost_usd: Some(0.0),
+            wall_ms: None,
+            transcript: None,
+            record_sha256: None,
+            note: None,
+            outcome: qa.then_some(Outcome::Error),
+            // A kind nobody recorded counts as verifiable: the count that cannot
+            // flatter the run.
+            kind: qa.then(|| kind.unwrap_or(CapabilityKind::Feature)),
+            suite: suite.to_owned(),
+            unpriced: Vec::new(),
+        }
+    }
+
+    /// The candidate's side of a baseline trial it has no counted record of.
+    fn lost(baseline: &TrialFacts) -> TrialFacts {
+        TrialFacts::no_record(
+            &baseline.trial,
+            baseline.repeat,
+            &baseline.suite,
+            baseline.kind,
+        )
+    }
+
+    fn has_record(&self) -> bool {
+        self.record_sha256.is_some() || self.verdict != NO_RECORD
+    }
+}
+
+/// The verdict of a trial without a counted record.
+const NO_RECORD: &str = "no record";
 
 /// How a trial group's verdicts moved from the baseline to the candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -253,34 +320,74 @@ pub struct Comparison {
     pub groups: Vec<GroupChange>,
     pub costs: Vec<SuiteCosts>,
     pub settings: Vec<Difference>,
+    /// Candidate trials the baseline never planned: listed, not compared.
+    pub not_compared: Vec<String>,
+    /// What a reader should know that is no finding (audits not followed, retries).
+    pub notes: Vec<String>,
 }
 
-/// Load both runs and compare them.
+/// Load both runs and compare them: the baseline's trials (planned or recorded) are
+/// what is compared, each against the candidate's trial of the same name.
 pub fn compare(
     baseline: &Path,
     candidate: &Path,
     opts: &Options,
 ) -> Result<Comparison, CompareError> {
-    let b = load_run(baseline)?;
-    let c = load_run(candidate)?;
+    let b = load_run(baseline).map_err(CompareError::Baseline)?;
+    let c = load_run(candidate).map_err(CompareError::Candidate)?;
     let bname = baseline.display().to_string();
     let cname = candidate.display().to_string();
-    let bfacts = facts(&b, opts);
-    let cfacts = facts(&c, opts);
-    for (name, f) in [(&bname, &bfacts), (&cname, &cfacts)] {
-        if f.is_empty() {
-            return Err(CompareError::Empty { run: name.clone() });
-        }
+    let mut bfacts = facts(&b, opts);
+    if bfacts.is_empty() {
+        return Err(CompareError::Empty { run: bname });
     }
+    let mut cfacts_all = facts(&c, opts);
     let different = |why: String| CompareError::Different {
         baseline: bname.clone(),
         candidate: cname.clone(),
         why,
     };
-    if let Some(why) = subject_difference(&subjects(&b), &subjects(&c)) {
+    let (bs, cs) = (
+        subjects(&b, Side::Baseline).map_err(different)?,
+        subjects(&c, Side::Candidate).map_err(different)?,
+    );
+    if let Some(why) = subject_difference(&bs, &cs) {
         return Err(different(why));
     }
-    let groups = group_changes(&bfacts, &cfacts).map_err(different)?;
+    if let Some(why) = incomparable_settings(&b, &c) {
+        return Err(different(why));
+    }
+    // A trial's kind is its spec's, from a record of either run; a manifest's word is
+    // only for a capability neither run recorded.
+    let kinds: BTreeMap<String, CapabilityKind> = b
+        .records
+        .iter()
+        .chain(&c.records)
+        .map(|r| {
+            (
+                crate::plan::names::group_of(&r.header.trial).0.to_owned(),
+                r.spec.kind,
+            )
+        })
+        .collect();
+    for f in bfacts.values_mut().chain(cfacts_all.values_mut()) {
+        if f.suite == "qa" {
+            if let Some(k) = kinds.get(crate::plan::names::group_of(&f.trial).0) {
+                f.kind = Some(*k);
+            }
+        }
+    }
+    // The baseline fixes what is compared: a trial it has that the candidate lacks is a
+    // failed `error` trial there; a candidate trial beyond it is listed, not counted.
+    let mut cfacts = BTreeMap::new();
+    for (trial, f) in &bfacts {
+        let fact = cfacts_all
+            .remove(trial)
+            .unwrap_or_else(|| TrialFacts::lost(f));
+        cfacts.insert(trial.clone(), fact);
+    }
+    let not_compared: Vec<String> = cfacts_all.into_keys().collect();
+    let groups = group_changes(&bfacts, &cfacts);
     let rates = rate_deltas(&bfacts, &cfacts);
     let mut reasons: Vec<String> = groups
         .iter()
@@ -295,6 +402,55 @@ pub fn compare(
             )
         })
         .collect();
+    let lost: Vec<&str> = bfacts
+        .iter()
+        .filter(|(t, f)| f.has_record() && cfacts.get(*t).is_some_and(|c| !c.has_record()))
+        .map(|(t, _)| t.as_str())
+        .collect();
+    if !lost.is_empty() {
+        reasons.push(format!(
+            "{} trial{} with a counted record in the baseline {} none in the candidate (never recorded, or its record failed its check): {}",
+            lost.len(),
+            if lost.len() == 1 { "" } else { "s" },
+            if lost.len() == 1 { "has" } else { "have" },
+            shown(&lost)
+        ));
+    }
+    for g in &groups {
+        let fv = |v: &[TrialFacts]| {
+            v.iter()
+                .any(|t| t.outcome == Some(Outcome::FalseVerification))
+        };
+        if fv(&g.candidate) && !fv(&g.baseline) {
+            reasons.push(format!(
+                "`{}` has a false verification in the candidate and none in the baseline: the agent claimed what its evidence does not hold",
+                g.group
+            ));
+        }
+    }
+    let same_dir = baseline
+        .canonicalize()
+        .ok()
+        .is_some_and(|x| candidate.canonicalize().ok() == Some(x));
+    if !same_dir {
+        let shas: BTreeSet<&str> = bfacts
+            .values()
+            .filter_map(|f| f.record_sha256.as_deref())
+            .collect();
+        let copied: Vec<&str> = cfacts
+            .values()
+            .filter(|f| f.record_sha256.as_deref().is_some_and(|h| shas.contains(h)))
+            .map(|f| f.trial.as_str())
+            .collect();
+        if !copied.is_empty() {
+            reasons.push(format!(
+                "the candidate holds {} record{} identical to the baseline's ({}): a copy of the baseline's evidence is not a new run",
+                copied.len(),
+                if copied.len() == 1 { "" } else { "s" },
+                shown(&copied)
+            ));
+        }
+    }
     for r in rates.iter().filter(|r| r.regression) {
         let (Some(d), Some(ci)) = (r.delta, r.delta_ci) else {
             continue;
@@ -309,6 +465,34 @@ pub fn compare(
             interval_points(ci)
         ));
     }
+    let mut notes: Vec<String> = bfacts
+        .values()
+        .map(|f| ("baseline", f))
+        .chain(cfacts.values().map(|f| ("candidate", f)))
+        .filter_map(|(side, f)| {
+            f.note
+                .as_ref()
+                .map(|n| format!("{side} `{}`: {n}", f.trial))
+        })
+        .collect();
+    for (side, run) in [("baseline", &b), ("candidate", &c)] {
+        if !run.superseded.is_empty() {
+            notes.push(format!(
+                "the {side} retried {} trial attempt{}; only each trial's last attempt is compared",
+                run.superseded.len(),
+                if run.superseded.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    if !not_compared.is_empty() {
+        let names: Vec<&str> = not_compared.iter().map(String::as_str).collect();
+        notes.push(format!(
+            "{} candidate trial{} the baseline never planned, not compared: {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            shown(&names)
+        ));
+    }
     Ok(Comparison {
         format: COMPARE_FORMAT,
         baseline: run_ref(&bname, &b),
@@ -319,7 +503,53 @@ pub fn compare(
         costs: costs(&bfacts, &cfacts),
         settings: settings(&b, &c),
         groups,
+        not_compared,
+        notes,
     })
+}
+
+/// A few names, and how many more.
+fn shown(names: &[&str]) -> String {
+    let first: Vec<String> = names.iter().take(5).map(|n| format!("`{n}`")).collect();
+    match names.len().saturating_sub(5) {
+        0 => first.join(", "),
+        more => format!("{} and {more} more", first.join(", ")),
+    }
+}
+
+/// Settings under which verdicts do not mean the same: a scripted run against a real
+/// one, another N for a verified claim.
+fn incomparable_settings(b: &LoadedRun, c: &LoadedRun) -> Option<String> {
+    let first = |run: &LoadedRun| -> BTreeMap<String, crate::record::RecordConfig> {
+        let mut m = BTreeMap::new();
+        for r in &run.records {
+            m.entry("qa".to_owned())
+                .or_insert_with(|| r.header.config.clone());
+        }
+        for r in &run.other_records {
+            m.entry(r.suite.clone())
+                .or_insert_with(|| r.header.config.clone());
+        }
+        m
+    };
+    let (fb, fc) = (first(b), first(c));
+    for (suite, xb) in &fb {
+        let Some(xc) = fc.get(suite) else { continue };
+        if xb.mode != xc.mode {
+            return Some(format!(
+                "{suite}: mode `{}` in the baseline, `{}` in the candidate (a scripted run is a harness illustration, never compared with a real one)",
+                format!("{:?}", xb.mode).to_lowercase(),
+                format!("{:?}", xc.mode).to_lowercase()
+            ));
+        }
+        if suite == "qa" && xb.n != xc.n {
+            return Some(format!(
+                "qa: N (green re-runs a verified claim needs) is {} in the baseline and {} in the candidate: verified does not mean the same",
+                xb.n, xc.n
+            ));
+        }
+    }
+    None
 }
 
 fn run_ref(path: &str, run: &LoadedRun) -> RunRef {
@@ -352,8 +582,8 @@ fn priced(
     let (mut tin, mut tout, mut cost) = (0, 0, 0.0);
     let mut unpriced = Vec::new();
     for u in usage {
-        tin += u.input_tokens.unwrap_or(0);
-        tout += u.output_tokens.unwrap_or(0);
+        tin = u.input_tokens.unwrap_or(0).saturating_add(tin);
+        tout = u.output_tokens.unwrap_or(0).saturating_add(tout);
         match opts.prices.cost(u, model) {
             Some(c) => cost += c,
             None => unpriced.push(u.model.clone().unwrap_or_else(|| model.to_owned())),
@@ -369,6 +599,9 @@ fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFacts> {
     let transcript = |dir: &str| {
         let page = format!("{dir}/{}", super::transcript::TRANSCRIPT_HTML);
         run.dir.join(&page).is_file().then_some(page)
+    };
+    let sha = |dir: &str| {
+        crate::record::digest::file_sha256(&run.dir.join(dir).join(crate::record::RECORD_FILE)).ok()
     };
     let mut out = BTreeMap::new();
     for r in &run.records {
@@ -389,6 +622,8 @@ fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFacts> {
                     .record_dirs
                     .get(&r.header.trial)
                     .and_then(|d| transcript(d)),
+                record_sha256: run.record_dirs.get(&r.header.trial).and_then(|d| sha(d)),
+                note: None,
                 outcome: Some(r.verdict.outcome),
                 kind: Some(r.spec.kind),
                 suite: "qa".into(),
@@ -399,18 +634,38 @@ fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFacts> {
     for r in &run.other_records {
         let (tokens_in, tokens_out, cost_usd, unpriced) =
             priced(&r.usage, &r.header.config.model, opts);
+        // An audit is a person's word, not hashed evidence: it may lower a verdict
+        // here, never raise one.
+        let (verdict, passed, note) = match &r.automatic {
+            Some((label, auto_passed)) if r.passed && !auto_passed => (
+                label.clone(),
+                false,
+                Some(format!(
+                    "its manual audit says `{}`; not followed: a comparison lets an audit lower a verdict, never raise one",
+                    r.label
+                )),
+            ),
+            Some((label, _)) => (
+                r.label.clone(),
+                r.passed,
+                Some(format!("its manual audit (followed) changed `{label}` to `{}`", r.label)),
+            ),
+            None => (r.label.clone(), r.passed, None),
+        };
         out.insert(
             r.trial.clone(),
             TrialFacts {
                 trial: r.trial.clone(),
                 repeat: 1,
-                verdict: r.label.clone(),
-                passed: r.passed,
+                verdict,
+                passed,
                 tokens_in,
                 tokens_out,
                 cost_usd,
                 wall_ms: Some(r.header.wall_ms),
                 transcript: transcript(&r.dir),
+                record_sha256: sha(&r.dir),
+                note,
                 outcome: None,
                 kind: None,
                 suite: r.suite.clone(),
@@ -433,24 +688,7 @@ fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFacts> {
             });
             out.insert(
                 trial.to_owned(),
-                TrialFacts {
-                    trial: trial.to_owned(),
-                    repeat,
-                    verdict: "no record".into(),
-                    passed: false,
-                    tokens_in: 0,
-                    tokens_out: 0,
-                    cost_usd: Some(0.0),
-                    wall_ms: None,
-                    transcript: None,
-                    outcome: (planned.first.suite == "qa").then_some(Outcome::Error),
-                    // A kind nobody recorded counts as verifiable: the count that
-                    // cannot flatter the run.
-                    kind: (planned.first.suite == "qa")
-                        .then(|| kind.unwrap_or(CapabilityKind::Feature)),
-                    suite: planned.first.suite.clone(),
-                    unpriced: Vec::new(),
-                },
+                TrialFacts::no_record(trial, repeat, &planned.first.suite, kind),
             );
         }
     }
@@ -458,24 +696,36 @@ fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFacts> {
 }
 
 /// What a run's trials were made from: (what, hash), e.g. (`app `api-ledger``, its
-/// content hash); the first record's wins (one run holds one of each).
-fn subjects(run: &LoadedRun) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
+/// content hash); refused when one run holds two versions of one thing.
+fn subjects(run: &LoadedRun, side: Side) -> Result<BTreeMap<String, String>, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut put = |what: String, hash: String| match out.get(&what) {
+        Some(h) if *h != hash => Err(format!(
+            "the {} holds two versions of {what}: `{h}` and `{hash}`",
+            side.as_str()
+        )),
+        Some(_) => Ok(()),
+        None => {
+            out.insert(what, hash);
+            Ok(())
+        }
+    };
     for r in &run.records {
-        out.entry(format!("app `{}`", r.spec.app))
-            .or_insert_with(|| r.spec.app_content_hash.clone());
-        out.entry(format!(
-            "capability `{}::{}`",
-            r.spec.app, r.spec.capability
-        ))
-        .or_insert_with(|| format!("{} ({:?})", r.spec.capability_sha256, r.spec.kind));
+        put(
+            format!("app `{}`", r.spec.app),
+            r.spec.app_content_hash.clone(),
+        )?;
+        put(
+            format!("capability `{}::{}`", r.spec.app, r.spec.capability),
+            format!("{} ({:?})", r.spec.capability_sha256, r.spec.kind),
+        )?;
     }
     for r in &run.other_records {
         for (what, hash) in &r.subjects {
-            out.entry(what.clone()).or_insert_with(|| hash.clone());
+            put(what.clone(), hash.clone())?;
         }
     }
-    out
+    Ok(out)
 }
 
 fn subject_difference(
@@ -490,11 +740,11 @@ fn subject_difference(
     })
 }
 
-/// Group both runs' trials; refuse groups only one run planned or recorded.
+/// Group both runs' trials (the candidate's are the baseline's trials, by name).
 fn group_changes(
     b: &BTreeMap<String, TrialFacts>,
     c: &BTreeMap<String, TrialFacts>,
-) -> Result<Vec<GroupChange>, String> {
+) -> Vec<GroupChange> {
     let grouped = |facts: &BTreeMap<String, TrialFacts>| {
         let mut g: BTreeMap<(String, String), Vec<TrialFacts>> = BTreeMap::new();
         for f in facts.values() {
@@ -511,38 +761,6 @@ fn group_changes(
         g
     };
     let (gb, mut gc) = (grouped(b), grouped(c));
-    let only = |a: &BTreeMap<(String, String), Vec<TrialFacts>>,
-                z: &BTreeMap<(String, String), Vec<TrialFacts>>| {
-        a.keys()
-            .filter(|k| !z.contains_key(*k))
-            .map(|(_, g)| format!("`{g}`"))
-            .collect::<Vec<_>>()
-    };
-    for (side, missing) in [
-        (Side::Candidate, only(&gb, &gc)),
-        (Side::Baseline, only(&gc, &gb)),
-    ] {
-        if !missing.is_empty() {
-            let other = match side {
-                Side::Candidate => Side::Baseline,
-                Side::Baseline => Side::Candidate,
-            };
-            let shown: Vec<&str> = missing.iter().take(3).map(String::as_str).collect();
-            let more = missing.len().saturating_sub(shown.len());
-            return Err(format!(
-                "the {} planned {}{} and the {} did not (compare runs of the same apps, \
-                 challenges and probes: run both with the same filter)",
-                other.as_str(),
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                },
-                side.as_str()
-            ));
-        }
-    }
     let mut out = Vec::new();
     for ((suite, group), baseline) in gb {
         let candidate = gc
@@ -578,7 +796,7 @@ fn group_changes(
     }
     // Regressions first, then fixes; by name within each.
     out.sort_by(|a, b| a.change.cmp(&b.change).then_with(|| a.group.cmp(&b.group)));
-    Ok(out)
+    out
 }
 
 /// The rates a suite is judged by, in both runs.
@@ -656,12 +874,12 @@ fn totals(v: &[&TrialFacts]) -> Totals {
     let mut cost = 0.0;
     let mut walls = Vec::new();
     for f in v {
-        t.tokens_in += f.tokens_in;
-        t.tokens_out += f.tokens_out;
+        t.tokens_in = t.tokens_in.saturating_add(f.tokens_in);
+        t.tokens_out = t.tokens_out.saturating_add(f.tokens_out);
         cost += f.cost_usd.unwrap_or(0.0);
         t.unpriced_models.extend(f.unpriced.iter().cloned());
         if let Some(w) = f.wall_ms {
-            t.wall_ms_total += w;
+            t.wall_ms_total = t.wall_ms_total.saturating_add(w);
             walls.push(w);
         }
     }
@@ -778,6 +996,8 @@ mod tests {
                         cost_usd: None,
                         wall_ms: Some(100),
                         transcript: None,
+                        record_sha256: None,
+                        note: None,
                         outcome: Some(if passed {
                             Outcome::Verified
                         } else {
@@ -797,7 +1017,7 @@ mod tests {
         b: &BTreeMap<String, TrialFacts>,
         c: &BTreeMap<String, TrialFacts>,
     ) -> (Vec<Change>, bool) {
-        let groups = group_changes(b, c).unwrap();
+        let groups = group_changes(b, c);
         let rates = rate_deltas(b, c);
         let changes = groups.iter().map(|g| g.change).collect();
         let broken = groups.iter().any(|g| g.change == Change::Broken);

@@ -198,14 +198,38 @@ fn headline(c: &Comparison) -> String {
     }
 }
 
-const RULE: &str = "Regression rule: a trial group that passed in every baseline repeat and in no candidate repeat; or a pass rate or verified rate that fell, or a false-verification rate that rose, with the 95% interval of the difference (Newcombe's hybrid score interval) excluding zero. A planned trial without a counted record counts as a failed error trial.";
+const RULE: &str = "Regression rule: a trial group that passed in every baseline repeat and in no candidate repeat; a baseline trial with a counted record that has none in the candidate; a group with a false verification in the candidate and none in the baseline; candidate records identical to the baseline's; or a pass rate or verified rate that fell, or a false-verification rate that rose, with the 95% interval of the difference (Newcombe's hybrid score interval) excluding zero. The baseline's trials are what is compared; a trial without a counted record is a failed error trial.";
 
-/// Text from a run (a file name an agent chose, a verdict's reason) as one markdown
-/// cell or code span: no pipe, no newline and no backtick can end it early.
+/// Text from a run (a file name, a verdict's reason, a setting) as one markdown table
+/// cell: no pipe or newline ends it, and no HTML, link, image or emphasis in it renders,
+/// so a run cannot make a pull-request comment say what the comparison did not.
 fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-        .replace('`', "'")
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '\n' | '\r' => o.push(' '),
+            '|' | '[' | ']' | '*' | '_' | '`' | '\\' | '!' | '#' | '~' => {
+                o.push('\\');
+                o.push(ch);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Text from a run inside a code span: nothing renders there, but a backtick would end
+/// the span and a pipe the table cell.
+fn md_code(s: &str) -> String {
+    format!(
+        "`{}`",
+        s.replace('`', "'")
+            .replace('|', "\\|")
+            .replace(['\n', '\r'], " ")
+    )
 }
 
 fn md_table<const N: usize>(o: &mut String, head: [&str; N], rows: &[[String; N]]) {
@@ -223,9 +247,9 @@ pub fn markdown(c: &Comparison) -> String {
     let _ = writeln!(o, "## gauntlet compare\n");
     let _ = writeln!(
         o,
-        "Baseline `{}` · candidate `{}`\n",
-        md_cell(&c.baseline.path),
-        md_cell(&c.candidate.path)
+        "Baseline {} · candidate {}\n",
+        md_code(&c.baseline.path),
+        md_code(&c.candidate.path)
     );
     let _ = writeln!(o, "{}\n", headline(c));
     for r in &c.reasons {
@@ -283,8 +307,14 @@ pub fn markdown(c: &Comparison) -> String {
         if !run.problems.is_empty() {
             let _ = writeln!(o, "\n### Files of the {side} that were not counted\n");
             for p in &run.problems {
-                let _ = writeln!(o, "- `{}`: {}", md_cell(&p.file), md_cell(&p.cause));
+                let _ = writeln!(o, "- {}: {}", md_code(&p.file), md_cell(&p.cause));
             }
+        }
+    }
+    if !c.notes.is_empty() {
+        let _ = writeln!(o, "\n### Notes\n");
+        for n in &c.notes {
+            let _ = writeln!(o, "- {}", n.replace(['\n', '\r'], " "));
         }
     }
     let _ = writeln!(o, "\n<sub>{RULE}</sub>");
@@ -433,6 +463,13 @@ pub fn html(c: &Comparison, out: &Path) -> String {
             }
             o.push_str("</ul>\n");
         }
+    }
+    if !c.notes.is_empty() {
+        o.push_str("<h2>Notes</h2><ul>");
+        for n in &c.notes {
+            let _ = write!(o, "<li>{}</li>", esc(n));
+        }
+        o.push_str("</ul>\n");
     }
     let _ = writeln!(o, "<p><small>{}</small></p>\n</body></html>", esc(RULE));
     o

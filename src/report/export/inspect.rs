@@ -136,10 +136,10 @@ fn log(suite: &str, trials: &[&TrialView], missing: &[&super::MissingView]) -> (
             "epoch": epoch,
             "input": "",
             "target": "",
-            "scores": { SCORER: { "value": "no record", "explanation": "planned but no record; counted as an error" } },
+            "scores": { SCORER: { "value": m.verdict(), "explanation": m.why() } },
             "metadata": { "trial": m.trial },
             "error": {
-                "message": "planned but no record",
+                "message": m.why(),
                 "traceback": "",
                 "traceback_ansi": "",
             },

@@ -41,6 +41,8 @@ pub enum ExportError {
     Report(#[from] ReportError),
     #[error("{run}: nothing to export: no record could be counted")]
     Empty { run: String },
+    #[error("--out {out}: not empty; an export goes into a new or empty directory")]
+    NotEmpty { out: String },
     #[error("--out {out}: inside the run {run}, which an export must not change")]
     InsideRun { out: String, run: String },
     #[error("{file}: {source}")]
@@ -62,6 +64,10 @@ pub struct Exported {
 /// The most of a prompt, a reply or a tool output an export carries; the record's raw
 /// files hold the rest, named by the export.
 const TEXT_CAP: usize = 64 * 1024;
+
+/// The most of a calls file an export reads: the proxy keeps at most 16 MiB per proxy,
+/// each line's JSON escaping on top.
+const CALLS_MAX: u64 = 40 << 20;
 
 /// One model call: what the proxy metered and, when its bodies were kept, the reply.
 #[derive(Debug, Clone)]
@@ -112,6 +118,30 @@ pub(crate) struct TrialView {
 pub(crate) struct MissingView {
     pub trial: String,
     pub suite: String,
+    /// It left a record, which failed its check (the run's problems say why).
+    pub recorded: bool,
+}
+
+impl MissingView {
+    /// Its verdict word in the exports.
+    pub fn verdict(&self) -> &'static str {
+        if self.recorded {
+            "not counted"
+        } else {
+            "no record"
+        }
+    }
+
+    pub fn why(&self) -> String {
+        if self.recorded {
+            format!(
+                "{}: its record failed its check; not counted (an error)",
+                self.suite
+            )
+        } else {
+            format!("{}: planned but no record; counted as an error", self.suite)
+        }
+    }
 }
 
 /// Everything an export is built from.
@@ -128,11 +158,17 @@ pub fn export(
     out: &Path,
     opts: &Options,
 ) -> Result<Exported, ExportError> {
-    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    if canon(out).starts_with(canon(run_dir)) {
+    if super::is_within(out, run_dir) {
         return Err(ExportError::InsideRun {
             out: out.display().to_string(),
             run: run_dir.display().to_string(),
+        });
+    }
+    // Into a new or empty directory only: files of an earlier export left beside these
+    // would read as part of this run.
+    if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(ExportError::NotEmpty {
+            out: out.display().to_string(),
         });
     }
     let run = load_run(run_dir)?;
@@ -173,6 +209,22 @@ pub(crate) fn pretty<T: serde::Serialize>(v: &T) -> String {
     s
 }
 
+/// `text` cut at [`TEXT_CAP`] bytes (on a character boundary), saying where the rest is.
+fn capped(text: String, whole: &str) -> String {
+    if text.len() <= TEXT_CAP {
+        return text;
+    }
+    let mut end = TEXT_CAP;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… (cut at {TEXT_CAP} of {} bytes; the whole is in `{whole}`)",
+        &text[..end],
+        text.len()
+    )
+}
+
 /// A bounded text of a raw file of `dir`, never through a link.
 fn read_text(dir: &Path, rel: &str) -> Option<String> {
     let (bytes, more) = crate::record::raw::read_plain(dir, rel, TEXT_CAP as u64)?;
@@ -195,17 +247,21 @@ fn model_calls(
 ) -> Vec<ModelCall> {
     let replies: Vec<(u64, Reply)> = file
         .and_then(|f| {
-            // Bounded by the proxy (`PER_PROXY`); read whole, as rescore hashes it.
-            let (bytes, _) = crate::record::raw::read_plain(dir, &f.path, f.bytes)?;
+            // The proxy bounds what it keeps (`PER_PROXY`); a file beyond that is not
+            // one it wrote, and is read no further.
+            let (bytes, _) = crate::record::raw::read_plain(dir, &f.path, CALLS_MAX)?;
             let text = String::from_utf8_lossy(&bytes).into_owned();
+            let file = f.path.clone();
             Some(
                 text.lines()
                     .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
                     .map(|line| {
-                        (
-                            line["seq"].as_u64().unwrap_or(0),
-                            reply::parse(line["response"]["body"].as_str().unwrap_or("")),
-                        )
+                        (line["seq"].as_u64().unwrap_or(0), {
+                            let mut r =
+                                reply::parse(line["response"]["body"].as_str().unwrap_or(""));
+                            r.text = capped(r.text, &file);
+                            r
+                        })
                     })
                     .collect(),
             )
@@ -245,6 +301,17 @@ fn sums(turns: &[Turn]) -> (u64, u64, u64, Option<f64>) {
             c += u.cached_input_tokens.unwrap_or(0);
             cost = cost.zip(call.cost).map(|(a, b)| a + b);
         }
+    }
+    (i, o, c, cost)
+}
+
+fn usage_sums(usage: &[UsageEntry], model: &str, opts: &Options) -> (u64, u64, u64, Option<f64>) {
+    let (mut i, mut o, mut c, mut cost) = (0u64, 0u64, 0u64, Some(0.0));
+    for u in usage {
+        i = i.saturating_add(u.input_tokens.unwrap_or(0));
+        o = o.saturating_add(u.output_tokens.unwrap_or(0));
+        c = c.saturating_add(u.cached_input_tokens.unwrap_or(0));
+        cost = cost.zip(opts.prices.cost(u, model)).map(|(a, b)| a + b);
     }
     (i, o, c, cost)
 }
@@ -379,7 +446,11 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
             )
         }
     };
-    let (tokens_in, tokens_out, tokens_cached, cost) = sums(&turns);
+    let (tokens_in, tokens_out, tokens_cached, cost) = match rec {
+        // Every metered call of a probe, whether or not a process claims it.
+        AnyRecord::Scorecard(r) => usage_sums(&r.usage, &model, opts),
+        _ => sums(&turns),
+    };
     let (group, repeat) = crate::plan::names::group_of(&h.trial);
     TrialView {
         group: group.to_owned(),
@@ -417,14 +488,25 @@ fn view(run: &LoadedRun, opts: &Options) -> RunView {
         })
         .collect();
     trials.sort_by(|a, b| a.header.trial.cmp(&b.header.trial));
+    // Every planned trial without a counted record — never recorded, or a record that
+    // failed its check — is shown, as a failure.
+    let counted: std::collections::BTreeSet<&str> =
+        trials.iter().map(|t| t.header.trial.as_str()).collect();
     let missing = run
-        .missing
-        .iter()
-        .map(|p| MissingView {
-            trial: p.trial.clone(),
-            suite: p.suite.clone(),
+        .manifest
+        .as_ref()
+        .map(|m| {
+            m.planned()
+                .into_iter()
+                .filter(|(trial, _)| !counted.contains(trial))
+                .map(|(trial, p)| MissingView {
+                    trial: trial.to_owned(),
+                    suite: p.first.suite.clone(),
+                    recorded: !run.missing.iter().any(|x| x.trial == trial),
+                })
+                .collect()
         })
-        .collect();
+        .unwrap_or_default();
     RunView {
         trials,
         missing,
