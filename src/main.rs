@@ -95,6 +95,32 @@ enum Command {
         #[command(flatten)]
         opts: ReportArgs,
     },
+    /// The metering proxy on its own, to meter an agent run by hand: point the agent's
+    /// OPENAI_BASE_URL / ANTHROPIC_BASE_URL at it. Every call is appended to
+    /// --usage-log as one JSON line when it ends; on SIGINT or SIGTERM it stops and
+    /// prints the calls and tokens it metered.
+    Proxy {
+        /// `scripted` answers from --flow; `byok` forwards to --upstream with the key
+        /// from the variable GAUNTLET_API_KEY_ENV names (default OPENAI_API_KEY).
+        #[arg(long, value_enum)]
+        mode: ProxyModeArg,
+        /// scripted: the flow file (apps/<app>/flows/<capability>.json).
+        #[arg(long, required_if_eq("mode", "scripted"))]
+        flow: Option<PathBuf>,
+        /// byok: the provider's base URL ending in its API version (default
+        /// GAUNTLET_UPSTREAM_URL, else https://api.openai.com/v1).
+        #[arg(long)]
+        upstream: Option<String>,
+        /// A loopback address; port 0 picks a free port (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// A new file for the usage log (JSON lines); never overwritten.
+        #[arg(long)]
+        usage_log: Option<PathBuf>,
+        /// Refuse every call once this many input + output tokens were metered.
+        #[arg(long)]
+        max_tokens: Option<u64>,
+    },
     /// Merge partitions of one run (nextest --partition) into a new run directory;
     /// refuses runs made with different configs or specs.
     Merge {
@@ -142,6 +168,12 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ProxyModeArg {
+    Scripted,
+    Byok,
 }
 
 #[derive(Subcommand)]
@@ -223,6 +255,14 @@ fn main() -> ExitCode {
             out,
             opts,
         } => export(&run_dir, format, &out, &opts),
+        Command::Proxy {
+            mode,
+            flow,
+            upstream,
+            listen,
+            usage_log,
+            max_tokens,
+        } => proxy(mode, flow, upstream, listen, usage_log, max_tokens),
         Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
         Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
@@ -610,6 +650,102 @@ fn export(
         }
         Err(e) => error(e),
     }
+}
+
+fn proxy(
+    mode: ProxyModeArg,
+    flow: Option<PathBuf>,
+    upstream: Option<String>,
+    listen: std::net::SocketAddr,
+    usage_log: Option<PathBuf>,
+    max_tokens: Option<u64>,
+) -> ExitCode {
+    use gauntlet::proxy::{Budget, Proxy, ProxyMode};
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    let mode = match mode {
+        ProxyModeArg::Scripted => {
+            let Some(file) = flow else {
+                return error("--mode scripted needs --flow");
+            };
+            match gauntlet::spec::Flow::load(&file) {
+                Ok(flow) => ProxyMode::Scripted {
+                    flow,
+                    model: cfg.model.clone(),
+                },
+                Err(e) => return error(e),
+            }
+        }
+        ProxyModeArg::Byok => match cfg.provider_key() {
+            Ok(api_key) => ProxyMode::Byok {
+                upstream: upstream
+                    .map(|u| u.trim_end_matches('/').to_owned())
+                    .unwrap_or_else(|| cfg.upstream_url.clone()),
+                api_key,
+            },
+            Err(e) => return error(e),
+        },
+    };
+    // Created before the proxy starts, and never over an earlier log.
+    let log_file = match &usage_log {
+        Some(f) => match std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(f)
+        {
+            Ok(file) => Some(file),
+            Err(e) => return error(format!("--usage-log {}: {e}", f.display())),
+        },
+        None => None,
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return error(format!("cannot start the runtime: {e}")),
+    };
+    rt.block_on(async move {
+        use std::io::Write;
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return error("cannot listen for SIGINT and SIGTERM");
+        };
+        let p = match Proxy::start_on(listen, mode, Budget { max_tokens }).await {
+            Ok(p) => p,
+            Err(e) => return error(format!("--listen {listen}: {e}")),
+        };
+        if let Some(file) = log_file {
+            p.log_usage_to(file);
+        }
+        println!("gauntlet proxy listening on {}", p.root_url());
+        println!("OPENAI_BASE_URL={}", p.base_url());
+        println!("ANTHROPIC_BASE_URL={}", p.root_url());
+        let _ = std::io::stdout().flush();
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        let (usage, log_error) = p.shutdown_with_log_error().await;
+        print!("{}", gauntlet::evidence::usage::summary(&usage));
+        if let Some(f) = &usage_log {
+            println!("usage log: {}", f.display());
+        }
+        match log_error {
+            Some(e) => {
+                eprintln!(
+                    "error: --usage-log: a write failed ({e}); the summary above counts every call"
+                );
+                ExitCode::FAILURE
+            }
+            None => ExitCode::SUCCESS,
+        }
+    })
 }
 
 fn merge(run_dirs: &[PathBuf], out: &std::path::Path) -> ExitCode {

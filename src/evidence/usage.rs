@@ -57,3 +57,74 @@ pub fn budget_hit(entries: &[UsageEntry]) -> Option<String> {
             .unwrap_or_else(|| "token budget spent".to_owned())
     })
 }
+
+/// A usage log in a few lines: calls (streamed, failed, refused by the budget) and
+/// tokens, in all and per model. What the standalone proxy prints when it stops.
+pub fn summary(entries: &[UsageEntry]) -> String {
+    use std::collections::BTreeMap;
+    #[derive(Default)]
+    struct Sum {
+        calls: usize,
+        input: u64,
+        output: u64,
+        cached: u64,
+    }
+    let add = |s: &mut Sum, e: &UsageEntry| {
+        s.calls += 1;
+        s.input = s.input.saturating_add(e.input_tokens.unwrap_or(0));
+        s.output = s.output.saturating_add(e.output_tokens.unwrap_or(0));
+        s.cached = s.cached.saturating_add(e.cached_input_tokens.unwrap_or(0));
+    };
+    let mut all = Sum::default();
+    let mut by_model: BTreeMap<&str, Sum> = BTreeMap::new();
+    for e in entries {
+        add(&mut all, e);
+        add(
+            by_model
+                .entry(e.model.as_deref().unwrap_or("(no model)"))
+                .or_default(),
+            e,
+        );
+    }
+    let streamed = entries.iter().filter(|e| e.stream).count();
+    let failed = entries.iter().filter(|e| e.error.is_some()).count();
+    let refused = entries.iter().filter(|e| e.source == "budget").count();
+    let mut out = format!(
+        "{} calls ({streamed} streamed, {failed} with an error, {refused} refused by the token budget); tokens in / out / cached: {} / {} / {}\n",
+        all.calls, all.input, all.output, all.cached
+    );
+    for (model, s) in &by_model {
+        out.push_str(&format!(
+            "  {model}: {} calls, tokens in / out / cached: {} / {} / {}\n",
+            s.calls, s.input, s.output, s.cached
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_counts_calls_and_tokens_per_model() {
+        let e = |model: &str, i: u64, o: u64, source: &str| UsageEntry {
+            model: Some(model.into()),
+            input_tokens: Some(i),
+            output_tokens: Some(o),
+            source: source.into(),
+            error: (source == "budget").then(|| "token budget spent".into()),
+            ..UsageEntry::default()
+        };
+        let s = summary(&[
+            e("a", 10, 1, "upstream"),
+            e("b", 5, 2, "upstream"),
+            e("a", 0, 0, "budget"),
+        ]);
+        assert!(s.starts_with("3 calls (0 streamed, 1 with an error, 1 refused by the token budget); tokens in / out / cached: 15 / 3 / 0"), "{s}");
+        assert!(
+            s.contains("  a: 2 calls, tokens in / out / cached: 10 / 1 / 0"),
+            "{s}"
+        );
+    }
+}

@@ -23,6 +23,16 @@ pub(crate) struct UsageLog {
     /// called (tests that check what an agent sent, e.g. a resumed conversation);
     /// `None`, the default, keeps nothing, so a trial's memory does not grow with them.
     bodies: Mutex<Option<Vec<(u64, Bytes)>>>,
+    /// Where each entry is also written as one JSON line the moment its call ends (the
+    /// standalone proxy's `--usage-log`), so a proxy killed mid-run loses no call that
+    /// finished; the first failed write is kept to report at shutdown.
+    sink: Mutex<Option<Sink>>,
+}
+
+#[derive(Debug)]
+struct Sink {
+    file: std::fs::File,
+    error: Option<std::io::Error>,
 }
 
 impl UsageLog {
@@ -50,7 +60,22 @@ impl UsageLog {
         let mut entries = self.lock();
         // Under the lock, so a snapshot never shows entries the total does not count.
         self.metered.fetch_add(tokens, Ordering::SeqCst);
+        if let Some(sink) = lock(&self.sink).as_mut() {
+            sink.write(&entry);
+        }
         entries.push(entry);
+    }
+
+    /// From now on, also write every entry to `file` as one JSON line.
+    pub(crate) fn tee_to(&self, file: std::fs::File) {
+        *lock(&self.sink) = Some(Sink { file, error: None });
+    }
+
+    /// The first write to the tee file that failed, if any.
+    pub(crate) fn tee_error(&self) -> Option<String> {
+        lock(&self.sink)
+            .as_ref()
+            .and_then(|s| s.error.as_ref().map(|e| e.to_string()))
     }
 
     /// Input plus output tokens of every call recorded so far.
@@ -90,6 +115,22 @@ impl UsageLog {
     /// atomic), so a poisoned lock is still safe to use: never lose the other entries.
     fn lock(&self) -> MutexGuard<'_, Vec<UsageEntry>> {
         lock(&self.entries)
+    }
+}
+
+impl Sink {
+    fn write(&mut self, entry: &UsageEntry) {
+        use std::io::Write;
+        if self.error.is_some() {
+            return;
+        }
+        // Plain data: serializing cannot fail. One write per line, so lines never
+        // interleave.
+        let mut line = serde_json::to_vec(entry).unwrap_or_default();
+        line.push(b'\n');
+        if let Err(e) = self.file.write_all(&line) {
+            self.error = Some(e);
+        }
     }
 }
 

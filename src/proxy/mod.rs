@@ -102,7 +102,25 @@ impl Proxy {
 
     /// [`Proxy::start`], refusing calls once `budget` is spent.
     pub async fn start_with_budget(mode: ProxyMode, budget: Budget) -> std::io::Result<Proxy> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        Proxy::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), mode, budget).await
+    }
+
+    /// Bind `listen`, which must be a loopback address: the proxy holds the provider
+    /// key and answers anyone who connects, so it is never reachable from elsewhere.
+    pub async fn start_on(
+        listen: SocketAddr,
+        mode: ProxyMode,
+        budget: Budget,
+    ) -> std::io::Result<Proxy> {
+        if !listen.ip().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{listen}: not a loopback address; the proxy listens on 127.0.0.1 or ::1 only"
+                ),
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let log = Arc::new(log::UsageLog::default());
         let calls = Arc::new(calls::Calls::default());
@@ -134,6 +152,12 @@ impl Proxy {
         self.log.snapshot()
     }
 
+    /// From now on, also write every metered call to `file` as one JSON line (a
+    /// [`UsageEntry`]) the moment it ends.
+    pub fn log_usage_to(&self, file: std::fs::File) {
+        self.log.tee_to(file);
+    }
+
     /// From now on, keep the request body of every model call, for
     /// [`Proxy::request_bodies`]. Off by default: a trial records usage, not
     /// conversations; a test turns it on to see what an agent really sent (that a
@@ -154,6 +178,13 @@ impl Proxy {
     /// are cut and recorded with `error` set, so no call goes unmetered.
     pub async fn shutdown(self) -> Vec<UsageEntry> {
         self.shutdown_with_calls().await.0
+    }
+
+    /// [`Proxy::shutdown`], and why writing the usage-log file failed, if it did.
+    pub async fn shutdown_with_log_error(self) -> (Vec<UsageEntry>, Option<String>) {
+        let log = Arc::clone(&self.log);
+        let usage = self.shutdown().await;
+        (usage, log.tee_error())
     }
 
     /// [`Proxy::shutdown`], and what it relayed: one JSON line per model call, its

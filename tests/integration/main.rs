@@ -21,6 +21,7 @@ mod process;
 mod proxy;
 mod proxy_budget;
 mod proxy_byok;
+mod proxy_cli;
 mod proxy_provider;
 mod proxy_wire;
 mod reference_agent;
