@@ -604,9 +604,9 @@ fn compare(
         }
         Err(e) => return error(e),
     };
-    print!("{}", compare::markdown(&c));
+    print!("{}", compare::render::markdown(&c));
     if let Some(out) = out {
-        if let Err(e) = compare::write(&c, out) {
+        if let Err(e) = compare::render::write(&c, out) {
             return error(e);
         }
         for name in [

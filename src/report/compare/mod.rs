@@ -32,9 +32,7 @@ use super::load::{load_run, LoadedRun, Problem};
 use super::markdown::pct;
 use super::{Options, ReportError};
 
-mod render;
-pub use render::{html, json, markdown, write};
-use render::{interval_points, points};
+pub mod render;
 
 /// The files `gauntlet compare --out` writes.
 pub const COMPARE_MD: &str = "compare.md";
@@ -508,6 +506,15 @@ pub fn compare(
     })
 }
 
+/// A difference of rates in percentage points: `−12.5 pts`.
+pub(crate) fn points(d: f64) -> String {
+    format!("{:+.1} pts", 100.0 * d).replace('-', "−")
+}
+
+pub(crate) fn interval_points(i: Interval) -> String {
+    format!("[{:+.1}, {:+.1}]", 100.0 * i.low, 100.0 * i.high).replace('-', "−")
+}
+
 /// A few names, and how many more.
 fn shown(names: &[&str]) -> String {
     let first: Vec<String> = names.iter().take(5).map(|n| format!("`{n}`")).collect();
@@ -976,6 +983,18 @@ fn settings(b: &LoadedRun, c: &LoadedRun) -> Vec<Difference> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_differences_read_as_points() {
+        assert_eq!(points(-0.125), "−12.5 pts");
+        assert_eq!(
+            interval_points(Interval {
+                low: -0.5,
+                high: 0.25
+            }),
+            "[−50.0, +25.0]"
+        );
+    }
 
     /// `groups` qa groups of `k` repeats each, the first `passing` repeats of each passing.
     fn run(groups: usize, k: u32, passing: impl Fn(usize) -> u32) -> BTreeMap<String, TrialFacts> {

@@ -8,22 +8,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{
-    Better, Change, Comparison, Count, GroupChange, TrialFacts, COMPARE_HTML, COMPARE_JSON,
-    COMPARE_MD, SUMMARY_ROWS,
+    interval_points, points, Better, Change, Comparison, Count, GroupChange, TrialFacts,
+    COMPARE_HTML, COMPARE_JSON, COMPARE_MD, SUMMARY_ROWS,
 };
 use crate::report::markdown::{pct_ci, OPEN_TRIAL_ROWS, SHOWN_REPEATS};
 use crate::report::svg::esc;
 use crate::report::ReportError;
-use crate::score::interval::Interval;
-
-/// A difference of rates in percentage points: `−12.5 pts`.
-pub(super) fn points(d: f64) -> String {
-    format!("{:+.1} pts", 100.0 * d).replace('-', "−")
-}
-
-pub(super) fn interval_points(i: Interval) -> String {
-    format!("[{:+.1}, {:+.1}]", 100.0 * i.low, 100.0 * i.high).replace('-', "−")
-}
 
 fn verdicts(v: &[TrialFacts]) -> String {
     if v.is_empty() {
@@ -496,21 +486,4 @@ pub fn write(c: &Comparison, out: &Path) -> Result<(), ReportError> {
         std::fs::write(&file, text).map_err(crate::report::io(&file))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rate_differences_read_as_points() {
-        assert_eq!(points(-0.125), "−12.5 pts");
-        assert_eq!(
-            interval_points(Interval {
-                low: -0.5,
-                high: 0.25
-            }),
-            "[−50.0, +25.0]"
-        );
-    }
 }

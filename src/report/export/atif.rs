@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::{arguments_object, match_output, pretty, RunView, TrialView};
+use super::view::{arguments_object, match_output, pretty, RunView, TrialView};
 
 const SCHEMA_VERSION: &str = "ATIF-v1.8";
 
@@ -133,9 +133,13 @@ fn trajectory(t: &TrialView) -> Trajectory {
     for turn in &t.turns {
         let mut ask = step(
             "user",
-            turn.prompt
-                .clone()
-                .unwrap_or_else(|| "(the prompt was not kept)".into()),
+            turn.prompt.clone().unwrap_or_else(|| {
+                if turn.label == "background" {
+                    "(the background mode: no prompt; it ran through the idle windows)".into()
+                } else {
+                    "(the prompt was not kept)".into()
+                }
+            }),
         );
         ask.timestamp = Some(h.started_at.clone());
         ask.extra = Some(serde_json::json!({ "gauntlet.process": turn.label }));

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::{epoch_ms, pretty, RunView};
+use super::view::{epoch_ms, pretty, RunView};
 
 pub const FILE: &str = "ctrf-report.json";
 

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{arguments_object, match_output, pretty, RunView, TrialView};
+use super::view::{arguments_object, match_output, pretty, RunView, TrialView};
 
 const SCORER: &str = "gauntlet";
 
@@ -89,7 +89,7 @@ pub fn logs(run: &RunView) -> Vec<(String, String)> {
         let Some(trials) = by_suite.get(suite) else {
             continue;
         };
-        let missing: Vec<&super::MissingView> =
+        let missing: Vec<&super::view::MissingView> =
             run.missing.iter().filter(|m| m.suite == suite).collect();
         out.push(log(suite, trials, &missing));
     }
@@ -107,7 +107,11 @@ fn clean(time: &str) -> String {
         .unwrap_or_else(|_| time.replace([':', '+', '.'], "-"))
 }
 
-fn log(suite: &str, trials: &[&TrialView], missing: &[&super::MissingView]) -> (String, String) {
+fn log(
+    suite: &str,
+    trials: &[&TrialView],
+    missing: &[&super::view::MissingView],
+) -> (String, String) {
     let first = trials[0];
     let h = &first.header;
     let created = trials
