@@ -631,12 +631,17 @@ fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) 
         .collect();
     walls.sort_unstable();
     f.wall_ms_max = walls.last().copied();
-    f.wall_ms_median = match walls.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(walls[n / 2] as f64),
-        n => Some((walls[n / 2 - 1] + walls[n / 2]) as f64 / 2.0),
-    };
+    f.wall_ms_median = median(&walls);
     f
+}
+
+/// The median of sorted values; `None` when there are none.
+pub(crate) fn median(sorted: &[u64]) -> Option<f64> {
+    match sorted.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[n / 2] as f64),
+        n => Some((sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0),
+    }
 }
 
 #[cfg(test)]

@@ -894,11 +894,7 @@ fn totals(v: &[&TrialFacts]) -> Totals {
     t.unpriced_models.dedup();
     t.cost_usd = t.unpriced_models.is_empty().then_some(cost);
     walls.sort_unstable();
-    t.wall_ms_median = match walls.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(walls[n / 2] as f64),
-        n => Some((walls[n / 2 - 1] + walls[n / 2]) as f64 / 2.0),
-    };
+    t.wall_ms_median = super::aggregate::median(&walls);
     t
 }
 
