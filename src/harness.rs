@@ -197,10 +197,16 @@ pub async fn run_trial(
     }
 }
 
-/// The one run loop: every trial of `trials` that is not ignored, at most `jobs` at
-/// once, into `run_dir`; results in plan order. Each trial is a task of its own on the
-/// runtime, so that one trial's slow work (a hostile agent's huge test directory being
-/// copied) never stalls another's deadline.
+/// The one run loop: every trial of `trials` that is not ignored, into `run_dir`;
+/// results in plan order. Each trial is a task of its own on the runtime, so that one
+/// trial's slow work (a hostile agent's huge test directory being copied) never stalls
+/// another's deadline.
+///
+/// Trials run in three lanes, because they load the machine in three ways: at most
+/// `jobs` trials that compute at once; browser trials one at a time beside them (each
+/// already runs its gate's browsers side by side, and more Chromiums than cores starve
+/// each other); scorecard probes, which mostly wait through their idle windows, all at
+/// once. The browser lane starts first: it is the run's longest.
 pub async fn run_all(
     suites: Arc<Suites>,
     trials: &[plan::Trial],
@@ -208,20 +214,37 @@ pub async fn run_all(
     run_dir: &Path,
     jobs: usize,
 ) -> Vec<(String, Result<Finished, TrialError>)> {
-    let sem = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+    let compute = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
+    let browser = Arc::new(tokio::sync::Semaphore::new(1));
     let mut handles = Vec::new();
-    for t in trials.iter().filter(|t| t.skip.is_none()).cloned() {
-        let (suites, cfg, sem) = (Arc::clone(&suites), Arc::clone(&cfg), Arc::clone(&sem));
+    let mut runnable: Vec<(usize, &plan::Trial)> = trials
+        .iter()
+        .filter(|t| t.skip.is_none())
+        .enumerate()
+        .collect();
+    runnable.sort_by_key(|(i, t)| (lane(&suites, t) != Lane::Browser, *i));
+    for (index, t) in runnable {
+        let t = t.clone();
+        let (suites, cfg) = (Arc::clone(&suites), Arc::clone(&cfg));
+        let gate = match lane(&suites, &t) {
+            Lane::Compute => Some(Arc::clone(&compute)),
+            Lane::Browser => Some(Arc::clone(&browser)),
+            Lane::Waiting => None,
+        };
         let run_dir = run_dir.to_path_buf();
         let name = t.name.clone();
         let task = tokio::spawn(async move {
-            let _permit = sem.acquire_owned().await;
+            let _permit = match gate {
+                Some(g) => g.acquire_owned().await.ok(),
+                None => None,
+            };
             run_trial(&suites, &t, &cfg, &run_dir).await
         });
-        handles.push((name, task));
+        handles.push((index, name, task));
     }
+    handles.sort_by_key(|(i, _, _)| *i);
     let mut out = Vec::new();
-    for (name, task) in handles {
+    for (_, name, task) in handles {
         let r = task.await.unwrap_or_else(|source| {
             Err(TrialError::Task {
                 trial: name.clone(),
@@ -231,6 +254,29 @@ pub async fn run_all(
         out.push((name, r));
     }
     out
+}
+
+/// Which of [`run_all`]'s lanes a trial runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Compute,
+    Browser,
+    Waiting,
+}
+
+fn lane(suites: &Suites, t: &plan::Trial) -> Lane {
+    let modality = match &t.unit {
+        Unit::Scorecard { .. } => return Lane::Waiting,
+        Unit::Qa { app, .. } => suites.apps.get(*app).map(|a| a.app.modality),
+        Unit::Challenge { app, .. } => app
+            .and_then(|a| suites.challenges.apps.get(a))
+            .map(|a| a.modality),
+    };
+    if modality.is_some_and(plan::needs_browser) {
+        Lane::Browser
+    } else {
+        Lane::Compute
+    }
 }
 
 /// `main` of the `benches-as-tests/` target of `suite`: list or run its trials.

@@ -27,7 +27,8 @@ enum Command {
         /// Only trials whose name contains this.
         #[arg(long)]
         filter: Option<String>,
-        /// Trials run at once.
+        /// Trials that compute run at most this many at once; browser trials run one
+        /// at a time beside them and scorecard probes (mostly idle windows) all at once.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },

@@ -17,8 +17,10 @@ pub const CLI_DEADLINE: Duration = Duration::from_secs(10);
 pub const HTTP_DEADLINE: Duration = Duration::from_secs(10);
 /// How long a browser read keeps re-reading until its expectation holds: pages and
 /// extensions update asynchronously, and a one-shot read would make a correct test
-/// flaky.
+/// flaky. It stops earlier once the page has gone idle (`world::browser::activity`).
 pub const SETTLE: Duration = Duration::from_secs(5);
+/// Between re-reads: a badge read is a few CDP round trips.
+const REREAD: Duration = Duration::from_millis(20);
 
 /// Where the steps go: `APP_URL`, `APP_BIN`, `EXTENSION_DIR`.
 #[derive(Debug, Clone, Default)]
@@ -151,7 +153,15 @@ impl Runner<'_> {
                     if Instant::now() >= deadline {
                         return Err(format!("{failure} (re-read for {SETTLE:?})"));
                     }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if let Some(br) = &self.browser {
+                        if br.is_idle().await {
+                            return Err(format!(
+                                "{failure} (re-read until the page went idle: {:?} without a DOM change, request or timer)",
+                                br.quiet_for()
+                            ));
+                        }
+                    }
+                    tokio::time::sleep(REREAD).await;
                 }
             }
         }

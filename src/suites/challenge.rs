@@ -304,7 +304,7 @@ async fn run_agent(
         });
     }
     if crate::plan::needs_browser(t.app.modality) {
-        crate::world::browser::preflight(&world.host_env(), tmp)
+        crate::world::browser::preflight(&world.host_env())
             .await
             .map_err(SetupError::Browser)?;
     }

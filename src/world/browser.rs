@@ -7,6 +7,7 @@
 //! and every one of these must fail with a reason a reader can act on (which selector,
 //! which URL, which manifest field), never hang: each call has a deadline.
 
+mod activity;
 mod extension;
 mod process;
 
@@ -30,6 +31,9 @@ pub use process::ChromiumProcess;
 
 pub use crate::binaries::DEFAULT_CHROMIUM;
 
+/// How often a wait re-checks: one CDP round trip each, cheap next to a step.
+const POLL: Duration = Duration::from_millis(10);
+
 #[derive(Debug, thiserror::Error)]
 pub enum BrowserError {
     #[error("chromium not found at {path}: install Debian's `chromium` package or set GAUNTLET_CHROMIUM")]
@@ -50,8 +54,16 @@ pub enum BrowserError {
     Goto { url: String, reason: String },
     #[error("no element matches `{selector}`")]
     NoMatch { selector: String },
-    #[error("nothing matched `{selector}` within {timeout:?}")]
-    WaitTimeout { selector: String, timeout: Duration },
+    #[error("nothing matched `{selector}` {}", match idle {
+        Some(q) => format!("before the page went idle ({q:?} without a DOM change, request or timer)"),
+        None => format!("within {timeout:?}"),
+    })]
+    WaitTimeout {
+        selector: String,
+        timeout: Duration,
+        /// Set when the wait ended early because the page had gone idle.
+        idle: Option<Duration>,
+    },
     #[error("`{selector}`: {reason}")]
     Selector { selector: String, reason: String },
     #[error("badge: {0}")]
@@ -121,13 +133,17 @@ fn is_executable(p: &Path) -> bool {
 /// (with the target's extension) and load the target's page once. A broken extension,
 /// a browser that cannot start, or a page that never loads is then the trial's setup
 /// error, naming its cause, instead of an agent failing in ways nobody can read.
+///
+/// The profile goes to `/dev/shm` where there is one: a profile is a few hundred
+/// files, and removing them from a disk mounted with `discard` takes longer than the
+/// whole check (0.4 s measured on the CI machines).
 pub async fn preflight(
     target_env: &std::collections::BTreeMap<String, String>,
-    tmp_root: &Path,
 ) -> Result<(), BrowserError> {
+    let shm = Path::new("/dev/shm");
     let browser = Browser::launch(LaunchOptions {
         extension_dir: target_env.get("EXTENSION_DIR").map(PathBuf::from),
-        tmp_root: Some(tmp_root.to_path_buf()),
+        tmp_root: shm.is_dir().then(|| shm.to_path_buf()),
         ..LaunchOptions::default()
     })
     .await?;
@@ -187,11 +203,11 @@ impl Browser {
             // A connection error ends the session; commands then fail with a reason.
             while let Some(Ok(())) = handler.next().await {}
         })];
-        let page = cdp_browser
-            .new_page("about:blank")
-            .await
-            .map_err(cdp("open the tab"))?;
+        let page = first_page(&cdp_browser, opts.startup_timeout).await?;
         close_other_pages(&cdp_browser, &page).await;
+        page.evaluate_on_new_document(activity::TRACKER)
+            .await
+            .map_err(cdp("install the activity tracker"))?;
         let console = Arc::new(Mutex::new(Vec::new()));
         tasks.extend(console_listeners(&page, &console).await?);
         let mut browser = Browser {
@@ -282,20 +298,48 @@ impl Browser {
         Ok(())
     }
 
-    /// Wait until `selector` matches something, at most `wait_timeout`.
+    /// Wait until `selector` matches something: at most `wait_timeout`, and no longer
+    /// than the tab stays idle ([`Browser::quiet_for`]) — a page with nothing left to
+    /// do will not make it match later.
     pub async fn wait_for(&self, selector: &str) -> Result<(), BrowserError> {
         let deadline = Instant::now() + self.opts.wait_timeout;
         loop {
             if self.count(selector).await? > 0 {
                 return Ok(());
             }
-            if Instant::now() >= deadline {
+            let idle = self.is_idle().await;
+            if idle || Instant::now() >= deadline {
                 return Err(BrowserError::WaitTimeout {
                     selector: selector.into(),
                     timeout: self.opts.wait_timeout,
+                    idle: idle.then(|| self.quiet_for()),
                 });
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// How long the tab must have done nothing (no DOM change, no request in flight, no
+    /// short timer pending) before a read or wait that has not held stops waiting. An
+    /// extension's own timers run where the page cannot see them, so with one loaded
+    /// the window is longer.
+    pub fn quiet_for(&self) -> Duration {
+        if self.extension.is_some() {
+            activity::QUIET_WITH_EXTENSION
+        } else {
+            activity::QUIET
+        }
+    }
+
+    /// Whether the tab has been idle for [`Browser::quiet_for`]. A page the tracker is
+    /// not in (a navigation in progress, an error page) is never idle, so its reads
+    /// wait their whole deadline as before.
+    pub async fn is_idle(&self) -> bool {
+        match eval_raw(&self.page, activity::QUERY).await {
+            Ok(v) => v
+                .as_f64()
+                .is_some_and(|ms| ms >= self.quiet_for().as_secs_f64() * 1000.0),
+            Err(_) => false,
         }
     }
 
@@ -438,7 +482,7 @@ impl Browser {
                     ),
                 });
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(POLL).await;
         }
     }
 
@@ -524,6 +568,33 @@ fn extension_id_of(url: &str) -> Option<String> {
 fn js_string(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
+
+/// The tab Chromium opens at start (`about:blank`), once the CDP handler has attached
+/// to it: using it rather than creating another saves a target's creation and
+/// attachment on every launch. A browser that shows no tab in time gets a new one.
+async fn first_page(
+    cdp_browser: &chromiumoxide::Browser,
+    startup: Duration,
+) -> Result<Page, BrowserError> {
+    let deadline = Instant::now() + startup.min(FIRST_PAGE_WAIT);
+    loop {
+        if let Ok(pages) = cdp_browser.pages().await {
+            if let Some(p) = pages.into_iter().next() {
+                return Ok(p);
+            }
+        }
+        if Instant::now() >= deadline {
+            return cdp_browser
+                .new_page("about:blank")
+                .await
+                .map_err(cdp("open the tab"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// How long [`first_page`] waits for Chromium's own tab before opening one.
+const FIRST_PAGE_WAIT: Duration = Duration::from_secs(2);
 
 /// Headless Chromium opens an `about:blank` tab of its own; one tab under test keeps
 /// "the current tab" unambiguous for badges.

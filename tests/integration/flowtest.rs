@@ -55,6 +55,12 @@ fn handle(mut stream: TcpStream) {
         (201, "application/json", body)
     } else if request_line.starts_with("GET / ") {
         (200, "text/html; charset=utf-8", PAGE.to_string())
+    } else if request_line.starts_with("GET /late ") {
+        (200, "text/html; charset=utf-8", LATE_PAGE.to_string())
+    } else if request_line.starts_with("GET /slow ") {
+        // A request that takes its time: the page is busy, not idle, until it answers.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        (200, "text/plain", "answered late".to_string())
     } else {
         (404, "text/plain", "not found".to_string())
     };
@@ -64,6 +70,22 @@ fn handle(mut stream: TcpStream) {
         out.len()
     );
 }
+
+/// Buttons whose effect comes late: after a timer, after a slow request, or never.
+const LATE_PAGE: &str = r##"<!doctype html><html><body>
+<button id="timer">timer</button><button id="request">request</button><button id="nothing">nothing</button>
+<p id="out">waiting</p>
+<script>
+  const out = document.getElementById("out");
+  document.getElementById("timer").addEventListener("click", () => {
+    setTimeout(() => { out.textContent = "timer fired"; }, 1500);
+  });
+  document.getElementById("request").addEventListener("click", async () => {
+    const r = await fetch("/slow");
+    out.textContent = await r.text();
+  });
+</script>
+</body></html>"##;
 
 /// A CLI app: `sum A B` prints A+B; `echo` copies stdin; anything else exits 3.
 fn write_cli(dir: &Path) -> PathBuf {
@@ -260,6 +282,63 @@ fn browser_failures_exit_1_naming_the_cause() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("manifest.json") && stderr.contains("manifest_version"),
+        "{stderr}"
+    );
+}
+
+/// A read or wait that cannot hold stops once the page has gone idle, and says so; one
+/// whose page still has a timer pending or a request in flight waits for it, so a
+/// correct test of a slow page still passes.
+#[test]
+fn reads_wait_for_a_busy_page_and_give_up_on_an_idle_one() {
+    let env = env();
+    let out = flow_run(
+        &env,
+        r##"{"steps": [
+  {"browser": {"goto": "/late"}},
+  {"browser": {"click": "#timer"}},
+  {"browser": {"text": "#out"}, "expect": {"equals": "timer fired"}},
+  {"browser": {"click": "#request"}},
+  {"browser": {"text": "#out"}, "expect": {"equals": "answered late"}}
+]}"##,
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+
+    let out = flow_run(
+        &env,
+        r##"{"steps": [
+  {"browser": {"goto": "/late"}},
+  {"browser": {"click": "#nothing"}},
+  {"browser": {"text": "#out"}, "expect": {"equals": "timer fired"}}
+]}"##,
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("saw \"waiting\" (re-read until the page went idle"),
+        "{stderr}"
+    );
+
+    let out = flow_run(
+        &env,
+        r##"{"steps": [
+  {"browser": {"goto": "/late"}},
+  {"browser": {"wait_for": "#never"}}
+]}"##,
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nothing matched `#never` before the page went idle"),
         "{stderr}"
     );
 }

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
+use futures_util::StreamExt;
+
 use crate::agent::{adapter_for, Invocation, RunSpec};
 use crate::config::{Config, Mode};
 use crate::evidence::{
@@ -187,12 +189,15 @@ async fn observe(
         )
         .await
         .map_err(SetupError::App)?;
-        if crate::plan::needs_browser(app.app.modality) {
-            let checked = crate::world::browser::preflight(&world.host_env(), &tmp).await;
+        // Before the agent spends anything on a target no browser can show. The check's
+        // profile lives outside everything the agent can see.
+        if crate::plan::needs_browser(app.app.modality) && !preflight_passed(&app.app) {
+            let checked = crate::world::browser::preflight(&world.host_env()).await;
             if let Err(e) = checked {
                 evidence.world_logs.extend(world.stop(trial_dir).await);
                 return Err(SetupError::Browser(e));
             }
+            remember_preflight(&app.app);
         }
         let target = world.locator(sealed);
         let text = match write_prompt(app, capability, &target, &graph_file, cfg.n, trial_dir) {
@@ -410,6 +415,25 @@ pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, TestDirE
     Ok(canon)
 }
 
+/// Apps (by content hash) whose browser check passed in this process: the app is
+/// frozen, so one passing check stands for the rest of a `gauntlet run`, which then
+/// starts one browser fewer per trial. (Under `cargo test` every trial is a process of
+/// its own and checks again.)
+static PREFLIGHT_PASSED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn preflight_passed(app: &crate::spec::AppSpec) -> bool {
+    PREFLIGHT_PASSED
+        .lock()
+        .is_ok_and(|s| s.contains(&app.content_hash))
+}
+
+fn remember_preflight(app: &crate::spec::AppSpec) {
+    if let Ok(mut s) = PREFLIGHT_PASSED.lock() {
+        s.insert(app.content_hash.clone());
+    }
+}
+
 /// The harness's own verification: N runs against the app, one against the mutant, in
 /// an order drawn at run time. Each run is blind: a freshly started target reached
 /// through the same locators, a fresh copy of the test directory at the path the
@@ -447,37 +471,130 @@ async fn gate(
         gate.not_run = Some(format!("{}: {e}", logs.display()));
         return gate;
     }
-    let sealed = cfg.sandbox.sealed();
     let mut attempts = [0u32; 2];
-    for (position, target) in order.iter().copied().enumerate() {
-        let (label, mutant, slot) = match target {
-            GateTarget::App => ("app", None, 0),
-            GateTarget::Mutant => ("mutant", Some(capability), 1),
+    let runs: Vec<_> = order
+        .iter()
+        .copied()
+        .enumerate()
+        .map(|(position, target)| {
+            let slot = usize::from(target == GateTarget::Mutant);
+            attempts[slot] += 1;
+            GateSlot {
+                position,
+                target,
+                attempt: attempts[slot],
+            }
+        })
+        .collect();
+    let ctx = GateContext {
+        app,
+        capability,
+        test,
+        dir: &dir,
+        cfg,
+        trial_dir,
+        gate_dir: &gate_dir,
+        logs: &logs,
+    };
+    // The runs are independent by construction (own target, own copy, own HOME, TMPDIR
+    // and sandbox), so they run side by side; most of a browser run's time is the
+    // browser starting and the page settling, which overlap well.
+    let pending: Vec<_> = runs.iter().map(|s| ctx.run(s)).collect();
+    let outcomes: Vec<_> = futures_util::stream::iter(pending)
+        .buffered(gate_parallelism(runs.len()))
+        .collect()
+        .await;
+    // Every run that ran is kept, in position order, even after one that could not
+    // start: its output is on disk and belongs in the record.
+    for (outcome, logs) in outcomes {
+        world_logs.extend(logs);
+        match outcome {
+            Ok(run) => gate.runs.push(run),
+            Err(why) => {
+                if gate.not_run.is_none() {
+                    gate.not_run = Some(why);
+                }
+            }
+        }
+    }
+    gate
+}
+
+/// How many gate runs go at once: the machine's cores, at least two (one browser run
+/// waits on its page as much as it computes), never more than there are runs.
+fn gate_parallelism(runs: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cores.max(2).min(runs.max(1))
+}
+
+/// One gate run's place: its position in the drawn order and its attempt at its target.
+struct GateSlot {
+    position: usize,
+    target: GateTarget,
+    attempt: u32,
+}
+
+/// What every gate run of one trial shares.
+struct GateContext<'a> {
+    app: &'a LoadedApp,
+    capability: &'a str,
+    test: &'a crate::evidence::ClaimTest,
+    dir: &'a Path,
+    cfg: &'a Config,
+    trial_dir: &'a Path,
+    gate_dir: &'a Path,
+    logs: &'a Path,
+}
+
+impl GateContext<'_> {
+    /// Start a fresh target, run the test against it, stop the target; the target's
+    /// logs come back whatever happened.
+    async fn run(
+        &self,
+        slot: &GateSlot,
+    ) -> (Result<GateRun, String>, Vec<crate::evidence::RawFile>) {
+        let GateSlot {
+            position,
+            target,
+            attempt,
+        } = *slot;
+        let (label, mutant) = match target {
+            GateTarget::App => ("app", None),
+            GateTarget::Mutant => ("mutant", Some(self.capability)),
         };
-        attempts[slot] += 1;
-        let attempt = attempts[slot];
         let stem = format!("{label}-{attempt}");
         // What the run can see lives under a name that says only its position.
-        let run_dir = gate_dir.join(format!("run-{}", position + 1));
+        let run_dir = self.gate_dir.join(format!("run-{}", position + 1));
         let copy = run_dir.join("test");
-        if let Err(e) = copy_tree(&dir, &copy) {
-            gate.not_run = Some(format!(
-                "cannot copy the test dir for run {}: {e}",
-                position + 1
-            ));
-            return gate;
+        if let Err(e) = copy_tree(self.dir, &copy) {
+            return (
+                Err(format!(
+                    "cannot copy the test dir for run {}: {e}",
+                    position + 1
+                )),
+                Vec::new(),
+            );
         }
-        let mut world =
-            match Target::start(&app.app, mutant, &run_dir.join("target"), &logs, &stem).await {
-                Ok(w) => w,
-                Err(e) => {
-                    gate.not_run = Some(format!("{label} failed to start: {e}"));
-                    return gate;
-                }
-            };
+        let mut world = match Target::start(
+            &self.app.app,
+            mutant,
+            &run_dir.join("target"),
+            self.logs,
+            &stem,
+        )
+        .await
+        {
+            Ok(w) => w,
+            Err(e) => return (Err(format!("{label} failed to start: {e}")), Vec::new()),
+        };
+        let sealed = self.cfg.sandbox.sealed();
         let (home, tmp, cwd) = if sealed {
             // The sandbox's private /tmp is fresh for every run.
-            (PathBuf::from("/tmp"), PathBuf::from("/tmp"), dir.clone())
+            (
+                PathBuf::from("/tmp"),
+                PathBuf::from("/tmp"),
+                self.dir.to_path_buf(),
+            )
         } else {
             let home = run_dir.join("home");
             let tmp = run_dir.join("tmp");
@@ -488,8 +605,8 @@ async fn gate(
         };
         // Each run is a kernel context of its own: fresh HOME, TMPDIR and test copy.
         let kernel = Context {
-            cfg,
-            trial_dir,
+            cfg: self.cfg,
+            trial_dir: self.trial_dir,
             home: &home,
             tmp: &tmp,
             cwd: &cwd,
@@ -497,33 +614,36 @@ async fn gate(
         let env = kernel.env(BTreeMap::new(), world.env_for(sealed), None);
         let inv = Invocation {
             program: PathBuf::from("sh"),
-            args: vec!["-c".into(), test.command.clone()],
+            args: vec!["-c".into(), self.test.command.clone()],
         };
         let streams = Streams {
             stem: &format!("gate/{stem}"),
             tag: Some(&format!("gate-{}", position + 1)),
         };
-        let seal = sealed.then(|| View::new().bind(&copy, &dir, true).extend(world.view()));
-        let outcome =
-            process::run(kernel.spec(inv, env, &streams, cfg.gate_timeout, GATE_OUTPUT_CAP, seal))
-                .await;
-        world_logs.extend(world.stop(trial_dir).await);
-        match outcome {
-            Ok(o) => gate.runs.push(GateRun {
+        let seal = sealed.then(|| View::new().bind(&copy, self.dir, true).extend(world.view()));
+        let outcome = process::run(kernel.spec(
+            inv,
+            env,
+            &streams,
+            self.cfg.gate_timeout,
+            GATE_OUTPUT_CAP,
+            seal,
+        ))
+        .await;
+        let logs = world.stop(self.trial_dir).await;
+        let run = match outcome {
+            Ok(o) => Ok(GateRun {
                 target,
                 attempt,
-                command: test.command.clone(),
+                command: self.test.command.clone(),
                 end: o.end,
                 stdout: o.stdout,
                 stderr: o.stderr,
             }),
-            Err(e) => {
-                gate.not_run = Some(format!("{label} run {attempt}: {e}"));
-                return gate;
-            }
-        }
+            Err(e) => Err(format!("{label} run {attempt}: {e}")),
+        };
+        (run, logs)
     }
-    gate
 }
 
 /// N app runs and one mutant run, the mutant's place drawn from the OS's entropy, so

@@ -144,7 +144,7 @@ impl ChromiumProcess {
             if Instant::now() >= deadline {
                 return Err(self.start_error(format!("no DevTools endpoint after {:.0?}", startup)));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
