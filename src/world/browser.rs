@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
 use chromiumoxide::cdp::browser_protocol::log::{EventEntryAdded, LogEntryLevel};
 use chromiumoxide::cdp::browser_protocol::target::{
     CloseTargetParams, CreateTargetParams, GetTargetsParams, TargetInfo,
@@ -289,12 +290,19 @@ impl Browser {
             reason: format!("cannot type into it: {e}"),
         };
         el.focus().await.map_err(fail)?;
-        el.type_str(text)
-            .await
-            .map_err(|e| BrowserError::Selector {
-                selector: selector.into(),
-                reason: format!("cannot type into it: {e}"),
-            })?;
+        // Key events for what a US keyboard has a key for; any other character (é, ü,
+        // 日) is inserted as text input, the way an input method delivers it.
+        for c in text.chars() {
+            let key = c.to_string();
+            if chromiumoxide::keys::get_key_definition(&key).is_some() {
+                el.press_key(&key).await.map_err(fail)?;
+            } else {
+                self.page
+                    .execute(InsertTextParams::new(key))
+                    .await
+                    .map_err(fail)?;
+            }
+        }
         Ok(())
     }
 

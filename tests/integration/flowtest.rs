@@ -161,12 +161,12 @@ fn http_cli_and_browser_steps_pass() {
   {"cli": {"args": ["bogus"]}, "expect": {"exit": 3, "stderr_contains": "unknown command bogus"}},
   {"browser": {"goto": "/"}},
   {"browser": {"badge": {}}, "expect": {"equals": "7"}},
-  {"browser": {"type": {"selector": "#name", "text": "buy milk"}}},
+  {"browser": {"type": {"selector": "#name", "text": "buy milk · café"}}},
   {"browser": {"click": "#add"}},
   {"browser": {"wait_for": "#items li"}},
   {"browser": {"text": "#count"}, "expect": {"equals": "1"}},
   {"browser": {"count": "#items li"}, "expect": {"equals": "1"}},
-  {"browser": {"text": "#items li"}, "expect": {"contains": "milk", "not_contains": "eggs"}}
+  {"browser": {"text": "#items li"}, "expect": {"contains": "milk · café", "not_contains": "eggs"}}
 ]}"##,
         &[],
     );
