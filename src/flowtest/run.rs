@@ -77,12 +77,32 @@ pub async fn run_flow(
     let mut result = Ok(());
     for (i, step) in flow.steps.iter().enumerate() {
         let label = label(&step.action);
+        if matches!(step.action, Action::Browser(_)) && runner.browser.is_none() {
+            let started = Instant::now();
+            if let Err(reason) = runner.ensure_browser().await {
+                let _ = writeln!(out, "step {} FAILED: {label}", i + 1);
+                result = Err(StepFailed {
+                    number: i + 1,
+                    label,
+                    reason,
+                });
+                break;
+            }
+            let _ = writeln!(out, "browser started ({})", millis(started));
+        }
+        // Each line says how long its step took: where a slow test spends its time.
+        let started = Instant::now();
         match runner.step(step).await {
             Ok(summary) => {
-                let _ = writeln!(out, "step {} ok: {label}{summary}", i + 1);
+                let _ = writeln!(
+                    out,
+                    "step {} ok ({}): {label}{summary}",
+                    i + 1,
+                    millis(started)
+                );
             }
             Err(reason) => {
-                let _ = writeln!(out, "step {} FAILED: {label}", i + 1);
+                let _ = writeln!(out, "step {} FAILED ({}): {label}", i + 1, millis(started));
                 result = Err(StepFailed {
                     number: i + 1,
                     label,
@@ -288,6 +308,10 @@ impl Runner<'_> {
             BrowserStep::Badge(_) => Some(br.badge().await.map_err(e)?),
         })
     }
+}
+
+fn millis(since: Instant) -> String {
+    format!("{} ms", since.elapsed().as_millis())
 }
 
 /// How a step is named in output: its kind and what it acts on.

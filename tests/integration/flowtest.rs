@@ -177,10 +177,20 @@ fn http_cli_and_browser_steps_pass() {
         "stdout:\n{stdout}\nstderr:\n{}",
         text(&out.stderr)
     );
-    let ok_lines = stdout.lines().filter(|l| l.contains(" ok: ")).count();
+    let ok_lines = stdout.lines().filter(|l| l.contains(" ok (")).count();
     assert_eq!(ok_lines, 13, "{stdout}");
-    assert!(
-        stdout.contains("step 7 ok: browser badge -> \"7\""),
+    // Every step line says how long it took, and the browser's start has a line.
+    let step7 = stdout
+        .lines()
+        .find(|l| l.starts_with("step 7 ok ("))
+        .unwrap_or_default();
+    assert!(step7.ends_with(" ms): browser badge -> \"7\""), "{stdout}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("browser started (") && l.ends_with(" ms)"))
+            .count(),
+        1,
         "{stdout}"
     );
 }
