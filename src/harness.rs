@@ -203,10 +203,11 @@ pub async fn run_trial(
 /// another's deadline.
 ///
 /// Trials run in three lanes, because they load the machine in three ways: at most
-/// `jobs` trials that compute at once; browser trials one at a time beside them (each
-/// already runs its gate's browsers side by side, and more Chromiums than cores starve
-/// each other); scorecard probes, which mostly wait through their idle windows, all at
-/// once. The browser lane starts first: it is the run's longest.
+/// `jobs` trials that compute at once; browser trials one at a time beside them (a
+/// browser trial starts several Chromiums, and more of them than cores starve each
+/// other); scorecard probes, which mostly wait through their idle windows, up to four
+/// times `jobs` at once (each is a sandbox with its own memory limit, so the lane is
+/// bounded too). The browser lane starts first: it is the run's longest.
 pub async fn run_all(
     suites: Arc<Suites>,
     trials: &[plan::Trial],
@@ -216,6 +217,7 @@ pub async fn run_all(
 ) -> Vec<(String, Result<Finished, TrialError>)> {
     let compute = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
     let browser = Arc::new(tokio::sync::Semaphore::new(1));
+    let waiting = Arc::new(tokio::sync::Semaphore::new(jobs.max(1) * 4));
     let mut handles = Vec::new();
     let mut runnable: Vec<(usize, &plan::Trial)> = trials
         .iter()
@@ -226,18 +228,15 @@ pub async fn run_all(
     for (index, t) in runnable {
         let t = t.clone();
         let (suites, cfg) = (Arc::clone(&suites), Arc::clone(&cfg));
-        let gate = match lane(&suites, &t) {
-            Lane::Compute => Some(Arc::clone(&compute)),
-            Lane::Browser => Some(Arc::clone(&browser)),
-            Lane::Waiting => None,
-        };
+        let gate = Arc::clone(match lane(&suites, &t) {
+            Lane::Compute => &compute,
+            Lane::Browser => &browser,
+            Lane::Waiting => &waiting,
+        });
         let run_dir = run_dir.to_path_buf();
         let name = t.name.clone();
         let task = tokio::spawn(async move {
-            let _permit = match gate {
-                Some(g) => g.acquire_owned().await.ok(),
-                None => None,
-            };
+            let _permit = gate.acquire_owned().await.ok();
             run_trial(&suites, &t, &cfg, &run_dir).await
         });
         handles.push((index, name, task));

@@ -28,7 +28,8 @@ enum Command {
         #[arg(long)]
         filter: Option<String>,
         /// Trials that compute run at most this many at once; browser trials run one
-        /// at a time beside them and scorecard probes (mostly idle windows) all at once.
+        /// at a time beside them, scorecard probes (mostly idle windows) up to four
+        /// times this many.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },

@@ -153,7 +153,8 @@ impl Runner<'_> {
                     self.browser_step(b).await?;
                     return Ok(String::new());
                 }
-                let deadline = Instant::now() + SETTLE;
+                let started = Instant::now();
+                let deadline = started + SETTLE;
                 loop {
                     let failure = match self.browser_step(b).await {
                         Ok(v) => {
@@ -174,7 +175,7 @@ impl Runner<'_> {
                         return Err(format!("{failure} (re-read for {SETTLE:?})"));
                     }
                     if let Some(br) = &self.browser {
-                        if br.is_idle().await {
+                        if br.is_idle(started).await {
                             return Err(format!(
                                 "{failure} (re-read until the page went idle: {:?} without a DOM change, request or timer)",
                                 br.quiet_for()

@@ -76,6 +76,9 @@ pub async fn take() -> io::Result<Spawned> {
                 .lock()
                 .map_err(|_| io::Error::other("the sandbox helper pool is poisoned"))?;
             if let Some(e) = state.failed.take() {
+                // The starter waits until a taker has seen its error: wake it, or a
+                // second taker waiting for the same start would wait forever.
+                pool.taken.notify_one();
                 return Err(e);
             }
             while let Some(mut helper) = state.helpers.pop_front() {

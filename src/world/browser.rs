@@ -310,12 +310,13 @@ impl Browser {
     /// than the tab stays idle ([`Browser::quiet_for`]) — a page with nothing left to
     /// do will not make it match later.
     pub async fn wait_for(&self, selector: &str) -> Result<(), BrowserError> {
-        let deadline = Instant::now() + self.opts.wait_timeout;
+        let started = Instant::now();
+        let deadline = started + self.opts.wait_timeout;
         loop {
             if self.count(selector).await? > 0 {
                 return Ok(());
             }
-            let idle = self.is_idle().await;
+            let idle = self.is_idle(started).await;
             if idle || Instant::now() >= deadline {
                 return Err(BrowserError::WaitTimeout {
                     selector: selector.into(),
@@ -339,14 +340,20 @@ impl Browser {
         }
     }
 
-    /// Whether the tab has been idle for [`Browser::quiet_for`]. A page the tracker is
-    /// not in (a navigation in progress, an error page) is never idle, so its reads
+    /// Whether the tab has been idle for [`Browser::quiet_for`] since `since` (the
+    /// start of the step asking): quiet from before the step began does not count, as
+    /// the step's own action may not have reached the page yet. A page the tracker is
+    /// not in (an error page, a document still loading) is never idle, so its reads
     /// wait their whole deadline as before.
-    pub async fn is_idle(&self) -> bool {
+    pub async fn is_idle(&self, since: Instant) -> bool {
+        let quiet = self.quiet_for();
+        if since.elapsed() < quiet {
+            return false;
+        }
         match eval_raw(&self.page, activity::QUERY).await {
             Ok(v) => v
                 .as_f64()
-                .is_some_and(|ms| ms >= self.quiet_for().as_secs_f64() * 1000.0),
+                .is_some_and(|ms| ms >= quiet.as_secs_f64() * 1000.0),
             Err(_) => false,
         }
     }

@@ -1111,6 +1111,7 @@ const RELAY_ARGS: &str = include_str!("../fixtures/agents/hostile/relay-args.sh"
 const RELAY_ABUSE: &str = include_str!("../fixtures/agents/hostile/relay-abuse.sh");
 const NET_PROBE: &str = include_str!("../fixtures/agents/hostile/net-probe.sh");
 const IPC_RUNS: &str = include_str!("../fixtures/agents/hostile/ipc-runs.sh");
+const PEERS: &str = include_str!("../fixtures/agents/hostile/peers.sh");
 const FINGERPRINT: &str = include_str!("../fixtures/agents/hostile/fingerprint.sh");
 const LIMITS: &str = include_str!("../fixtures/agents/hostile/limits.sh");
 const PROMPT_SYMLINK: &str = include_str!("../fixtures/agents/hostile/prompt-symlink.sh");
@@ -1274,6 +1275,33 @@ fn ipc_run_counter_test_is_not_verified() {
         Outcome::FalseVerification,
         "a test that counts its runs in IPC",
     );
+}
+
+/// Gate runs that overlapped could find each other through a lock on a file every
+/// sandbox shares read-only, and compare notes: they never overlap, so no run of the
+/// test finds a peer and all of them (the mutant's too) are green.
+#[test]
+fn gate_runs_never_overlap() {
+    let s = Scene::new("peers");
+    let mut cfg = s.config(agent(PEERS, "peers.sh", &["balance"]));
+    cfg.n = 3;
+    let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
+    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
+        .into_iter()
+        .collect();
+    match &rec.evidence.gate {
+        Some(g) if g.runs.len() == 4 => {
+            for r in g.runs.iter().filter(|r| !r.end.success()) {
+                problems.push(format!(
+                    "gate run {:?} {} found a peer: {:?}",
+                    r.target, r.attempt, r.end
+                ));
+            }
+        }
+        other => problems.push(format!("expected 4 gate runs, got {other:?}")),
+    }
+    problems.extend(s.invariants(&rec, &dir));
+    s.conclude("a test that looks for gate runs beside it", problems);
 }
 
 /// Everything a gate run can read without asking the target, diffed between the app

@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
-use futures_util::StreamExt;
-
 use crate::agent::{adapter_for, Invocation, RunSpec};
 use crate::config::{Config, Mode};
 use crate::evidence::{
@@ -496,35 +494,22 @@ async fn gate(
         gate_dir: &gate_dir,
         logs: &logs,
     };
-    // The runs are independent by construction (own target, own copy, own HOME, TMPDIR
-    // and sandbox), so they run side by side; most of a browser run's time is the
-    // browser starting and the page settling, which overlap well.
-    let pending: Vec<_> = runs.iter().map(|s| ctx.run(s)).collect();
-    let outcomes: Vec<_> = futures_util::stream::iter(pending)
-        .buffered(gate_parallelism(runs.len()))
-        .collect()
-        .await;
-    // Every run that ran is kept, in position order, even after one that could not
-    // start: its output is on disk and belongs in the record.
-    for (outcome, logs) in outcomes {
+    // One run at a time, never side by side: runs that overlap could find each other
+    // through what every sandbox shares read-only (a lock on a system file, the
+    // machine's load) and compare what they saw, which tells the mutant's run apart
+    // without knowing anything about the capability.
+    for slot in &runs {
+        let (outcome, logs) = ctx.run(slot).await;
         world_logs.extend(logs);
         match outcome {
             Ok(run) => gate.runs.push(run),
             Err(why) => {
-                if gate.not_run.is_none() {
-                    gate.not_run = Some(why);
-                }
+                gate.not_run = Some(why);
+                break;
             }
         }
     }
     gate
-}
-
-/// How many gate runs go at once: the machine's cores, at least two (one browser run
-/// waits on its page as much as it computes), never more than there are runs.
-fn gate_parallelism(runs: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    cores.max(2).min(runs.max(1))
 }
 
 /// One gate run's place: its position in the drawn order and its attempt at its target.

@@ -7,7 +7,8 @@
 //! changing was most of a browser trial's time. So the tab carries a tracker,
 //! installed before any of the page's own scripts run, that knows when the page last
 //! did anything: a DOM change, a request (`fetch`, `XMLHttpRequest`) in flight, a
-//! pending `setTimeout` of at most the deadline, a message on a socket. A read gives up early only once the
+//! pending `setTimeout` of at most the deadline, a requested animation frame, a
+//! response body being read, a message on a socket, a navigation away. A read gives up early only once the
 //! page has been idle for [`QUIET`]; a page that keeps working (an animation, a
 //! polling loop, a slow request) still gets the whole deadline.
 //!
@@ -25,12 +26,15 @@
 
 use std::time::Duration;
 
-/// Idle this long (no DOM change, request or short timer) ends a read or wait that
-/// has not held.
-pub const QUIET: Duration = Duration::from_millis(500);
+/// Idle this long (no DOM change, request or short timer), counted from the start of
+/// the step at the earliest, ends a read or wait that has not held. Long enough for
+/// what the tracker cannot see (an image loading, a message from a worker) on a
+/// loaded 2-core machine.
+pub const QUIET: Duration = Duration::from_millis(1000);
 
-/// The same with an extension loaded, whose own timers the tracker cannot see.
-pub const QUIET_WITH_EXTENSION: Duration = Duration::from_millis(1000);
+/// The same with an extension loaded, whose content scripts' timers and service
+/// worker the tracker cannot see.
+pub const QUIET_WITH_EXTENSION: Duration = Duration::from_millis(2000);
 
 /// Installed with `Page.addScriptToEvaluateOnNewDocument`: runs in every document of
 /// the tab before the document's own scripts.
@@ -43,7 +47,8 @@ pub const TRACKER: &str = r#"(() => {
   const touch = () => { last = now(); };
   const setT = window.setTimeout, clearT = window.clearTimeout;
   window.setTimeout = function (fn, ms, ...rest) {
-    if (typeof fn !== "function" || !(Number(ms) <= 5000)) return setT.call(this, fn, ms, ...rest);
+    // A missing or non-numeric delay is 0, as the browser reads it.
+    if (typeof fn !== "function" || (Number(ms) || 0) > 5000) return setT.call(this, fn, ms, ...rest);
     const id = setT.call(this, function (...a) { timers.delete(id); touch(); return fn.apply(this, a); }, ms, ...rest);
     timers.add(id);
     return id;
@@ -54,7 +59,7 @@ pub const TRACKER: &str = r#"(() => {
   const setI = window.setInterval, clearI = window.clearInterval;
   window.setInterval = function (fn, ms, ...rest) {
     const id = setI.call(this, fn, ms, ...rest);
-    if (Number(ms) <= 5000) timers.add(id);
+    if ((Number(ms) || 0) <= 5000) timers.add(id);
     return id;
   };
   window.clearInterval = function (id) { timers.delete(id); return clearI.call(this, id); };
@@ -67,7 +72,12 @@ pub const TRACKER: &str = r#"(() => {
         const s = Reflect.construct(target, args, newTarget);
         sockets.add(s);
         s.addEventListener("message", touch);
-        s.addEventListener(name === "WebSocket" ? "close" : "error", () => { if (s.readyState === 2) sockets.delete(s); });
+        const gone = () => { if (s.readyState === (name === "WebSocket" ? 3 : 2)) sockets.delete(s); };
+        s.addEventListener(name === "WebSocket" ? "close" : "error", gone);
+        if (name === "EventSource") {
+          const close0 = s.close;
+          s.close = function (...a) { const r = close0.apply(this, a); sockets.delete(s); return r; };
+        }
         return s;
       },
     });
@@ -77,20 +87,53 @@ pub const TRACKER: &str = r#"(() => {
     window.fetch = function (...a) {
       inFlight++; touch();
       const done = () => { inFlight--; touch(); };
-      const p = fetch0.apply(this, a);
+      let p;
+      try { p = fetch0.apply(this, a); } catch (e) { done(); throw e; }
       p.then(done, done);
       return p;
     };
   }
   const send0 = XMLHttpRequest.prototype.send;
   XMLHttpRequest.prototype.send = function (...a) {
+    let open = true;
+    const done = () => { if (open) { open = false; inFlight--; touch(); } };
     inFlight++; touch();
-    this.addEventListener("loadend", () => { inFlight--; touch(); }, { once: true });
-    try { return send0.apply(this, a); } catch (e) { inFlight--; throw e; }
+    this.addEventListener("loadend", done, { once: true });
+    try { return send0.apply(this, a); } catch (e) { done(); throw e; }
   };
+  // A response's body is read after its headers: the page is busy until it is read.
+  if (typeof Response === "function") {
+    for (const m of ["text", "json", "arrayBuffer", "blob", "formData"]) {
+      const read0 = Response.prototype[m];
+      if (typeof read0 !== "function") continue;
+      Response.prototype[m] = function (...a) {
+        inFlight++; touch();
+        const done = () => { inFlight--; touch(); };
+        const p = read0.apply(this, a);
+        p.then(done, done);
+        return p;
+      };
+    }
+  }
+  // A frame asked for is work to come.
+  const raf0 = window.requestAnimationFrame, caf0 = window.cancelAnimationFrame;
+  const frames = new Set();
+  if (typeof raf0 === "function") {
+    window.requestAnimationFrame = function (fn) {
+      const id = raf0.call(this, function (...a) { frames.delete(id); touch(); return fn.apply(this, a); });
+      frames.add(id);
+      return id;
+    };
+    window.cancelAnimationFrame = function (id) { frames.delete(id); return caf0.call(this, id); };
+  }
+  // Leaving the page (a link, a form, a script's navigation): busy until the next
+  // document, whose own tracker starts busy, takes over.
+  let leaving = false;
+  window.addEventListener("beforeunload", () => { leaving = true; });
+  window.addEventListener("pageshow", () => { leaving = false; touch(); });
   new MutationObserver(touch).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   Object.defineProperty(window, "__gauntletIdleMs", {
-    value: () => (inFlight > 0 || timers.size > 0 || sockets.size > 0 || document.readyState !== "complete") ? 0 : now() - last,
+    value: () => (leaving || inFlight > 0 || timers.size > 0 || frames.size > 0 || sockets.size > 0 || document.readyState !== "complete") ? 0 : now() - last,
   });
 })();"#;
 
