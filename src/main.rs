@@ -722,6 +722,9 @@ fn proxy(
             Ok(p) => p,
             Err(e) => return error(format!("--listen {listen}: {e}")),
         };
+        // The usage log is this command's record; no transcript is written, so no
+        // bodies are kept for one.
+        p.keep_no_calls();
         if let Some(file) = log_file {
             p.log_usage_to(file);
         }

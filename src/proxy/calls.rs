@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -29,6 +30,8 @@ pub const PER_PROXY: usize = 16 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct Calls {
     inner: Mutex<Inner>,
+    /// Nothing is kept ([`Calls::keep_none`]): no lock, no wrapper around each response.
+    off: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -112,8 +115,22 @@ impl Calls {
         inner.kept += kept;
     }
 
+    /// From now on keep nothing: for a proxy whose calls no one will read (the
+    /// standalone command, which writes a usage log and no transcript), so that each
+    /// call costs neither a lock per frame nor an entry that lives until shutdown.
+    pub(crate) fn keep_none(&self) {
+        self.off.store(true, Ordering::Relaxed);
+    }
+
+    fn off(&self) -> bool {
+        self.off.load(Ordering::Relaxed)
+    }
+
     /// The request body of call `seq`, as received.
     pub(crate) fn request(&self, seq: u64, body: &Bytes) {
+        if self.off() {
+            return;
+        }
         self.with(seq, |k, room| k.request.take(body, room));
     }
 
@@ -135,6 +152,9 @@ impl Calls {
         seq: u64,
         response: hyper::Response<Body>,
     ) -> hyper::Response<Body> {
+        if self.off() {
+            return response;
+        }
         response.map(|inner| {
             http_body_util::BodyExt::boxed_unsync(Tee {
                 inner,
@@ -243,5 +263,15 @@ mod tests {
         assert_eq!(lines[0]["response"]["body"], "hello world");
         assert_eq!(lines[0]["response"]["complete"], true);
         assert_eq!(lines[1]["response"]["complete"], false, "never answered");
+    }
+
+    #[test]
+    fn once_off_nothing_is_kept_and_responses_are_not_wrapped() {
+        let calls = Arc::new(Calls::default());
+        calls.keep_none();
+        calls.request(0, &Bytes::from_static(b"{}"));
+        let response = calls.tee(0, hyper::Response::new(crate::proxy::body::full("x")));
+        drop(response);
+        assert!(calls.jsonl().is_empty());
     }
 }

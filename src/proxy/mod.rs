@@ -158,6 +158,14 @@ impl Proxy {
         self.log.tee_to(file);
     }
 
+    /// From now on, keep no request or response bodies for
+    /// [`Proxy::shutdown_with_calls`] (it returns none): for a proxy that only meters,
+    /// such as the standalone command, so that relaying costs nothing for a transcript
+    /// no one reads, and a proxy that runs for days does not grow with its calls.
+    pub fn keep_no_calls(&self) {
+        self.calls.keep_none();
+    }
+
     /// From now on, keep the request body of every model call, for
     /// [`Proxy::request_bodies`]. Off by default: a trial records usage, not
     /// conversations; a test turns it on to see what an agent really sent (that a

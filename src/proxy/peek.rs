@@ -37,7 +37,15 @@ pub(crate) fn kind(data: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Whether a stream event's data is JSON with a non-null `usage`.
+///
+/// Most events of a stream are content deltas without one: data that holds neither the
+/// word nor an escape (through which a key could spell it) cannot have the field, and
+/// is not parsed at all.
 pub(crate) fn has_usage(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    if memchr::memmem::find(bytes, b"usage").is_none() && memchr::memchr(b'\\', bytes).is_none() {
+        return false;
+    }
     serde_json::from_str::<HasUsage>(data).is_ok_and(|u| u.usage.is_some())
 }
 
@@ -82,6 +90,11 @@ mod tests {
         assert!(!has_usage(r#"{"choices":[{"delta":{}}],"usage":null}"#));
         assert!(!has_usage(r#"{"choices":[]}"#));
         assert!(!has_usage("not json"));
+        assert!(
+            has_usage(r#"{"\u0075sage":{"prompt_tokens":3}}"#),
+            "an escaped key"
+        );
+        assert!(!has_usage(r#"{"choices":[{"delta":{"content":"usage"}}]}"#));
     }
 
     #[test]

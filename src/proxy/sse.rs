@@ -4,7 +4,7 @@
 //! scanner buffers until a blank line ends an event and hands back both the event's
 //! `data` and its raw bytes (for forwarding it unchanged).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SseEvent {
@@ -16,7 +16,9 @@ pub(crate) struct SseEvent {
 
 #[derive(Debug, Default)]
 pub(crate) struct SseScanner {
-    buf: Vec<u8>,
+    /// What arrived and is not yet an event; an event's bytes are split off it, not
+    /// copied.
+    buf: BytesMut,
     /// Where the first not-yet-scanned line of `buf` starts.
     scanned: usize,
 }
@@ -32,7 +34,7 @@ impl SseScanner {
             let blank = line.is_empty() || line == b"\r";
             self.scanned = end + 1;
             if blank {
-                let raw: Vec<u8> = self.buf.drain(..self.scanned).collect();
+                let raw = self.buf.split_to(self.scanned).freeze();
                 self.scanned = 0;
                 events.push(event(raw));
             }
@@ -43,21 +45,25 @@ impl SseScanner {
     /// The bytes of an event the stream never finished, if any.
     pub(crate) fn finish(&mut self) -> Option<SseEvent> {
         self.scanned = 0;
-        (!self.buf.is_empty()).then(|| event(std::mem::take(&mut self.buf)))
+        (!self.buf.is_empty()).then(|| event(std::mem::take(&mut self.buf).freeze()))
     }
 }
 
-fn event(raw: Vec<u8>) -> SseEvent {
+fn event(raw: Bytes) -> SseEvent {
     let text = String::from_utf8_lossy(&raw);
-    let data: Vec<&str> = text
+    // The values joined with `\n`, built in one string (an event has one line, mostly).
+    let mut data = String::new();
+    let values = text
         .lines()
         .filter_map(|line| line.strip_prefix("data:"))
-        .map(|value| value.strip_prefix(' ').unwrap_or(value))
-        .collect();
-    SseEvent {
-        data: data.join("\n"),
-        raw: Bytes::from(raw),
+        .map(|value| value.strip_prefix(' ').unwrap_or(value));
+    for (i, value) in values.enumerate() {
+        if i > 0 {
+            data.push('\n');
+        }
+        data.push_str(value);
     }
+    SseEvent { data, raw }
 }
 
 #[cfg(test)]

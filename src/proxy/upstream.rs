@@ -27,7 +27,14 @@ fn passed_client_headers(auth: Auth) -> &'static [&'static str] {
 
 pub(crate) struct Upstream {
     base: String,
+    /// `base` parsed once, so that a call's URL is this with its path set, not a
+    /// string parsed again (host, IDNA and all) on every call.
+    url: Option<reqwest::Url>,
     api_key: String,
+    /// The auth header values, built once (`None`: the key is not a valid header
+    /// value, so each call builds it and fails as it always did).
+    bearer: Option<HeaderValue>,
+    x_api_key: Option<HeaderValue>,
     client: reqwest::Client,
 }
 
@@ -55,11 +62,48 @@ impl Upstream {
         let client = builder.build().map_err(|e| {
             std::io::Error::other(format!("cannot build the upstream http client: {e}"))
         })?;
+        let sensitive = |value: String| {
+            HeaderValue::try_from(value).ok().map(|mut v| {
+                v.set_sensitive(true);
+                v
+            })
+        };
         Ok(Upstream {
+            url: reqwest::Url::parse(&base)
+                .ok()
+                .filter(|u| !u.cannot_be_a_base()),
+            bearer: sensitive(format!("Bearer {api_key}")),
+            x_api_key: sensitive(api_key.to_owned()),
             base,
             api_key: api_key.to_owned(),
             client,
         })
+    }
+
+    /// `{base}/{path}`. A plain path (every route the proxy serves, without a query)
+    /// is set on the parsed base; anything else is parsed whole, as it always was.
+    fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.base)
+    }
+
+    fn fast_url(&self, path: &str) -> Option<reqwest::Url> {
+        let plain = path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-'));
+        if !plain || path.contains("//") {
+            return None;
+        }
+        let mut url = self.url.clone()?;
+        let full = format!("{}/{path}", url.path().trim_end_matches('/'));
+        url.set_path(&full);
+        Some(url)
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        match self.fast_url(path) {
+            Some(url) => self.client.request(method, url),
+            None => self.client.request(method, self.url(path)),
+        }
     }
 
     /// POST a JSON body to `{base}/{path}` (path may carry a query) with the key.
@@ -83,8 +127,7 @@ impl Upstream {
             );
         }
         let request = self
-            .client
-            .post(format!("{}/{path}", self.base))
+            .request(reqwest::Method::POST, path)
             .headers(headers)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
@@ -93,11 +136,8 @@ impl Upstream {
 
     /// GET `{base}/{path}` with the key.
     pub(crate) async fn get(&self, path: &str) -> Result<reqwest::Response, CallError> {
-        self.send(
-            self.client.get(format!("{}/{path}", self.base)),
-            Auth::Bearer,
-        )
-        .await
+        self.send(self.request(reqwest::Method::GET, path), Auth::Bearer)
+            .await
     }
 
     async fn send(
@@ -105,9 +145,13 @@ impl Upstream {
         request: reqwest::RequestBuilder,
         auth: Auth,
     ) -> Result<reqwest::Response, CallError> {
-        let request = match auth {
-            Auth::Bearer => request.header(AUTHORIZATION, format!("Bearer {}", self.api_key)),
-            Auth::XApiKey => request.header("x-api-key", &self.api_key),
+        let request = match (auth, &self.bearer, &self.x_api_key) {
+            (Auth::Bearer, Some(value), _) => request.header(AUTHORIZATION, value.clone()),
+            (Auth::Bearer, None, _) => {
+                request.header(AUTHORIZATION, format!("Bearer {}", self.api_key))
+            }
+            (Auth::XApiKey, _, Some(value)) => request.header("x-api-key", value.clone()),
+            (Auth::XApiKey, _, None) => request.header("x-api-key", &self.api_key),
         };
         request.send().await.map_err(|e| CallError::Unreachable {
             base: self.base.clone(),
@@ -151,5 +195,34 @@ impl Upstream {
             .rev()
             .find(|&n| bytes.ends_with(&key[..n]))
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_path_is_set_on_the_parsed_base_as_parsing_would() {
+        for base in [
+            "http://127.0.0.1:9/v1",
+            "https://api.example.com/v1/",
+            "http://h",
+        ] {
+            let upstream = Upstream::new(base, "k").expect("client");
+            for path in [
+                "chat/completions",
+                "messages",
+                "models",
+                "messages/count_tokens",
+            ] {
+                let fast = upstream.fast_url(path).map(|u| u.to_string());
+                let parsed = reqwest::Url::parse(&upstream.url(path)).map(|u| u.to_string());
+                assert_eq!(fast, parsed.ok(), "{base} {path}");
+            }
+            for odd in ["messages?beta=true", "a/../b", "a//b", "x%2e"] {
+                assert_eq!(upstream.fast_url(odd), None, "{odd}");
+            }
+        }
     }
 }
