@@ -8,6 +8,11 @@
 //!    handed to libtest-mimic as the qa harness does) against a libtest-mimic list of
 //!    10,000 empty trials.
 //!
+//! Each figure is printed beside its baseline and as a ratio to it. The list figures
+//! are medians of GAUNTLET_BENCH_LIST_ITERS (default 15) alternating pairs after one
+//! warm-up pair (a list takes milliseconds, so three samples on a shared machine say
+//! more about the machine than about the list).
+//!
 //! `cargo bench --bench report` (GAUNTLET_BENCH_RECORDS, default 10000;
 //! GAUNTLET_BENCH_ITERS, default 3).
 
@@ -20,6 +25,16 @@ use gauntlet::report::synthetic::SyntheticRun;
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
+}
+
+/// This process's CPU time so far (user + system): on a shared machine a wall-clock
+/// ratio also measures the neighbours, the CPU ratio only the work.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
 }
 
 fn env_num(name: &str, default: usize) -> usize {
@@ -110,18 +125,24 @@ fn main() {
     };
     let mut base = Vec::new();
     let mut rep = Vec::new();
+    let mut load = Vec::new();
+    let (mut base_cpu, mut rep_cpu) = (Vec::new(), Vec::new());
     for _ in 0..iters {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_time());
         std::hint::black_box(serde_baseline(&files));
         base.push(t.elapsed());
-        let t = Instant::now();
+        base_cpu.push(cpu_time() - c);
+        let (t, c) = (Instant::now(), cpu_time());
         let loaded = gauntlet::report::load_run(&run).expect("load");
+        load.push(t.elapsed());
         assert!(loaded.problems.is_empty(), "{:?}", loaded.problems.first());
         let pages = gauntlet::report::render(&loaded, &opts);
         std::hint::black_box((&pages.markdown, &pages.html, &pages.json));
         rep.push(t.elapsed());
+        rep_cpu.push(cpu_time() - c);
     }
-    let (b, r) = (median(base), median(rep));
+    let (b, r, l) = (median(base), median(rep), median(load));
+    let (bc, rc) = (median(base_cpu), median(rep_cpu));
     let mbs = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
     println!(
         "  plain serde_json (read + parse), median: {:>8.1} ms  {:>8.1} MB/s",
@@ -134,8 +155,21 @@ fn main() {
         mbs(r)
     );
     println!(
-        "  report time / serde_json time:            {:>8.2}x",
-        r.as_secs_f64() / b.as_secs_f64()
+        "    of which load + rescore, median:        {:>6.1} ms  (render {:.1} ms)",
+        l.as_secs_f64() * 1e3,
+        (r.saturating_sub(l)).as_secs_f64() * 1e3
+    );
+    println!(
+        "  report time / serde_json time:            {:>8.2}x  (throughput {:.0}% of serde_json's)",
+        r.as_secs_f64() / b.as_secs_f64(),
+        100.0 * b.as_secs_f64() / r.as_secs_f64()
+    );
+    println!(
+        "  CPU time (user + system): serde_json {:.1} ms, report {:.1} ms: {:.2}x  (throughput {:.0}% of serde_json's)",
+        bc.as_secs_f64() * 1e3,
+        rc.as_secs_f64() * 1e3,
+        rc.as_secs_f64() / bc.as_secs_f64().max(1e-9),
+        100.0 * bc.as_secs_f64() / rc.as_secs_f64().max(1e-9)
     );
 
     // --list of a 10,000-trial plan.
@@ -143,10 +177,11 @@ fn main() {
     let trials = n;
     let repeats = 100u32;
     let caps = trials.div_ceil(repeats as usize);
+    let list_iters = env_num("GAUNTLET_BENCH_LIST_ITERS", 15).max(1);
     let mut plan_time = Vec::new();
     let mut bare_time = Vec::new();
     let mut listed = 0;
-    for _ in 0..iters {
+    let plan_list = || {
         let t = Instant::now();
         let count = quiet(|| {
             let mut app = gauntlet::spec::load_app(&root.join("apps/api-ledger")).expect("app");
@@ -179,8 +214,9 @@ fn main() {
             let _ = libtest_mimic::run(&list_args(), trials);
             count
         });
-        plan_time.push(t.elapsed());
-        listed = count;
+        (t.elapsed(), count)
+    };
+    let bare_list = |count: usize| {
         let t = Instant::now();
         quiet(|| {
             let trials: Vec<libtest_mimic::Trial> = (0..count)
@@ -188,10 +224,28 @@ fn main() {
                 .collect();
             let _ = libtest_mimic::run(&list_args(), trials);
         });
-        bare_time.push(t.elapsed());
+        t.elapsed()
+    };
+    // Warm-up pair: the files the plan reads, the allocator's first pages.
+    let (_, count) = plan_list();
+    bare_list(count);
+    for i in 0..list_iters {
+        // Alternate which goes first, so neither always follows the other's frees.
+        if i % 2 == 0 {
+            let (d, count) = plan_list();
+            plan_time.push(d);
+            bare_time.push(bare_list(count));
+            listed = count;
+        } else {
+            let d = bare_list(listed.max(count));
+            bare_time.push(d);
+            let (d, count) = plan_list();
+            plan_time.push(d);
+            listed = count;
+        }
     }
     let (p, b) = (median(plan_time), median(bare_time));
-    println!("list bench: {listed} trials");
+    println!("list bench: {listed} trials, {list_iters} pairs");
     println!(
         "  qa plan --list (load + plan + list), median: {:>7.1} ms",
         p.as_secs_f64() * 1e3

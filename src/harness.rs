@@ -235,9 +235,12 @@ pub async fn run_all(
         });
         let run_dir = run_dir.to_path_buf();
         let name = t.name.clone();
+        // The trial's future is boxed once it may start: a task waiting for its permit
+        // then holds a pointer, not a whole trial's state, so a 1,000-trial run does not
+        // allocate 1,000 trials' worth of futures before the first one starts.
         let task = tokio::spawn(async move {
             let _permit = gate.acquire_owned().await.ok();
-            run_trial(&suites, &t, &cfg, &run_dir).await
+            Box::pin(run_trial(&suites, &t, &cfg, &run_dir)).await
         });
         handles.push((index, name, task));
     }

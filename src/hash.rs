@@ -10,10 +10,13 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 /// Lowercase hex of arbitrary bytes.
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
+    // A table, not `write!` per byte: every raw file of every record is hashed on each
+    // rescore, and formatting dominated the hex.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        let _ = write!(s, "{b:02x}");
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     s
 }

@@ -36,7 +36,9 @@ pub struct Trial {
 pub enum Unit {
     Qa {
         app: usize,
-        capability: String,
+        /// Shared by the capability's K repeats: a 10,000-trial plan lists without one
+        /// allocation per trial for a name it already holds.
+        capability: std::sync::Arc<str>,
         /// `Some(k)` for repeat k when the config asks for more than one.
         repeat: Option<u32>,
         kind: Option<CapabilityKind>,
@@ -56,7 +58,7 @@ impl Trial {
     /// The capability a qa trial checks.
     pub fn capability(&self) -> Option<&str> {
         match &self.unit {
-            Unit::Qa { capability, .. } => Some(capability),
+            Unit::Qa { capability, .. } => Some(capability.as_ref()),
             _ => None,
         }
     }
@@ -147,7 +149,8 @@ pub fn plan(
 /// The qa plan: every capability of every app, in corpus order, apps sorted by name,
 /// each repeated K times (stable names `::r1`…`::rK` when K > 1).
 pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
-    let mut out = Vec::new();
+    let trials: usize = apps.iter().map(|a| a.corpus.capabilities.len()).sum();
+    let mut out = Vec::with_capacity(trials * cfg.repeats.max(1) as usize);
     let repeats: Vec<Option<u32>> = if cfg.repeats > 1 {
         (1..=cfg.repeats).map(Some).collect()
     } else {
@@ -167,13 +170,14 @@ pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Ve
                         .then(|| no_browser.map(str::to_owned))
                         .flatten()
                 });
+            let capability: std::sync::Arc<str> = cap.id.as_str().into();
             for &repeat in &repeats {
                 out.push(Trial {
                     name: names::qa(&app.app.name, &cap.id, repeat),
                     suite: Suite::Qa,
                     unit: Unit::Qa {
                         app: i,
-                        capability: cap.id.clone(),
+                        capability: std::sync::Arc::clone(&capability),
                         repeat,
                         kind: Some(cap.kind),
                     },

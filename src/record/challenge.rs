@@ -24,11 +24,15 @@ pub fn load(file: &Path) -> Result<ChallengeRecord, RecordError> {
         file: file.to_path_buf(),
         source: e,
     })?;
-    let rec: ChallengeRecord =
-        serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
-            file: file.to_path_buf(),
-            reason: format!("not a challenge record: {e}"),
-        })?;
+    load_bytes(file, &bytes)
+}
+
+/// [`load`] of a record file already read into `bytes`.
+pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<ChallengeRecord, RecordError> {
+    let rec: ChallengeRecord = serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
+        file: file.to_path_buf(),
+        reason: format!("not a challenge record: {e}"),
+    })?;
     if rec.header.suite != Suite::Challenge {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),

@@ -62,16 +62,27 @@ impl DigestEntry {
             record.to_path_buf()
         };
         let record_sha256 = file_sha256(&file)?;
-        let trial = super::trial_of(&file).unwrap_or_else(|_| {
+        Ok(DigestEntry::from_checked(
+            &file,
+            record_sha256,
+            super::trial_of(&file).ok(),
+        ))
+    }
+
+    /// The entry of the record file `file` whose bytes hash to `record_sha256` and
+    /// whose `trial` field reads as `trial` (as [`super::any::check`] found them), so
+    /// that a reader that checked the record need not read it again.
+    pub fn from_checked(file: &Path, record_sha256: String, trial: Option<String>) -> DigestEntry {
+        let trial = trial.unwrap_or_else(|| {
             file.parent()
                 .and_then(|d| d.file_name())
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
-        Ok(DigestEntry {
+        DigestEntry {
             trial,
             record_sha256,
-        })
+        }
     }
 }
 

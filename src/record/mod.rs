@@ -242,6 +242,11 @@ pub fn load_header(file: &Path) -> Result<Header, RecordError> {
     head(file)
 }
 
+/// [`load_header`] of a record file already read into `bytes`.
+pub fn load_header_bytes(file: &Path, bytes: &[u8]) -> Result<Header, RecordError> {
+    head_bytes(file, bytes)
+}
+
 /// The trial a record file belongs to (its `trial` field alone).
 pub fn trial_of(file: &Path) -> Result<String, RecordError> {
     #[derive(serde::Deserialize)]
@@ -251,9 +256,23 @@ pub fn trial_of(file: &Path) -> Result<String, RecordError> {
     head::<Head>(file).map(|h| h.trial)
 }
 
+/// [`trial_of`] a record file already read into `bytes`: readers that check a record
+/// read it once, not once per question.
+pub fn trial_of_bytes(file: &Path, bytes: &[u8]) -> Result<String, RecordError> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        trial: String,
+    }
+    head_bytes::<Head>(file, bytes).map(|h| h.trial)
+}
+
 fn head<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, RecordError> {
     let bytes = std::fs::read(file).map_err(io(file))?;
-    serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+    head_bytes(file, &bytes)
+}
+
+fn head_bytes<T: serde::de::DeserializeOwned>(file: &Path, bytes: &[u8]) -> Result<T, RecordError> {
+    serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
         file: file.to_path_buf(),
         reason: e.to_string(),
     })
@@ -262,7 +281,12 @@ fn head<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, RecordError> {
 /// Read one record file.
 pub fn load(file: &Path) -> Result<QaRecord, RecordError> {
     let bytes = std::fs::read(file).map_err(io(file))?;
-    let rec: QaRecord = serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+    load_bytes(file, &bytes)
+}
+
+/// [`load`] of a record file already read into `bytes`.
+pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<QaRecord, RecordError> {
+    let rec: QaRecord = serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
         file: file.to_path_buf(),
         reason: e.to_string(),
     })?;

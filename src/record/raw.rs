@@ -9,6 +9,7 @@
 //! timings are fields of the record itself: the record's own hash covers them
 //! ([`super::digest`]).
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Component, Path};
 
@@ -122,6 +123,13 @@ pub fn verify_file(trial_dir: &Path, raw: &crate::evidence::RawFile) -> Result<(
 }
 
 fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
+    verify_named(trial_dir, n, None)
+}
+
+/// [`verify_one`], taking the hash and length of a file the caller already read
+/// (`hashed`) instead of reading it again; the path and the file's kind are checked
+/// all the same.
+fn verify_named(trial_dir: &Path, n: &Named<'_>, hashed: Option<&Hashed>) -> Result<(), String> {
     let rel = Path::new(n.path);
     if rel.is_absolute()
         || rel
@@ -131,20 +139,25 @@ fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
         return Err("the recorded path leaves the trial directory".into());
     }
     let mut f = open_plain(trial_dir, rel)?;
-    let mut hash = crate::hash::Sha256Stream::default();
-    let mut buf = vec![0u8; 64 << 10];
-    let mut len = 0u64;
-    loop {
-        let got = f
-            .read(&mut buf)
-            .map_err(|e| format!("cannot be read: {e}"))?;
-        if got == 0 {
-            break;
+    let (found, len) = match hashed {
+        Some(h) => (h.sha256.clone(), h.bytes),
+        None => {
+            let mut hash = crate::hash::Sha256Stream::default();
+            let mut buf = vec![0u8; 64 << 10];
+            let mut len = 0u64;
+            loop {
+                let got = f
+                    .read(&mut buf)
+                    .map_err(|e| format!("cannot be read: {e}"))?;
+                if got == 0 {
+                    break;
+                }
+                len += got as u64;
+                hash.update(&buf[..got]);
+            }
+            (hash.finish(), len)
         }
-        len += got as u64;
-        hash.update(&buf[..got]);
-    }
-    let found = hash.finish();
+    };
     if found != n.sha256 {
         return Err(format!(
             "does not match its recorded hash (recorded {}, found {found})",
@@ -163,23 +176,37 @@ fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
 /// read as a problem, not as the host file or a hang.
 fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
     use std::os::unix::fs::OpenOptionsExt;
+    const LINK: &str = "is a symlink; raw evidence is never read through a link";
     let mut at = trial_dir.to_path_buf();
     let parts: Vec<_> = rel.components().collect();
-    for (i, part) in parts.iter().enumerate() {
+    let (last, dirs) = match parts.split_last() {
+        Some((last, dirs)) => (Some(last), dirs),
+        None => (None, &parts[..]),
+    };
+    for part in dirs {
         at.push(part);
         let meta = std::fs::symlink_metadata(&at).map_err(|e| format!("cannot be read: {e}"))?;
         if meta.file_type().is_symlink() {
-            return Err("is a symlink; raw evidence is never read through a link".into());
+            return Err(LINK.into());
         }
-        if i + 1 < parts.len() && !meta.is_dir() {
+        if !meta.is_dir() {
             return Err("a component of its path is not a directory".into());
         }
     }
+    if let Some(last) = last {
+        at.push(last);
+    }
+    // The last component is not looked at before it is opened: O_NOFOLLOW refuses it if
+    // it is a link (ELOOP, as no earlier component is one), one system call fewer per
+    // raw file of a run.
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&at)
-        .map_err(|e| format!("cannot be read: {e}"))?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) if last.is_some() => LINK.to_string(),
+            _ => format!("cannot be read: {e}"),
+        })?;
     let meta = f.metadata().map_err(|e| format!("cannot be read: {e}"))?;
     if !meta.is_file() {
         return Err("is not a regular file".into());
@@ -221,11 +248,229 @@ pub fn verify_record_file(file: &Path) -> Result<RawCheck, super::RecordError> {
         file: file.to_path_buf(),
         source,
     })?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| super::RecordError::Invalid {
+    verify_record_bytes(file, &bytes, &[])
+}
+
+/// A raw file a reader already streamed and hashed while reading it (rescore's parse of
+/// the agent's stdout): its path as the record names it, the hash found and the bytes
+/// read. [`verify_record_bytes`] does not read such a file twice; it still checks that
+/// the file is a plain file below the trial directory, as it does for every other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashed {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// [`verify_record_file`] of a record already read into `bytes`, without building a
+/// JSON tree: the record is scanned once for raw-file references (in the order and
+/// with the duplicate-key rule of a `serde_json::Value`, so the same files are named in
+/// the same order), and files in `known` are not re-read.
+pub fn verify_record_bytes(
+    file: &Path,
+    bytes: &[u8],
+    known: &[Hashed],
+) -> Result<RawCheck, super::RecordError> {
+    let found = scan(bytes).map_err(|e| super::RecordError::Invalid {
         file: file.to_path_buf(),
         reason: format!("not JSON: {e}"),
     })?;
-    Ok(verify(file.parent().unwrap_or(Path::new(".")), &value))
+    let trial_dir = file.parent().unwrap_or(Path::new("."));
+    let mut check = RawCheck::default();
+    let mut seen: Vec<(&str, u64, &str)> = Vec::new();
+    for n in &found {
+        let key = (n.path.as_ref(), n.bytes, n.sha256.as_ref());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        check.checked += 1;
+        let named = Named {
+            path: &n.path,
+            bytes: n.bytes,
+            sha256: &n.sha256,
+        };
+        let hashed = known.iter().find(|k| k.path == n.path);
+        if let Err(problem) = verify_named(trial_dir, &named, hashed) {
+            check.problems.push(RawProblem {
+                path: n.path.to_string(),
+                problem,
+            });
+        }
+    }
+    Ok(check)
+}
+
+/// A raw-file reference scanned from a record's bytes.
+struct Found<'a> {
+    path: Cow<'a, str>,
+    bytes: u64,
+    sha256: Cow<'a, str>,
+}
+
+/// Every raw-file reference in a record's JSON, as [`collect`] finds them in its
+/// `Value`: an object with a string `path`, an unsigned `bytes` and `bytes_seen` and a
+/// string `sha256` is one (and is not searched further); any other object is searched
+/// in key order (the last of duplicate keys counting), arrays in order.
+fn scan(bytes: &[u8]) -> Result<Vec<Found<'_>>, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let mut found = Vec::new();
+    Scan {
+        found: &mut found,
+        want: Want::Nothing,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(found)
+}
+
+/// What a scanned value is to the object holding it.
+enum Scalar<'a> {
+    Str(Cow<'a, str>),
+    U64(u64),
+    Other,
+}
+
+/// Which scalar the key of a scanned value asks for.
+#[derive(Clone, Copy)]
+enum Want {
+    Str,
+    U64,
+    Nothing,
+}
+
+struct Scan<'s, 'a> {
+    found: &'s mut Vec<Found<'a>>,
+    want: Want,
+}
+
+impl<'de, 's> serde::de::DeserializeSeed<'de> for Scan<'s, 'de> {
+    type Value = Scalar<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Scalar<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 's> serde::de::Visitor<'de> for Scan<'s, 'de> {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Scalar<'de>, E> {
+        Ok(match self.want {
+            Want::U64 => Scalar::U64(v),
+            _ => Scalar::Other,
+        })
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Scalar<'de>, E> {
+        Ok(match self.want {
+            Want::Str => Scalar::Str(Cow::Borrowed(v)),
+            _ => Scalar::Other,
+        })
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Scalar<'de>, E> {
+        Ok(match self.want {
+            Want::Str => Scalar::Str(Cow::Owned(v.to_owned())),
+            _ => Scalar::Other,
+        })
+    }
+    fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar<'de>, A::Error> {
+        while seq
+            .next_element_seed(Scan {
+                found: &mut *self.found,
+                want: Want::Nothing,
+            })?
+            .is_some()
+        {}
+        Ok(Scalar::Other)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar<'de>, A::Error> {
+        // Each member's findings are kept apart until the object is known: a raw-file
+        // reference is not searched further, any other object is searched in key order.
+        let mut members: Vec<(Cow<'de, str>, Scalar<'de>, Vec<Found<'de>>)> = Vec::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            let want = match key.as_ref() {
+                "path" | "sha256" => Want::Str,
+                "bytes" | "bytes_seen" => Want::U64,
+                _ => Want::Nothing,
+            };
+            let mut inner = Vec::new();
+            let value = map.next_value_seed(Scan {
+                found: &mut inner,
+                want,
+            })?;
+            // The last of duplicate keys counts, as in a `Value`'s map.
+            members.retain(|(k, _, _)| *k != key);
+            members.push((key, value, inner));
+        }
+        let str_of = |name: &str| {
+            members.iter().find_map(|(k, v, _)| match v {
+                Scalar::Str(s) if k == name => Some(s.clone()),
+                _ => None,
+            })
+        };
+        let u64_of = |name: &str| {
+            members.iter().find_map(|(k, v, _)| match v {
+                Scalar::U64(n) if k == name => Some(*n),
+                _ => None,
+            })
+        };
+        if let (Some(path), Some(bytes), Some(_), Some(sha256)) = (
+            str_of("path"),
+            u64_of("bytes"),
+            u64_of("bytes_seen"),
+            str_of("sha256"),
+        ) {
+            self.found.push(Found {
+                path,
+                bytes,
+                sha256,
+            });
+            return Ok(Scalar::Other);
+        }
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, _, inner) in members {
+            self.found.extend(inner);
+        }
+        Ok(Scalar::Other)
+    }
+}
+
+/// An object key, borrowed from the record's bytes when it has no escapes.
+struct Key;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
 }
 
 #[cfg(test)]
@@ -257,6 +502,44 @@ mod tests {
         assert!(fifo.problem.contains("not a regular file"), "{fifo}");
         std::fs::copy(&host, trial.join("real.out")).unwrap();
         verify_file(&trial, &raw("real.out")).unwrap();
+    }
+
+    #[test]
+    fn the_scan_of_a_records_bytes_finds_what_its_value_holds_in_the_same_order() {
+        let docs = [
+            // Nested references, keys out of order, an array, escapes in a path.
+            r#"{"z":{"path":"a\u0062.out","bytes":1,"bytes_seen":1,"sha256":"s1"},
+                "a":[{"sha256":"s2","bytes_seen":0,"bytes":2,"path":"gate/x"},7,"str",null,true],
+                "m":{"inner":{"path":"p3","bytes":3,"bytes_seen":3,"sha256":"s3"}}}"#,
+            // A reference is not searched further; a near miss is.
+            r#"{"r":{"path":"outer","bytes":1,"bytes_seen":1,"sha256":"o",
+                     "x":{"path":"inner","bytes":1,"bytes_seen":1,"sha256":"i"}},
+                "near":{"path":"n","bytes":-1,"bytes_seen":1,"sha256":"n",
+                        "y":{"path":"deep","bytes":5,"bytes_seen":5,"sha256":"d"}},
+                "float":{"path":"f","bytes":1.0,"bytes_seen":1,"sha256":"f"}}"#,
+            // The last of duplicate keys counts.
+            r#"{"d":{"path":1,"path":"late","bytes":4,"bytes_seen":4,"sha256":"l"},
+                "d":{"path":"last","bytes":4,"bytes_seen":4,"sha256":"ll"},
+                "e":{"path":"gone","path":2,"bytes":4,"bytes_seen":4,"sha256":"g"}}"#,
+            r#"[{"path":"top","bytes":0,"bytes_seen":0,"sha256":"t"}]"#,
+            r#""just a string""#,
+        ];
+        for doc in docs {
+            let value: Value = serde_json::from_str(doc).unwrap();
+            let mut want = Vec::new();
+            collect(&value, &mut want);
+            let want: Vec<_> = want.iter().map(|n| (n.path, n.bytes, n.sha256)).collect();
+            let found = scan(doc.as_bytes()).unwrap();
+            let got: Vec<_> = found
+                .iter()
+                .map(|n| (n.path.as_ref(), n.bytes, n.sha256.as_ref()))
+                .collect();
+            assert_eq!(got, want, "{doc}");
+        }
+        for bad in ["{", "{} x", "[1,]"] {
+            let v = serde_json::from_str::<Value>(bad).unwrap_err().to_string();
+            assert_eq!(scan(bad.as_bytes()).err().map(|e| e.to_string()), Some(v));
+        }
     }
 
     #[test]

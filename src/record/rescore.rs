@@ -49,12 +49,14 @@ pub enum RescoreError {
 struct HashingReader<R> {
     inner: R,
     hash: Sha256Stream,
+    bytes: u64,
 }
 
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.hash.update(&buf[..n]);
+        self.bytes += n as u64;
         Ok(n)
     }
 }
@@ -66,39 +68,54 @@ fn parse_checked(
     raw: &RawFile,
     parser: StreamParser,
 ) -> Result<Transcript, RescoreError> {
+    parse_hashed(trial_dir, raw, parser).0
+}
+
+/// [`parse_checked`], and what the file read as (its hash and length) when it was read
+/// to the end, so that the raw-file check need not read it again.
+fn parse_hashed(
+    trial_dir: &Path,
+    raw: &RawFile,
+    parser: StreamParser,
+) -> (Result<Transcript, RescoreError>, Option<super::raw::Hashed>) {
     let file = trial_dir.join(&raw.path);
     if Path::new(&raw.path).is_absolute() || raw.path.split('/').any(|s| s == "..") {
-        return Err(RescoreError::Io {
-            file,
-            source: std::io::Error::other("evidence path leaves the trial directory"),
-        });
+        let source = std::io::Error::other("evidence path leaves the trial directory");
+        return (Err(RescoreError::Io { file, source }), None);
     }
-    let f = std::fs::File::open(&file).map_err(|source| RescoreError::Io {
-        file: file.clone(),
-        source,
-    })?;
+    let f = match std::fs::File::open(&file) {
+        Ok(f) => f,
+        Err(source) => return (Err(RescoreError::Io { file, source }), None),
+    };
     let mut reader = std::io::BufReader::with_capacity(
         64 << 10,
         HashingReader {
             inner: f,
             hash: Sha256Stream::default(),
+            bytes: 0,
         },
     );
     let transcript = parser(&mut reader).transcript;
     // Drain whatever the parser left (it stops early only on an I/O error).
-    std::io::copy(&mut reader, &mut std::io::sink()).map_err(|source| RescoreError::Io {
-        file: file.clone(),
-        source,
-    })?;
-    let found = reader.into_inner().hash.finish();
+    if let Err(source) = std::io::copy(&mut reader, &mut std::io::sink()) {
+        return (Err(RescoreError::Io { file, source }), None);
+    }
+    let read = reader.into_inner();
+    let found = read.hash.finish();
+    let hashed = super::raw::Hashed {
+        path: raw.path.clone(),
+        sha256: found.clone(),
+        bytes: read.bytes,
+    };
     if found != raw.sha256 {
-        return Err(RescoreError::Altered {
+        let altered = RescoreError::Altered {
             file,
             recorded: raw.sha256.clone(),
             found,
-        });
+        };
+        return (Err(altered), Some(hashed));
     }
-    Ok(transcript)
+    (Ok(transcript), Some(hashed))
 }
 
 /// The verdict the evidence in `trial_dir` supports, reading the agent's stdout with the
@@ -109,31 +126,40 @@ pub fn derive_qa_verdict(
     spec: &QaSpecRef,
     evidence: &QaEvidence,
 ) -> Result<Verdict, RescoreError> {
-    let parser = crate::evidence::streams::AgentKind::from_name(agent)
-        .map(crate::evidence::streams::parser)
-        .ok_or_else(|| RescoreError::UnknownAgent {
-            file: trial_dir.join(&evidence.agent.stdout.path),
-            agent: agent.to_owned(),
-        })?;
-    derive_with(trial_dir, parser, spec, evidence)
+    derive_qa_verdict_hashed(trial_dir, agent, spec, evidence).0
 }
 
-fn derive_with(
+/// [`derive_qa_verdict`], and the agent's stdout as it read (for
+/// [`super::raw::verify_record_bytes`]).
+pub(crate) fn derive_qa_verdict_hashed(
     trial_dir: &Path,
-    parser: StreamParser,
+    agent: &str,
     spec: &QaSpecRef,
     evidence: &QaEvidence,
-) -> Result<Verdict, RescoreError> {
-    let transcript = parse_checked(trial_dir, &evidence.agent.stdout, parser)?;
-    Ok(score(&QaInputs {
+) -> (Result<Verdict, RescoreError>, Option<super::raw::Hashed>) {
+    let Some(parser) =
+        crate::evidence::streams::AgentKind::from_name(agent).map(crate::evidence::streams::parser)
+    else {
+        let unknown = RescoreError::UnknownAgent {
+            file: trial_dir.join(&evidence.agent.stdout.path),
+            agent: agent.to_owned(),
+        };
+        return (Err(unknown), None);
+    };
+    let (transcript, hashed) = parse_hashed(trial_dir, &evidence.agent.stdout, parser);
+    (transcript.map(|t| score_qa(&t, spec, evidence)), hashed)
+}
+
+fn score_qa(transcript: &Transcript, spec: &QaSpecRef, evidence: &QaEvidence) -> Verdict {
+    score(&QaInputs {
         capability: &spec.capability,
         kind: spec.kind,
         setup_error: evidence.setup_error.as_deref(),
         agent_end: &evidence.agent.end,
-        transcript: &transcript,
+        transcript,
         gate: evidence.gate.as_ref(),
         token_budget_hit: crate::evidence::usage::budget_hit(&evidence.usage).as_deref(),
-    }))
+    })
 }
 
 /// [`parse_checked`] for the other suites' rescore (scorecard turns).
@@ -262,11 +288,20 @@ impl RunRescore {
 pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     let files = super::find_records(path)?;
     let is_run = path.is_dir() && !path.join(super::RECORD_FILE).is_file();
-    let rows: Vec<RescoreRow> = files.iter().map(|f| rescore_file(f)).collect();
-    let entries: Vec<super::digest::DigestEntry> = files
-        .iter()
-        .filter_map(|f| super::digest::DigestEntry::of(f).ok())
-        .collect();
+    // One read of each record answers both the check and its digest entry.
+    let mut rows: Vec<RescoreRow> = Vec::with_capacity(files.len());
+    let mut entries: Vec<super::digest::DigestEntry> = Vec::with_capacity(files.len());
+    for f in &files {
+        let checked = super::any::check(f);
+        if let Some(sha) = &checked.row.record_sha256 {
+            entries.push(super::digest::DigestEntry::from_checked(
+                f,
+                sha.clone(),
+                checked.named_trial,
+            ));
+        }
+        rows.push(checked.row);
+    }
     let digest = super::digest::run_digest(&entries);
     let (manifest, findings) = if !is_run {
         (ManifestState::NotARun, Vec::new())

@@ -120,11 +120,15 @@ pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
         file: file.to_path_buf(),
         source,
     })?;
-    let rec: ScorecardRecord =
-        serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
-            file: file.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    load_bytes(file, &bytes)
+}
+
+/// [`load`] of a record file already read into `bytes`.
+pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<ScorecardRecord, RecordError> {
+    let rec: ScorecardRecord = serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
+        file: file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     if rec.header.schema_version != SCHEMA_VERSION || rec.header.suite != Suite::Scorecard {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),

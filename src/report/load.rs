@@ -266,10 +266,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             });
             continue;
         }
-        if let Ok(trial) = record::trial_of(&file) {
+        let checked = record::any::check(&file);
+        if let Some(trial) = checked.named_trial.clone() {
             recorded.push(trial);
         }
-        let checked = record::any::check(&file);
         match checked.record {
             None => run.problems.push(Problem {
                 file: rel,

@@ -34,20 +34,23 @@ pub async fn finish_proxy(
     proxy: Proxy,
     stem: &str,
 ) -> (Vec<crate::evidence::usage::UsageEntry>, Option<RawFile>) {
-    let (usage, calls) = proxy.shutdown_with_calls().await;
-    if calls.is_empty() {
-        return (usage, None);
-    }
-    let name = format!("{stem}{CALLS_SUFFIX}");
-    let kept = std::fs::write(trial_dir.join(&name), &calls)
-        .ok()
-        .map(|()| RawFile {
-            path: name,
-            bytes: calls.len() as u64,
-            bytes_seen: calls.len() as u64,
-            sha256: crate::hash::sha256(&calls),
-        });
-    (usage, kept)
+    let finished = async {
+        let (usage, calls) = proxy.shutdown_with_calls().await;
+        if calls.is_empty() {
+            return (usage, None);
+        }
+        let name = format!("{stem}{CALLS_SUFFIX}");
+        let kept = std::fs::write(trial_dir.join(&name), &calls)
+            .ok()
+            .map(|()| RawFile {
+                path: name,
+                bytes: calls.len() as u64,
+                bytes_seen: calls.len() as u64,
+                sha256: crate::hash::sha256(&calls),
+            });
+        (usage, kept)
+    };
+    crate::phases::timed(crate::phases::Phase::Proxy, finished).await
 }
 
 /// What a trial's proxy relayed is kept as `<stem>` plus this, beside the streams of the
@@ -121,9 +124,12 @@ impl Context<'_> {
         let budget = Budget {
             max_tokens: self.cfg.max_tokens_per_trial,
         };
-        Proxy::start_with_budget(mode, budget)
-            .await
-            .map_err(KernelError::Proxy)
+        crate::phases::timed(
+            crate::phases::Phase::Proxy,
+            Proxy::start_with_budget(mode, budget),
+        )
+        .await
+        .map_err(KernelError::Proxy)
     }
 
     /// Stop `proxy` and keep what it relayed as `<stem>.calls.jsonl` in the trial

@@ -85,6 +85,17 @@ impl Target {
         logs: &Path,
         label: &str,
     ) -> Result<Target, TargetError> {
+        let started = Self::start_untimed(app, mutant, dir, logs, label);
+        crate::phases::timed(crate::phases::Phase::Target, started).await
+    }
+
+    async fn start_untimed(
+        app: &AppSpec,
+        mutant: Option<&str>,
+        dir: &Path,
+        logs: &Path,
+        label: &str,
+    ) -> Result<Target, TargetError> {
         let (binary, prefix) = app.start_command();
         if !binary.is_file() {
             return Err(match &app.start {
@@ -199,14 +210,17 @@ impl Target {
     /// Stop it; returns the app's logs, hashed, relative to `rel_base` (the trial
     /// directory), for the record.
     pub async fn stop(&mut self, rel_base: &Path) -> Vec<crate::evidence::RawFile> {
-        let mut logs = Vec::new();
-        if let Some(p) = self.process.as_mut() {
-            logs = p.stop(rel_base).await;
-        }
-        if let Some(r) = self.relay.take() {
-            r.stop().await;
-        }
-        logs
+        let stopped = async {
+            let mut logs = Vec::new();
+            if let Some(p) = self.process.as_mut() {
+                logs = p.stop(rel_base).await;
+            }
+            if let Some(r) = self.relay.take() {
+                r.stop().await;
+            }
+            logs
+        };
+        crate::phases::timed(crate::phases::Phase::Target, stopped).await
     }
 }
 

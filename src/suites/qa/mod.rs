@@ -11,6 +11,7 @@ use crate::config::{Config, Mode};
 use crate::evidence::{
     parse_claims, AgentRun, ClaimStatus, ClaimsFound, Gate, GateRun, GateTarget, QaEvidence,
 };
+use crate::phases::{timed, timed_sync, Phase};
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
@@ -52,7 +53,9 @@ pub async fn execute(
         })?;
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
-    let trial_dir = record::create_trial_dir(run_dir, &name)?;
+    let trial_dir = timed_sync(Phase::Workspace, || {
+        record::create_trial_dir(run_dir, &name)
+    })?;
     let adapter = adapter_for(&cfg.agent);
     let spec = spec_ref(app, capability);
 
@@ -89,13 +92,13 @@ pub async fn execute(
         }
     }
 
-    let verdict =
-        derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence).map_err(|source| {
-            TrialError::Score {
-                trial_dir: trial_dir.clone(),
-                source: Box::new(source),
-            }
-        })?;
+    let verdict = timed_sync(Phase::Score, || {
+        derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence)
+    })
+    .map_err(|source| TrialError::Score {
+        trial_dir: trial_dir.clone(),
+        source: Box::new(source),
+    })?;
     let rec = QaRecord {
         header: record::Header::finished_now(
             crate::spec::Suite::Qa,
@@ -109,7 +112,9 @@ pub async fn execute(
         evidence,
         verdict,
     };
-    record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)?;
+    timed_sync(Phase::Record, || {
+        record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)
+    })?;
     Ok((rec, trial_dir))
 }
 
@@ -158,11 +163,16 @@ async fn observe(
     adapter: &dyn crate::agent::Adapter,
     evidence: &mut QaEvidence,
 ) -> Result<(), SetupError> {
-    let workspace = mkdir(&trial_dir.join("workspace"))?;
-    let home = mkdir(&trial_dir.join("home"))?;
-    let tmp = mkdir(&trial_dir.join("tmp"))?;
     let graph_file = trial_dir.join("graph.json");
-    std::fs::copy(app.app.dir.join("corpus.json"), &graph_file).map_err(SetupError::Graph)?;
+    let (workspace, home, tmp) = timed_sync(Phase::Workspace, || {
+        let dirs = (
+            mkdir(&trial_dir.join("workspace"))?,
+            mkdir(&trial_dir.join("home"))?,
+            mkdir(&trial_dir.join("tmp"))?,
+        );
+        std::fs::copy(app.app.dir.join("corpus.json"), &graph_file).map_err(SetupError::Graph)?;
+        Ok::<_, SetupError>(dirs)
+    })?;
 
     let kernel = Context {
         cfg,
@@ -198,7 +208,10 @@ async fn observe(
             remember_preflight(&app.app);
         }
         let target = world.locator(sealed);
-        let text = match write_prompt(app, capability, &target, &graph_file, cfg.n, trial_dir) {
+        let written = timed_sync(Phase::Workspace, || {
+            write_prompt(app, capability, &target, &graph_file, cfg.n, trial_dir)
+        });
+        let text = match written {
             Ok((text, raw)) => {
                 evidence.prompt = Some(raw);
                 text
@@ -240,9 +253,8 @@ async fn observe(
                 .read(&graph_file)
                 .extend(world.view())
         });
-        let outcome =
-            process::run(kernel.agent_spec(launch, trial_env, &proxy_url, &Streams::AGENT, seal))
-                .await;
+        let spec = kernel.agent_spec(launch, trial_env, &proxy_url, &Streams::AGENT, seal);
+        let outcome = timed(Phase::Agent, process::run(spec)).await;
         evidence.world_logs.extend(world.stop(trial_dir).await);
         let outcome = outcome.map_err(SetupError::Run)?;
         evidence.agent.end = outcome.end;
@@ -263,8 +275,8 @@ async fn observe(
     });
     result?;
     // The agent's own account, beside the proxy's metering (never instead of it).
-    evidence.agent_report = adapter
-        .read(&trial_dir.join(&evidence.agent.stdout.path))
+    let stdout = trial_dir.join(&evidence.agent.stdout.path);
+    evidence.agent_report = timed_sync(Phase::Score, || adapter.read(&stdout))
         .ok()
         .map(|parsed| parsed.report);
 
@@ -278,9 +290,8 @@ async fn observe(
     {
         return Ok(());
     }
-    let transcript = adapter
-        .parse(&trial_dir.join(&evidence.agent.stdout.path))
-        .map_err(SetupError::Output)?;
+    let transcript =
+        timed_sync(Phase::Score, || adapter.parse(&stdout)).map_err(SetupError::Output)?;
     let ClaimsFound::One(claim) = parse_claims(transcript.final_message.as_deref().unwrap_or(""))
     else {
         return Ok(());
@@ -551,7 +562,7 @@ impl GateContext<'_> {
         // What the run can see lives under a name that says only its position.
         let run_dir = self.gate_dir.join(format!("run-{}", position + 1));
         let copy = run_dir.join("test");
-        if let Err(e) = copy_tree(self.dir, &copy) {
+        if let Err(e) = timed_sync(Phase::Workspace, || copy_tree(self.dir, &copy)) {
             return (
                 Err(format!(
                     "cannot copy the test dir for run {}: {e}",
@@ -606,15 +617,15 @@ impl GateContext<'_> {
             tag: Some(&format!("gate-{}", position + 1)),
         };
         let seal = sealed.then(|| View::new().bind(&copy, self.dir, true).extend(world.view()));
-        let outcome = process::run(kernel.spec(
+        let spec = kernel.spec(
             inv,
             env,
             &streams,
             self.cfg.gate_timeout,
             GATE_OUTPUT_CAP,
             seal,
-        ))
-        .await;
+        );
+        let outcome = timed(Phase::Gate, process::run(spec)).await;
         let logs = world.stop(self.trial_dir).await;
         let run = match outcome {
             Ok(o) => Ok(GateRun {
