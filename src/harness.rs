@@ -62,6 +62,9 @@ pub enum TrialError {
         #[source]
         source: tokio::task::JoinError,
     },
+    /// The lane that was to start the trial failed first.
+    #[error("{trial}: never started: the run loop's lane failed: {why}")]
+    Dispatch { trial: String, why: String },
 }
 
 /// Why browser trials cannot run on this machine, if they cannot.
@@ -203,9 +206,9 @@ pub async fn run_trial(
 /// another's deadline.
 ///
 /// Trials run in three lanes, because they load the machine in three ways: at most
-/// `jobs` trials that compute at once; browser trials one at a time beside them (a
-/// browser trial starts several Chromiums, and more of them than cores starve each
-/// other); scorecard probes, which mostly wait through their idle windows, up to four
+/// `jobs` trials that compute at once; as many browser trials beside them (a browser
+/// trial keeps one Chromium busy at a time, and the light trials of the compute lane
+/// finish early); scorecard probes, which mostly wait through their idle windows, up to four
 /// times `jobs` at once (each is a sandbox with its own memory limit, so the lane is
 /// bounded too). The browser lane starts first: it is the run's longest.
 pub async fn run_all(
@@ -215,51 +218,78 @@ pub async fn run_all(
     run_dir: &Path,
     jobs: usize,
 ) -> Vec<(String, Result<Finished, TrialError>)> {
-    let compute = Arc::new(tokio::sync::Semaphore::new(jobs.max(1)));
-    let browser = Arc::new(tokio::sync::Semaphore::new(1));
-    let waiting = Arc::new(tokio::sync::Semaphore::new(jobs.max(1) * 4));
-    let mut handles = Vec::new();
-    let mut runnable: Vec<(usize, &plan::Trial)> = trials
-        .iter()
-        .filter(|t| t.skip.is_none())
-        .enumerate()
-        .collect();
-    runnable.sort_by_key(|(i, t)| (lane(&suites, t) != Lane::Browser, *i));
-    for (index, t) in runnable {
-        let t = t.clone();
-        let (suites, cfg) = (Arc::clone(&suites), Arc::clone(&cfg));
-        let gate = Arc::clone(match lane(&suites, &t) {
-            Lane::Compute => &compute,
-            Lane::Browser => &browser,
-            Lane::Waiting => &waiting,
-        });
-        let run_dir = run_dir.to_path_buf();
-        let name = t.name.clone();
-        // The trial's future is boxed once it may start: a task waiting for its permit
-        // then holds a pointer, not a whole trial's state, so a 1,000-trial run does not
-        // allocate 1,000 trials' worth of futures before the first one starts.
-        let task = tokio::spawn(async move {
-            let _permit = gate.acquire_owned().await.ok();
-            Box::pin(run_trial(&suites, &t, &cfg, &run_dir)).await
-        });
-        handles.push((index, name, task));
+    let width = |lane: Lane| match lane {
+        Lane::Compute | Lane::Browser => jobs.max(1),
+        Lane::Waiting => jobs.max(1) * 4,
+    };
+    let mut lanes: std::collections::BTreeMap<Lane, Vec<(usize, plan::Trial)>> =
+        std::collections::BTreeMap::new();
+    for (index, t) in trials.iter().filter(|t| t.skip.is_none()).enumerate() {
+        lanes
+            .entry(lane(&suites, t))
+            .or_default()
+            .push((index, t.clone()));
     }
-    handles.sort_by_key(|(i, _, _)| *i);
+    // One dispatcher per lane starts its trials in plan order as permits free up: the
+    // order is the plan's, not whichever task the runtime polls first, and a trial's
+    // future exists only once it may start (a 1,000-trial run holds no 1,000 futures).
+    let mut dispatchers = Vec::new();
+    for (lane, list) in lanes {
+        let names: Vec<(usize, String)> = list.iter().map(|(i, t)| (*i, t.name.clone())).collect();
+        let permits = Arc::new(tokio::sync::Semaphore::new(width(lane)));
+        let (suites, cfg, run_dir) = (Arc::clone(&suites), Arc::clone(&cfg), run_dir.to_path_buf());
+        let dispatcher = tokio::spawn(async move {
+            let mut handles = Vec::new();
+            for (index, t) in list {
+                let permit = Arc::clone(&permits).acquire_owned().await.ok();
+                let (suites, cfg, run_dir) =
+                    (Arc::clone(&suites), Arc::clone(&cfg), run_dir.clone());
+                let name = t.name.clone();
+                let task = tokio::spawn(async move {
+                    let _permit = permit;
+                    Box::pin(run_trial(&suites, &t, &cfg, &run_dir)).await
+                });
+                handles.push((index, name, task));
+            }
+            handles
+        });
+        dispatchers.push((names, dispatcher));
+    }
     let mut out = Vec::new();
-    for (_, name, task) in handles {
-        let r = task.await.unwrap_or_else(|source| {
-            Err(TrialError::Task {
-                trial: name.clone(),
-                source,
-            })
-        });
-        out.push((name, r));
+    for (names, dispatcher) in dispatchers {
+        match dispatcher.await {
+            Ok(handles) => {
+                for (index, name, task) in handles {
+                    let r = task.await.unwrap_or_else(|source| {
+                        Err(TrialError::Task {
+                            trial: name.clone(),
+                            source,
+                        })
+                    });
+                    out.push((index, name, r));
+                }
+            }
+            Err(source) => {
+                let why = source.to_string();
+                for (index, name) in names {
+                    out.push((
+                        index,
+                        name.clone(),
+                        Err(TrialError::Dispatch {
+                            trial: name,
+                            why: why.clone(),
+                        }),
+                    ));
+                }
+            }
+        }
     }
-    out
+    out.sort_by_key(|(i, _, _)| *i);
+    out.into_iter().map(|(_, name, r)| (name, r)).collect()
 }
 
 /// Which of [`run_all`]'s lanes a trial runs in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Lane {
     Compute,
     Browser,

@@ -27,9 +27,9 @@ enum Command {
         /// Only trials whose name contains this.
         #[arg(long)]
         filter: Option<String>,
-        /// Trials that compute run at most this many at once; browser trials run one
-        /// at a time beside them, scorecard probes (mostly idle windows) up to four
-        /// times this many.
+        /// Trials that compute run at most this many at once, browser trials as many
+        /// beside them, scorecard probes (mostly idle windows) up to four times this
+        /// many.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
