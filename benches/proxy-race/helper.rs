@@ -26,25 +26,9 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
-/// The non-streaming answer: what benches/proxy.rs answers, usage block included.
-const WHOLE: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the bench upstream."},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":8,"total_tokens":128,"prompt_tokens_details":{"cached_tokens":64}}}"#;
-
-/// Twenty content chunks, the usage chunk and `[DONE]`, each its own frame (as in
-/// benches/proxy.rs).
-fn stream_events() -> Vec<Bytes> {
-    let mut events: Vec<Bytes> = (0..20)
-        .map(|i| {
-            Bytes::from(format!(
-                "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"token{i} \"}},\"finish_reason\":null}}]}}\n\n"
-            ))
-        })
-        .collect();
-    events.push(Bytes::from_static(
-        b"data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":20,\"total_tokens\":140}}\n\n",
-    ));
-    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    events
-}
+#[path = "../support/provider.rs"]
+mod provider;
+use provider::{stream_events, WHOLE};
 
 type UpBody = UnsyncBoxBody<Bytes, Infallible>;
 
