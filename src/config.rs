@@ -15,6 +15,7 @@
 //! | `GAUNTLET_TIMEOUT_SECS` | the agent's deadline per trial | `600` |
 //! | `GAUNTLET_GATE_TIMEOUT_SECS` | deadline of each re-run of a claimed test | `60` |
 //! | `GAUNTLET_OUT` | where run directories go | `target/gauntlet/runs` |
+//! | `GAUNTLET_RESUME` | a run directory to resume instead of starting a new one: trials write into it, and refuse if the run's `run.json` names another config or spec (`gauntlet run --resume` sets it for its own trials; under nextest, set it beside the filter `gauntlet run --resume DIR --nextest-filter` prints) | none |
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
 //! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
 //! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
@@ -183,6 +184,10 @@ pub struct Config {
     #[serde(with = "secs")]
     pub gate_timeout: Duration,
     pub out_dir: PathBuf,
+    /// The run directory being resumed, if any. Not part of a run's identity: the
+    /// resumed run must match the one it resumes.
+    #[serde(skip)]
+    pub resume: Option<PathBuf>,
     pub upstream_url: String,
     pub api_key_env: String,
     pub output_cap_bytes: u64,
@@ -336,6 +341,7 @@ impl Default for Config {
             timeout: Duration::from_secs(600),
             gate_timeout: Duration::from_secs(60),
             out_dir: crate::binaries::repo_root().join("target/gauntlet/runs"),
+            resume: None,
             upstream_url: "https://api.openai.com/v1".into(),
             api_key_env: "OPENAI_API_KEY".into(),
             output_cap_bytes: 32 << 20,
@@ -380,6 +386,7 @@ const KEYS: &[&str] = &[
     "timeout_secs",
     "gate_timeout_secs",
     "out",
+    "resume",
     "upstream_url",
     "api_key_env",
     "output_cap_bytes",
@@ -513,6 +520,12 @@ impl Config {
                     return Err(bad("is empty"));
                 }
                 self.out_dir = PathBuf::from(value);
+            }
+            "resume" => {
+                if value.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.resume = Some(PathBuf::from(value));
             }
             "apps_dir" | "challenges_dir" => {
                 if value.is_empty() {

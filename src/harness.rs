@@ -77,6 +77,139 @@ pub fn no_browser(cfg: &Config) -> Option<String> {
 }
 
 /// The line a run's manifest keeps for `t`.
+/// What this process would plan a run with: its config (without where runs go) and a
+/// digest of every spec, for `run.json` and for checking a resumed run against it.
+pub fn run_identity(
+    cfg: &Config,
+    suites: &Suites,
+) -> std::io::Result<crate::record::identity::RunIdentity> {
+    let mut config = serde_json::to_value(cfg).map_err(std::io::Error::other)?;
+    if let Some(map) = config.as_object_mut() {
+        map.remove("out_dir");
+    }
+    let mut specs = std::collections::BTreeMap::new();
+    for a in &suites.apps {
+        let data = serde_json::to_vec(&(&a.corpus, &a.flows)).map_err(std::io::Error::other)?;
+        specs.insert(
+            format!("app:{}", a.app.name),
+            format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),
+        );
+    }
+    specs.insert("challenges".into(), dir_digest(&cfg.challenges_dir)?);
+    specs.insert("scorecard".into(), dir_digest(&cfg.scorecard_dir)?);
+    Ok(crate::record::identity::RunIdentity {
+        gauntlet_version: crate::VERSION.into(),
+        config,
+        specs,
+    })
+}
+
+/// Why a run cannot be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("{}: missing: this run cannot be resumed, since nothing says what it was planned with (a run made before `run.json` existed, or not a run directory)", .file.display())]
+    NoIdentity { file: PathBuf },
+    #[error("{}: the run was planned with another config or spec than this process has: {what}; resume it with the run's own config, or start a new run", .file.display())]
+    Differs { file: PathBuf, what: String },
+    #[error("{}: missing: a run without a manifest has no plan to resume", .file.display())]
+    NoManifest { file: PathBuf },
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
+}
+
+/// The run directory this process's trials go to, and whether it is a resumed run:
+/// `GAUNTLET_RESUME`'s, once its `run.json` matches `identity` (when the process has
+/// one), else a new one under `GAUNTLET_OUT`, whose `run.json` it writes if it is the
+/// first process of the run to plan.
+pub fn open_run(
+    cfg: &Config,
+    identity: Option<&crate::record::identity::RunIdentity>,
+) -> Result<(PathBuf, bool), ResumeError> {
+    use crate::record::identity::{self, IDENTITY_FILE};
+    match &cfg.resume {
+        Some(dir) => {
+            let file = dir.join(IDENTITY_FILE);
+            let recorded =
+                identity::read(dir)?.ok_or(ResumeError::NoIdentity { file: file.clone() })?;
+            if let Some(what) = identity.and_then(|now| recorded.difference(now)) {
+                return Err(ResumeError::Differs { file, what });
+            }
+            Ok((dir.clone(), true))
+        }
+        None => {
+            let dir = cfg.out_dir.join(crate::record::run_id());
+            if let Some(id) = identity {
+                std::fs::create_dir_all(&dir).map_err(|e| crate::record::RecordError::Io {
+                    file: dir.clone(),
+                    source: e,
+                })?;
+                identity::write_once(&dir, id)?;
+            }
+            Ok((dir, false))
+        }
+    }
+}
+
+/// The trials of the run in `run_dir` that were planned and have fewer finished
+/// records than planned attempts: what a resumed run runs.
+pub fn unfinished_trials(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeSet<String>, ResumeError> {
+    let manifest = crate::record::manifest::read(run_dir)?.ok_or(ResumeError::NoManifest {
+        file: run_dir.join(crate::record::manifest::MANIFEST_FILE),
+    })?;
+    let mut finished: std::collections::BTreeMap<String, usize> = Default::default();
+    for f in crate::record::find_records(run_dir)? {
+        // A record whose header cannot be read names no trial (rescore reports it);
+        // its trial counts as unfinished and runs again.
+        let trial = match crate::record::load_header(&f) {
+            Ok(h) => h.trial,
+            Err(_) => continue,
+        };
+        *finished.entry(trial).or_default() += 1;
+    }
+    Ok(manifest
+        .planned()
+        .into_iter()
+        .filter(|(trial, p)| finished.get(*trial).copied().unwrap_or(0) < p.attempts)
+        .map(|(trial, _)| trial.to_string())
+        .collect())
+}
+
+/// One digest over every file under `dir` (relative path and bytes, in path order).
+fn dir_digest(dir: &Path) -> std::io::Result<String> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", d.display())))?;
+        for e in entries {
+            let path = e?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut h = crate::hash::Sha256Stream::default();
+    for f in files {
+        let bytes = std::fs::read(&f)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
+        h.update(
+            f.strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        h.update(&[0]);
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(h.finish())
+}
+
 pub fn manifest_line(t: &plan::Trial) -> PlannedTrial {
     PlannedTrial::now(&t.name, t.suite.as_str(), t.kind())
 }
@@ -324,17 +457,29 @@ pub fn suite_main(suite: Suite) -> ExitCode {
     };
     let no_browser_here = no_browser(&cfg);
     let plan = plan::plan(&suites, &cfg, Some(suite), || no_browser_here);
+    // Listing plans nothing and must stay cheap; a run records what it was planned with.
+    let identity = if args.list {
+        None
+    } else {
+        match run_identity(&cfg, &suites) {
+            Ok(id) => Some(Arc::new(id)),
+            Err(e) => return fail(&format!("cannot take the run's identity: {e}")),
+        }
+    };
     let cfg = Arc::new(cfg);
     let trials = plan
         .into_iter()
         .map(|t| {
-            let (suites, cfg) = (Arc::clone(&suites), Arc::clone(&cfg));
+            let (suites, cfg, identity) = (Arc::clone(&suites), Arc::clone(&cfg), identity.clone());
             let skip = t.skip.clone();
             trial(t.name.clone(), skip.as_deref(), args.list, move || {
                 let (suites, cfg, t) = (&suites, &cfg, &t);
-                let f = execute_trial(cfg, manifest_line(t), |run_dir| async move {
-                    run_trial(suites, t, cfg, &run_dir).await
-                })?;
+                let f = execute_trial(
+                    cfg,
+                    identity.as_deref(),
+                    manifest_line(t),
+                    |run_dir| async move { run_trial(suites, t, cfg, &run_dir).await },
+                )?;
                 conclude(f.summary, &f.trial_dir, f.lines, f.failure)
             })
         })
@@ -363,6 +508,7 @@ pub(crate) fn trial(
 /// means no record could be written: the trial fails with its cause.
 pub(crate) fn execute_trial<T, E, F>(
     cfg: &Config,
+    identity: Option<&crate::record::identity::RunIdentity>,
     planned: PlannedTrial,
     go: impl FnOnce(PathBuf) -> F,
 ) -> Result<T, Failed>
@@ -374,7 +520,11 @@ where
         eprintln!("Error: {e}");
         Failed::from(e)
     };
-    let run_dir = cfg.out_dir.join(crate::record::run_id());
+    let (run_dir, planned) = match open_run(cfg, identity) {
+        Ok((dir, true)) => (dir, planned.resuming()),
+        Ok((dir, false)) => (dir, planned),
+        Err(e) => return Err(fail(format!("{}: {e}", planned.trial))),
+    };
     crate::record::manifest::append(&run_dir, std::slice::from_ref(&planned)).map_err(|e| {
         fail(format!(
             "cannot plan {} in the run manifest: {e}",
@@ -447,7 +597,7 @@ mod tests {
         };
         for attempt in 1..=2usize {
             let planned = PlannedTrial::now("qa::app::cap", "qa", None);
-            let seen = execute_trial(&cfg, planned, |run_dir| async move {
+            let seen = execute_trial(&cfg, None, planned, |run_dir| async move {
                 // The trial body runs only once its line is on disk.
                 let m = manifest::read(&run_dir).map_err(|e| e.to_string())?;
                 Ok::<_, String>(m.map(|m| m.entries.len()))

@@ -32,15 +32,30 @@ enum Command {
         /// many.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
+        /// Resume this run directory: run exactly its planned trials that have no
+        /// finished record, under the run's recorded config (refused, naming the
+        /// field, when the current config or specs differ), into the same directory.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
+        /// With --resume: print, instead of running, a nextest filter of those trials
+        /// (`GAUNTLET_RESUME=DIR cargo nextest run -E "$(…)"` resumes under nextest).
+        #[arg(long, requires = "resume")]
+        nextest_filter: bool,
     },
     /// List the trials the current config plans.
     List,
     /// Re-derive every verdict offline from recorded evidence, verify every raw file
     /// against its recorded hash and a run's records against its manifest, and print
     /// the run digest; exit 1 on any disagreement, altered file, planned trial without
-    /// a record or record nobody planned.
+    /// a record or record nobody planned, and on a trial that started and never finished
+    /// (interrupted) unless --partial.
     Rescore {
         path: PathBuf,
+        /// The run is known to be partial (interrupted, to be resumed): trials that
+        /// never finished or never started are still listed, but only disagreeing
+        /// records, altered files and records nobody planned exit 1.
+        #[arg(long)]
+        partial: bool,
         /// The run digest printed when the run ended (`sha256:…`): exit 1 unless the
         /// records hash to it, so a consistent rewrite of the run is caught.
         #[arg(long)]
@@ -235,9 +250,18 @@ impl ReportArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { filter, jobs } => run(filter, jobs),
+        Command::Run {
+            filter,
+            jobs,
+            resume,
+            nextest_filter,
+        } => run(filter, jobs, resume, nextest_filter),
         Command::List => list(),
-        Command::Rescore { path, digest } => rescore(&path, digest.as_deref()),
+        Command::Rescore {
+            path,
+            digest,
+            partial,
+        } => rescore(&path, digest.as_deref(), partial),
         Command::Report { run_dir, out, opts } => report(&run_dir, out.as_deref(), &opts),
         Command::Publish {
             run_dir,
@@ -344,14 +368,50 @@ fn digest_of(run_dir: &std::path::Path) -> Result<String, String> {
     Ok(record::digest::run_digest(&entries))
 }
 
-fn run(filter: Option<String>, jobs: usize) -> ExitCode {
+fn run(
+    filter: Option<String>,
+    jobs: usize,
+    resume: Option<PathBuf>,
+    nextest_filter: bool,
+) -> ExitCode {
     use gauntlet::spec::Suite;
     // Every suite is loaded and planned before anything starts: bad data fails here,
     // and the whole plan goes into the run's manifest before the first trial.
-    let (cfg, suites) = match load() {
+    let (mut cfg, suites) = match load() {
         Ok(x) => x,
         Err(e) => return error(e),
     };
+    if resume.is_some() {
+        cfg.resume = resume;
+    }
+    let identity = match gauntlet::harness::run_identity(&cfg, &suites) {
+        Ok(id) => id,
+        Err(e) => return error(format!("cannot take the run's identity: {e}")),
+    };
+    let (run_dir, resuming) = match gauntlet::harness::open_run(&cfg, Some(&identity)) {
+        Ok(x) => x,
+        Err(e) => return error(e),
+    };
+    let unfinished = if resuming {
+        match gauntlet::harness::unfinished_trials(&run_dir) {
+            Ok(u) => Some(u),
+            Err(e) => return error(e),
+        }
+    } else {
+        None
+    };
+    if nextest_filter {
+        let trials = unfinished.unwrap_or_default();
+        if trials.is_empty() {
+            return error(format!(
+                "{}: every planned trial has a finished record: nothing to resume",
+                run_dir.display()
+            ));
+        }
+        let terms: Vec<String> = trials.iter().map(|t| format!("test(={t})")).collect();
+        println!("{}", terms.join(" | "));
+        return ExitCode::SUCCESS;
+    }
     if let Err(e) = build_siblings() {
         return error(e);
     }
@@ -368,17 +428,40 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
             ));
         }
     }
-    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    let wanted = |name: &str| {
+        filter.as_deref().is_none_or(|f| name.contains(f))
+            && unfinished.as_ref().is_none_or(|u| u.contains(name))
+    };
     let plan: Vec<_> =
         gauntlet::plan::plan(&suites, &cfg, None, || gauntlet::harness::no_browser(&cfg))
             .into_iter()
             .filter(|t| wanted(&t.name))
             .collect();
-    let run_dir = cfg.out_dir.join(record::run_id());
+    if let Some(u) = &unfinished {
+        // Same config and specs give the same plan; a trial the plan lacks is a bug
+        // or a filter, and either way it is said.
+        let named: std::collections::BTreeSet<&str> =
+            plan.iter().map(|t| t.name.as_str()).collect();
+        for t in u.iter().filter(|t| !named.contains(t.as_str())) {
+            println!("{t:<44} not resumed: not in this plan (outside --filter)");
+        }
+        println!(
+            "gauntlet: resuming {}: {} unfinished trial(s)",
+            run_dir.display(),
+            plan.len()
+        );
+    }
     let planned: Vec<_> = plan
         .iter()
         .filter(|t| t.skip.is_none())
-        .map(gauntlet::harness::manifest_line)
+        .map(|t| {
+            let line = gauntlet::harness::manifest_line(t);
+            if resuming {
+                line.resuming()
+            } else {
+                line
+            }
+        })
         .collect();
     if let Err(e) = record::manifest::append(&run_dir, &planned) {
         return error(e);
@@ -459,7 +542,7 @@ fn run(filter: Option<String>, jobs: usize) -> ExitCode {
     }
 }
 
-fn rescore(path: &std::path::Path, expected: Option<&str>) -> ExitCode {
+fn rescore(path: &std::path::Path, expected: Option<&str>, partial: bool) -> ExitCode {
     use record::rescore::ManifestState;
     if let Some(d) = expected.filter(|d| !record::digest::is_digest(d)) {
         return error(format!(
@@ -475,7 +558,10 @@ fn rescore(path: &std::path::Path, expected: Option<&str>) -> ExitCode {
         return error(format!("{}: no records found", path.display()));
     }
     print!("{}", record::rescore::render_run(&r));
-    let mut ok = r.ok();
+    let mut ok = if partial { r.ok_partial() } else { r.ok() };
+    if partial && !r.ok() && ok {
+        println!("--partial: the run is incomplete, as its user said");
+    }
     if let Some(want) = expected {
         if want == r.digest {
             println!("run digest matches --digest");

@@ -48,13 +48,13 @@ fn run_version(program: &Path) -> Result<String, String> {
             .unwrap_or_default()
     ));
     std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let spawned = Command::new(program)
-        .arg("--version")
+    let mut cmd = Command::new(program);
+    cmd.arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .env("HOME", &home)
-        .spawn();
+        .env("HOME", &home);
+    let spawned = crate::sys::lifeline::spawn_std(cmd);
     let result = spawned.map_err(|e| e.to_string()).and_then(|mut child| {
         let until = Instant::now() + VERSION_DEADLINE;
         // A version line fits in the pipe buffer, so waiting before reading cannot

@@ -236,13 +236,13 @@ impl Runner<'_> {
 
     async fn cli(&self, c: &CliStep) -> Result<Observed, String> {
         let bin = self.target.app_bin.as_ref().ok_or("APP_BIN is not set")?;
-        let mut child = tokio::process::Command::new(bin)
-            .args(&c.args)
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.args(&c.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        let mut child = crate::sys::lifeline::spawn_tokio(cmd)
             .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
         if let Some(mut stdin) = child.stdin.take() {
             let input = c.stdin.clone().unwrap_or_default();

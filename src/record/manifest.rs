@@ -39,6 +39,10 @@ pub struct PlannedTrial {
     /// A qa trial's capability kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<CapabilityKind>,
+    /// This line is a resumed run's second try at an attempt that never finished
+    /// (`gauntlet run --resume`): it replaces that attempt rather than adding one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
 }
 
 impl PlannedTrial {
@@ -50,7 +54,14 @@ impl PlannedTrial {
             planned_at: chrono::Utc::now().to_rfc3339(),
             pid: std::process::id(),
             kind,
+            resumed: false,
         }
+    }
+
+    /// The same line, marked as the resumption of an attempt that never finished.
+    pub fn resuming(mut self) -> PlannedTrial {
+        self.resumed = true;
+        self
     }
 }
 
@@ -89,7 +100,9 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Planned attempts per trial name, with the suite and kind of the first line.
+    /// Planned attempts per trial name, with the suite and kind of the first line. A
+    /// resumed line replaces an attempt that never finished, so it counts none; a trial
+    /// planned only by resumed lines still counts one.
     pub fn planned(&self) -> BTreeMap<&str, Planned<'_>> {
         let mut out: BTreeMap<&str, Planned<'_>> = BTreeMap::new();
         for e in &self.entries {
@@ -98,7 +111,10 @@ impl Manifest {
                     first: e,
                     attempts: 0,
                 })
-                .attempts += 1;
+                .attempts += usize::from(!e.resumed);
+        }
+        for p in out.values_mut() {
+            p.attempts = p.attempts.max(1);
         }
         out
     }
@@ -156,6 +172,25 @@ pub enum Finding {
     },
     /// A manifest line that is not a planned trial.
     BadLine { line: usize, reason: String },
+    /// A trial directory without a record: the trial started and never finished (its
+    /// harness was killed, or is still running). `trial` is the planned trial the
+    /// directory belongs to, if any.
+    Interrupted {
+        trial: Option<(String, String)>,
+        unfinished: super::unfinished::Unfinished,
+    },
+}
+
+impl Finding {
+    /// Whether this finding only says the run is incomplete (trials that never
+    /// finished or never started), which `--partial` accepts; records nobody planned
+    /// and unreadable manifest lines are never accepted.
+    pub fn is_incomplete(&self) -> bool {
+        matches!(
+            self,
+            Finding::Missing { .. } | Finding::AttemptMissing { .. } | Finding::Interrupted { .. }
+        )
+    }
 }
 
 impl std::fmt::Display for Finding {
@@ -194,13 +229,31 @@ impl std::fmt::Display for Finding {
             Finding::BadLine { line, reason } => {
                 write!(f, "MANIFEST: {MANIFEST_FILE} line {line}: not a planned trial: {reason}")
             }
+            Finding::Interrupted {
+                trial: Some((trial, suite)),
+                unfinished,
+            } => write!(f, "INTERRUPTED: {trial} ({suite}): {}", unfinished.describe()),
+            Finding::Interrupted {
+                trial: None,
+                unfinished,
+            } => write!(
+                f,
+                "INTERRUPTED: a directory of no planned trial: {}",
+                unfinished.describe()
+            ),
         }
     }
 }
 
 /// Compare a manifest with the records found: `records` holds (trial name, trial
 /// directory) for every record of the run. Findings come sorted by trial.
-pub fn check(manifest: &Manifest, records: &[(String, String)]) -> Vec<Finding> {
+/// `unfinished` are the run's trial directories without a record: a planned trial with
+/// such a directory and too few records was interrupted, not merely missing.
+pub fn check(
+    manifest: &Manifest,
+    records: &[(String, String)],
+    unfinished: &[super::unfinished::Unfinished],
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = manifest
         .bad_lines
         .iter()
@@ -216,7 +269,13 @@ pub fn check(manifest: &Manifest, records: &[(String, String)]) -> Vec<Finding> 
     }
     for (trial, p) in &planned {
         let n = found.get(trial).map_or(0, Vec::len);
-        if n == 0 {
+        let cut: Vec<_> = unfinished.iter().filter(|u| u.is_of(trial)).collect();
+        if n < p.attempts && !cut.is_empty() {
+            out.extend(cut.into_iter().map(|u| Finding::Interrupted {
+                trial: Some((trial.to_string(), p.first.suite.clone())),
+                unfinished: u.clone(),
+            }));
+        } else if n == 0 {
             out.push(Finding::Missing {
                 trial: trial.to_string(),
                 suite: p.first.suite.clone(),
@@ -229,6 +288,15 @@ pub fn check(manifest: &Manifest, records: &[(String, String)]) -> Vec<Finding> 
             });
         }
     }
+    out.extend(
+        unfinished
+            .iter()
+            .filter(|u| !planned.keys().any(|t| u.is_of(t)))
+            .map(|u| Finding::Interrupted {
+                trial: None,
+                unfinished: u.clone(),
+            }),
+    );
     for (trial, dirs) in &found {
         let attempts = planned.get(trial).map_or(0, |p| p.attempts);
         if dirs.len() > attempts {
@@ -309,7 +377,7 @@ mod tests {
             rec("qa::c", "qa.c.2"),
             rec("qa::z", "qa.z"),
         ];
-        let f = check(&m, &records);
+        let f = check(&m, &records, &[]);
         assert!(
             matches!(&f[0], Finding::BadLine { line: 6, .. }),
             "{:?}",
@@ -337,7 +405,7 @@ mod tests {
         assert!(f[1].to_string().contains("planned but no record"));
         assert!(f[3].to_string().contains("a record nobody planned"));
         // One attempt of two left nothing.
-        let f = check(&m, &[rec("qa::a", "qa.a"), rec("qa::b", "qa.b.2")]);
+        let f = check(&m, &[rec("qa::a", "qa.a"), rec("qa::b", "qa.b.2")], &[]);
         assert!(f.contains(&Finding::AttemptMissing {
             trial: "qa::b".into(),
             planned: 2,

@@ -7,12 +7,14 @@
 pub mod any;
 pub mod challenge;
 pub mod digest;
+pub mod identity;
 pub mod manifest;
 pub mod merge;
 pub mod raw;
 pub mod rescore;
 pub mod schema;
 pub mod scorecard;
+pub mod unfinished;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

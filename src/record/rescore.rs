@@ -278,6 +278,24 @@ impl RunRescore {
         self.findings.is_empty() && self.rows.iter().all(RescoreRow::agrees)
     }
 
+    /// As [`RunRescore::ok`], for a run its user knows to be partial (interrupted, or
+    /// to be resumed): trials that never finished or never started are still reported,
+    /// but only disagreeing records and records nobody planned fail it.
+    pub fn ok_partial(&self) -> bool {
+        self.findings
+            .iter()
+            .all(super::manifest::Finding::is_incomplete)
+            && self.rows.iter().all(RescoreRow::agrees)
+    }
+
+    /// Trials that started and never finished.
+    pub fn interrupted(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| matches!(f, super::manifest::Finding::Interrupted { .. }))
+            .count()
+    }
+
     pub fn disagreeing(&self) -> usize {
         self.rows.iter().filter(|r| !r.agrees()).count()
     }
@@ -303,11 +321,27 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
         rows.push(checked.row);
     }
     let digest = super::digest::run_digest(&entries);
+    let unfinished = if is_run {
+        super::unfinished::find(path)?
+    } else {
+        Vec::new()
+    };
     let (manifest, findings) = if !is_run {
         (ManifestState::NotARun, Vec::new())
     } else {
         match super::manifest::read(path)? {
-            None => (ManifestState::Absent, Vec::new()),
+            // Without a manifest a trial directory without a record is still a trial
+            // that never finished: say so.
+            None => (
+                ManifestState::Absent,
+                unfinished
+                    .into_iter()
+                    .map(|u| super::manifest::Finding::Interrupted {
+                        trial: None,
+                        unfinished: u,
+                    })
+                    .collect(),
+            ),
             Some(m) => {
                 let records: Vec<(String, String)> = files
                     .iter()
@@ -321,7 +355,7 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
                         (e.trial.clone(), dir)
                     })
                     .collect();
-                let findings = super::manifest::check(&m, &records);
+                let findings = super::manifest::check(&m, &records, &unfinished);
                 let state = ManifestState::Present {
                     attempts: m.entries.len(),
                     trials: m.planned().len(),
@@ -348,24 +382,23 @@ pub fn render_run(r: &RunRescore) -> String {
              missing or unplanned records cannot be detected, only a rewrite against the run digest\n",
             super::manifest::MANIFEST_FILE
         )),
-        ManifestState::Present { attempts, trials } => {
-            out.push_str(&format!(
-                "manifest: {trials} planned trials ({attempts} attempts)\n"
-            ));
-            for f in &r.findings {
-                out.push_str(&format!("{f}\n"));
-            }
-        }
+        ManifestState::Present { attempts, trials } => out.push_str(&format!(
+            "manifest: {trials} planned trials ({attempts} attempts)\n"
+        )),
+    }
+    for f in &r.findings {
+        out.push_str(&format!("{f}\n"));
     }
     let raw: usize = r.rows.iter().map(|row| row.raw_files).sum();
     out.push_str(&format!("run digest: {}\n", r.digest));
     let bad = r.disagreeing();
     out.push_str(&format!(
-        "{} records, {} agree, {} disagree or unreadable; {raw} raw files verified; {} manifest findings\n",
+        "{} records, {} agree, {} disagree or unreadable; {raw} raw files verified; {} manifest findings ({} interrupted)\n",
         r.rows.len(),
         r.rows.len() - bad,
         bad,
-        r.findings.len()
+        r.findings.len(),
+        r.interrupted()
     ));
     out
 }

@@ -22,7 +22,7 @@ use crate::record::QaRecord;
 use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
-use super::load::{LoadedRun, MissingQa, Problem, MISSING_REASON};
+use super::load::{LoadedRun, MissingQa, Problem};
 use super::Options;
 
 /// One qa trial as the figures count it: a record, or a planned trial that left none
@@ -384,7 +384,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
                 kind: m.kind,
                 outcome: Outcome::Error,
                 passed: false,
-                reason: MISSING_REASON.into(),
+                reason: run.missing_reason(&m.trial),
                 tokens_in: 0,
                 tokens_out: 0,
                 // What it spent, if anything, went with its record.
@@ -461,7 +461,7 @@ fn suite_counts(run: &LoadedRun) -> Vec<SuiteCounts> {
                 .filter(|p| p.suite == suite)
                 .map(|p| MissingTrial {
                     trial: p.trial.clone(),
-                    reason: MISSING_REASON.into(),
+                    reason: run.missing_reason(&p.trial),
                 })
                 .collect();
             let planned = planned

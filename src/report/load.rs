@@ -24,6 +24,7 @@ pub const KNOWN_FILES: &[&str] = &[
     SUMMARY_JSON,
     MERGE_FILE,
     MANIFEST_FILE,
+    record::identity::IDENTITY_FILE,
 ];
 
 /// Why a planned trial without a record is counted as an error.
@@ -171,9 +172,21 @@ pub struct LoadedRun {
     pub missing: Vec<PlannedTrial>,
     /// The qa ones among them, as the qa figures count them.
     pub missing_qa: Vec<MissingQa>,
+    /// Why a missing trial is missing, for those that started and never finished (by
+    /// trial): their directory and the evidence it kept.
+    pub interrupted: BTreeMap<String, String>,
 }
 
 impl LoadedRun {
+    /// Why a planned trial has no record: interrupted (with what it kept), or never
+    /// started at all.
+    pub fn missing_reason(&self, trial: &str) -> String {
+        self.interrupted
+            .get(trial)
+            .cloned()
+            .unwrap_or_else(|| MISSING_REASON.into())
+    }
+
     /// Keep one record per trial and one identity per run; name everything else.
     fn accept(&mut self, mut found: Vec<(String, QaRecord)>) {
         found.sort_by(|a, b| sort_key(&a.1).cmp(&sort_key(&b.1)).then(a.0.cmp(&b.0)));
@@ -260,6 +273,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         let file = path.join(RECORD_FILE);
         let rel = format!("{name}/{RECORD_FILE}");
         if !file.is_file() {
+            // A trial's own directory: named below, with what it kept.
+            if record::unfinished::is_trial_dir_name(&name) {
+                continue;
+            }
             run.problems.push(Problem {
                 file: name,
                 cause: format!("no {RECORD_FILE}: the trial never finished writing its record"),
@@ -366,12 +383,30 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             .cloned()
             .collect();
     }
+    let unfinished = record::unfinished::find(dir).map_err(|e| ReportError::Invalid {
+        file: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    for u in &unfinished {
+        let cause = format!("interrupted: {}", u.describe());
+        match run.missing.iter().find(|p| u.is_of(&p.trial)) {
+            Some(p) => {
+                run.interrupted.insert(p.trial.clone(), cause);
+            }
+            None => run.problems.push(Problem {
+                file: u.dir.clone(),
+                cause: format!("{cause}; of no planned trial, so not counted"),
+            }),
+        }
+    }
     for p in &run.missing {
         run.problems.push(Problem {
             file: MANIFEST_FILE.into(),
             cause: format!(
-                "`{}` ({}): {MISSING_REASON}; counted as an error",
-                p.trial, p.suite
+                "`{}` ({}): {}; counted as an error",
+                p.trial,
+                p.suite,
+                run.missing_reason(&p.trial)
             ),
         });
     }

@@ -4,6 +4,7 @@
 //! let it see exactly these paths" into Linux namespaces (see `docs/sealing.md`).
 
 pub mod beneath;
+pub mod lifeline;
 pub mod process;
 pub mod sandbox;
 pub mod spawned;

@@ -167,8 +167,8 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
             helper
         }
         None => {
-            let child = std::process::Command::new(&spec.program)
-                .args(&spec.args)
+            let mut cmd = std::process::Command::new(&spec.program);
+            cmd.args(&spec.args)
                 .current_dir(&spec.cwd)
                 .env_clear()
                 .envs(&spec.env)
@@ -176,9 +176,8 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .process_group(0)
-                .spawn()
-                .map_err(spawn_err)?;
+                .process_group(0);
+            let child = super::lifeline::spawn_std(cmd).map_err(spawn_err)?;
             Spawned::new(child).map_err(spawn_err)?
         }
     };

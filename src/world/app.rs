@@ -93,8 +93,8 @@ impl AppProcess {
         let stderr_file = create_log(&stderr_log).await?;
 
         // A scrubbed environment: the harness's holds the provider key in byok mode.
-        let mut child = Command::new(binary)
-            .args(args)
+        let mut cmd = Command::new(binary);
+        cmd.args(args)
             .current_dir(cwd)
             .env_clear()
             .env("PATH", crate::spec::app::APP_PATH)
@@ -103,9 +103,10 @@ impl AppProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| AppError::Spawn {
+            .kill_on_drop(true);
+        // Dies with the harness even when no destructor runs (SIGKILL).
+        let mut child =
+            crate::sys::lifeline::spawn_tokio(cmd).map_err(|source| AppError::Spawn {
                 path: binary.to_path_buf(),
                 source,
             })?;

@@ -146,8 +146,8 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
             }
         }
     });
-    let child = Command::new(&binary)
-        .args(&prefix)
+    let mut cmd = Command::new(&binary);
+    cmd.args(&prefix)
         .args(&args)
         .current_dir(&cwd)
         .env_clear()
@@ -157,8 +157,8 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
+        .kill_on_drop(true);
+    let child = crate::sys::lifeline::spawn_tokio(cmd);
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {

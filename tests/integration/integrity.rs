@@ -125,7 +125,9 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
     let (code, out) = rescore(&run, None);
     assert_eq!(code, Some(1), "{out}");
     assert!(
-        out.contains("MISSING: qa::api-ledger::balance::r2 (qa): planned but no record"),
+        out.contains(&format!(
+            "INTERRUPTED: qa::api-ledger::balance::r2 (qa): `{R2}` has no record.json (the trial started and never finished, or its record was removed); evidence kept: "
+        )),
         "{out}"
     );
 
@@ -142,7 +144,12 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
     assert_eq!(qa.errors, 1);
     assert_eq!(qa.missing.len(), 1);
     assert_eq!(qa.missing[0].trial, "qa::api-ledger::balance::r2");
-    assert_eq!(qa.missing[0].reason, "planned but no record");
+    let interrupted = format!("interrupted: `{R2}` has no record.json");
+    assert!(
+        qa.missing[0].reason.starts_with(&interrupted),
+        "{}",
+        qa.missing[0].reason
+    );
     assert_eq!(s.run.trials, 2);
     assert_eq!(s.run.errors, 1);
     assert_eq!(
@@ -155,7 +162,7 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
         .find(|t| t.trial == "qa::api-ledger::balance::r2")
         .expect("a row for the missing trial");
     assert_eq!((row.outcome, row.passed), (Outcome::Error, false));
-    assert_eq!(row.reason, "planned but no record");
+    assert!(row.reason.starts_with(&interrupted), "{}", row.reason);
     assert!(
         pages.markdown.contains("## Per suite"),
         "{}",
@@ -163,8 +170,8 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
     );
     assert!(pages
         .markdown
-        .contains("qa::api-ledger::balance::r2 (planned but no record)"));
-    assert!(pages.html.contains("planned but no record"));
+        .contains(&format!("qa::api-ledger::balance::r2 ({interrupted}")));
+    assert!(pages.html.contains("has no record.json"));
     // And `gauntlet report` exits 1, naming it.
     let report = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
         .arg("report")
@@ -172,7 +179,27 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
         .output()
         .expect("gauntlet report runs");
     assert_eq!(report.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&report.stderr).contains("planned but no record"));
+    assert!(String::from_utf8_lossy(&report.stderr).contains(&interrupted));
+}
+
+#[test]
+fn a_trial_that_never_started_is_named_as_missing() {
+    let (_tmp, run) = copy_of_run();
+    // No directory at all: planned, never started.
+    std::fs::remove_dir_all(run.join(R2)).expect("rm");
+    let (code, out) = rescore(&run, None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("MISSING: qa::api-ledger::balance::r2 (qa): planned but no record"),
+        "{out}"
+    );
+    assert!(!out.contains("INTERRUPTED"), "{out}");
+    let loaded = gauntlet::report::load_run(&run).expect("loads");
+    let pages = gauntlet::report::render(&loaded, &gauntlet::report::Options::default());
+    assert!(pages
+        .markdown
+        .contains("qa::api-ledger::balance::r2 (planned but no record)"));
+    assert!(pages.html.contains("planned but no record"));
 }
 
 #[test]

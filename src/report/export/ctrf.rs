@@ -126,10 +126,7 @@ pub fn report(run: &RunView) -> String {
                 .map(str::to_owned)
                 .collect(),
             raw_status: "no record".into(),
-            message: Some(format!(
-                "{}: planned but no record; counted as an error",
-                m.suite
-            )),
+            message: Some(m.why()),
             file_path: None,
             extra: serde_json::json!({ "gauntlet.verdict": "no record" }),
         }

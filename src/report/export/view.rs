@@ -72,6 +72,9 @@ pub(crate) struct MissingView {
     pub suite: String,
     /// It left a record, which failed its check (the run's problems say why).
     pub recorded: bool,
+    /// Why it has none, when it left none: never started, or interrupted (with what
+    /// it kept).
+    pub reason: String,
 }
 
 impl MissingView {
@@ -91,7 +94,7 @@ impl MissingView {
                 self.suite
             )
         } else {
-            format!("{}: planned but no record; counted as an error", self.suite)
+            format!("{}: {}; counted as an error", self.suite, self.reason)
         }
     }
 }
@@ -404,6 +407,7 @@ pub(super) fn view(run: &LoadedRun, opts: &Options) -> RunView {
                     trial: trial.to_owned(),
                     suite: p.first.suite.clone(),
                     recorded: !run.missing.iter().any(|x| x.trial == trial),
+                    reason: run.missing_reason(trial),
                 })
                 .collect()
         })

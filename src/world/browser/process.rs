@@ -98,7 +98,7 @@ impl ChromiumProcess {
             .stdout(Stdio::null())
             .stderr(stderr);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let child = match cmd.spawn() {
+        let child = match crate::sys::lifeline::spawn_std(cmd) {
             Ok(c) => c,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&root);

@@ -1,0 +1,157 @@
+//! Trial directories without a record: trials that started and never finished.
+//!
+//! A trial directory is created before anything of the trial runs and its record is
+//! written last, so a directory without `record.json` is a trial whose harness was
+//! killed (a cancelled CI job, a lost machine) or is still running. Such a trial is
+//! never skipped in silence: rescore and the pages name it, with the evidence it left.
+
+use std::path::{Path, PathBuf};
+
+use super::{RecordError, RECORD_FILE};
+
+/// Suites whose trials have directories of their own (`<suite>.<…>`).
+const SUITES: [&str; 3] = ["qa.", "challenge.", "scorecard."];
+
+/// How many evidence entries a description names before it counts the rest.
+const NAMED: usize = 8;
+
+/// One trial directory without a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfinished {
+    /// The directory's name inside the run directory.
+    pub dir: String,
+    /// What it holds, one entry per top-level file (`name (N bytes)`) or directory
+    /// (`name/ (N files)`), sorted by name.
+    pub evidence: Vec<String>,
+}
+
+impl Unfinished {
+    /// `<dir> has no record.json …; evidence kept: …`, for a page or a report.
+    pub fn describe(&self) -> String {
+        let kept = if self.evidence.is_empty() {
+            "none".to_string()
+        } else if self.evidence.len() > NAMED {
+            format!(
+                "{} and {} more",
+                self.evidence[..NAMED].join(", "),
+                self.evidence.len() - NAMED
+            )
+        } else {
+            self.evidence.join(", ")
+        };
+        format!(
+            "`{}` has no {RECORD_FILE} (the trial started and never finished, or its record was removed); evidence kept: {kept}",
+            self.dir
+        )
+    }
+
+    /// Whether this directory is one `trial` could have made (see [`super::is_trial_dir_of`]).
+    pub fn is_of(&self, trial: &str) -> bool {
+        super::is_trial_dir_of(trial, &self.dir)
+    }
+}
+
+/// Whether a run directory's entry of this name is a trial's directory.
+pub fn is_trial_dir_name(name: &str) -> bool {
+    SUITES.iter().any(|s| name.starts_with(s))
+}
+
+/// Every trial directory of `run_dir` without a record, sorted by name.
+pub fn find(run_dir: &Path) -> Result<Vec<Unfinished>, RecordError> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(run_dir).map_err(super::io(run_dir))? {
+        let entry = entry.map_err(super::io(run_dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if !is_trial_dir_name(&name) || !path.is_dir() {
+            continue;
+        }
+        if path.join(RECORD_FILE).exists() {
+            continue;
+        }
+        out.push(Unfinished {
+            evidence: evidence(&path)?,
+            dir: name,
+        });
+    }
+    out.sort_by(|a, b| a.dir.cmp(&b.dir));
+    Ok(out)
+}
+
+fn evidence(dir: &Path) -> Result<Vec<String>, RecordError> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(super::io(dir))? {
+        let entry = entry.map_err(super::io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        // Symlinks are not followed: an agent's workspace may point anywhere.
+        let meta = std::fs::symlink_metadata(&path).map_err(super::io(&path))?;
+        if meta.is_dir() {
+            out.push(format!("{name}/ ({} files)", count_files(&path)));
+        } else {
+            out.push(format!("{name} ({} bytes)", meta.len()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Regular files under `dir`, however deep; unreadable parts count as empty (a
+/// sandbox's leftovers may be owned by another user), since this only describes.
+fn count_files(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => n += 1,
+                _ => {}
+            }
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_dir_without_a_record_is_found_with_what_it_holds() {
+        let run = tempfile::tempdir().unwrap();
+        let done = run.path().join("qa.app.done");
+        std::fs::create_dir(&done).unwrap();
+        std::fs::write(done.join(RECORD_FILE), "{}").unwrap();
+        let cut = run.path().join("qa.app.cut");
+        std::fs::create_dir_all(cut.join("gate/run1")).unwrap();
+        std::fs::write(cut.join("agent.stdout"), "hello").unwrap();
+        std::fs::write(cut.join("gate/run1/out"), "x").unwrap();
+        // Not trial directories: files, and directories of no suite.
+        std::fs::create_dir(run.path().join("transcripts")).unwrap();
+        std::fs::write(run.path().join("manifest.jsonl"), "").unwrap();
+
+        let found = find(run.path()).unwrap();
+        assert_eq!(
+            found,
+            vec![Unfinished {
+                dir: "qa.app.cut".into(),
+                evidence: vec!["agent.stdout (5 bytes)".into(), "gate/ (1 files)".into()],
+            }]
+        );
+        assert!(found[0].is_of("qa::app::cut"));
+        assert!(!found[0].is_of("qa::app::done"));
+        let text = found[0].describe();
+        assert!(
+            text.starts_with("`qa.app.cut` has no record.json"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("evidence kept: agent.stdout (5 bytes), gate/ (1 files)"),
+            "{text}"
+        );
+    }
+}

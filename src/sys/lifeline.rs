@@ -1,0 +1,148 @@
+//! Children that die with the harness, however it dies.
+//!
+//! A harness killed with SIGKILL runs no destructor: `kill_on_drop` and the reapers
+//! never get their turn, and an app, a mutant or a browser it started would keep
+//! running (and keep its port) after a cancelled CI job. So every process the harness
+//! starts outside a sandbox is started here: the kernel sends it SIGKILL when its
+//! parent goes (`PR_SET_PDEATHSIG`). Sandboxed processes need nothing from here: their
+//! helper does the same for itself, and its PID namespace takes everything inside.
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the
+//! process, and a trial's runtime threads come and go (one runtime per trial under
+//! libtest). So the fork happens on one thread that lives as long as the process.
+
+use std::io;
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+
+use nix::sys::signal::Signal;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The spawner thread's queue; `None` when the thread could not be started.
+fn queue() -> &'static Option<Mutex<mpsc::Sender<Job>>> {
+    static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("gauntlet-spawner".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    })
+}
+
+/// Run `spawn` on the process-long spawner thread and hand back what it returned.
+fn on_spawner<T: Send + 'static>(
+    spawn: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    let Some(queue) = queue() else {
+        return Err(io::Error::other(
+            "the spawner thread could not be started, so no child could be tied to the harness's life",
+        ));
+    };
+    let (tx, rx) = mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _ = tx.send(spawn());
+    });
+    queue
+        .lock()
+        .map_err(|_| io::Error::other("the spawner queue is poisoned"))?
+        .send(job)
+        .map_err(|_| io::Error::other("the spawner thread is gone"))?;
+    rx.recv()
+        .map_err(|_| io::Error::other("the spawner thread dropped a spawn"))?
+}
+
+/// In the child between fork and exec: die with the parent, and refuse to start if the
+/// parent already died before the line above took effect (nobody would kill us then).
+fn tie_to(parent: i32) -> io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)).map_err(io::Error::from)?;
+    if nix::unistd::getppid().as_raw() != parent {
+        return Err(io::Error::other(
+            "the harness that started this child is gone",
+        ));
+    }
+    Ok(())
+}
+
+fn harness_pid() -> i32 {
+    i32::try_from(std::process::id()).unwrap_or(i32::MAX)
+}
+
+/// Spawn `cmd` (a tokio command) so that it dies with the harness. Must be called
+/// inside a tokio runtime: the child is registered with the caller's.
+pub fn spawn_tokio(mut cmd: tokio::process::Command) -> io::Result<tokio::process::Child> {
+    let parent = harness_pid();
+    // SAFETY: the hook only makes two system calls (prctl, getppid), both
+    // async-signal-safe, and allocates nothing on its success path.
+    unsafe {
+        cmd.pre_exec(move || tie_to(parent));
+    }
+    let runtime = tokio::runtime::Handle::try_current()
+        .map_err(|e| io::Error::other(format!("spawning outside a tokio runtime: {e}")))?;
+    on_spawner(move || {
+        let _entered = runtime.enter();
+        cmd.spawn()
+    })
+}
+
+/// Spawn `cmd` (a std command) so that it dies with the harness.
+pub fn spawn_std(mut cmd: std::process::Command) -> io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let parent = harness_pid();
+    // SAFETY: as in `spawn_tokio`.
+    unsafe {
+        cmd.pre_exec(move || tie_to(parent));
+    }
+    on_spawner(move || cmd.spawn())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread that asked for the child ends at once; the child must still be alive
+    /// (the kernel's signal on the forking thread's exit lands shortly after the join,
+    /// hence the pause before looking).
+    #[test]
+    fn a_child_outlives_the_thread_that_asked_for_it() {
+        // Spawned from a thread that ends at once: with a plain fork on that thread,
+        // PR_SET_PDEATHSIG would kill the child as soon as the thread is gone.
+        let child = std::thread::spawn(|| {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("30");
+            spawn_std(cmd)
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let state = status
+            .lines()
+            .find(|l| l.starts_with("State:"))
+            .unwrap_or_default()
+            .to_string();
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            !state.contains("zombie"),
+            "the child died with its thread: {state}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_tokio_child_is_registered_with_the_callers_runtime() {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "exit 7"]);
+        let status = spawn_tokio(cmd).unwrap().wait().await.unwrap();
+        assert_eq!(status.code(), Some(7));
+    }
+}
