@@ -93,6 +93,9 @@ fn gauntlet_run(out: &Path, filter: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
     cmd.args(["run", "--jobs", "1", "--filter", filter])
         .env("GAUNTLET_OUT", out)
+        // Under cargo, `gauntlet run` would rebuild its siblings first (and wait on
+        // cargo's lock): the binaries under test are the ones already built.
+        .env_remove("CARGO")
         .env_remove("NEXTEST_RUN_ID")
         .env_remove("GAUNTLET_RESUME");
     cmd
@@ -150,6 +153,7 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         .args(["run", "--resume"])
         .arg(run_dir)
         .arg("--nextest-filter")
+        .env_remove("CARGO")
         .env("GAUNTLET_OUT", out)
         .output()
         .expect("gauntlet run --nextest-filter runs");
@@ -163,6 +167,9 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         .args(["run", "--resume"])
         .arg(run_dir)
         .env("GAUNTLET_OUT", out)
+        // Under cargo, `gauntlet run` would rebuild its siblings first (and wait on
+        // cargo's lock): the binaries under test are the ones already built.
+        .env_remove("CARGO")
         .env_remove("NEXTEST_RUN_ID")
         .output()
         .expect("gauntlet run --resume runs");
@@ -270,6 +277,15 @@ fn run_case(name: &str, mut case: Case, out: &Path) {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    eprintln!(
+        "{name}: SIGKILL after {} ms, with {} process(es) below the harness: {:?}",
+        started.elapsed().as_millis(),
+        reached.len(),
+        reached
+            .iter()
+            .map(|(_, c)| c.split(' ').next().unwrap_or_default())
+            .collect::<Vec<_>>()
+    );
     child.kill().expect("SIGKILL the harness");
     child.wait().expect("reap the harness");
     let until = Instant::now() + GRACE;
@@ -362,6 +378,9 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
                 harness
                     .args(["--exact", "qa::api-ledger::balance"])
                     .env("GAUNTLET_OUT", out)
+                    // Under cargo, `gauntlet run` would rebuild its siblings first (and wait on
+                    // cargo's lock): the binaries under test are the ones already built.
+                    .env_remove("CARGO")
                     .env_remove("NEXTEST_RUN_ID");
                 Case {
                     harness,
