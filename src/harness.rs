@@ -76,7 +76,6 @@ pub fn no_browser(cfg: &Config) -> Option<String> {
     )
 }
 
-/// The line a run's manifest keeps for `t`.
 /// What this process would plan a run with: its config (without where runs go) and a
 /// digest of every spec, for `run.json` and for checking a resumed run against it.
 pub fn run_identity(
@@ -210,6 +209,7 @@ fn dir_digest(dir: &Path) -> std::io::Result<String> {
     Ok(h.finish())
 }
 
+/// The line a run's manifest keeps for `t`.
 pub fn manifest_line(t: &plan::Trial) -> PlannedTrial {
     PlannedTrial::now(&t.name, t.suite.as_str(), t.kind())
 }

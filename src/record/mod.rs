@@ -313,6 +313,15 @@ pub fn find_records(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
     if path.join(RECORD_FILE).is_file() {
         return Ok(vec![path.join(RECORD_FILE)]);
     }
+    // A trial directory without its record (an interrupted trial) holds no records:
+    // what lies below it (the agent's workspace) is the agent's to write, and a
+    // `record.json` there is a forgery, never a trial's record.
+    if path
+        .file_name()
+        .is_some_and(|n| unfinished::is_trial_dir_name(&n.to_string_lossy()))
+    {
+        return Ok(Vec::new());
+    }
     let mut out = Vec::new();
     for e in std::fs::read_dir(path).map_err(io(path))? {
         let e = e.map_err(io(path))?;
@@ -427,6 +436,17 @@ mod tests {
         assert_eq!(kept["a"], 1);
         // No temporary files left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_interrupted_trial_dir_yields_no_record_from_the_agents_workspace() {
+        let run = tempfile::tempdir().unwrap();
+        let trial = run.path().join("qa.app.cap");
+        std::fs::create_dir_all(trial.join("workspace")).unwrap();
+        std::fs::write(trial.join("workspace").join(RECORD_FILE), "{}").unwrap();
+        assert_eq!(find_records(&trial).unwrap(), Vec::<PathBuf>::new());
+        // From the run directory too: only `<trial>/record.json` is a record.
+        assert_eq!(find_records(run.path()).unwrap(), Vec::<PathBuf>::new());
     }
 
     #[test]

@@ -27,8 +27,10 @@ fn queue() -> &'static Option<Mutex<mpsc::Sender<Job>>> {
         std::thread::Builder::new()
             .name("gauntlet-spawner".into())
             .spawn(move || {
+                // A panicking job must not end this thread: its end would SIGKILL
+                // every child it ever spawned.
                 for job in rx {
-                    job();
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                 }
             })
             .ok()
@@ -62,10 +64,9 @@ fn on_spawner<T: Send + 'static>(
 /// parent already died before the line above took effect (nobody would kill us then).
 fn tie_to(parent: i32) -> io::Result<()> {
     nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL)).map_err(io::Error::from)?;
+    // No allocation after fork: a plain errno says the harness is gone.
     if nix::unistd::getppid().as_raw() != parent {
-        return Err(io::Error::other(
-            "the harness that started this child is gone",
-        ));
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }
