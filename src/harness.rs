@@ -27,6 +27,8 @@ pub struct Finished {
     pub lines: Vec<String>,
     /// Why the verdict did not pass; `None` when it passed.
     pub failure: Option<String>,
+    /// The signal the record names as having stopped the trial part-way.
+    pub interrupted: Option<String>,
 }
 
 /// Why a trial left no record.
@@ -65,6 +67,9 @@ pub enum TrialError {
     /// The lane that was to start the trial failed first.
     #[error("{trial}: never started: the run loop's lane failed: {why}")]
     Dispatch { trial: String, why: String },
+    /// The run was asked to stop before this trial's turn came.
+    #[error("{trial}: not started: the run was interrupted ({signal}); `gauntlet run --resume <run dir>` runs it")]
+    NotStarted { trial: String, signal: &'static str },
 }
 
 /// Why browser trials cannot run on this machine, if they cannot.
@@ -96,11 +101,50 @@ pub fn run_identity(
     }
     specs.insert("challenges".into(), dir_digest(&cfg.challenges_dir)?);
     specs.insert("scorecard".into(), dir_digest(&cfg.scorecard_dir)?);
+    let mut harness = std::collections::BTreeMap::new();
+    harness.insert(
+        "commit".into(),
+        crate::record::gauntlet_commit().unwrap_or_else(|| "unknown".into()),
+    );
+    harness.insert(
+        "agent_version".into(),
+        crate::agent::adapter_for(&cfg.agent).version(),
+    );
+    let app_bins = suites.apps.iter().filter_map(|a| match &a.app.start {
+        crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
+        crate::spec::app::AppStart::Command(_) => None,
+    });
+    for name in ["gauntlet-agent", "gauntlet-seal", "gauntlet-cli-relay"]
+        .into_iter()
+        .chain(app_bins)
+    {
+        harness.insert(
+            format!("bin:{name}"),
+            fingerprint(&crate::binaries::bin_path(name)),
+        );
+    }
     Ok(crate::record::identity::RunIdentity {
         gauntlet_version: crate::VERSION.into(),
         config,
         specs,
+        harness,
     })
+}
+
+/// A binary as a resume can tell it apart cheaply: its size and modification time (a
+/// debug build is hundreds of megabytes, and every trial process takes the identity).
+fn fingerprint(bin: &Path) -> String {
+    match std::fs::metadata(bin) {
+        Ok(m) => {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{} bytes, modified {modified} ns", m.len())
+        }
+        Err(_) => "absent".into(),
+    }
 }
 
 /// Why a run cannot be resumed.
@@ -112,6 +156,14 @@ pub enum ResumeError {
     Differs { file: PathBuf, what: String },
     #[error("{}: missing: a run without a manifest has no plan to resume", .file.display())]
     NoManifest { file: PathBuf },
+    #[error("{}: run `{run_id}` is still running in this directory: resume it once it has ended (or stop it: SIGINT or SIGTERM keeps what its trials observed)", .dir.display())]
+    Live { dir: PathBuf, run_id: String },
+    #[error("{}: cannot mark the run as live: {source}", .file.display())]
+    LiveMark {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Record(#[from] crate::record::RecordError),
 }
@@ -133,6 +185,13 @@ pub fn open_run(
             if let Some(what) = identity.and_then(|now| recorded.difference(now)) {
                 return Err(ResumeError::Differs { file, what });
             }
+            if let Some(run_id) = live_elsewhere(dir)? {
+                return Err(ResumeError::Live {
+                    dir: dir.clone(),
+                    run_id,
+                });
+            }
+            hold_live(dir)?;
             Ok((dir.clone(), true))
         }
         None => {
@@ -143,10 +202,73 @@ pub fn open_run(
                     source: e,
                 })?;
                 identity::write_once(&dir, id)?;
+                hold_live(&dir)?;
             }
             Ok((dir, false))
         }
     }
+}
+
+/// Where each process of a run that is writing into a run directory holds a shared lock
+/// on a file named by its run id, for as long as it lives: the kernel drops the lock
+/// when the process ends, however it ends, so a live run is told from a dead one
+/// without trusting anything a killed process left behind.
+const LIVE_DIR: &str = ".live";
+
+/// Mark `run_dir` as written by this process's run until the process ends.
+fn hold_live(run_dir: &Path) -> Result<(), ResumeError> {
+    use nix::fcntl::{Flock, FlockArg};
+    static HELD: std::sync::Mutex<Vec<Flock<std::fs::File>>> = std::sync::Mutex::new(Vec::new());
+    let dir = run_dir.join(LIVE_DIR);
+    let file = dir.join(crate::record::run_id());
+    let mark = |source| ResumeError::LiveMark {
+        file: file.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(mark)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&file)
+        .map_err(mark)?;
+    let held = Flock::lock(f, FlockArg::LockSharedNonblock)
+        .map_err(|(_, errno)| mark(std::io::Error::from(errno)))?;
+    if let Ok(mut h) = HELD.lock() {
+        h.push(held);
+    }
+    Ok(())
+}
+
+/// The id of another run still writing into `run_dir`, if one is.
+fn live_elsewhere(run_dir: &Path) -> Result<Option<String>, ResumeError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let dir = run_dir.join(LIVE_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(None);
+    };
+    let me = crate::record::run_id();
+    for e in entries.flatten() {
+        let id = e.file_name().to_string_lossy().into_owned();
+        if id == me {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(e.path()) else {
+            continue;
+        };
+        match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+            // Nobody holds it: that run has ended.
+            Ok(_) => {}
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(Some(id)),
+            Err((_, errno)) => {
+                return Err(ResumeError::LiveMark {
+                    file: e.path(),
+                    source: errno.into(),
+                })
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The trials of the run in `run_dir` that were planned and have fewer finished
@@ -157,16 +279,7 @@ pub fn unfinished_trials(
     let manifest = crate::record::manifest::read(run_dir)?.ok_or(ResumeError::NoManifest {
         file: run_dir.join(crate::record::manifest::MANIFEST_FILE),
     })?;
-    let mut finished: std::collections::BTreeMap<String, usize> = Default::default();
-    for f in crate::record::find_records(run_dir)? {
-        // A record whose header cannot be read names no trial (rescore reports it);
-        // its trial counts as unfinished and runs again.
-        let trial = match crate::record::load_header(&f) {
-            Ok(h) => h.trial,
-            Err(_) => continue,
-        };
-        *finished.entry(trial).or_default() += 1;
-    }
+    let finished = finished_records(run_dir)?;
     Ok(manifest
         .planned()
         .into_iter()
@@ -175,27 +288,71 @@ pub fn unfinished_trials(
         .collect())
 }
 
-/// One digest over every file under `dir` (relative path and bytes, in path order).
+/// How many finished records each trial of `run_dir` has. A record whose header cannot
+/// be read names no trial (rescore reports it), and a record written as the harness
+/// was stopped is partial: neither counts, so their trials run again.
+fn finished_records(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeMap<String, usize>, ResumeError> {
+    let mut finished: std::collections::BTreeMap<String, usize> = Default::default();
+    for f in crate::record::find_records(run_dir)? {
+        if let Ok(h) = crate::record::load_header(&f) {
+            if h.interrupted.is_none() {
+                *finished.entry(h.trial).or_default() += 1;
+            }
+        }
+    }
+    Ok(finished)
+}
+
+/// Why a trial of a resumed run is not run again: it already has a finished record in
+/// `run_dir`. Decided at list time, so nextest skips the trial instead of counting a
+/// trial that did nothing as a pass: `GAUNTLET_RESUME=<run dir> cargo nextest run`
+/// with the first run's filter runs every trial it did not finish, started or not.
+pub fn resume_skips(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeMap<String, String>, ResumeError> {
+    let why = format!(
+        "finished in {} (a resumed run runs only unfinished trials)",
+        run_dir.display()
+    );
+    Ok(finished_records(run_dir)?
+        .into_keys()
+        .map(|t| (t, why.clone()))
+        .collect())
+}
+
+/// One digest over every entry under `dir` (relative path and bytes, in path order).
+/// Links are not followed: a link is its target's name, so a link that loops (or points
+/// out of the specs) is digested as what it is instead of hanging or reading elsewhere.
 fn dir_digest(dir: &Path) -> std::io::Result<String> {
+    let at = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+    };
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", d.display())))?;
-        for e in entries {
-            let path = e?.path();
-            if path.is_dir() {
+        for e in std::fs::read_dir(&d).map_err(at(&d))? {
+            let e = e.map_err(at(&d))?;
+            let path = e.path();
+            let kind = e.file_type().map_err(at(&path))?;
+            if kind.is_dir() {
                 stack.push(path);
             } else {
-                files.push(path);
+                files.push((path, kind.is_symlink()));
             }
         }
     }
     files.sort();
     let mut h = crate::hash::Sha256Stream::default();
-    for f in files {
-        let bytes = std::fs::read(&f)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
+    for (f, link) in files {
+        let bytes = if link {
+            let target = std::fs::read_link(&f).map_err(at(&f))?;
+            format!("-> {}", target.display()).into_bytes()
+        } else {
+            std::fs::read(&f).map_err(at(&f))?
+        };
         h.update(
             f.strip_prefix(dir)
                 .unwrap_or(&f)
@@ -222,6 +379,12 @@ pub async fn run_trial(
     cfg: &Config,
     run_dir: &Path,
 ) -> Result<Finished, TrialError> {
+    if let Some(stop) = crate::sys::shutdown::requested() {
+        return Err(TrialError::NotStarted {
+            trial: t.name.clone(),
+            signal: stop.name(),
+        });
+    }
     let not_loaded = |what: &'static str| TrialError::NotLoaded {
         trial: t.name.clone(),
         what,
@@ -247,6 +410,7 @@ pub async fn run_trial(
                 lines: Vec::new(),
                 failure: (!rec.verdict.passed)
                     .then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason)),
+                interrupted: rec.header.interrupted.clone(),
             })
         }
         Unit::Challenge {
@@ -294,6 +458,7 @@ pub async fn run_trial(
                 trial_dir: dir,
                 lines: Vec::new(),
                 failure,
+                interrupted: rec.header.interrupted.clone(),
             })
         }
         Unit::Scorecard { probe } => {
@@ -328,6 +493,7 @@ pub async fn run_trial(
                 lines,
                 failure: (!rec.verdict.passed)
                     .then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason)),
+                interrupted: rec.header.interrupted.clone(),
             })
         }
     }
@@ -456,11 +622,22 @@ pub fn suite_main(suite: Suite) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let no_browser_here = no_browser(&cfg);
-    let plan = plan::plan(&suites, &cfg, Some(suite), || no_browser_here);
-    // Listing plans nothing and must stay cheap; a run records what it was planned with.
+    let mut plan = plan::plan(&suites, &cfg, Some(suite), || no_browser_here);
+    if let Some(dir) = &cfg.resume {
+        let done = match resume_skips(dir) {
+            Ok(d) => d,
+            Err(e) => return fail(&e.to_string()),
+        };
+        for t in plan.iter_mut().filter(|t| t.skip.is_none()) {
+            t.skip = done.get(&t.name).cloned();
+        }
+    }
+    // Listing plans nothing and must stay cheap; a run records what it was planned with,
+    // and goes down on SIGINT/SIGTERM keeping what its trials observed.
     let identity = if args.list {
         None
     } else {
+        crate::sys::shutdown::install();
         match run_identity(&cfg, &suites) {
             Ok(id) => Some(Arc::new(id)),
             Err(e) => return fail(&format!("cannot take the run's identity: {e}")),
@@ -480,11 +657,18 @@ pub fn suite_main(suite: Suite) -> ExitCode {
                     manifest_line(t),
                     |run_dir| async move { run_trial(suites, t, cfg, &run_dir).await },
                 )?;
-                conclude(f.summary, &f.trial_dir, f.lines, f.failure)
+                let failure = f.failure.or_else(|| f.interrupted.map(interrupted_failure));
+                conclude(f.summary, &f.trial_dir, f.lines, failure)
             })
         })
         .collect();
     run(args, trials)
+}
+
+/// Why a trial whose record is marked interrupted fails, even if its verdict passed
+/// (the signal came as its record was being written).
+pub fn interrupted_failure(signal: String) -> String {
+    format!("the run was interrupted ({signal}): the record keeps partial evidence, not a result; `gauntlet run --resume <run dir>` runs the trial again")
 }
 
 /// A planned trial; one that cannot run here (`skip`) is listed as ignored, with its
@@ -613,5 +797,51 @@ mod tests {
             .entries
             .iter()
             .all(|e| e.trial == "qa::app::cap" && e.suite == "qa" && e.pid == std::process::id()));
+    }
+
+    #[test]
+    fn a_spec_digest_reads_links_as_links_and_sees_every_change() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/a.json"), "1").unwrap();
+        // A loop: followed, it would never end.
+        std::os::unix::fs::symlink("..", d.path().join("sub/up")).unwrap();
+        let first = dir_digest(d.path()).unwrap();
+        assert_eq!(dir_digest(d.path()).unwrap(), first, "the digest is stable");
+        std::fs::write(d.path().join("sub/a.json"), "2").unwrap();
+        let edited = dir_digest(d.path()).unwrap();
+        assert_ne!(edited, first, "an edited file changes the digest");
+        std::fs::remove_file(d.path().join("sub/up")).unwrap();
+        std::os::unix::fs::symlink("/etc", d.path().join("sub/up")).unwrap();
+        assert_ne!(
+            dir_digest(d.path()).unwrap(),
+            edited,
+            "a link's target is part of the digest"
+        );
+    }
+
+    #[test]
+    fn a_live_run_is_told_from_a_dead_one_by_its_lock() {
+        let run = tempfile::tempdir().unwrap();
+        assert_eq!(live_elsewhere(run.path()).unwrap(), None);
+        // A dead run left its mark: nobody holds it.
+        std::fs::create_dir(run.path().join(LIVE_DIR)).unwrap();
+        std::fs::write(run.path().join(LIVE_DIR).join("dead-run"), "").unwrap();
+        assert_eq!(live_elsewhere(run.path()).unwrap(), None);
+        // A live one holds its lock (here another open file description of ours).
+        let f = std::fs::File::create(run.path().join(LIVE_DIR).join("live-run")).unwrap();
+        let _held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        assert_eq!(
+            live_elsewhere(run.path()).unwrap().as_deref(),
+            Some("live-run")
+        );
+        // This process's own mark is never another run.
+        hold_live(run.path()).unwrap();
+        assert_eq!(
+            live_elsewhere(run.path()).unwrap().as_deref(),
+            Some("live-run")
+        );
     }
 }

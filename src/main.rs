@@ -388,6 +388,21 @@ fn run(
         Ok(id) => id,
         Err(e) => return error(format!("cannot take the run's identity: {e}")),
     };
+    // From here on SIGINT/SIGTERM stops the run and keeps what it observed; a second
+    // signal exits at once. The binaries are built before the run directory exists, so
+    // a failed build leaves no empty run behind.
+    if !nextest_filter {
+        gauntlet::sys::shutdown::install();
+        if let Err(e) = build_siblings() {
+            return error(e);
+        }
+        if let Some(stop) = gauntlet::sys::shutdown::requested() {
+            return error(format!(
+                "interrupted ({}) before any trial started",
+                stop.name()
+            ));
+        }
+    }
     let (run_dir, resuming) = match gauntlet::harness::open_run(&cfg, Some(&identity)) {
         Ok(x) => x,
         Err(e) => return error(e),
@@ -411,9 +426,6 @@ fn run(
         let terms: Vec<String> = trials.iter().map(|t| format!("test(={t})")).collect();
         println!("{}", terms.join(" | "));
         return ExitCode::SUCCESS;
-    }
-    if let Err(e) = build_siblings() {
-        return error(e);
     }
     let app_bins = suites.apps.iter().filter_map(|a| match &a.app.start {
         gauntlet::spec::app::AppStart::Binary(b) => Some(b.as_str()),
@@ -491,7 +503,7 @@ fn run(
         match r {
             Ok(f) => {
                 println!("{}", f.summary);
-                failed += usize::from(f.failure.is_some());
+                failed += usize::from(f.failure.is_some() || f.interrupted.is_some());
                 *ran.entry(f.suite).or_default() += 1;
             }
             Err(e) => {
@@ -535,6 +547,15 @@ fn run(
         failed,
         page.display()
     );
+    if let Some(stop) = gauntlet::sys::shutdown::requested() {
+        println!(
+            "gauntlet: the run was interrupted ({}): trials in flight kept their partial evidence, the rest did not start; \
+             `gauntlet run --resume {}` runs every unfinished trial",
+            stop.name(),
+            run_dir.display()
+        );
+        return ExitCode::from(stop.exit_code());
+    }
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -554,7 +575,7 @@ fn rescore(path: &std::path::Path, expected: Option<&str>, partial: bool) -> Exi
         Err(e) => return error(e),
     };
     let planned_nothing = !matches!(r.manifest, ManifestState::Present { .. });
-    if r.rows.is_empty() && planned_nothing && expected.is_none() {
+    if r.rows.is_empty() && r.findings.is_empty() && planned_nothing && expected.is_none() {
         return error(format!("{}: no records found", path.display()));
     }
     print!("{}", record::rescore::render_run(&r));
@@ -890,9 +911,25 @@ fn build_siblings() -> Result<(), String> {
         cmd.arg("--release");
     }
     cmd.current_dir(gauntlet::binaries::repo_root());
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cargo build --bins: {e}"))?;
+    // Tied to the harness (it dies with it), and stopped with the run.
+    let mut child =
+        gauntlet::sys::lifeline::spawn_std(cmd).map_err(|e| format!("cargo build --bins: {e}"))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(format!("cargo build --bins: {e}")),
+        }
+        if let Some(stop) = gauntlet::sys::shutdown::requested() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "cargo build --bins: stopped: the run was interrupted ({})",
+                stop.name()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     if status.success() {
         Ok(())
     } else {

@@ -1,5 +1,7 @@
 //! A harness killed with SIGKILL mid-trial leaves nothing running, and its interrupted
-//! trials are reported, never skipped.
+//! trials are reported, never skipped; a harness asked to stop (SIGTERM, SIGINT) keeps
+//! what its trials observed in records marked interrupted, and a second signal ends it
+//! at once.
 //!
 //! This binary makes itself a child subreaper, so every process the killed harness
 //! started, however it detached (a new session, a double fork), is re-parented here
@@ -17,6 +19,13 @@ use std::time::{Duration, Instant};
 const GRACE: Duration = Duration::from_secs(20);
 /// How long a trial may take to reach the state the case waits for.
 const REACH: Duration = Duration::from_secs(120);
+
+/// The cases count every process below this binary: one case at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// An agent that writes a line and then works for ten minutes: a trial that is stopped
+/// mid-agent, whatever the machine's speed, with output to keep.
+const SLOW_AGENT: &str = "sh -c 'echo partial-output; sleep 600'";
 
 /// pid → (parent pid, state, command line) of every process on the machine.
 fn processes() -> BTreeMap<i32, (i32, char, String)> {
@@ -203,11 +212,21 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         .arg(run_dir)
         .output()
         .expect("gauntlet rescore runs");
+    let text = String::from_utf8_lossy(&strict.stdout);
     assert_eq!(
         strict.status.code(),
         Some(0),
-        "{name}: the resumed run rescores whole:\n{}",
-        String::from_utf8_lossy(&strict.stdout)
+        "{name}: the resumed run rescores whole:\n{text}"
+    );
+    // The cut attempt is kept and named, as a note: the finished record counts.
+    assert!(
+        text.contains(&format!("SUPERSEDED: {trial} (qa): ")),
+        "{name}: the interrupted attempt is still named:\n{text}"
+    );
+    let page = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(
+        page.contains("the trial then finished in a resumed run, whose record counts"),
+        "{name}: the page names the superseded attempt:\n{page}"
     );
 }
 
@@ -288,27 +307,12 @@ fn run_case(name: &str, mut case: Case, out: &Path) {
     );
     child.kill().expect("SIGKILL the harness");
     child.wait().expect("reap the harness");
-    let until = Instant::now() + GRACE;
-    let left = loop {
-        reap_orphans();
-        let me = std::process::id() as i32;
-        let left = descendants(me);
-        if left.is_empty() || Instant::now() > until {
-            break left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    for (pid, _) in &left {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(*pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    assert!(
-        left.is_empty(),
-        "{name}: {} process(es) outlived the SIGKILLed harness (it had {} below it when killed): {left:#?}",
-        left.len(),
-        reached.len()
+    assert_nothing_left(
+        name,
+        &format!(
+            "the SIGKILLed harness (it had {} below it when killed)",
+            reached.len()
+        ),
     );
 
     // The interrupted trial is named, with its evidence, and rescore fails the run
@@ -319,15 +323,7 @@ fn run_case(name: &str, mut case: Case, out: &Path) {
         .map(|e| e.path())
         .find(|p| p.join(&trial_dir).is_dir())
         .expect("the run directory");
-    let rescore = |partial: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
-        cmd.arg("rescore").arg(&run_dir);
-        if partial {
-            cmd.arg("--partial");
-        }
-        cmd.output().expect("gauntlet rescore runs")
-    };
-    let strict = rescore(false);
+    let strict = rescore(&run_dir, false);
     let text = String::from_utf8_lossy(&strict.stdout);
     assert_eq!(
         strict.status.code(),
@@ -343,7 +339,7 @@ fn run_case(name: &str, mut case: Case, out: &Path) {
         !line.ends_with("evidence kept: none"),
         "{name}: the trial kept nothing: {line}"
     );
-    let partial = rescore(true);
+    let partial = rescore(&run_dir, true);
     assert_eq!(
         partial.status.code(),
         Some(0),
@@ -357,6 +353,7 @@ fn run_case(name: &str, mut case: Case, out: &Path) {
 
 #[test]
 fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: prctl on this process only.
     nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
     let chromium = std::path::Path::new("/usr/lib/chromium/chromium").exists()
@@ -405,7 +402,8 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
             "browser flow under gauntlet run",
             Box::new(|out| Case {
                 harness: gauntlet_run(out, "qa::browser-notes::add-note"),
-                wait_for: &["chromium"],
+                // A renderer: the browser is up with a page, its helpers started.
+                wait_for: &["--type=renderer"],
                 trial: "qa::browser-notes::add-note",
                 resume: false,
             }),
@@ -414,7 +412,8 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
             "browser extension under gauntlet run",
             Box::new(|out| Case {
                 harness: gauntlet_run(out, "qa::ext-wordbadge::exact-count"),
-                wait_for: &["chromium"],
+                // A renderer: the browser is up with a page, its helpers started.
+                wait_for: &["--type=renderer"],
                 trial: "qa::ext-wordbadge::exact-count",
                 resume: false,
             }),
@@ -428,4 +427,481 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
         let out = tempfile::tempdir().expect("tempdir");
         run_case(name, make(out.path()), out.path());
     }
+}
+
+/// A harness started for a stop case: its output goes to files (a pipe nobody reads
+/// could block it), and the case waits on what its trial wrote.
+struct Stopping {
+    child: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Stopping {
+    fn start(name: &str, mut harness: Command, out: &Path) -> Stopping {
+        let stdout = out.join("harness.stdout");
+        let stderr = out.join("harness.stderr");
+        let child = harness
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: cannot start the harness: {e}"));
+        Stopping {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn pid(&self) -> nix::unistd::Pid {
+        nix::unistd::Pid::from_raw(self.child.id() as i32)
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// Wait until `ready` holds, failing the case if the harness ends first.
+    fn wait_until(&mut self, name: &str, what: &str, ready: impl Fn(&Stopping) -> bool) {
+        let started = Instant::now();
+        while !ready(self) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "{name}: the harness ended ({status}) before {what}:\n{}\n{}",
+                    self.stdout(),
+                    self.stderr()
+                );
+            }
+            if started.elapsed() > REACH {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("{name}: never {what}:\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The harness's exit code once it has ended by itself (bounded by REACH: a harness
+    /// that ignores the signal fails the case rather than hanging it).
+    fn exit_code(&mut self, name: &str) -> Option<i32> {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            if started.elapsed() > REACH {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "{name}: the harness did not end after the signal:\n{}",
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The agent's output in the trial directory `trial_dir` of the one run under `out`.
+fn agent_output(out: &Path, trial_dir: &str) -> String {
+    std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find_map(|run| {
+            std::fs::read_to_string(run.path().join(trial_dir).join("agent.stdout")).ok()
+        })
+        .unwrap_or_default()
+}
+
+fn run_dir_of(out: &Path, trial_dir: &str) -> PathBuf {
+    std::fs::read_dir(out)
+        .expect("out dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join(trial_dir).is_dir())
+        .expect("the run directory")
+}
+
+/// Nothing the harness started is alive once it has gone (after GRACE at most).
+fn assert_nothing_left(name: &str, harness: &str) {
+    let until = Instant::now() + GRACE;
+    let left = loop {
+        reap_orphans();
+        let left = descendants(std::process::id() as i32);
+        if left.is_empty() || Instant::now() > until {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for (pid, _) in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        left.is_empty(),
+        "{name}: {} process(es) outlived {harness}: {left:#?}",
+        left.len()
+    );
+}
+
+fn rescore(run_dir: &Path, partial: bool) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    cmd.arg("rescore").arg(run_dir);
+    if partial {
+        cmd.arg("--partial");
+    }
+    cmd.output().expect("gauntlet rescore runs")
+}
+
+fn read_json(file: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// SIGTERM mid-agent: the agent is stopped, what it wrote is kept in a record marked
+/// interrupted (its verdict says so, and re-derives), nothing is left running, rescore
+/// names the trial as interrupted, the page gives the reason, and a resume would run
+/// the trial again. Under `gauntlet run` and under the qa test binary (libtest), where
+/// the trial's test fails with the cause.
+#[test]
+fn a_stopped_harness_keeps_what_its_trials_observed() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let trial = "qa::api-ledger::balance";
+    let trial_dir = "qa.api-ledger.balance";
+    for libtest in [false, true] {
+        let name = if libtest {
+            "SIGTERM under the qa test binary"
+        } else {
+            "SIGTERM under gauntlet run"
+        };
+        let out = tempfile::tempdir().expect("tempdir");
+        let mut harness = if libtest {
+            let mut cmd = Command::new(qa_binary());
+            cmd.args(["--exact", trial]);
+            cmd
+        } else {
+            gauntlet_run(out.path(), trial)
+        };
+        harness
+            .env("GAUNTLET_OUT", out.path())
+            .env("GAUNTLET_AGENT", "command")
+            .env("GAUNTLET_AGENT_CMD", SLOW_AGENT)
+            .env_remove("CARGO")
+            .env_remove("NEXTEST_RUN_ID")
+            .env_remove("GAUNTLET_RESUME");
+        let mut h = Stopping::start(name, harness, out.path());
+        h.wait_until(name, "the agent wrote its line", |_| {
+            agent_output(out.path(), trial_dir).contains("partial-output")
+        });
+        // A run that is still going cannot be resumed beside itself.
+        let live = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+            .args(["run", "--resume"])
+            .arg(run_dir_of(out.path(), trial_dir))
+            .env("GAUNTLET_OUT", out.path())
+            .env("GAUNTLET_AGENT", "command")
+            .env("GAUNTLET_AGENT_CMD", SLOW_AGENT)
+            .env_remove("CARGO")
+            .env_remove("NEXTEST_RUN_ID")
+            .output()
+            .expect("gauntlet run --resume runs");
+        let why = String::from_utf8_lossy(&live.stderr);
+        assert_eq!(live.status.code(), Some(2), "{name}: {why}");
+        assert!(
+            why.contains("is still running in this directory"),
+            "{name}: {why}"
+        );
+        nix::sys::signal::kill(h.pid(), nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        let code = h.exit_code(name);
+        let (stdout, stderr) = (h.stdout(), h.stderr());
+        if libtest {
+            assert_eq!(
+                code,
+                Some(101),
+                "{name}: the trial's test fails:\n{stdout}\n{stderr}"
+            );
+            assert!(
+                stderr.contains("Error: error: the run was interrupted (SIGTERM)"),
+                "{name}: the failure names the signal:\n{stderr}"
+            );
+        } else {
+            assert_eq!(
+                code,
+                Some(143),
+                "{name}: exits as SIGTERM's:\n{stdout}\n{stderr}"
+            );
+            assert!(
+                stdout.contains("gauntlet run --resume"),
+                "{name}: says how to resume:\n{stdout}"
+            );
+        }
+        assert!(stderr.contains("SIGTERM received"), "{name}: {stderr}");
+        assert_nothing_left(name, "the stopped harness");
+
+        let run_dir = run_dir_of(out.path(), trial_dir);
+        let rec = read_json(&run_dir.join(trial_dir).join("record.json"));
+        assert_eq!(
+            rec["interrupted"], "SIGTERM",
+            "{name}: the record is marked: {rec}"
+        );
+        assert_eq!(
+            rec["evidence"]["agent"]["end"]["interrupted"], "SIGTERM",
+            "{name}"
+        );
+        assert_eq!(
+            rec["evidence"]["agent"]["end"]["timed_out"], false,
+            "{name}"
+        );
+        assert_eq!(rec["verdict"]["outcome"], "error", "{name}");
+        assert!(
+            rec["verdict"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("interrupted (SIGTERM)")),
+            "{name}: {}",
+            rec["verdict"]
+        );
+        assert!(
+            agent_output(out.path(), trial_dir).contains("partial-output"),
+            "{name}: the agent's partial output is kept"
+        );
+
+        let strict = rescore(&run_dir, false);
+        let text = String::from_utf8_lossy(&strict.stdout);
+        assert_eq!(strict.status.code(), Some(1), "{name}:\n{text}");
+        assert!(
+            text.contains(&format!(
+                "{trial}                      error                error                agrees"
+            )),
+            "{name}: the stopped record's verdict re-derives:\n{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "INTERRUPTED: {trial} (qa): `{trial_dir}` was stopped part-way when the run was interrupted (SIGTERM)"
+            )),
+            "{name}:\n{text}"
+        );
+        assert_eq!(rescore(&run_dir, true).status.code(), Some(0), "{name}");
+        if !libtest {
+            let page = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+            assert!(
+                page.contains("was stopped part-way when the run was interrupted (SIGTERM)"),
+                "{name}: the page gives the reason:\n{page}"
+            );
+        }
+        let filter = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+            .args(["run", "--resume"])
+            .arg(&run_dir)
+            .arg("--nextest-filter")
+            .env("GAUNTLET_OUT", out.path())
+            .env("GAUNTLET_AGENT", "command")
+            .env("GAUNTLET_AGENT_CMD", SLOW_AGENT)
+            .env_remove("CARGO")
+            .output()
+            .expect("gauntlet run --nextest-filter runs");
+        assert_eq!(
+            String::from_utf8_lossy(&filter.stdout).trim(),
+            format!("test(={trial})"),
+            "{name}: a resume runs the stopped trial again: {}",
+            String::from_utf8_lossy(&filter.stderr)
+        );
+    }
+}
+
+/// A second signal does not wait for anything: the harness exits at once with the
+/// signal's status, and takes every process it started with it.
+#[test]
+fn a_second_signal_ends_the_harness_at_once() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let name = "SIGINT twice under gauntlet run";
+    let trial = "qa::api-ledger::balance";
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut harness = gauntlet_run(out.path(), trial);
+    harness
+        .env("GAUNTLET_AGENT", "command")
+        .env("GAUNTLET_AGENT_CMD", SLOW_AGENT);
+    let mut h = Stopping::start(name, harness, out.path());
+    h.wait_until(name, "the agent wrote its line", |_| {
+        agent_output(out.path(), "qa.api-ledger.balance").contains("partial-output")
+    });
+    // A sandbox helper that does not answer: the first signal's way down waits for it
+    // (until it is killed outright, seconds later), which is when a user presses Ctrl-C
+    // again. Only the helpers, the harness's own children: what runs inside a sandbox
+    // goes with its init, which nothing outside it stops.
+    let frozen: Vec<i32> = processes()
+        .into_iter()
+        .filter(|(_, (ppid, _, cmd))| *ppid == h.pid().as_raw() && cmd.contains("gauntlet-seal"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert!(
+        !frozen.is_empty(),
+        "{name}: no sandbox helper below the harness"
+    );
+    for pid in &frozen {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGSTOP,
+        );
+    }
+    nix::sys::signal::kill(h.pid(), nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    h.wait_until(name, "the harness heard the first signal", |h| {
+        h.stderr().contains("SIGINT received")
+    });
+    nix::sys::signal::kill(h.pid(), nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let code = h.exit_code(name);
+    assert_eq!(
+        code,
+        Some(130),
+        "{name}: exits as SIGINT's:\n{}",
+        h.stderr()
+    );
+    assert!(
+        h.stderr().contains("SIGINT again: exiting now"),
+        "{}",
+        h.stderr()
+    );
+    assert_nothing_left(name, "the stopped harness");
+}
+
+/// A probe stopped in its idle window (a seed hour that lasts an hour here) ends at
+/// once, its record marked interrupted and its setup error naming the signal.
+#[test]
+fn a_probe_in_its_idle_window_stops_with_the_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let name = "SIGTERM in a scorecard idle window";
+    let trial = "scorecard::continuous::p3-1";
+    let trial_dir = "scorecard.continuous.p3-1";
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut harness = gauntlet_run(out.path(), trial);
+    harness.env("GAUNTLET_SCORECARD_IDLE_SECS", "86400");
+    let mut h = Stopping::start(name, harness, out.path());
+    // The background mode starts with the idle block.
+    h.wait_until(name, "the probe reached its idle window", |_| {
+        std::fs::read_dir(out.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                run.path()
+                    .join(trial_dir)
+                    .join("background.stdout")
+                    .exists()
+            })
+    });
+    nix::sys::signal::kill(h.pid(), nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    assert_eq!(h.exit_code(name), Some(143), "{name}:\n{}", h.stderr());
+    assert_nothing_left(name, "the stopped harness");
+    let run_dir = run_dir_of(out.path(), trial_dir);
+    let rec = read_json(&run_dir.join(trial_dir).join("record.json"));
+    assert_eq!(rec["interrupted"], "SIGTERM", "{name}: {rec}");
+    let setup = rec["evidence"]["setup_error"].as_str().unwrap_or_default();
+    assert!(
+        setup.contains("interrupted (SIGTERM)"),
+        "{name}: the probe's setup error names the signal: {setup}"
+    );
+    let strict = rescore(&run_dir, false);
+    let text = String::from_utf8_lossy(&strict.stdout);
+    assert_eq!(strict.status.code(), Some(1), "{name}:\n{text}");
+    assert!(
+        text.contains(&format!("INTERRUPTED: {trial} (scorecard)")),
+        "{name}:\n{text}"
+    );
+}
+
+/// The nextest way to resume: `GAUNTLET_RESUME=<run dir>` with the first run's filter.
+/// A trial with a finished record is ignored at list time (nextest skips it, with the
+/// reason), and every other trial runs into the same run directory, whether it was cut
+/// or never started; the qa test binary is driven exactly as nextest drives it.
+#[test]
+fn a_resumed_test_binary_skips_finished_trials_and_runs_the_rest() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().expect("tempdir");
+    let qa = |args: &[&str], resume: Option<&Path>| {
+        let mut cmd = Command::new(qa_binary());
+        cmd.args(args)
+            .env("GAUNTLET_OUT", out.path())
+            // One run id for the first run's processes, as under nextest.
+            .env("NEXTEST_RUN_ID", "first-run")
+            .env_remove("CARGO")
+            .env_remove("GAUNTLET_RESUME");
+        if let Some(dir) = resume {
+            cmd.env("GAUNTLET_RESUME", dir)
+                .env("NEXTEST_RUN_ID", "resumed-run");
+        }
+        cmd.output().expect("the qa test binary runs")
+    };
+    let done = "qa::api-ledger::health";
+    let never = "qa::api-ledger::reject-unknown-id";
+    let first = qa(&["--exact", done], None);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let run_dir = out.path().join("first-run");
+
+    let listed = qa(&["--list", "--ignored"], Some(&run_dir));
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{text}");
+    assert!(
+        text.lines().any(|l| l == format!("{done}: test")),
+        "the finished trial is ignored at list time:\n{text}"
+    );
+    assert!(
+        !text.contains(never),
+        "a trial without a record is not ignored:\n{text}"
+    );
+    let why = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        why.contains(&format!(
+            "{done}: ignored: finished in {}",
+            run_dir.display()
+        )),
+        "the reason is given beside the list:\n{why}"
+    );
+
+    let again = qa(&["--exact", done], Some(&run_dir));
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{text}");
+    assert!(
+        text.contains("1 ignored"),
+        "a finished trial does not run again:\n{text}"
+    );
+
+    let rest = qa(&["--exact", never], Some(&run_dir));
+    assert!(
+        rest.status.success(),
+        "the trial the first run never started runs in the resume:\n{}",
+        String::from_utf8_lossy(&rest.stderr)
+    );
+    assert!(run_dir
+        .join("qa.api-ledger.reject-unknown-id/record.json")
+        .is_file());
+    let manifest = std::fs::read_to_string(run_dir.join("manifest.jsonl")).expect("manifest");
+    let resumed: Vec<&str> = manifest
+        .lines()
+        .filter(|l| l.contains("\"resumed\":true"))
+        .collect();
+    assert_eq!(
+        resumed.len(),
+        1,
+        "the resumed trial says so in the manifest:\n{manifest}"
+    );
+    assert!(resumed[0].contains(never), "{manifest}");
+    let strict = rescore(&run_dir, false);
+    assert_eq!(
+        strict.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&strict.stdout)
+    );
 }

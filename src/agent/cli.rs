@@ -28,12 +28,23 @@ pub fn installed(name: &str) -> bool {
 }
 
 /// The first line `program --version` prints, or why there is none. Bounded in time;
-/// run once per adapter (adapters cache it).
+/// run once per program and process (a run's identity and each of its records ask).
 pub fn probe_version(program: &Path) -> String {
-    match run_version(program) {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<BTreeMap<std::path::PathBuf, String>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    if let Some(v) = seen.lock().ok().and_then(|m| m.get(program).cloned()) {
+        return v;
+    }
+    let v = match run_version(program) {
         Ok(v) => v,
         Err(why) => format!("unknown ({}: {why})", program.display()),
+    };
+    if let Ok(mut m) = seen.lock() {
+        m.insert(program.to_path_buf(), v.clone());
     }
+    v
 }
 
 fn run_version(program: &Path) -> Result<String, String> {

@@ -46,16 +46,26 @@ pub struct ProcessEnd {
     /// The harness killed it at its deadline.
     pub timed_out: bool,
     pub duration_ms: u64,
+    /// The harness killed it because the run was asked to stop (the signal's name,
+    /// `SIGINT` or `SIGTERM`): what it wrote until then is kept, and it is judged on
+    /// nothing, since it never had its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl ProcessEnd {
     pub fn success(&self) -> bool {
-        self.exit_code == Some(0) && !self.timed_out
+        self.exit_code == Some(0) && !self.timed_out && self.interrupted.is_none()
     }
 
     /// How the process ended, in words.
     pub fn describe(&self) -> String {
-        if self.timed_out {
+        if let Some(signal) = &self.interrupted {
+            format!(
+                "stopped after {} ms: the run was interrupted ({signal})",
+                self.duration_ms
+            )
+        } else if self.timed_out {
             format!("timed out after {} ms", self.duration_ms)
         } else if let Some(sig) = self.signal {
             format!("killed by signal {sig}")
@@ -99,6 +109,10 @@ pub struct Gate {
     /// mutant's place among the app's runs). Empty in records from before the draw.
     #[serde(default)]
     pub order: Vec<GateTarget>,
+    /// The run was asked to stop (the signal's name) before every planned run was
+    /// made: the gate is unfinished, not red.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl Gate {
@@ -107,6 +121,13 @@ impl Gate {
     }
     pub fn mutant_run(&self) -> Option<&GateRun> {
         self.runs.iter().find(|r| r.target == GateTarget::Mutant)
+    }
+
+    /// The signal that stopped the gate part-way, whether between runs or during one.
+    pub fn interrupted(&self) -> Option<&str> {
+        self.interrupted
+            .as_deref()
+            .or_else(|| self.runs.iter().find_map(|r| r.end.interrupted.as_deref()))
     }
 }
 
@@ -138,6 +159,7 @@ impl AgentRun {
                 signal: None,
                 timed_out: false,
                 duration_ms: 0,
+                interrupted: None,
             },
             stdout: empty("agent.stdout"),
             stderr: empty("agent.stderr"),

@@ -23,6 +23,12 @@ pub struct RunIdentity {
     /// One digest per spec the plan was made from (`app:<name>`, `challenges`,
     /// `scorecard`).
     pub specs: BTreeMap<String, String>,
+    /// What measures, beside what is measured: the gauntlet commit, the agent's
+    /// version, and a fingerprint (size, modification time) of every binary the
+    /// trials run (`bin:<name>`), so that a resume after a rebuild or an upgrade of the
+    /// agent is refused instead of splitting one run's pages between two harnesses.
+    #[serde(default)]
+    pub harness: BTreeMap<String, String>,
 }
 
 impl RunIdentity {
@@ -38,16 +44,25 @@ impl RunIdentity {
         if let Some(d) = first_difference("config", &self.config, &now.config) {
             return Some(d);
         }
-        let keys: std::collections::BTreeSet<&String> =
-            self.specs.keys().chain(now.specs.keys()).collect();
-        keys.into_iter().find_map(|k| {
-            let (a, b) = (self.specs.get(k), now.specs.get(k));
-            (a != b).then(|| {
-                let show = |v: Option<&String>| v.map_or("absent".into(), |v| format!("`{v}`"));
-                format!("`specs.{k}`: {} recorded vs {} now", show(a), show(b))
-            })
-        })
+        map_difference("specs", &self.specs, &now.specs)
+            .or_else(|| map_difference("harness", &self.harness, &now.harness))
     }
+}
+
+/// The first key whose value differs between two maps, as "`name.key`: a recorded vs b now".
+fn map_difference(
+    name: &str,
+    recorded: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+) -> Option<String> {
+    let keys: std::collections::BTreeSet<&String> = recorded.keys().chain(now.keys()).collect();
+    keys.into_iter().find_map(|k| {
+        let (a, b) = (recorded.get(k), now.get(k));
+        (a != b).then(|| {
+            let show = |v: Option<&String>| v.map_or("absent".into(), |v| format!("`{v}`"));
+            format!("`{name}.{k}`: {} recorded vs {} now", show(a), show(b))
+        })
+    })
 }
 
 /// The first differing leaf between two JSON values, by dotted path.
@@ -103,6 +118,7 @@ mod tests {
             gauntlet_version: "1".into(),
             config: serde_json::json!({"model": model, "n": 3}),
             specs: [("app:ledger".to_string(), app_hash.to_string())].into(),
+            harness: [("commit".to_string(), "abc".to_string())].into(),
         }
     }
 
@@ -116,6 +132,14 @@ mod tests {
         assert_eq!(
             id("a", "h").difference(&id("a", "g")).as_deref(),
             Some("`specs.app:ledger`: `h` recorded vs `g` now")
+        );
+        let mut rebuilt = id("a", "h");
+        rebuilt
+            .harness
+            .insert("bin:gauntlet-agent".into(), "9 bytes".into());
+        assert_eq!(
+            id("a", "h").difference(&rebuilt).as_deref(),
+            Some("`harness.bin:gauntlet-agent`: absent recorded vs `9 bytes` now")
         );
     }
 

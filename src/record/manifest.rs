@@ -179,9 +179,22 @@ pub enum Finding {
         trial: Option<(String, String)>,
         unfinished: super::unfinished::Unfinished,
     },
+    /// An unfinished trial directory of a trial that then finished in a resumed run:
+    /// a note, not a failure (the finished record counts; this evidence is kept).
+    Superseded {
+        trial: String,
+        suite: String,
+        unfinished: super::unfinished::Unfinished,
+    },
 }
 
 impl Finding {
+    /// Whether this finding only tells what a run went through (a trial interrupted
+    /// and then finished by a resumed run), which no check fails on.
+    pub fn is_note(&self) -> bool {
+        matches!(self, Finding::Superseded { .. })
+    }
+
     /// Whether this finding only says the run is incomplete (trials that never
     /// finished or never started), which `--partial` accepts; records nobody planned
     /// and unreadable manifest lines are never accepted.
@@ -241,6 +254,15 @@ impl std::fmt::Display for Finding {
                 "INTERRUPTED: a directory of no planned trial: {}",
                 unfinished.describe()
             ),
+            Finding::Superseded {
+                trial,
+                suite,
+                unfinished,
+            } => write!(
+                f,
+                "SUPERSEDED: {trial} ({suite}): {}; the trial then finished in a resumed run, and that record counts",
+                unfinished.describe()
+            ),
         }
     }
 }
@@ -275,7 +297,15 @@ pub fn check(
                 trial: Some((trial.to_string(), p.first.suite.clone())),
                 unfinished: u.clone(),
             }));
-        } else if n == 0 {
+            continue;
+        }
+        // Here a cut directory means the trial finished since, in a resumed run.
+        out.extend(cut.into_iter().map(|u| Finding::Superseded {
+            trial: trial.to_string(),
+            suite: p.first.suite.clone(),
+            unfinished: u.clone(),
+        }));
+        if n == 0 {
             out.push(Finding::Missing {
                 trial: trial.to_string(),
                 suite: p.first.suite.clone(),

@@ -213,17 +213,24 @@ pub struct Header {
     pub finished_at: String,
     pub wall_ms: u64,
     pub config: RecordConfig,
+    /// The run was asked to stop (`SIGINT` or `SIGTERM`) before this trial finished: its
+    /// evidence is what its processes wrote until they were stopped. Every reader counts
+    /// it as interrupted, never as a result, and a resumed run runs it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl Header {
     /// The header of a trial of `suite` that started at `started_at` (`t0` on the
-    /// monotonic clock) and finishes now, in this process's run.
+    /// monotonic clock) and finishes now, in this process's run; `interrupted` names
+    /// the signal if the run was asked to stop before it finished.
     pub fn finished_now(
         suite: Suite,
         trial: String,
         started_at: chrono::DateTime<chrono::Utc>,
         t0: std::time::Instant,
         config: RecordConfig,
+        interrupted: Option<&str>,
     ) -> Header {
         Header {
             schema_version: SCHEMA_VERSION,
@@ -235,6 +242,7 @@ impl Header {
             finished_at: chrono::Utc::now().to_rfc3339(),
             wall_ms: t0.elapsed().as_millis() as u64,
             config,
+            interrupted: interrupted.map(str::to_string),
         }
     }
 }

@@ -275,7 +275,8 @@ impl RunRescore {
     /// `--digest` with the value the run printed when it ended. The missing manifest is
     /// stated on its own line so that nobody mistakes the pass for a complete check.
     pub fn ok(&self) -> bool {
-        self.findings.is_empty() && self.rows.iter().all(RescoreRow::agrees)
+        self.findings.iter().all(super::manifest::Finding::is_note)
+            && self.rows.iter().all(RescoreRow::agrees)
     }
 
     /// As [`RunRescore::ok`], for a run its user knows to be partial (interrupted, or
@@ -284,7 +285,7 @@ impl RunRescore {
     pub fn ok_partial(&self) -> bool {
         self.findings
             .iter()
-            .all(super::manifest::Finding::is_incomplete)
+            .all(|f| f.is_incomplete() || f.is_note())
             && self.rows.iter().all(RescoreRow::agrees)
     }
 
@@ -309,8 +310,33 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     // One read of each record answers both the check and its digest entry.
     let mut rows: Vec<RescoreRow> = Vec::with_capacity(files.len());
     let mut entries: Vec<super::digest::DigestEntry> = Vec::with_capacity(files.len());
-    for f in &files {
+    let dir_of = |f: &Path| {
+        f.parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    // Records the harness wrote as it was stopped: checked like any, counted as none.
+    let mut stopped: Vec<(usize, String)> = Vec::new();
+    // The trial each file names, by the file's place in `files`.
+    let mut named: Vec<Option<String>> = Vec::with_capacity(files.len());
+    for (i, f) in files.iter().enumerate() {
         let checked = super::any::check(f);
+        if let Some(signal) = checked
+            .record
+            .as_ref()
+            .and_then(|r| r.header().interrupted.clone())
+        {
+            stopped.push((i, signal));
+        }
+        // As the digest names it: a record that names no trial goes by its directory.
+        named.push(
+            checked
+                .row
+                .record_sha256
+                .is_some()
+                .then(|| checked.named_trial.clone().unwrap_or_else(|| dir_of(f))),
+        );
         if let Some(sha) = &checked.row.record_sha256 {
             entries.push(super::digest::DigestEntry::from_checked(
                 f,
@@ -321,11 +347,19 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
         rows.push(checked.row);
     }
     let digest = super::digest::run_digest(&entries);
-    let unfinished = if is_run {
+    let mut unfinished = if is_run {
         super::unfinished::find(path)?
     } else {
         Vec::new()
     };
+    if is_run {
+        for (i, signal) in &stopped {
+            if let Some(f) = files.get(*i) {
+                unfinished.push(super::unfinished::stopped(path, &dir_of(f), signal)?);
+            }
+        }
+        unfinished.sort_by(|a, b| a.dir.cmp(&b.dir));
+    }
     let (manifest, findings) = if !is_run {
         (ManifestState::NotARun, Vec::new())
     } else {
@@ -345,15 +379,10 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
             Some(m) => {
                 let records: Vec<(String, String)> = files
                     .iter()
-                    .zip(&entries)
-                    .map(|(f, e)| {
-                        let dir = f
-                            .parent()
-                            .and_then(|d| d.file_name())
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        (e.trial.clone(), dir)
-                    })
+                    .zip(&named)
+                    .enumerate()
+                    .filter(|(i, _)| !stopped.iter().any(|(s, _)| s == i))
+                    .filter_map(|(_, (f, trial))| Some((trial.clone()?, dir_of(f))))
                     .collect();
                 let findings = super::manifest::check(&m, &records, &unfinished);
                 let state = ManifestState::Present {

@@ -1,9 +1,12 @@
-//! Trial directories without a record: trials that started and never finished.
+//! Trial directories without a finished record: trials that started and never finished.
 //!
 //! A trial directory is created before anything of the trial runs and its record is
 //! written last, so a directory without `record.json` is a trial whose harness was
-//! killed (a cancelled CI job, a lost machine) or is still running. Such a trial is
-//! never skipped in silence: rescore and the pages name it, with the evidence it left.
+//! killed (a cancelled CI job, a lost machine) or is still running. A harness asked to
+//! stop (SIGINT, SIGTERM) writes the record of each trial in flight, marked
+//! interrupted: its evidence is partial, so it is no more a result than a directory
+//! without a record. Neither is ever skipped in silence: rescore and the pages name
+//! them, with the evidence they left, and a resumed run runs them again.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +26,9 @@ pub struct Unfinished {
     /// What it holds, one entry per top-level file (`name (N bytes)`) or directory
     /// (`name/ (N files)`), sorted by name.
     pub evidence: Vec<String>,
+    /// The signal its record names when the harness stopped the trial and wrote the
+    /// record (`SIGINT`, `SIGTERM`); `None` for a directory without a record.
+    pub stopped: Option<String>,
 }
 
 impl Unfinished {
@@ -39,10 +45,16 @@ impl Unfinished {
         } else {
             self.evidence.join(", ")
         };
-        format!(
-            "`{}` has no {RECORD_FILE} (the trial started and never finished, or its record was removed); evidence kept: {kept}",
-            self.dir
-        )
+        match &self.stopped {
+            None => format!(
+                "`{}` has no {RECORD_FILE} (the trial started and never finished, or its record was removed); evidence kept: {kept}",
+                self.dir
+            ),
+            Some(signal) => format!(
+                "`{}` was stopped part-way when the run was interrupted ({signal}): its {RECORD_FILE} keeps partial evidence, not a result; evidence kept: {kept}",
+                self.dir
+            ),
+        }
     }
 
     /// Whether this directory is one `trial` could have made (see [`super::is_trial_dir_of`]).
@@ -72,10 +84,21 @@ pub fn find(run_dir: &Path) -> Result<Vec<Unfinished>, RecordError> {
         out.push(Unfinished {
             evidence: evidence(&path)?,
             dir: name,
+            stopped: None,
         });
     }
     out.sort_by(|a, b| a.dir.cmp(&b.dir));
     Ok(out)
+}
+
+/// The trial directory `dir` of `run_dir`, whose record says the harness stopped the
+/// trial part-way on `signal`.
+pub fn stopped(run_dir: &Path, dir: &str, signal: &str) -> Result<Unfinished, RecordError> {
+    Ok(Unfinished {
+        evidence: evidence(&run_dir.join(dir))?,
+        dir: dir.to_string(),
+        stopped: Some(signal.to_string()),
+    })
 }
 
 fn evidence(dir: &Path) -> Result<Vec<String>, RecordError> {
@@ -140,6 +163,7 @@ mod tests {
             vec![Unfinished {
                 dir: "qa.app.cut".into(),
                 evidence: vec!["agent.stdout (5 bytes)".into(), "gate/ (1 files)".into()],
+                stopped: None,
             }]
         );
         assert!(found[0].is_of("qa::app::cut"));
@@ -151,6 +175,19 @@ mod tests {
         );
         assert!(
             text.ends_with("evidence kept: agent.stdout (5 bytes), gate/ (1 files)"),
+            "{text}"
+        );
+        // A record the harness wrote on its way down is as unfinished, and says why.
+        let stopped = stopped(run.path(), "qa.app.done", "SIGTERM").unwrap();
+        let text = stopped.describe();
+        assert!(
+            text.starts_with(
+                "`qa.app.done` was stopped part-way when the run was interrupted (SIGTERM)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("evidence kept: record.json (2 bytes)"),
             "{text}"
         );
     }

@@ -271,6 +271,9 @@ fn process_result(rec: &ChallengeRecord) -> String {
         return format!("not run: {s}");
     }
     let end = &e.agent.end;
+    if let Some(signal) = &end.interrupted {
+        return format!("stopped when the run was interrupted ({signal})");
+    }
     match (end.timed_out, end.exit_code, end.signal) {
         (true, _, _) => format!("killed at the deadline ({} s)", rec.provenance.timeout_secs),
         (_, Some(c), _) => format!("exit {c}"),

@@ -255,6 +255,7 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     let mut recorded: Vec<String> = Vec::new();
     let mut others: BTreeMap<String, (String, OtherRecord)> = BTreeMap::new();
     let mut headers = HeaderCheck::default();
+    let mut stopped = Vec::new();
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
@@ -284,6 +285,25 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             continue;
         }
         let checked = record::any::check(&file);
+        // A record the harness wrote as it was stopped is partial evidence, no result:
+        // its trial is named below with the interrupted ones.
+        if let Some(signal) = checked
+            .record
+            .as_ref()
+            .and_then(|r| r.header().interrupted.as_deref())
+        {
+            if disagreement(&checked.row).is_none() {
+                stopped.push(
+                    record::unfinished::stopped(dir, &name, signal).map_err(|e| {
+                        ReportError::Invalid {
+                            file: path.clone(),
+                            reason: e.to_string(),
+                        }
+                    })?,
+                );
+                continue;
+            }
+        }
         if let Some(trial) = checked.named_trial.clone() {
             recorded.push(trial);
         }
@@ -383,16 +403,28 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             .cloned()
             .collect();
     }
-    let unfinished = record::unfinished::find(dir).map_err(|e| ReportError::Invalid {
+    let mut unfinished = record::unfinished::find(dir).map_err(|e| ReportError::Invalid {
         file: dir.to_path_buf(),
         reason: e.to_string(),
     })?;
+    unfinished.extend(stopped);
+    unfinished.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let planned_trials = run.manifest.as_ref().map(|m| m.planned());
     for u in &unfinished {
         let cause = format!("interrupted: {}", u.describe());
+        let finished_since = planned_trials
+            .as_ref()
+            .is_some_and(|p| p.keys().any(|t| u.is_of(t)));
         match run.missing.iter().find(|p| u.is_of(&p.trial)) {
             Some(p) => {
                 run.interrupted.insert(p.trial.clone(), cause);
             }
+            None if finished_since => run.problems.push(Problem {
+                file: u.dir.clone(),
+                cause: format!(
+                    "{cause}; the trial then finished in a resumed run, whose record counts"
+                ),
+            }),
             None => run.problems.push(Problem {
                 file: u.dir.clone(),
                 cause: format!("{cause}; of no planned trial, so not counted"),

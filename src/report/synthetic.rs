@@ -176,6 +176,7 @@ impl SyntheticRun {
             signal: None,
             timed_out: false,
             duration_ms: ms,
+            interrupted: None,
         };
         let gate = match behaviour {
             Behaviour::Proves | Behaviour::WeakTest if kind.is_verifiable() => {
@@ -204,6 +205,7 @@ impl SyntheticRun {
                     required: self.n,
                     runs,
                     not_run: None,
+                    interrupted: None,
                 })
             }
             _ => None,
@@ -269,6 +271,7 @@ impl SyntheticRun {
                 finished_at: (started + chrono::Duration::milliseconds(wall_ms as i64))
                     .to_rfc3339(),
                 wall_ms,
+                interrupted: None,
                 config: RecordConfig {
                     sandbox: crate::config::Sandbox::Sealed,
                     agent: AgentKind::Command.name().into(),

@@ -486,6 +486,14 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
 
     let (task_outcome, outcome_reason) = if let Some(e) = i.setup_error {
         (TaskOutcome::Unknown, format!("setup failed: {e}"))
+    } else if let Some(signal) = &i.end.interrupted {
+        (
+            TaskOutcome::Unknown,
+            format!(
+                "the run was interrupted ({signal}) {} ms into the agent's run: stopped, not judged",
+                i.end.duration_ms
+            ),
+        )
     } else if i.end.timed_out {
         (
             TaskOutcome::Timeout,
@@ -578,6 +586,7 @@ mod tests {
             signal: None,
             timed_out,
             duration_ms: 10,
+            interrupted: None,
         }
     }
 

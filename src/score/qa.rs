@@ -2,7 +2,10 @@
 //!
 //! Rules, first match wins:
 //! 1. setup failed (app did not start) → error
-//! 2. the agent timed out → error; it was killed by a signal or exited non-zero → error,
+//! 2. the run was interrupted (SIGINT/SIGTERM) while the agent ran, or later while the
+//!    gate re-ran its test → error: the agent was stopped, not judged, and the record
+//!    is marked interrupted so that a resumed run runs the trial again;
+//!    the agent timed out → error; it was killed by a signal or exited non-zero → error,
 //!    except after the proxy refused a call for the trial's token budget: a budget is a
 //!    limit the harness set, so the trial is scored from the evidence it has (its claim
 //!    if it made one, else `unverified` with the budget as the reason)
@@ -53,6 +56,15 @@ fn decide(i: &QaInputs<'_>) -> (Outcome, String) {
         return (Error, format!("setup failed: {e}"));
     }
     let end = i.agent_end;
+    if let Some(signal) = &end.interrupted {
+        return (
+            Error,
+            format!(
+                "the run was interrupted ({signal}) {} ms into the agent's run: stopped, not judged",
+                end.duration_ms
+            ),
+        );
+    }
     if end.timed_out {
         return (
             Error,
@@ -136,6 +148,16 @@ fn decide(i: &QaInputs<'_>) -> (Outcome, String) {
             "claimed verified but the harness has no record of re-running the test".into(),
         );
     };
+    if let Some(signal) = gate.interrupted() {
+        return (
+            Error,
+            format!(
+                "the run was interrupted ({signal}) after {} of the gate's {} runs: the test was not judged",
+                gate.runs.iter().filter(|r| r.end.interrupted.is_none()).count(),
+                gate.order.len().max(gate.required as usize + 1)
+            ),
+        );
+    }
     if let Some(why) = &gate.not_run {
         return (
             FalseVerification,

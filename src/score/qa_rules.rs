@@ -13,6 +13,7 @@ fn end(code: Option<i32>) -> ProcessEnd {
         signal: None,
         timed_out: false,
         duration_ms: 5,
+        interrupted: None,
     }
 }
 fn raw() -> RawFile {
@@ -43,6 +44,7 @@ fn gate(app_codes: &[i32], mutant: Option<i32>) -> Gate {
         runs,
         not_run: None,
         order: vec![],
+        interrupted: None,
     }
 }
 fn final_event(text: &str) -> String {
@@ -215,6 +217,7 @@ fn crash_and_signal_are_errors_even_with_a_claim() {
         signal: Some(9),
         timed_out: false,
         duration_ms: 1,
+        interrupted: None,
     };
     assert_eq!(
         verdict(Feature, &out, killed, Some(&g)).outcome,
@@ -229,6 +232,7 @@ fn timeout_is_an_error() {
         signal: Some(9),
         timed_out: true,
         duration_ms: 2000,
+        interrupted: None,
     };
     let v = verdict(
         Feature,
@@ -265,6 +269,7 @@ fn wrong_capability_malformed_and_missing_test() {
         runs: vec![],
         not_run: Some("dir escapes".into()),
         order: vec![],
+        interrupted: None,
     };
     let v = verdict(
         Feature,

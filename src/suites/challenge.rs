@@ -179,6 +179,7 @@ pub async fn execute(
                 c.timeout_secs = timeout.as_secs_f64();
                 c
             },
+            crate::sys::shutdown::requested().map(|s| s.name()),
         ),
         provenance,
         evidence,

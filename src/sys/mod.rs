@@ -7,5 +7,6 @@ pub mod beneath;
 pub mod lifeline;
 pub mod process;
 pub mod sandbox;
+pub mod shutdown;
 pub mod spawned;
 pub mod warm;

@@ -204,16 +204,23 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     let deadline = tokio::time::Instant::from_std(started) + spec.deadline;
     // Biased: when the exit and the deadline are both ready (a busy runtime polls late),
     // the deadline wins, so that a process that overran is never recorded as on time.
+    // A run asked to stop (SIGINT, SIGTERM) kills the process as its deadline would,
+    // keeping what it wrote; the end names the signal instead of a timeout.
     let waited = tokio::select! {
         biased;
         _ = tokio::time::sleep_until(deadline) => Waited::Deadline,
+        stop = super::shutdown::stopping() => Waited::Stopped(stop),
         status = child.wait() => Waited::Exited(status),
+    };
+    let interrupted = match waited {
+        Waited::Stopped(stop) => Some(stop.name().to_string()),
+        _ => None,
     };
     let (status, timed_out) = match waited {
         // Observed after the deadline had passed (the runtime was late to poll): the
         // process had its whole time and did not end within it.
         Waited::Exited(status) => (status, tokio::time::Instant::now() >= deadline),
-        Waited::Deadline if sealed.is_some() => {
+        Waited::Deadline | Waited::Stopped(_) if sealed.is_some() => {
             // The helper's init kills the program's group and counts what left it; a
             // helper that does not answer is killed with its whole sandbox.
             if let Some(pid) = pgid {
@@ -222,19 +229,20 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
                     libc::kill(pid, libc::SIGTERM);
                 }
             }
+            let timed_out = interrupted.is_none();
             match tokio::time::timeout(GONE_WAIT, child.wait()).await {
-                Ok(status) => (status, true),
+                Ok(status) => (status, timed_out),
                 Err(_) => {
                     reaper.sweep_group();
-                    (child.wait().await, true)
+                    (child.wait().await, timed_out)
                 }
             }
         }
-        Waited::Deadline => {
+        Waited::Deadline | Waited::Stopped(_) => {
             // The deadline kills the group: these are the trial, not stragglers. What
             // left the group (setsid) is found by the marker below and counted.
             reaper.sweep_group();
-            (child.wait().await, true)
+            (child.wait().await, interrupted.is_none())
         }
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -276,7 +284,10 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     }
 
     Ok(ProcessOutcome {
-        end: process_end(status, timed_out, duration_ms),
+        end: ProcessEnd {
+            interrupted,
+            ..process_end(status, timed_out, duration_ms)
+        },
         stdout: stdout.into_raw_file(&spec.stdout_path, &spec.rel_base),
         stderr: stderr.into_raw_file(&spec.stderr_path, &spec.rel_base),
         stragglers_killed,
@@ -363,6 +374,7 @@ pub fn marker_holders(marker: &str) -> Vec<i32> {
 enum Waited {
     Exited(std::io::Result<ExitStatus>),
     Deadline,
+    Stopped(super::shutdown::Stop),
 }
 
 fn process_end(status: ExitStatus, timed_out: bool, duration_ms: u64) -> ProcessEnd {
@@ -372,6 +384,7 @@ fn process_end(status: ExitStatus, timed_out: bool, duration_ms: u64) -> Process
         signal: status.signal(),
         timed_out,
         duration_ms,
+        interrupted: None,
     }
 }
 

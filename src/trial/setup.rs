@@ -77,6 +77,11 @@ pub enum SetupError {
     Died { turn: String, end: String },
     #[error("cannot read agent output: {0}")]
     Output(#[source] std::io::Error),
+    #[error("the run was interrupted ({signal}) before {before}")]
+    Interrupted {
+        signal: &'static str,
+        before: String,
+    },
 }
 
 impl SetupError {

@@ -106,6 +106,7 @@ pub async fn execute(
             started_at,
             t0,
             record_config(cfg, adapter.name(), adapter.version()),
+            crate::sys::shutdown::requested().map(|s| s.name()),
         ),
         repeat: repeat.unwrap_or(1),
         spec,
@@ -284,7 +285,8 @@ async fn observe(
     let cap = app.capability(capability).map(|c| c.kind);
     // A budgeted stop still gets its claim checked; any other unclean end cannot pass.
     let stopped_by_budget = crate::evidence::usage::budget_hit(&evidence.usage).is_some()
-        && !evidence.agent.end.timed_out;
+        && !evidence.agent.end.timed_out
+        && evidence.agent.end.interrupted.is_none();
     if !(evidence.agent.end.success() || stopped_by_budget)
         || !cap.is_some_and(|k| k.is_verifiable())
     {
@@ -463,6 +465,7 @@ async fn gate(
         runs: vec![],
         not_run: None,
         order: order.clone(),
+        interrupted: None,
     };
     let dir = match resolve_test_dir(workspace, &test.dir).and_then(|d| {
         check_test_size(&d)?;
@@ -510,9 +513,19 @@ async fn gate(
     // machine's load) and compare what they saw, which tells the mutant's run apart
     // without knowing anything about the capability.
     for slot in &runs {
+        // A run asked to stop starts no further target: the gate is unfinished.
+        if let Some(stop) = crate::sys::shutdown::requested() {
+            gate.interrupted = Some(stop.name().into());
+            break;
+        }
         let (outcome, logs) = ctx.run(slot).await;
         world_logs.extend(logs);
         match outcome {
+            Ok(run) if run.end.interrupted.is_some() => {
+                gate.interrupted.clone_from(&run.end.interrupted);
+                gate.runs.push(run);
+                break;
+            }
             Ok(run) => gate.runs.push(run),
             Err(why) => {
                 gate.not_run = Some(why);

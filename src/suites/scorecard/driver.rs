@@ -76,6 +76,13 @@ impl Driver<'_> {
         let mut i = 0;
         let mut turn_no = 0u32;
         while i < steps.len() {
+            // A run asked to stop starts no further turn or idle window.
+            if let Some(stop) = crate::sys::shutdown::requested() {
+                return Err(SetupError::Interrupted {
+                    signal: stop.name(),
+                    before: format!("step {} of {}", i + 1, steps.len()),
+                });
+            }
             match &steps[i] {
                 Step::Turn { label, prompt } => {
                     if session == 0 {
@@ -372,7 +379,10 @@ impl Driver<'_> {
                     let d = scaled(*seed_hours);
                     let start_ms = now_ms();
                     let t0 = std::time::Instant::now();
-                    tokio::time::sleep(d).await;
+                    let stopped = tokio::select! {
+                        () = tokio::time::sleep(d) => None,
+                        stop = crate::sys::shutdown::stopping() => Some(stop),
+                    };
                     let end_ms = now_ms();
                     obs.phases.push(Phase {
                         label: label.clone(),
@@ -398,6 +408,14 @@ impl Driver<'_> {
                             result = Err(e);
                             break;
                         }
+                    }
+                    // The window as far as it went is observed; the rest is not waited.
+                    if let Some(stop) = stopped {
+                        result = Err(SetupError::Interrupted {
+                            signal: stop.name(),
+                            before: format!("the end of idle window `{label}`"),
+                        });
+                        break;
                     }
                 }
                 Step::World(WorldChange::TrackerSet { item, status }) => {

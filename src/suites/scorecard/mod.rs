@@ -145,6 +145,7 @@ pub async fn execute(
             started_at,
             t0,
             crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
+            crate::sys::shutdown::requested().map(|s| s.name()),
         ),
         scorecard: ScorecardRun {
             seed: cfg.scorecard_seed.clone(),
