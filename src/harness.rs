@@ -67,6 +67,12 @@ pub enum TrialError {
     /// The lane that was to start the trial failed first.
     #[error("{trial}: never started: the run loop's lane failed: {why}")]
     Dispatch { trial: String, why: String },
+    #[error("{trial}: the record was written, but the manifest cannot say it finished: {source}")]
+    NoteFinished {
+        trial: String,
+        #[source]
+        source: crate::record::RecordError,
+    },
     /// The run was asked to stop before this trial's turn came.
     #[error("{trial}: not started: the run was interrupted ({signal}); `gauntlet run --resume <run dir>` runs it")]
     NotStarted { trial: String, signal: &'static str },
@@ -104,7 +110,7 @@ pub fn run_identity(
     let mut harness = std::collections::BTreeMap::new();
     harness.insert(
         "commit".into(),
-        crate::record::gauntlet_commit().unwrap_or_else(|| "unknown".into()),
+        crate::record::gauntlet_commit(&cfg.out_dir).unwrap_or_else(|| "unknown".into()),
     );
     harness.insert(
         "agent_version".into(),
@@ -185,13 +191,15 @@ pub fn open_run(
             if let Some(what) = identity.and_then(|now| recorded.difference(now)) {
                 return Err(ResumeError::Differs { file, what });
             }
+            // Marked first, then checked: of two resumes started together, each sees
+            // the other's mark and both refuse, rather than both running.
+            hold_live(dir)?;
             if let Some(run_id) = live_elsewhere(dir)? {
                 return Err(ResumeError::Live {
                     dir: dir.clone(),
                     run_id,
                 });
             }
-            hold_live(dir)?;
             Ok((dir.clone(), true))
         }
         None => {
@@ -271,44 +279,81 @@ fn live_elsewhere(run_dir: &Path) -> Result<Option<String>, ResumeError> {
     Ok(None)
 }
 
-/// The trials of the run in `run_dir` that were planned and have fewer finished
-/// records than planned attempts: what a resumed run runs.
-pub fn unfinished_trials(
+/// How far one trial of a run got: attempts planned, attempts finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub planned: usize,
+    pub finished: usize,
+}
+
+/// Every trial of the run in `run_dir` its manifest plans or its records name, with how
+/// far it got. A finished attempt is a trial directory holding a finished record, or one
+/// a `finished` line of the manifest names: a record stopped part-way (or whose header
+/// cannot be read, which rescore reports) is none, and a finished record removed later
+/// still is one (rescore reports it `REMOVED`), so a resume never runs it again.
+pub fn progress(
     run_dir: &Path,
-) -> Result<std::collections::BTreeSet<String>, ResumeError> {
+) -> Result<std::collections::BTreeMap<String, Progress>, ResumeError> {
+    use std::collections::{BTreeMap, BTreeSet};
     let manifest = crate::record::manifest::read(run_dir)?.ok_or(ResumeError::NoManifest {
         file: run_dir.join(crate::record::manifest::MANIFEST_FILE),
     })?;
-    let finished = finished_records(run_dir)?;
-    Ok(manifest
+    let mut dirs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in crate::record::find_records(run_dir)? {
+        let Ok(rec) = crate::record::any::load_any(&f) else {
+            continue;
+        };
+        if rec.interrupted().is_some() {
+            continue;
+        }
+        let dir = f
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        dirs.entry(rec.header().trial.clone())
+            .or_default()
+            .insert(dir);
+    }
+    for (trial, f) in manifest.finished() {
+        dirs.entry(trial.to_string())
+            .or_default()
+            .insert(f.dir.clone());
+    }
+    let mut out: BTreeMap<String, Progress> = manifest
         .planned()
         .into_iter()
-        .filter(|(trial, p)| finished.get(*trial).copied().unwrap_or(0) < p.attempts)
-        .map(|(trial, _)| trial.to_string())
+        .map(|(t, p)| {
+            let planned = Progress {
+                planned: p.attempts,
+                finished: 0,
+            };
+            (t.to_string(), planned)
+        })
+        .collect();
+    for (trial, d) in dirs {
+        out.entry(trial).or_default().finished = d.len();
+    }
+    Ok(out)
+}
+
+/// The trials of the run in `run_dir` that were planned and have fewer finished
+/// attempts than planned ones: what a resumed run runs.
+pub fn unfinished_trials(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeSet<String>, ResumeError> {
+    Ok(progress(run_dir)?
+        .into_iter()
+        .filter(|(_, p)| p.finished < p.planned)
+        .map(|(t, _)| t)
         .collect())
 }
 
-/// How many finished records each trial of `run_dir` has. A record whose header cannot
-/// be read names no trial (rescore reports it), and a record written as the harness
-/// was stopped is partial: neither counts, so their trials run again.
-fn finished_records(
-    run_dir: &Path,
-) -> Result<std::collections::BTreeMap<String, usize>, ResumeError> {
-    let mut finished: std::collections::BTreeMap<String, usize> = Default::default();
-    for f in crate::record::find_records(run_dir)? {
-        if let Ok(h) = crate::record::load_header(&f) {
-            if h.interrupted.is_none() {
-                *finished.entry(h.trial).or_default() += 1;
-            }
-        }
-    }
-    Ok(finished)
-}
-
-/// Why a trial of a resumed run is not run again: it already has a finished record in
-/// `run_dir`. Decided at list time, so nextest skips the trial instead of counting a
-/// trial that did nothing as a pass: `GAUNTLET_RESUME=<run dir> cargo nextest run`
-/// with the first run's filter runs every trial it did not finish, started or not.
+/// Why a trial of a resumed run is not run again: every attempt planned for it in
+/// `run_dir` finished. Decided at list time, so nextest skips the trial instead of
+/// counting a trial that did nothing as a pass: `GAUNTLET_RESUME=<run dir> cargo
+/// nextest run` with the first run's filter runs every trial it did not finish,
+/// started or not.
 pub fn resume_skips(
     run_dir: &Path,
 ) -> Result<std::collections::BTreeMap<String, String>, ResumeError> {
@@ -316,9 +361,10 @@ pub fn resume_skips(
         "finished in {} (a resumed run runs only unfinished trials)",
         run_dir.display()
     );
-    Ok(finished_records(run_dir)?
-        .into_keys()
-        .map(|t| (t, why.clone()))
+    Ok(progress(run_dir)?
+        .into_iter()
+        .filter(|(_, p)| p.planned > 0 && p.finished >= p.planned)
+        .map(|(t, _)| (t, why.clone()))
         .collect())
 }
 
@@ -385,6 +431,49 @@ pub async fn run_trial(
             signal: stop.name(),
         });
     }
+    let finished = run_suite_trial(suites, t, cfg, run_dir).await?;
+    if finished.interrupted.is_none() {
+        note_finished(t, run_dir, &finished.trial_dir).map_err(|source| {
+            TrialError::NoteFinished {
+                trial: t.name.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok(finished)
+}
+
+/// Append the `finished` line of the record in `trial_dir` to the run's manifest.
+fn note_finished(
+    t: &plan::Trial,
+    run_dir: &Path,
+    trial_dir: &Path,
+) -> Result<(), crate::record::RecordError> {
+    let file = trial_dir.join(crate::record::RECORD_FILE);
+    let bytes = std::fs::read(&file).map_err(|source| crate::record::RecordError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let dir = trial_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let line = PlannedTrial::finished(
+        &t.name,
+        t.suite.as_str(),
+        &dir,
+        &crate::hash::sha256(&bytes),
+    );
+    crate::record::manifest::append(run_dir, std::slice::from_ref(&line))
+}
+
+/// The suite's own execution of `t`, and what its test prints.
+async fn run_suite_trial(
+    suites: &Suites,
+    t: &plan::Trial,
+    cfg: &Config,
+    run_dir: &Path,
+) -> Result<Finished, TrialError> {
     let not_loaded = |what: &'static str| TrialError::NotLoaded {
         trial: t.name.clone(),
         what,
@@ -410,7 +499,7 @@ pub async fn run_trial(
                 lines: Vec::new(),
                 failure: (!rec.verdict.passed)
                     .then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason)),
-                interrupted: rec.header.interrupted.clone(),
+                interrupted: rec.interrupted().map(str::to_string),
             })
         }
         Unit::Challenge {
@@ -458,7 +547,7 @@ pub async fn run_trial(
                 trial_dir: dir,
                 lines: Vec::new(),
                 failure,
-                interrupted: rec.header.interrupted.clone(),
+                interrupted: rec.interrupted().map(str::to_string),
             })
         }
         Unit::Scorecard { probe } => {
@@ -493,7 +582,7 @@ pub async fn run_trial(
                 lines,
                 failure: (!rec.verdict.passed)
                     .then(|| format!("{}: {}", rec.verdict.outcome, rec.verdict.reason)),
-                interrupted: rec.header.interrupted.clone(),
+                interrupted: rec.interrupted().map(str::to_string),
             })
         }
     }

@@ -384,13 +384,9 @@ fn run(
     if resume.is_some() {
         cfg.resume = resume;
     }
-    let identity = match gauntlet::harness::run_identity(&cfg, &suites) {
-        Ok(id) => id,
-        Err(e) => return error(format!("cannot take the run's identity: {e}")),
-    };
     // From here on SIGINT/SIGTERM stops the run and keeps what it observed; a second
     // signal exits at once. The binaries are built before the run directory exists, so
-    // a failed build leaves no empty run behind.
+    // a failed build leaves no empty run behind, and before the run's identity is taken.
     if !nextest_filter {
         gauntlet::sys::shutdown::install();
         if let Err(e) = build_siblings() {
@@ -403,6 +399,11 @@ fn run(
             ));
         }
     }
+    // Taken after the build: the identity fingerprints the binaries the trials will run.
+    let identity = match gauntlet::harness::run_identity(&cfg, &suites) {
+        Ok(id) => id,
+        Err(e) => return error(format!("cannot take the run's identity: {e}")),
+    };
     let (run_dir, resuming) = match gauntlet::harness::open_run(&cfg, Some(&identity)) {
         Ok(x) => x,
         Err(e) => return error(e),
@@ -525,7 +526,7 @@ fn run(
         return error(e);
     }
     let page = run_dir.join(gauntlet::report::REPORT_HTML);
-    if ran[&Suite::Scorecard] > 0 {
+    if ran[&Suite::Scorecard] > 0 && gauntlet::sys::shutdown::requested().is_none() {
         println!(
             "Scorecard: on the results page; append it to a leaderboard with \
              `gauntlet leaderboard {} --out <dir>`",

@@ -224,9 +224,17 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         "{name}: the interrupted attempt is still named:\n{text}"
     );
     let page = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    let retried = page
+        .split("## Retried trials")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{name}: the page lists no earlier attempt:\n{page}"));
     assert!(
-        page.contains("the trial then finished in a resumed run, whose record counts"),
-        "{name}: the page names the superseded attempt:\n{page}"
+        retried.contains(&format!("- `{}`", trial.replace("::", "."))),
+        "{name}: the page names the interrupted attempt as an earlier one:\n{page}"
+    );
+    assert!(
+        !page.contains("## Problems"),
+        "{name}: a resumed run that finished has no problems:\n{page}"
     );
 }
 
@@ -649,10 +657,6 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
         let run_dir = run_dir_of(out.path(), trial_dir);
         let rec = read_json(&run_dir.join(trial_dir).join("record.json"));
         assert_eq!(
-            rec["interrupted"], "SIGTERM",
-            "{name}: the record is marked: {rec}"
-        );
-        assert_eq!(
             rec["evidence"]["agent"]["end"]["interrupted"], "SIGTERM",
             "{name}"
         );
@@ -802,7 +806,11 @@ fn a_probe_in_its_idle_window_stops_with_the_run() {
     assert_nothing_left(name, "the stopped harness");
     let run_dir = run_dir_of(out.path(), trial_dir);
     let rec = read_json(&run_dir.join(trial_dir).join("record.json"));
-    assert_eq!(rec["interrupted"], "SIGTERM", "{name}: {rec}");
+    assert_eq!(rec["evidence"]["interrupted"], "SIGTERM", "{name}: {rec}");
+    assert_eq!(
+        rec["verdict"]["outcome"], "error",
+        "{name}: a stopped probe is not judged"
+    );
     let setup = rec["evidence"]["setup_error"].as_str().unwrap_or_default();
     assert!(
         setup.contains("interrupted (SIGTERM)"),
@@ -814,6 +822,23 @@ fn a_probe_in_its_idle_window_stops_with_the_run() {
     assert!(
         text.contains(&format!("INTERRUPTED: {trial} (scorecard)")),
         "{name}:\n{text}"
+    );
+    // Never ranked: the probe observed only part of what it asks.
+    let board = tempfile::tempdir().expect("tempdir");
+    let lb = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .arg("leaderboard")
+        .arg(&run_dir)
+        .arg("--out")
+        .arg(board.path())
+        .output()
+        .expect("gauntlet leaderboard runs");
+    let row = String::from_utf8_lossy(&lb.stdout);
+    assert!(
+        row.contains("interrupted run (p3-1 stopped part-way; resume it to finish): not ranked")
+            && row.contains(
+                "p3-1: stopped part-way when the run was interrupted (SIGTERM); scored 0"
+            ),
+        "{name}: the leaderboard row says why it is not ranked:\n{row}"
     );
 }
 
@@ -903,5 +928,68 @@ fn a_resumed_test_binary_skips_finished_trials_and_runs_the_rest() {
         Some(0),
         "{}",
         String::from_utf8_lossy(&strict.stdout)
+    );
+}
+
+/// An agent that claims `balance` verified with a test that never ends: its gate is
+/// under way, whatever the machine's speed, until the run is stopped.
+const HANGING_TEST_AGENT: &str = r#"sh -c 'mkdir -p t && echo "sleep 600" > t/check.sh && cat <<"E"
+{"type":"final","text":"```gauntlet-claim\n{\"capability\":\"balance\",\"status\":\"verified\",\"test\":{\"dir\":\"t\",\"command\":\"sh check.sh\"}}\n```"}
+E'"#;
+
+/// SIGTERM while the gate re-runs a claimed test: the gate is unfinished, not red (a
+/// stopped mutant run is no proof of a red mutant), so the verdict is `error`, the run
+/// is stopped mid-run, and the record is interrupted.
+#[test]
+fn a_gate_stopped_part_way_is_unfinished_not_red() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let name = "SIGTERM during the gate";
+    let trial = "qa::api-ledger::balance";
+    let trial_dir = "qa.api-ledger.balance";
+    let out = tempfile::tempdir().expect("tempdir");
+    let mut harness = gauntlet_run(out.path(), trial);
+    harness
+        .env("GAUNTLET_AGENT", "command")
+        .env("GAUNTLET_AGENT_CMD", HANGING_TEST_AGENT);
+    let mut h = Stopping::start(name, harness, out.path());
+    let pid = h.pid().as_raw();
+    h.wait_until(name, "the gate ran the claimed test", |_| {
+        descendants(pid)
+            .iter()
+            .any(|(_, cmd)| cmd.starts_with("sleep 600"))
+    });
+    nix::sys::signal::kill(h.pid(), nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    assert_eq!(h.exit_code(name), Some(143), "{name}:\n{}", h.stderr());
+    assert_nothing_left(name, "the stopped harness");
+    let run_dir = run_dir_of(out.path(), trial_dir);
+    let rec = read_json(&run_dir.join(trial_dir).join("record.json"));
+    let gate = &rec["evidence"]["gate"];
+    assert_eq!(gate["interrupted"], "SIGTERM", "{name}: {gate}");
+    let runs = gate["runs"].as_array().expect("gate runs");
+    assert_eq!(
+        runs.len(),
+        1,
+        "{name}: the gate stopped at its first run: {gate}"
+    );
+    assert_eq!(runs[0]["end"]["interrupted"], "SIGTERM", "{name}");
+    assert_eq!(
+        rec["verdict"]["outcome"], "error",
+        "{name}: {}",
+        rec["verdict"]
+    );
+    assert!(
+        rec["verdict"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("after 0 of the gate's 4 runs")),
+        "{name}: {}",
+        rec["verdict"]
+    );
+    let strict = rescore(&run_dir, false);
+    let text = String::from_utf8_lossy(&strict.stdout);
+    assert_eq!(strict.status.code(), Some(1), "{name}:\n{text}");
+    assert!(
+        text.contains(&format!("INTERRUPTED: {trial} (qa)")),
+        "{name}:\n{text}"
     );
 }

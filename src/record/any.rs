@@ -29,6 +29,15 @@ impl AnyRecord {
         }
     }
 
+    /// The signal that stopped the trial part-way, read from its evidence.
+    pub fn interrupted(&self) -> Option<&str> {
+        match self {
+            AnyRecord::Qa(r) => r.interrupted(),
+            AnyRecord::Challenge(r) => r.interrupted(),
+            AnyRecord::Scorecard(r) => r.interrupted(),
+        }
+    }
+
     /// The stored verdict passed.
     pub fn passed(&self) -> bool {
         match self {

@@ -151,6 +151,14 @@ pub struct ChallengeRecord {
     pub verdict: ChallengeVerdict,
 }
 
+impl ChallengeRecord {
+    /// The signal that stopped the agent part-way, read from the evidence (see
+    /// [`super::QaRecord::interrupted`]).
+    pub fn interrupted(&self) -> Option<&str> {
+        self.evidence.agent.end.interrupted.as_deref()
+    }
+}
+
 /// Derive everything the verdict depends on from the evidence and the raw stdout in
 /// `trial_dir`: the run and rescore share this.
 pub fn derive(

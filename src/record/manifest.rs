@@ -13,6 +13,11 @@
 //! A retried trial (nextest `--retries`) appends one line per attempt and leaves one
 //! trial directory per attempt (`<trial>`, `<trial>.2`, …): trials are matched by name,
 //! attempts by count.
+//!
+//! When a trial's record is written (and its trial was not stopped part-way), a
+//! `finished` line follows, naming the record's directory and hash: a finished record
+//! deleted or rewritten afterwards is then found (`REMOVED`), and is never mistaken for a
+//! trial that did not finish, which a resume would run again.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -43,6 +48,18 @@ pub struct PlannedTrial {
     /// (`gauntlet run --resume`): it replaces that attempt rather than adding one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
+    /// This line plans nothing: it says the trial finished, with this record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<FinishedRecord>,
+}
+
+/// A finished record as its trial left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishedRecord {
+    /// The trial directory, inside the run directory.
+    pub dir: String,
+    /// The record file's SHA-256 (`sha256:<hex>`), as rescore hashes it.
+    pub record_sha256: String,
 }
 
 impl PlannedTrial {
@@ -55,6 +72,18 @@ impl PlannedTrial {
             pid: std::process::id(),
             kind,
             resumed: false,
+            finished: None,
+        }
+    }
+
+    /// The line saying `trial` finished with the record in `dir` that hashes to `sha256`.
+    pub fn finished(trial: &str, suite: &str, dir: &str, sha256: &str) -> PlannedTrial {
+        PlannedTrial {
+            finished: Some(FinishedRecord {
+                dir: dir.to_owned(),
+                record_sha256: sha256.to_owned(),
+            }),
+            ..PlannedTrial::now(trial, suite, None)
         }
     }
 
@@ -105,7 +134,7 @@ impl Manifest {
     /// planned only by resumed lines still counts one.
     pub fn planned(&self) -> BTreeMap<&str, Planned<'_>> {
         let mut out: BTreeMap<&str, Planned<'_>> = BTreeMap::new();
-        for e in &self.entries {
+        for e in self.entries.iter().filter(|e| e.finished.is_none()) {
             out.entry(e.trial.as_str())
                 .or_insert(Planned {
                     first: e,
@@ -117,6 +146,18 @@ impl Manifest {
             p.attempts = p.attempts.max(1);
         }
         out
+    }
+
+    /// Every `finished` line: the trial and the record it finished with.
+    pub fn finished(&self) -> impl Iterator<Item = (&str, &FinishedRecord)> {
+        self.entries
+            .iter()
+            .filter_map(|e| Some((e.trial.as_str(), e.finished.as_ref()?)))
+    }
+
+    /// Whether a resumed run planned `trial` again.
+    pub fn resumed(&self, trial: &str) -> bool {
+        self.entries.iter().any(|e| e.resumed && e.trial == trial)
     }
 }
 
@@ -178,6 +219,16 @@ pub enum Finding {
     Interrupted {
         trial: Option<(String, String)>,
         unfinished: super::unfinished::Unfinished,
+    },
+    /// A finished record named by a `finished` line is gone, or is another record now:
+    /// it was deleted or rewritten after its trial ended.
+    Removed {
+        trial: String,
+        dir: String,
+        /// The hash the line names.
+        was: String,
+        /// What the directory holds now: the record's hash, or `None` when it has none.
+        now: Option<String>,
     },
     /// An unfinished trial directory of a trial that then finished in a resumed run:
     /// a note, not a failure (the finished record counts; this evidence is kept).
@@ -254,6 +305,19 @@ impl std::fmt::Display for Finding {
                 "INTERRUPTED: a directory of no planned trial: {}",
                 unfinished.describe()
             ),
+            Finding::Removed {
+                trial,
+                dir,
+                was,
+                now,
+            } => write!(
+                f,
+                "REMOVED: {trial}: `{dir}` held its finished record ({was}), and {}: a finished record was deleted or rewritten after its trial ended",
+                match now {
+                    None => "holds none now".to_string(),
+                    Some(h) => format!("holds another now ({h})"),
+                }
+            ),
             Finding::Superseded {
                 trial,
                 suite,
@@ -267,13 +331,25 @@ impl std::fmt::Display for Finding {
     }
 }
 
-/// Compare a manifest with the records found: `records` holds (trial name, trial
-/// directory) for every record of the run. Findings come sorted by trial.
-/// `unfinished` are the run's trial directories without a record: a planned trial with
-/// such a directory and too few records was interrupted, not merely missing.
+/// A record of the run as [`check`] compares it with the manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub trial: String,
+    /// Its trial directory.
+    pub dir: String,
+    /// The record file's hash.
+    pub sha256: String,
+    /// The trial was stopped part-way: partial evidence, not a finished record.
+    pub stopped: bool,
+}
+
+/// Compare a manifest with the records found (every record of the run). Findings come
+/// sorted by trial. `unfinished` are the run's trial directories without a finished
+/// record: a planned trial with such a directory and too few records was interrupted,
+/// not merely missing; a directory a `finished` line names was emptied (`REMOVED`).
 pub fn check(
     manifest: &Manifest,
-    records: &[(String, String)],
+    found: &[Found],
     unfinished: &[super::unfinished::Unfinished],
 ) -> Vec<Finding> {
     let mut out: Vec<Finding> = manifest
@@ -285,17 +361,34 @@ pub fn check(
         })
         .collect();
     let planned = manifest.planned();
-    let mut found: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (trial, dir) in records {
-        found.entry(trial.as_str()).or_default().push(dir.as_str());
+    let removed = removed(manifest, found);
+    let unfinished: Vec<&super::unfinished::Unfinished> = unfinished
+        .iter()
+        .filter(|u| {
+            !removed
+                .iter()
+                .any(|r| matches!(r, Finding::Removed { dir, .. } if *dir == u.dir))
+        })
+        .collect();
+    let mut records: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in found.iter().filter(|r| !r.stopped) {
+        records
+            .entry(r.trial.as_str())
+            .or_default()
+            .push(r.dir.as_str());
     }
     for (trial, p) in &planned {
-        let n = found.get(trial).map_or(0, Vec::len);
+        // A removed record was a finished attempt: it is reported as removed, not missing.
+        let gone = removed
+            .iter()
+            .filter(|r| matches!(r, Finding::Removed { trial: t, now: None, .. } if t == trial))
+            .count();
+        let n = records.get(trial).map_or(0, Vec::len) + gone;
         let cut: Vec<_> = unfinished.iter().filter(|u| u.is_of(trial)).collect();
         if n < p.attempts && !cut.is_empty() {
             out.extend(cut.into_iter().map(|u| Finding::Interrupted {
                 trial: Some((trial.to_string(), p.first.suite.clone())),
-                unfinished: u.clone(),
+                unfinished: (*u).clone(),
             }));
             continue;
         }
@@ -303,7 +396,7 @@ pub fn check(
         out.extend(cut.into_iter().map(|u| Finding::Superseded {
             trial: trial.to_string(),
             suite: p.first.suite.clone(),
-            unfinished: u.clone(),
+            unfinished: (*u).clone(),
         }));
         if n == 0 {
             out.push(Finding::Missing {
@@ -324,10 +417,11 @@ pub fn check(
             .filter(|u| !planned.keys().any(|t| u.is_of(t)))
             .map(|u| Finding::Interrupted {
                 trial: None,
-                unfinished: u.clone(),
+                unfinished: (*u).clone(),
             }),
     );
-    for (trial, dirs) in &found {
+    out.extend(removed);
+    for (trial, dirs) in &records {
         let attempts = planned.get(trial).map_or(0, |p| p.attempts);
         if dirs.len() > attempts {
             let mut dirs: Vec<String> = dirs.iter().map(|d| d.to_string()).collect();
@@ -340,6 +434,22 @@ pub fn check(
         }
     }
     out
+}
+
+/// The `finished` lines of `manifest` whose record is no longer what they name.
+pub fn removed(manifest: &Manifest, found: &[Found]) -> Vec<Finding> {
+    manifest
+        .finished()
+        .filter_map(|(trial, f)| {
+            let now = found.iter().find(|r| r.dir == f.dir).map(|r| &r.sha256);
+            (now != Some(&f.record_sha256)).then(|| Finding::Removed {
+                trial: trial.to_string(),
+                dir: f.dir.clone(),
+                was: f.record_sha256.clone(),
+                now: now.cloned(),
+            })
+        })
+        .collect()
 }
 
 /// The planned trials of `manifest` that left no record among `recorded` (trial names):
@@ -358,8 +468,13 @@ pub fn missing<'m>(manifest: &'m Manifest, recorded: &[&str]) -> Vec<&'m Planned
 mod tests {
     use super::*;
 
-    fn rec(trial: &str, dir: &str) -> (String, String) {
-        (trial.into(), dir.into())
+    fn rec(trial: &str, dir: &str) -> Found {
+        Found {
+            trial: trial.into(),
+            dir: dir.into(),
+            sha256: format!("sha256:{dir}"),
+            stopped: false,
+        }
     }
 
     #[test]
@@ -446,5 +561,65 @@ mod tests {
             .map(|p| p.trial.as_str())
             .collect();
         assert_eq!(gone, ["qa::c", "qa::d"]);
+    }
+
+    #[test]
+    fn a_finished_record_deleted_or_rewritten_is_removed_not_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path();
+        append(
+            run,
+            &[
+                PlannedTrial::now("qa::a", "qa", None),
+                PlannedTrial::now("qa::b", "qa", None),
+                PlannedTrial::now("qa::c", "qa", None),
+            ],
+        )
+        .unwrap();
+        for t in ["a", "b", "c"] {
+            let d = format!("qa.{t}");
+            let sha = format!("sha256:{d}");
+            append(
+                run,
+                &[PlannedTrial::finished(&format!("qa::{t}"), "qa", &d, &sha)],
+            )
+            .unwrap();
+        }
+        let m = read(run).unwrap().unwrap();
+        // The finished lines plan nothing.
+        assert!(m.planned().values().all(|p| p.attempts == 1));
+        let mut rewritten = rec("qa::b", "qa.b");
+        rewritten.sha256 = "sha256:other".into();
+        // qa.c's record was deleted: its directory is left without one.
+        let emptied = crate::record::unfinished::Unfinished {
+            dir: "qa.c".into(),
+            evidence: vec![],
+            stopped: None,
+        };
+        let f = check(&m, &[rec("qa::a", "qa.a"), rewritten], &[emptied]);
+        assert_eq!(
+            f,
+            vec![
+                Finding::Removed {
+                    trial: "qa::b".into(),
+                    dir: "qa.b".into(),
+                    was: "sha256:qa.b".into(),
+                    now: Some("sha256:other".into()),
+                },
+                Finding::Removed {
+                    trial: "qa::c".into(),
+                    dir: "qa.c".into(),
+                    was: "sha256:qa.c".into(),
+                    now: None,
+                },
+            ]
+        );
+        assert!(
+            !f[1].is_incomplete() && !f[1].is_note(),
+            "a removal fails even --partial"
+        );
+        assert!(f[1].to_string().starts_with(
+            "REMOVED: qa::c: `qa.c` held its finished record (sha256:qa.c), and holds none now"
+        ));
     }
 }

@@ -109,6 +109,18 @@ pub struct QaRecord {
 }
 
 impl QaRecord {
+    /// The signal that stopped this trial part-way (its agent, or its gate before every
+    /// planned run was made), read from the evidence: such a record is partial evidence,
+    /// never a result, and a resumed run runs the trial again.
+    pub fn interrupted(&self) -> Option<&str> {
+        self.evidence.agent.end.interrupted.as_deref().or_else(|| {
+            self.evidence
+                .gate
+                .as_ref()
+                .and_then(crate::evidence::Gate::interrupted)
+        })
+    }
+
     pub fn tokens(&self) -> (u64, u64) {
         self.evidence.usage.iter().fold((0, 0), |(i, o), u| {
             (
@@ -213,24 +225,17 @@ pub struct Header {
     pub finished_at: String,
     pub wall_ms: u64,
     pub config: RecordConfig,
-    /// The run was asked to stop (`SIGINT` or `SIGTERM`) before this trial finished: its
-    /// evidence is what its processes wrote until they were stopped. Every reader counts
-    /// it as interrupted, never as a result, and a resumed run runs it again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<String>,
 }
 
 impl Header {
     /// The header of a trial of `suite` that started at `started_at` (`t0` on the
-    /// monotonic clock) and finishes now, in this process's run; `interrupted` names
-    /// the signal if the run was asked to stop before it finished.
+    /// monotonic clock) and finishes now, in this process's run.
     pub fn finished_now(
         suite: Suite,
         trial: String,
         started_at: chrono::DateTime<chrono::Utc>,
         t0: std::time::Instant,
         config: RecordConfig,
-        interrupted: Option<&str>,
     ) -> Header {
         Header {
             schema_version: SCHEMA_VERSION,
@@ -242,7 +247,6 @@ impl Header {
             finished_at: chrono::Utc::now().to_rfc3339(),
             wall_ms: t0.elapsed().as_millis() as u64,
             config,
-            interrupted: interrupted.map(str::to_string),
         }
     }
 }
@@ -344,8 +348,10 @@ pub fn find_records(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
 
 /// The gauntlet commit this process runs from (see [`RecordConfig::commit`]), computed
 /// once per process from the repository root; `None` when git or the repository is
-/// absent (an installed binary, a source tarball).
-pub fn gauntlet_commit() -> Option<String> {
+/// absent (an installed binary, a source tarball). What the runs themselves write under
+/// `out_dir` does not make the tree dirty: a run resumed in the repository would
+/// otherwise never match its own first process.
+pub fn gauntlet_commit(out_dir: &Path) -> Option<String> {
     static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     COMMIT
         .get_or_init(|| {
@@ -361,7 +367,26 @@ pub fn gauntlet_commit() -> Option<String> {
                     .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             };
             let rev = git(&["rev-parse", "HEAD"]).filter(|r| !r.is_empty())?;
-            let dirty = git(&["status", "--porcelain"]).is_some_and(|s| !s.is_empty());
+            // Absolute, as git's paths are made below (the run directory may not exist yet).
+            let out = std::fs::canonicalize(out_dir).unwrap_or_else(|_| {
+                std::env::current_dir()
+                    .map(|d| d.join(out_dir))
+                    .unwrap_or_else(|_| out_dir.to_path_buf())
+            });
+            let root_abs = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+            let dirty = git(&["status", "--porcelain"]).is_some_and(|s| {
+                s.lines().any(|l| {
+                    // `XY path` (or `XY from -> to`); a directory ends in `/`.
+                    let path = l
+                        .get(3..)
+                        .unwrap_or_default()
+                        .rsplit(" -> ")
+                        .next()
+                        .unwrap_or_default();
+                    let abs = root_abs.join(path.trim_end_matches('/'));
+                    !(abs.starts_with(&out) || out.starts_with(&abs))
+                })
+            });
             Some(if dirty { format!("{rev}-dirty") } else { rev })
         })
         .clone()

@@ -316,33 +316,32 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    // Records the harness wrote as it was stopped: checked like any, counted as none.
-    let mut stopped: Vec<(usize, String)> = Vec::new();
-    // The trial each file names, by the file's place in `files`.
-    let mut named: Vec<Option<String>> = Vec::with_capacity(files.len());
-    for (i, f) in files.iter().enumerate() {
+    // Every record as the manifest check sees it; a record the harness wrote as it was
+    // stopped is checked like any, and counted as no finished record.
+    let mut found: Vec<super::manifest::Found> = Vec::with_capacity(files.len());
+    let mut stopped: Vec<(String, String)> = Vec::new();
+    for f in &files {
         let checked = super::any::check(f);
-        if let Some(signal) = checked
+        let signal = checked
             .record
             .as_ref()
-            .and_then(|r| r.header().interrupted.clone())
-        {
-            stopped.push((i, signal));
-        }
-        // As the digest names it: a record that names no trial goes by its directory.
-        named.push(
-            checked
-                .row
-                .record_sha256
-                .is_some()
-                .then(|| checked.named_trial.clone().unwrap_or_else(|| dir_of(f))),
-        );
+            .and_then(|r| r.interrupted().map(str::to_string));
         if let Some(sha) = &checked.row.record_sha256 {
+            // As the digest names it: a record that names no trial goes by its directory.
+            found.push(super::manifest::Found {
+                trial: checked.named_trial.clone().unwrap_or_else(|| dir_of(f)),
+                dir: dir_of(f),
+                sha256: sha.clone(),
+                stopped: signal.is_some(),
+            });
             entries.push(super::digest::DigestEntry::from_checked(
                 f,
                 sha.clone(),
                 checked.named_trial,
             ));
+        }
+        if let Some(signal) = signal {
+            stopped.push((dir_of(f), signal));
         }
         rows.push(checked.row);
     }
@@ -353,10 +352,8 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
         Vec::new()
     };
     if is_run {
-        for (i, signal) in &stopped {
-            if let Some(f) = files.get(*i) {
-                unfinished.push(super::unfinished::stopped(path, &dir_of(f), signal)?);
-            }
+        for (dir, signal) in &stopped {
+            unfinished.push(super::unfinished::stopped(path, dir, signal)?);
         }
         unfinished.sort_by(|a, b| a.dir.cmp(&b.dir));
     }
@@ -377,17 +374,11 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
                     .collect(),
             ),
             Some(m) => {
-                let records: Vec<(String, String)> = files
-                    .iter()
-                    .zip(&named)
-                    .enumerate()
-                    .filter(|(i, _)| !stopped.iter().any(|(s, _)| s == i))
-                    .filter_map(|(_, (f, trial))| Some((trial.clone()?, dir_of(f))))
-                    .collect();
-                let findings = super::manifest::check(&m, &records, &unfinished);
+                let findings = super::manifest::check(&m, &found, &unfinished);
+                let planned = m.planned();
                 let state = ManifestState::Present {
-                    attempts: m.entries.len(),
-                    trials: m.planned().len(),
+                    attempts: planned.values().map(|p| p.attempts).sum(),
+                    trials: planned.len(),
                 };
                 (state, findings)
             }

@@ -97,9 +97,31 @@ pub struct ScorecardRecord {
     pub verdict: Verdict,
 }
 
+impl ScorecardRecord {
+    /// The signal that stopped the probe part-way: between or during its steps, read
+    /// from the evidence (see [`super::QaRecord::interrupted`]).
+    pub fn interrupted(&self) -> Option<&str> {
+        self.evidence.interrupted.as_deref().or_else(|| {
+            self.processes
+                .iter()
+                .find_map(|p| p.end.interrupted.as_deref())
+        })
+    }
+}
+
 /// The test verdict of a probe result: the behaviour was observed, or not, or the probe
 /// could not run.
 pub fn verdict_of(result: &ProbeResult, evidence: &ProbeEvidence) -> Verdict {
+    // A probe stopped part-way is not judged, whatever its observations say so far.
+    if let Some(signal) = &evidence.interrupted {
+        return Verdict {
+            outcome: Outcome::Error,
+            reason: format!(
+                "the run was interrupted ({signal}) before the probe ended: stopped, not judged"
+            ),
+            passed: false,
+        };
+    }
     let outcome = if result.passed {
         Outcome::Verified
     } else if evidence.setup_error.is_some() {

@@ -119,8 +119,18 @@ fn entry(
     let mut holds = BTreeMap::new();
     let mut notes = Vec::new();
     let mut evidence = Vec::new();
+    let mut stopped = Vec::new();
     for (file, rec) in recs {
         let dir = file.parent().unwrap_or(Path::new("."));
+        // A probe stopped part-way observed only part of what it asks: none of it counts.
+        if let Some(signal) = rec.interrupted() {
+            notes.push(format!(
+                "{}: stopped part-way when the run was interrupted ({signal}); scored 0",
+                rec.scorecard.probe
+            ));
+            stopped.push(rec.scorecard.probe.clone());
+            continue;
+        }
         let result = match screc::derive(dir, rec) {
             Ok((_, result, _)) => {
                 if result != rec.result {
@@ -174,6 +184,12 @@ fn entry(
     }
     if recs.iter().any(|(_, r)| !r.header.config.sandbox.sealed()) {
         why.push("unsealed run (GAUNTLET_SANDBOX=off): not ranked".to_string());
+    }
+    if !stopped.is_empty() {
+        why.push(format!(
+            "interrupted run ({} stopped part-way; resume it to finish): not ranked",
+            stopped.join(", ")
+        ));
     }
     if recs.iter().any(|(_, r)| r.scorecard.compressed) {
         why.push(format!(

@@ -256,6 +256,8 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     let mut others: BTreeMap<String, (String, OtherRecord)> = BTreeMap::new();
     let mut headers = HeaderCheck::default();
     let mut stopped = Vec::new();
+    // Every record's hash, for the manifest's `finished` lines.
+    let mut hashed = Vec::new();
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
@@ -285,13 +287,20 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             continue;
         }
         let checked = record::any::check(&file);
+        if let (Some(sha), Some(trial)) = (&checked.row.record_sha256, &checked.named_trial) {
+            hashed.push(record::manifest::Found {
+                trial: trial.clone(),
+                dir: name.clone(),
+                sha256: sha.clone(),
+                stopped: checked
+                    .record
+                    .as_ref()
+                    .is_some_and(|r| r.interrupted().is_some()),
+            });
+        }
         // A record the harness wrote as it was stopped is partial evidence, no result:
         // its trial is named below with the interrupted ones.
-        if let Some(signal) = checked
-            .record
-            .as_ref()
-            .and_then(|r| r.header().interrupted.as_deref())
-        {
+        if let Some(signal) = checked.record.as_ref().and_then(AnyRecord::interrupted) {
             if disagreement(&checked.row).is_none() {
                 stopped.push(
                     record::unfinished::stopped(dir, &name, signal).map_err(|e| {
@@ -409,23 +418,58 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     })?;
     unfinished.extend(stopped);
     unfinished.sort_by(|a, b| a.dir.cmp(&b.dir));
+    // A finished record deleted or rewritten since: never a result, never "interrupted".
+    let removed = match &run.manifest {
+        Some(m) => record::manifest::removed(m, &hashed),
+        None => Vec::new(),
+    };
+    for f in &removed {
+        if let record::manifest::Finding::Removed {
+            trial, dir, now, ..
+        } = f
+        {
+            run.problems.push(Problem {
+                file: format!("{dir}/{RECORD_FILE}"),
+                cause: f.to_string(),
+            });
+            if now.is_none() {
+                run.interrupted
+                    .insert(trial.clone(), format!("removed: {f}"));
+            }
+        }
+    }
+    unfinished.retain(|u| {
+        !removed
+            .iter()
+            .any(|f| matches!(f, record::manifest::Finding::Removed { dir, .. } if *dir == u.dir))
+    });
     let planned_trials = run.manifest.as_ref().map(|m| m.planned());
+    let finished = |trial: &str| recorded.iter().filter(|t| t.as_str() == trial).count();
     for u in &unfinished {
         let cause = format!("interrupted: {}", u.describe());
-        let finished_since = planned_trials
-            .as_ref()
-            .is_some_and(|p| p.keys().any(|t| u.is_of(t)));
-        match run.missing.iter().find(|p| u.is_of(&p.trial)) {
-            Some(p) => {
+        let planned = planned_trials.as_ref().and_then(|p| {
+            p.iter()
+                .find(|(t, _)| u.is_of(t))
+                .map(|(t, p)| (*t, p.attempts))
+        });
+        match (run.missing.iter().find(|p| u.is_of(&p.trial)), planned) {
+            (Some(p), _) => {
                 run.interrupted.insert(p.trial.clone(), cause);
             }
-            None if finished_since => run.problems.push(Problem {
+            // Interrupted, then finished by a resumed run: an earlier attempt, kept.
+            (None, Some((trial, attempts)))
+                if finished(trial) >= attempts
+                    && run.manifest.as_ref().is_some_and(|m| m.resumed(trial)) =>
+            {
+                run.superseded.push(u.dir.clone());
+            }
+            (None, Some(_)) => run.problems.push(Problem {
                 file: u.dir.clone(),
                 cause: format!(
-                    "{cause}; the trial then finished in a resumed run, whose record counts"
+                    "{cause}; an attempt of a planned trial that another attempt finished"
                 ),
             }),
-            None => run.problems.push(Problem {
+            (None, None) => run.problems.push(Problem {
                 file: u.dir.clone(),
                 cause: format!("{cause}; of no planned trial, so not counted"),
             }),

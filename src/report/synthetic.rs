@@ -271,7 +271,6 @@ impl SyntheticRun {
                 finished_at: (started + chrono::Duration::milliseconds(wall_ms as i64))
                     .to_rfc3339(),
                 wall_ms,
-                interrupted: None,
                 config: RecordConfig {
                     sandbox: crate::config::Sandbox::Sealed,
                     agent: AgentKind::Command.name().into(),

@@ -326,3 +326,37 @@ fn a_token_budget_hit_is_scored_from_the_evidence_not_an_error() {
     // Without a budget hit the same exit is a crash.
     assert_eq!(inputs(&claimed, Some(&g), None).outcome, Outcome::Error);
 }
+
+#[test]
+fn a_run_stopped_part_way_is_not_judged() {
+    let claimed = final_event(&claim("balance", "verified"));
+    // The agent stopped by the run's SIGTERM: error, whatever its output so far says.
+    let mut stopped = end(None);
+    stopped.signal = Some(9);
+    stopped.interrupted = Some("SIGTERM".into());
+    let v = verdict(Feature, &claimed, stopped, None);
+    assert_eq!(v.outcome, Outcome::Error);
+    assert!(v.reason.contains("interrupted (SIGTERM)"), "{}", v.reason);
+    // A mutant run stopped by a signal exits non-zero: it is no red mutant.
+    let mut g = gate(&[0, 0, 0], Some(1));
+    g.runs[3].end.interrupted = Some("SIGTERM".into());
+    g.runs[3].end.exit_code = None;
+    g.runs[3].end.signal = Some(9);
+    let v = verdict(Feature, &claimed, end(Some(0)), Some(&g));
+    assert_eq!(v.outcome, Outcome::Error, "{}", v.reason);
+    assert!(
+        v.reason.contains("after 3 of the gate's 4 runs"),
+        "{}",
+        v.reason
+    );
+    // Stopped between runs: the gate is unfinished, not short of green runs.
+    let mut g = gate(&[0, 0], None);
+    g.interrupted = Some("SIGINT".into());
+    let v = verdict(Feature, &claimed, end(Some(0)), Some(&g));
+    assert_eq!(v.outcome, Outcome::Error, "{}", v.reason);
+    assert!(
+        v.reason.contains("interrupted (SIGINT) after 2 of"),
+        "{}",
+        v.reason
+    );
+}

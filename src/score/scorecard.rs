@@ -122,6 +122,10 @@ pub struct ProbeEvidence {
     /// What the harness changed in the world (P3.3), in order.
     #[serde(default)]
     pub world_changes: Vec<String>,
+    /// The run was asked to stop (the signal's name) before the probe's last step
+    /// ended: its evidence is partial, and it is not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// One observation's result, with the text it was decided on.

@@ -95,7 +95,7 @@ pub async fn execute(
     let rendered = challenges.render(challenge, profile);
     let workspace = trial_dir.join("workspace");
     let repo = crate::binaries::repo_root();
-    let commit = record::gauntlet_commit();
+    let commit = record::gauntlet_commit(&cfg.out_dir);
     let provenance = Provenance {
         challenge_id: challenge.manifest.id.clone(),
         manifest_path: rel_to(&challenge.dir.join("challenge.yaml"), &repo),
@@ -179,7 +179,6 @@ pub async fn execute(
                 c.timeout_secs = timeout.as_secs_f64();
                 c
             },
-            crate::sys::shutdown::requested().map(|s| s.name()),
         ),
         provenance,
         evidence,

@@ -319,6 +319,55 @@ fn a_bad_chromium_binary_is_a_launch_error() {
     assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 0);
 }
 
+/// A Chromium that crashes on its way up (SIGSEGV before its DevTools endpoint, as a
+/// loaded 2-core machine shows now and then) is started again with a fresh profile: such
+/// a crash says nothing of the test that asked for a browser.
+#[test]
+fn a_chromium_that_crashes_at_start_is_started_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmp();
+    let bin = tmp();
+    let count = bin.path().join("starts");
+    let wrapper = bin.path().join("chromium");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nn=$(( $(cat {c} 2>/dev/null || echo 0) + 1 ))\necho $n > {c}\n[ $n -lt 3 ] && kill -SEGV $$\nexec {real} \"$@\"\n",
+            c = count.display(),
+            real = gauntlet::world::browser::chromium_path().display()
+        ),
+    )
+    .expect("write wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let url = serve(PAGE);
+    rt().block_on(async {
+        let b = Browser::launch(LaunchOptions {
+            chromium: Some(wrapper.clone()),
+            ..opts(dir.path())
+        })
+        .await
+        .expect("the third start comes up");
+        b.goto(&url).await.expect("goto");
+        close_and_check(b).await;
+    });
+    assert_eq!(std::fs::read_to_string(&count).expect("count").trim(), "3");
+    // One that never comes up is refused after the attempts, each one said.
+    std::fs::write(&count, "-100").expect("reset");
+    let err = rt()
+        .block_on(Browser::launch(LaunchOptions {
+            chromium: Some(wrapper),
+            ..opts(dir.path())
+        }))
+        .err()
+        .expect("never comes up");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("died before its DevTools endpoint was ready, 3 times")
+            && msg.matches("SIGSEGV").count() == 3,
+        "{msg}"
+    );
+}
+
 #[test]
 fn dropping_a_browser_kills_it_too() {
     let dir = tmp();

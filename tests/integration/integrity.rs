@@ -89,12 +89,27 @@ fn rewrite(file: &Path, bytes: &[u8]) {
 fn a_planned_run_rescores_against_its_manifest_and_its_printed_digest() {
     let (run, digest) = pristine();
     let manifest = std::fs::read_to_string(run.join("manifest.jsonl")).expect("manifest");
-    assert_eq!(manifest.lines().count(), 2, "{manifest}");
-    for line in manifest.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object a line");
+    let lines: Vec<serde_json::Value> = manifest
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    let (finished, planned): (Vec<_>, Vec<_>) =
+        lines.iter().partition(|v| v.get("finished").is_some());
+    assert_eq!(planned.len(), 2, "{manifest}");
+    for v in planned {
         assert_eq!(v["suite"], "qa");
         assert!(v["pid"].as_u64().is_some() && v["planned_at"].is_string());
         assert_eq!(v["kind"], "feature");
+    }
+    // Each trial's end: its record's directory and hash, as rescore hashes it.
+    assert_eq!(finished.len(), 2, "{manifest}");
+    for v in finished {
+        let dir = v["finished"]["dir"].as_str().expect("dir");
+        let bytes = std::fs::read(run.join(dir).join("record.json")).expect("record");
+        assert_eq!(
+            v["finished"]["record_sha256"],
+            gauntlet::hash::sha256(&bytes)
+        );
     }
     let (code, out) = rescore(run, Some(digest));
     assert_eq!(code, Some(0), "{out}");
@@ -124,12 +139,17 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
     std::fs::remove_file(run.join(R2).join("record.json")).expect("rm");
     let (code, out) = rescore(&run, None);
     assert_eq!(code, Some(1), "{out}");
+    // The manifest says it finished: a removed result, never a trial to run again.
+    let removed =
+        format!("REMOVED: qa::api-ledger::balance::r2: `{R2}` held its finished record (sha256:");
+    assert!(out.contains(&removed), "{out}");
     assert!(
-        out.contains(&format!(
-            "INTERRUPTED: qa::api-ledger::balance::r2 (qa): `{R2}` has no record.json (the trial started and never finished, or its record was removed); evidence kept: "
-        )),
+        out.contains(
+            "and holds none now: a finished record was deleted or rewritten after its trial ended"
+        ),
         "{out}"
     );
+    assert!(!out.contains("INTERRUPTED"), "{out}");
 
     // The page counts it as an error, never drops it.
     let loaded = gauntlet::report::load_run(&run).expect("loads");
@@ -144,7 +164,7 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
     assert_eq!(qa.errors, 1);
     assert_eq!(qa.missing.len(), 1);
     assert_eq!(qa.missing[0].trial, "qa::api-ledger::balance::r2");
-    let interrupted = format!("interrupted: `{R2}` has no record.json");
+    let interrupted = format!("removed: {removed}");
     assert!(
         qa.missing[0].reason.starts_with(&interrupted),
         "{}",
@@ -171,7 +191,7 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
     assert!(pages
         .markdown
         .contains(&format!("qa::api-ledger::balance::r2 ({interrupted}")));
-    assert!(pages.html.contains("has no record.json"));
+    assert!(pages.html.contains("held its finished record"));
     // And `gauntlet report` exits 1, naming it.
     let report = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
         .arg("report")
@@ -185,8 +205,8 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
 #[test]
 fn a_trial_that_never_started_is_named_as_missing() {
     let (_tmp, run) = copy_of_run();
-    // No directory at all: planned, never started.
-    std::fs::remove_dir_all(run.join(R2)).expect("rm");
+    // No directory at all, and so no end in the manifest: planned, never started.
+    unfinish(&run, R2);
     let (code, out) = rescore(&run, None);
     assert_eq!(code, Some(1), "{out}");
     assert!(
@@ -324,9 +344,19 @@ fn a_consistent_rewrite_agrees_with_itself_but_not_with_the_printed_digest() {
     )
     .expect("derives");
     assert_eq!(rec.verdict.outcome, Outcome::Error);
+    let bytes = gauntlet::record::digest::record_bytes(&rec).expect("json");
+    rewrite(&file, &bytes);
+    // ... and so is the manifest's line saying which record the trial finished with.
+    let manifest = run.join("manifest.jsonl");
+    let was = std::fs::read_to_string(&manifest).expect("manifest");
+    let old = gauntlet::hash::sha256(
+        &std::fs::read(pristine().0.join(R2).join("record.json")).expect("r2"),
+    );
+    assert!(was.contains(&old));
     rewrite(
-        &file,
-        &gauntlet::record::digest::record_bytes(&rec).expect("json"),
+        &manifest,
+        was.replace(&old, &gauntlet::hash::sha256(&bytes))
+            .as_bytes(),
     );
 
     let (code, out) = rescore(&run, None);

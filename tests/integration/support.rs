@@ -116,6 +116,23 @@ pub fn run_planned(cfg: &Config, wanted: &[&str], run_dir: &Path) {
     }
 }
 
+/// Make the trial in `trial_dir` of `run_dir` one that never finished: its directory
+/// gone, and with it the manifest's line saying it finished (a removed finished record
+/// is another finding: `REMOVED`).
+pub fn unfinish(run_dir: &Path, trial_dir: &str) {
+    std::fs::remove_dir_all(run_dir.join(trial_dir)).expect("remove the trial dir");
+    let manifest = run_dir.join(gauntlet::record::manifest::MANIFEST_FILE);
+    let needle = format!("\"dir\":\"{trial_dir}\"");
+    let kept: String = std::fs::read_to_string(&manifest)
+        .expect("manifest")
+        .lines()
+        .filter(|l| !l.contains(&needle))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::remove_file(&manifest).expect("rm manifest");
+    std::fs::write(&manifest, kept).expect("write manifest");
+}
+
 /// Load `page` in headless Chromium: its DOM once loaded, and every console message and
 /// refusal the browser logged.
 pub fn chromium_load(page: &Path, profile: &Path) -> (String, Vec<String>) {

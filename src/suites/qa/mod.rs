@@ -106,7 +106,6 @@ pub async fn execute(
             started_at,
             t0,
             record_config(cfg, adapter.name(), adapter.version()),
-            crate::sys::shutdown::requested().map(|s| s.name()),
         ),
         repeat: repeat.unwrap_or(1),
         spec,
@@ -131,7 +130,7 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         output_cap_bytes: cfg.output_cap_bytes,
         upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
         max_tokens_per_trial: cfg.max_tokens_per_trial,
-        commit: record::gauntlet_commit(),
+        commit: record::gauntlet_commit(&cfg.out_dir),
         sandbox: cfg.sandbox,
     }
 }

@@ -133,6 +133,11 @@ pub async fn execute(
     let mut events = obs.file_events;
     events.append(&mut evidence.events);
     evidence.events = events;
+    // Stopped between steps (the driver says so) or during one (a process's end does).
+    evidence.interrupted = match &setup {
+        Err(SetupError::Interrupted { signal, .. }) => Some((*signal).to_string()),
+        _ => obs.processes.iter().find_map(|p| p.end.interrupted.clone()),
+    };
     if let Err(e) = setup {
         evidence.setup_error = Some(e.to_string());
     }
@@ -145,7 +150,6 @@ pub async fn execute(
             started_at,
             t0,
             crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
-            crate::sys::shutdown::requested().map(|s| s.name()),
         ),
         scorecard: ScorecardRun {
             seed: cfg.scorecard_seed.clone(),

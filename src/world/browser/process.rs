@@ -38,6 +38,22 @@ const MARKER_VAR: &str = "GAUNTLET_BROWSER_ROOT";
 /// How long the group may take to vanish after SIGKILL before we stop waiting.
 const REAP_LIMIT: Duration = Duration::from_secs(5);
 
+/// How many times a Chromium that dies before its DevTools endpoint is started.
+pub const START_ATTEMPTS: usize = 3;
+
+/// Why one start did not give a browser: it died on its way up (worth another try), or
+/// anything else (not).
+enum Start {
+    Died(String),
+    Failed(BrowserError),
+}
+
+impl From<BrowserError> for Start {
+    fn from(e: BrowserError) -> Start {
+        Start::Failed(e)
+    }
+}
+
 /// A running Chromium with its fresh profile. Dropping it kills the group and removes
 /// the profile.
 pub struct ChromiumProcess {
@@ -54,16 +70,51 @@ impl ChromiumProcess {
     /// Start `binary` with a fresh profile under `tmp_root` (the system temp dir when
     /// `None`) and `extra` flags; wait up to `startup` for its DevTools endpoint.
     /// Returns the process and the browser's websocket URL.
+    ///
+    /// A Chromium that dies before its endpoint exists (a SIGSEGV or SIGTRAP at start,
+    /// seen on a loaded 2-core machine) is started again, up to [`START_ATTEMPTS`] times
+    /// in all, each with a fresh profile: such a crash happens before any page, so it
+    /// says nothing of the test that asked for a browser, and counting it as the test's
+    /// red run would blame the test for the machine.
     pub async fn start(
         binary: &Path,
         tmp_root: Option<&Path>,
         extra: &[String],
         startup: Duration,
     ) -> Result<(ChromiumProcess, String), BrowserError> {
+        let mut crashes = Vec::new();
+        loop {
+            match Self::start_once(binary, tmp_root, extra, startup).await {
+                Ok(started) => return Ok(started),
+                Err(Start::Failed(e)) => return Err(e),
+                Err(Start::Died(why)) => {
+                    crashes.push(why);
+                    if crashes.len() >= START_ATTEMPTS {
+                        return Err(BrowserError::Start {
+                            path: binary.to_path_buf(),
+                            reason: format!(
+                                "died before its DevTools endpoint was ready, {} times: {}",
+                                crashes.len(),
+                                crashes.join("; then ")
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    async fn start_once(
+        binary: &Path,
+        tmp_root: Option<&Path>,
+        extra: &[String],
+        startup: Duration,
+    ) -> Result<(ChromiumProcess, String), Start> {
         if !binary.is_file() {
             return Err(BrowserError::NotFound {
                 path: binary.to_path_buf(),
-            });
+            }
+            .into());
         }
         let root = fresh_dir(tmp_root)?;
         let profile = root.join("profile");
@@ -102,7 +153,7 @@ impl ChromiumProcess {
             Ok(c) => c,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&root);
-                return Err(start_err(e.to_string()));
+                return Err(start_err(e.to_string()).into());
             }
         };
         let pgid = child.id() as i32;
@@ -120,7 +171,7 @@ impl ChromiumProcess {
 
     /// Chromium writes `DevToolsActivePort` (port, then path) into the profile once the
     /// endpoint listens; reading it avoids parsing a log line.
-    async fn devtools_url(&mut self, startup: Duration) -> Result<String, BrowserError> {
+    async fn devtools_url(&mut self, startup: Duration) -> Result<String, Start> {
         let file = self.profile.join("DevToolsActivePort");
         let deadline = Instant::now() + startup;
         loop {
@@ -134,15 +185,24 @@ impl ChromiumProcess {
             }
             match self.child.try_wait() {
                 Ok(Some(status)) => {
-                    return Err(self.start_error(format!(
+                    let why = self.start_error(format!(
                         "exited ({status}) before its DevTools endpoint was ready"
-                    )))
+                    ));
+                    self.kill();
+                    return Err(Start::Died(why.to_string()));
                 }
                 Ok(None) => {}
-                Err(e) => return Err(self.start_error(format!("cannot wait for it: {e}"))),
+                Err(e) => {
+                    return Err(Start::Failed(
+                        self.start_error(format!("cannot wait for it: {e}")),
+                    ))
+                }
             }
             if Instant::now() >= deadline {
-                return Err(self.start_error(format!("no DevTools endpoint after {:.0?}", startup)));
+                return Err(Start::Failed(self.start_error(format!(
+                    "no DevTools endpoint after {:.0?}",
+                    startup
+                ))));
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
