@@ -120,9 +120,14 @@ pub fn run_identity(
         crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
         crate::spec::app::AppStart::Command(_) => None,
     });
-    for name in ["gauntlet-agent", "gauntlet-seal", "gauntlet-cli-relay"]
-        .into_iter()
-        .chain(app_bins)
+    for name in [
+        "gauntlet-agent",
+        "gauntlet-seal",
+        "gauntlet-cli-relay",
+        crate::world::app::REAPER,
+    ]
+    .into_iter()
+    .chain(app_bins)
     {
         harness.insert(
             format!("bin:{name}"),

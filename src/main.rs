@@ -432,7 +432,10 @@ fn run(
         gauntlet::spec::app::AppStart::Binary(b) => Some(b.as_str()),
         gauntlet::spec::app::AppStart::Command(_) => None,
     });
-    for bin in ["gauntlet-agent"].into_iter().chain(app_bins) {
+    for bin in ["gauntlet-agent", gauntlet::world::app::REAPER]
+        .into_iter()
+        .chain(app_bins)
+    {
         let path = gauntlet::binaries::bin_path(bin);
         if !path.is_file() {
             return error(format!(

@@ -993,3 +993,41 @@ fn a_gate_stopped_part_way_is_unfinished_not_red() {
         "{name}:\n{text}"
     );
 }
+
+/// What the harness starts outside a sandbox runs under `gauntlet-reap`: when the
+/// harness is SIGKILLed, the reaper is told (PR_SET_PDEATHSIG) and ends the app's whole
+/// tree, a `setsid` daemon and a double-forked orphan included. The harness here is a
+/// shell that starts the reaper as the app code does, and is SIGKILLed.
+#[test]
+fn an_app_tree_dies_with_a_killed_harness_detached_daemons_included() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let name = "a reaped app tree under a SIGKILLed harness";
+    let reaper = Path::new(env!("CARGO_BIN_EXE_gauntlet")).with_file_name("gauntlet-reap");
+    let out = tempfile::tempdir().expect("tempdir");
+    let ready = out.path().join("ready");
+    let script = format!(
+        "setsid sleep 1001 & (sleep 1002 &); sleep 1003 & touch {}; exec sleep 1000",
+        ready.display()
+    );
+    // `$0` is the reaper; the shell waits on it, as the harness keeps its app.
+    let mut harness = Command::new("sh");
+    harness
+        .arg("-c")
+        .arg(format!("\"$0\" --parent $$ -- sh -c '{script}' & wait"))
+        .arg(&reaper);
+    let mut h = Stopping::start(name, harness, out.path());
+    h.wait_until(name, "the app forked its helpers", |_| ready.exists());
+    let below = descendants(h.pid().as_raw());
+    assert!(
+        below
+            .iter()
+            .filter(|(_, c)| c.starts_with("sleep 100"))
+            .count()
+            >= 3,
+        "{name}: the app's tree is below the harness: {below:?}"
+    );
+    nix::sys::signal::kill(h.pid(), nix::sys::signal::Signal::SIGKILL).expect("SIGKILL");
+    let _ = h.exit_code(name);
+    assert_nothing_left(name, "the SIGKILLed harness");
+}

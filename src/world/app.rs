@@ -2,9 +2,11 @@
 //!
 //! The app announces itself with one stdout line, `listening on
 //! http://127.0.0.1:<port>` (it binds port 0, so only it knows the port). We start it
-//! in its own process group so that stopping it kills anything it started, stream its
-//! output to capped log files (an app that logs in a loop must not fill the disk or
-//! our memory), and refuse any address that is not loopback.
+//! under `gauntlet-reap`, in a process group of its own, so that stopping it — or the
+//! harness dying, however it dies — ends everything it started, wrappers, helpers and
+//! detached daemons included; stream its output to capped log files (an app that logs
+//! in a loop must not fill the disk or our memory); and refuse any address that is not
+//! loopback.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -14,6 +16,24 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 use crate::sys::process::{kill_group, spawn_capture, Capture};
+
+/// The binary every app runs under (src/bin/gauntlet-reap).
+pub const REAPER: &str = "gauntlet-reap";
+
+/// `program` run under the reaper, for the harness process `std::process::id()`: its
+/// arguments follow. A command for anything the harness runs outside a sandbox whose
+/// tree must end with it (an app, a CLI app's run for a claimed test).
+pub fn reaped(program: &Path) -> Command {
+    let mut cmd = Command::new(crate::binaries::bin_path(REAPER));
+    cmd.arg("--parent")
+        .arg(std::process::id().to_string())
+        .arg("--")
+        .arg(program);
+    cmd
+}
+
+/// How long a stopped app's reaper gets to end the tree before its group is killed.
+const REAPER_WAIT: Duration = Duration::from_secs(5);
 
 /// Bytes kept per log stream.
 pub const LOG_CAP: u64 = 8 << 20;
@@ -82,10 +102,13 @@ impl AppProcess {
         label: &str,
         startup: Duration,
     ) -> Result<AppProcess, AppError> {
-        if !binary.is_file() {
-            return Err(AppError::BinaryMissing {
-                path: binary.to_path_buf(),
-            });
+        let reaper = crate::binaries::bin_path(REAPER);
+        for bin in [binary, reaper.as_path()] {
+            if !bin.is_file() {
+                return Err(AppError::BinaryMissing {
+                    path: bin.to_path_buf(),
+                });
+            }
         }
         let stdout_log = log_dir.join(format!("{label}.stdout"));
         let stderr_log = log_dir.join(format!("{label}.stderr"));
@@ -93,7 +116,7 @@ impl AppProcess {
         let stderr_file = create_log(&stderr_log).await?;
 
         // A scrubbed environment: the harness's holds the provider key in byok mode.
-        let mut cmd = Command::new(binary);
+        let mut cmd = reaped(binary);
         cmd.args(args)
             .current_dir(cwd)
             .env_clear()
@@ -102,9 +125,9 @@ impl AppProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        // Dies with the harness even when no destructor runs (SIGKILL).
+            .process_group(0);
+        // Dies with the harness even when no destructor runs (SIGKILL): the reaper is
+        // told, and ends the app's whole tree.
         let mut child =
             crate::sys::lifeline::spawn_tokio(cmd).map_err(|source| AppError::Spawn {
                 path: binary.to_path_buf(),
@@ -206,7 +229,7 @@ impl AppProcess {
         &self.label
     }
 
-    /// The app's pid, which is also its process group id.
+    /// The pid of the app's reaper, which leads the app's process group.
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -227,9 +250,16 @@ impl AppProcess {
     /// diagnostics, and no verdict depends on them.
     pub async fn stop(&mut self, rel_base: &Path) -> Vec<crate::evidence::RawFile> {
         if let Some(mut child) = self.child.take() {
-            self.kill();
-            // The group leader is our child; reap it so no zombie outlives the trial.
-            let _ = child.wait().await;
+            self.terminate();
+            // The reaper ends the app's tree and then itself; one that does not answer is
+            // killed with its group. Reaped, so no zombie outlives the trial.
+            if tokio::time::timeout(REAPER_WAIT, child.wait())
+                .await
+                .is_err()
+            {
+                self.kill();
+                let _ = child.wait().await;
+            }
         }
         let paths = [self.stdout_log.clone(), self.stderr_log.clone()];
         let logs = self.logs.drain(..).map(Capture::finish);
@@ -245,14 +275,26 @@ impl AppProcess {
             kill_group(pgid);
         }
     }
+
+    /// Ask the reaper to end the app's tree (SIGTERM: what it is told when the harness
+    /// dies, too).
+    fn terminate(&self) {
+        if let Ok(pid) = i32::try_from(self.pid) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+    }
 }
 
 impl Drop for AppProcess {
     fn drop(&mut self) {
         if self.child.is_some() {
-            // The child's own kill_on_drop covers only the leader; this covers the group.
-            // Dropping `logs` cancels the copiers.
-            self.kill();
+            // No waiting here: the reaper ends the tree, detached daemons included (a
+            // group kill now would kill the reaper before it found them). Dropping
+            // `logs` cancels the copiers.
+            self.terminate();
         }
     }
 }

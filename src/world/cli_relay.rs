@@ -22,7 +22,6 @@ use std::process::Stdio;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -146,7 +145,8 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
             }
         }
     });
-    let mut cmd = Command::new(&binary);
+    // Under the reaper: whatever the app starts ends with its run, or with the harness.
+    let mut cmd = super::app::reaped(&binary);
     cmd.args(&prefix)
         .args(&args)
         .current_dir(&cwd)

@@ -692,8 +692,9 @@ fn state_leaving_test_is_not_verified() {
 const APP_BINARIES: [&str; 4] = ["api-ledger", "browser-notes", "cli-tally", "ext-wordbadge"];
 
 /// Whether `pid` is a process a trial under `out` started for the agent, or an app the
-/// harness started (it runs a frozen app's binary in a process group of its own, as
-/// `AppProcess` starts them; tests that run an app binary directly leave it in theirs):
+/// harness started (it runs a frozen app's binary in the process group its
+/// `gauntlet-reap` leads, as `AppProcess` starts them; tests that run an app binary
+/// directly leave it in theirs):
 /// the processes that must never hold the key. Helpers the harness runs for itself,
 /// such as `git`, are neither.
 fn trial_related(pid: i32, out: &Path, trial: &str) -> bool {
@@ -707,7 +708,8 @@ fn trial_related(pid: i32, out: &Path, trial: &str) -> bool {
     let is_app = Path::new(&argv0)
         .file_name()
         .is_some_and(|n| APP_BINARIES.iter().any(|a| n == *a))
-        && stat(pid).is_some_and(|(_, _, pgrp)| pgrp == pid);
+        && stat(pid)
+            .is_some_and(|(_, ppid, pgrp)| pgrp == ppid && cmdline(ppid).contains("gauntlet-reap"));
     is_app
         || {
             // HOME and TMPDIR of the agent and of every gate run are inside the trial

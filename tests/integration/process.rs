@@ -335,6 +335,47 @@ async fn app_dropped_without_stop_is_killed() {
     }
 }
 
+/// An app whose start is a wrapper that forks helpers, one of them in a session of its
+/// own and one orphaned by a double fork: stopping the app, or dropping it, ends all
+/// of them, not only the process the harness started.
+#[tokio::test]
+async fn an_app_that_forks_and_detaches_leaves_nothing_when_stopped_or_dropped() {
+    for stop in [true, false] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let app = start_sh(
+            dir.path(),
+            "setsid sleep 1001 & echo pid=$!; (sleep 1002 & echo pid=$!); sleep 1003 & echo pid=$!; \
+             echo listening on http://127.0.0.1:4324; exec sleep 1000",
+            LONG,
+        )
+        .await
+        .expect("app starts");
+        // The log is written as it streams: the lines before the announcement may land
+        // just after it.
+        let helpers = loop {
+            let log = std::fs::read_to_string(dir.path().join("app.stdout")).unwrap_or_default();
+            let pids = pids_in(&log);
+            if pids.len() == 3 {
+                break pids;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let log = format!("{helpers:?}");
+        assert!(helpers.iter().all(|p| alive(*p)), "{log}");
+        let mut app = app;
+        if stop {
+            app.stop(dir.path()).await;
+        } else {
+            drop(app);
+        }
+        // The reaper's kills are asynchronous: poll (bounded by the test harness).
+        while let Some(p) = helpers.iter().find(|p| alive(**p)) {
+            let _ = p;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
 #[tokio::test]
 async fn app_that_exits_at_once_reports_exit_code_and_stderr() {
     let dir = tempfile::tempdir().expect("tempdir");

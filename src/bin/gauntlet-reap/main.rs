@@ -1,0 +1,236 @@
+//! `gauntlet-reap --parent PID -- PROGRAM [ARGS…]`: runs one program outside any sandbox
+//! so that its whole process tree ends with it, or with the harness.
+//!
+//! The kernel's `PR_SET_PDEATHSIG` only reaches a direct child: an app started through
+//! a wrapper (`sh start.sh`, `npm start`), or one that forks helpers or detaches a
+//! daemon, would leave them running (and holding their ports) after the harness that
+//! started it is killed. This process stands between the harness and the program:
+//!
+//! 1. it is told SIGTERM when the harness dies (`PR_SET_PDEATHSIG`), and refuses to start
+//!    if the harness `PID` is already gone;
+//! 2. it is a child subreaper, so whatever the program's tree orphans (a double fork, a
+//!    `setsid` daemon whose parent exited) becomes its child instead of init's;
+//! 3. it runs the program as its only direct child, in its own process group;
+//! 4. when the program exits, or on SIGTERM, SIGINT or SIGHUP (the harness stopping the
+//!    app, or dying), it kills every process still below it or in its group, until none
+//!    is left, and exits as the program did (128 + the signal when it was stopped).
+//!
+//! Standard input, output and error are the program's own: the harness reads them as if
+//! it had started the program itself.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+
+use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{ForkResult, Pid};
+
+/// Exit code when the program could not be started (like `env`'s 126/127).
+const CANNOT_RUN: i32 = 127;
+
+fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let (parent, program) = match parse(&args) {
+        Ok(p) => p,
+        Err(why) => fail(&why),
+    };
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
+        fail(&format!("prctl(PR_SET_PDEATHSIG): {e}"));
+    }
+    // The harness may have died before the line above: then nobody would stop us.
+    if parent.is_some_and(|p| nix::unistd::getppid().as_raw() != p) {
+        fail("the harness that started this process is gone");
+    }
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        fail(&format!("prctl(PR_SET_CHILD_SUBREAPER): {e}"));
+    }
+    // Taken synchronously below; blocked before the fork so none is lost in between.
+    let mut waited = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        waited.add(s);
+    }
+    if let Err(e) = nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&waited), None) {
+        fail(&format!("sigprocmask: {e}"));
+    }
+    let argv: Vec<CString> = match program
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+    {
+        Ok(v) => v,
+        Err(_) => fail("an argument holds a NUL byte"),
+    };
+    // SAFETY: this process is single-threaded, so the child may run any code.
+    let child = match unsafe { nix::unistd::fork() } {
+        Err(e) => fail(&format!("fork: {e}")),
+        Ok(ForkResult::Child) => {
+            let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&waited), None);
+            // Dies with this process if it is ever killed outright.
+            let _ = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL));
+            let e = nix::unistd::execvp(&argv[0], &argv).err();
+            eprintln!(
+                "gauntlet-reap: cannot run {}: {}",
+                argv[0].to_string_lossy(),
+                e.map(|e| e.to_string()).unwrap_or_default()
+            );
+            // SAFETY: _exit in a forked child, as after a failed exec.
+            unsafe { libc::_exit(CANNOT_RUN) }
+        }
+        Ok(ForkResult::Parent { child }) => child,
+    };
+    let end = loop {
+        match waited.wait() {
+            Ok(Signal::SIGCHLD) => {
+                if let Some(end) = reap(child) {
+                    break end;
+                }
+            }
+            Ok(stop) => break End::Stopped(stop),
+            Err(_) => {}
+        }
+    };
+    kill_tree();
+    match end {
+        End::Exited(code) => std::process::exit(code),
+        // Ended as the program did, so the harness reads the same status it would have.
+        End::Killed(sig) | End::Stopped(sig) => {
+            // SAFETY: resetting a disposition and raising a signal on ourselves.
+            unsafe {
+                let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
+            }
+            let mut only = SigSet::empty();
+            only.add(sig);
+            let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+            let _ = nix::sys::signal::raise(sig);
+            std::process::exit(128 + sig as i32)
+        }
+    }
+}
+
+/// How the program's run ended.
+enum End {
+    Exited(i32),
+    Killed(Signal),
+    /// This process was told to stop (the harness stopping the app, or dying).
+    Stopped(Signal),
+}
+
+/// `--parent PID --` (optional) and the program's argv.
+fn parse(args: &[std::ffi::OsString]) -> Result<(Option<i32>, &[std::ffi::OsString]), String> {
+    let usage = "usage: gauntlet-reap [--parent PID] -- PROGRAM [ARGS...]";
+    let mut i = 0;
+    let mut parent = None;
+    while i < args.len() {
+        match args[i].to_str() {
+            Some("--parent") => {
+                let pid = args
+                    .get(i + 1)
+                    .and_then(|p| p.to_str())
+                    .and_then(|p| p.parse::<i32>().ok())
+                    .ok_or_else(|| format!("--parent needs a pid; {usage}"))?;
+                parent = Some(pid);
+                i += 2;
+            }
+            Some("--") => {
+                let program = &args[i + 1..];
+                if program.is_empty() {
+                    return Err(usage.into());
+                }
+                return Ok((parent, program));
+            }
+            _ => return Err(usage.into()),
+        }
+    }
+    Err(usage.into())
+}
+
+/// Reap every child that has ended; the program's end once it is among them.
+fn reap(program: Pid) -> Option<End> {
+    let mut end = None;
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, c)) if pid == program => end = Some(End::Exited(c)),
+            Ok(WaitStatus::Signaled(pid, s, _)) if pid == program => end = Some(End::Killed(s)),
+            Ok(WaitStatus::StillAlive) | Err(_) => return end,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// SIGKILL everything below this process or in its group, and reap it, until nothing
+/// is left: what is killed may orphan more, which then becomes ours.
+fn kill_tree() {
+    let me = std::process::id() as i32;
+    // Our group is the program's only if we lead it (the harness starts us in a group
+    // of our own); never a group we merely belong to, such as the harness's.
+    let group = (nix::unistd::getpgrp().as_raw() == me).then_some(me);
+    loop {
+        let left = tree(me, group);
+        if left.is_empty() {
+            break;
+        }
+        for pid in &left {
+            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        // Reap what was ours; wait (a little) for the rest to be gone.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+    }
+}
+
+/// Live processes whose parent chain reaches `me`, or in process group `group`
+/// (not `me`).
+fn tree(me: i32, group: Option<i32>) -> Vec<i32> {
+    let mut parent = std::collections::BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("?");
+        let ppid = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let pgrp = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        if state != "Z" && state != "X" {
+            parent.insert(pid, (ppid, pgrp));
+        }
+    }
+    let below = |mut pid: i32| {
+        for _ in 0..4096 {
+            match parent.get(&pid) {
+                Some((ppid, _)) if *ppid == me => return true,
+                Some((ppid, _)) if *ppid > 1 => pid = *ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    parent
+        .iter()
+        .filter(|(pid, (_, pgrp))| **pid != me && (Some(*pgrp) == group || below(**pid)))
+        .map(|(pid, _)| *pid)
+        .collect()
+}
+
+fn fail(why: &str) -> ! {
+    eprintln!("gauntlet-reap: {why}");
+    std::process::exit(CANNOT_RUN)
+}
