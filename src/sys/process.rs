@@ -686,7 +686,8 @@ fn marker_entry(marker: &str) -> Vec<u8> {
 
 /// The pids in /proc for which `keep` holds. Unreadable entries are skipped: a process
 /// that vanished, or one of another user we could not kill anyway.
-fn scan_proc(mut keep: impl FnMut(i32) -> bool) -> Vec<i32> {
+/// Every pid in /proc that `keep` accepts.
+pub fn scan_proc(mut keep: impl FnMut(i32) -> bool) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -698,20 +699,22 @@ fn scan_proc(mut keep: impl FnMut(i32) -> bool) -> Vec<i32> {
 }
 
 /// The fields of /proc/<pid>/stat we need.
-struct ProcStat {
-    state: char,
-    pgrp: i32,
+pub struct ProcStat {
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
 }
 
 impl ProcStat {
     /// Zombies (and dead tasks) are already gone in every sense that matters: they
     /// cannot run, write or hold a pipe.
-    fn alive(&self) -> bool {
+    pub fn alive(&self) -> bool {
         !matches!(self.state, 'Z' | 'X' | 'x')
     }
 }
 
-fn proc_stat(pid: i32) -> Option<ProcStat> {
+/// `/proc/<pid>/stat`, read; `None` once the process is gone.
+pub fn proc_stat(pid: i32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text)
 }
@@ -722,9 +725,9 @@ fn parse_stat(text: &str) -> Option<ProcStat> {
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    Some(ProcStat { state, pgrp })
+    Some(ProcStat { state, ppid, pgrp })
 }
 
 fn environ_has(pid: i32, entry: &[u8]) -> bool {

@@ -190,29 +190,14 @@ fn kill_tree() {
 /// Live processes whose parent chain reaches `me`, or in process group `group`
 /// (not `me`).
 fn tree(me: i32, group: Option<i32>) -> Vec<i32> {
+    use gauntlet::sys::process::{proc_stat, scan_proc};
     let mut parent = std::collections::BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().unwrap_or("?");
-        let ppid = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-        let pgrp = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-        if state != "Z" && state != "X" {
-            parent.insert(pid, (ppid, pgrp));
+    scan_proc(|pid| {
+        if let Some(s) = proc_stat(pid).filter(|s| s.alive()) {
+            parent.insert(pid, (s.ppid, s.pgrp));
         }
-    }
+        false
+    });
     let below = |mut pid: i32| {
         for _ in 0..4096 {
             match parent.get(&pid) {
