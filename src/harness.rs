@@ -124,7 +124,7 @@ pub fn run_identity(
         "gauntlet-agent",
         "gauntlet-seal",
         "gauntlet-cli-relay",
-        crate::world::app::REAPER,
+        crate::sys::lifeline::REAPER,
     ]
     .into_iter()
     .chain(app_bins)

@@ -432,7 +432,7 @@ fn run(
         gauntlet::spec::app::AppStart::Binary(b) => Some(b.as_str()),
         gauntlet::spec::app::AppStart::Command(_) => None,
     });
-    for bin in ["gauntlet-agent", gauntlet::world::app::REAPER]
+    for bin in ["gauntlet-agent", gauntlet::sys::lifeline::REAPER]
         .into_iter()
         .chain(app_bins)
     {

@@ -19,6 +19,23 @@ use nix::sys::signal::Signal;
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The binary a process's whole tree runs under so that it ends with it, or with the
+/// harness (src/bin/gauntlet-reap): `PR_SET_PDEATHSIG` alone reaches only the process
+/// the harness started, not what it forks or detaches.
+pub const REAPER: &str = "gauntlet-reap";
+
+/// `program` under the reaper, for this harness process; its arguments follow. For
+/// anything the harness runs outside a sandbox whose tree must end with it (an app, a
+/// CLI app's run for a claimed test).
+pub fn reaped(program: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(crate::binaries::bin_path(REAPER));
+    cmd.arg("--parent")
+        .arg(std::process::id().to_string())
+        .arg("--")
+        .arg(program);
+    cmd
+}
+
 /// The spawner thread's queue; `None` when the thread could not be started.
 fn queue() -> &'static Option<Mutex<mpsc::Sender<Job>>> {
     static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();

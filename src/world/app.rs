@@ -17,21 +17,6 @@ use tokio::sync::oneshot;
 
 use crate::sys::process::{kill_group, spawn_capture, Capture};
 
-/// The binary every app runs under (src/bin/gauntlet-reap).
-pub const REAPER: &str = "gauntlet-reap";
-
-/// `program` run under the reaper, for the harness process `std::process::id()`: its
-/// arguments follow. A command for anything the harness runs outside a sandbox whose
-/// tree must end with it (an app, a CLI app's run for a claimed test).
-pub fn reaped(program: &Path) -> Command {
-    let mut cmd = Command::new(crate::binaries::bin_path(REAPER));
-    cmd.arg("--parent")
-        .arg(std::process::id().to_string())
-        .arg("--")
-        .arg(program);
-    cmd
-}
-
 /// How long a stopped app's reaper gets to end the tree before its group is killed.
 const REAPER_WAIT: Duration = Duration::from_secs(5);
 
@@ -102,7 +87,7 @@ impl AppProcess {
         label: &str,
         startup: Duration,
     ) -> Result<AppProcess, AppError> {
-        let reaper = crate::binaries::bin_path(REAPER);
+        let reaper = crate::binaries::bin_path(crate::sys::lifeline::REAPER);
         for bin in [binary, reaper.as_path()] {
             if !bin.is_file() {
                 return Err(AppError::BinaryMissing {
@@ -116,7 +101,7 @@ impl AppProcess {
         let stderr_file = create_log(&stderr_log).await?;
 
         // A scrubbed environment: the harness's holds the provider key in byok mode.
-        let mut cmd = reaped(binary);
+        let mut cmd = Command::from(crate::sys::lifeline::reaped(binary));
         cmd.args(args)
             .current_dir(cwd)
             .env_clear()

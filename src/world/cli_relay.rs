@@ -146,7 +146,7 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         }
     });
     // Under the reaper: whatever the app starts ends with its run, or with the harness.
-    let mut cmd = super::app::reaped(&binary);
+    let mut cmd = tokio::process::Command::from(crate::sys::lifeline::reaped(&binary));
     cmd.args(&prefix)
         .args(&args)
         .current_dir(&cwd)
