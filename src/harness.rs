@@ -799,8 +799,10 @@ where
         Failed::from(e)
     };
     let (run_dir, planned) = match open_run(cfg, identity) {
-        Ok((dir, true)) => (dir, planned.resuming()),
-        Ok((dir, false)) => (dir, planned),
+        // A resumed trial's first attempt replaces the one that never finished; a nextest
+        // retry of it (NEXTEST_ATTEMPT 2, 3, …) is an attempt of its own, counted as such.
+        Ok((dir, true)) if first_attempt() => (dir, planned.resuming()),
+        Ok((dir, _)) => (dir, planned),
         Err(e) => return Err(fail(format!("{}: {e}", planned.trial))),
     };
     crate::record::manifest::append(&run_dir, std::slice::from_ref(&planned)).map_err(|e| {
@@ -815,6 +817,12 @@ where
         .build()
         .map_err(|e| fail(format!("tokio runtime: {e}")))?;
     rt.block_on(go(run_dir)).map_err(|e| fail(e.to_string()))
+}
+
+/// Whether this process runs its trial's first attempt (nextest numbers its retries in
+/// `NEXTEST_ATTEMPT`; outside nextest there is only one).
+fn first_attempt() -> bool {
+    std::env::var("NEXTEST_ATTEMPT").map_or(true, |a| a.trim() == "1")
 }
 
 /// The end of a trial that left a record: its summary line, where the record is and any

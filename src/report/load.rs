@@ -287,9 +287,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             continue;
         }
         let checked = record::any::check(&file);
-        if let (Some(sha), Some(trial)) = (&checked.row.record_sha256, &checked.named_trial) {
+        // As rescore names it: a record that names no trial goes by its directory.
+        if let Some(sha) = &checked.row.record_sha256 {
             hashed.push(record::manifest::Found {
-                trial: trial.clone(),
+                trial: checked.named_trial.clone().unwrap_or_else(|| name.clone()),
                 dir: name.clone(),
                 sha256: sha.clone(),
                 stopped: checked

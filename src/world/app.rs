@@ -234,8 +234,10 @@ impl AppProcess {
     /// A log whose copier failed (a full disk) is left out: the app's logs are
     /// diagnostics, and no verdict depends on them.
     pub async fn stop(&mut self, rel_base: &Path) -> Vec<crate::evidence::RawFile> {
-        if let Some(mut child) = self.child.take() {
+        if self.child.is_some() {
             self.terminate();
+        }
+        if let Some(mut child) = self.child.take() {
             // The reaper ends the app's tree and then itself; one that does not answer is
             // killed with its group. Reaped, so no zombie outlives the trial.
             if tokio::time::timeout(REAPER_WAIT, child.wait())
@@ -263,11 +265,18 @@ impl AppProcess {
 
     /// Ask the reaper to end the app's tree (SIGTERM: what it is told when the harness
     /// dies, too).
-    fn terminate(&self) {
+    fn terminate(&mut self) {
+        // Only a reaper still running: one already reaped may have a stranger's pid now.
+        let running = self
+            .child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
         if let Ok(pid) = i32::try_from(self.pid) {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
+            if running && pid > 1 {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
             }
         }
     }

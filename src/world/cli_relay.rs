@@ -52,6 +52,8 @@ pub enum RelayError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{} does not exist: run `cargo build --bins` (every app run of the CLI relay starts under it)", path.display())]
+    NoReaper { path: PathBuf },
 }
 
 /// A running relay for one target. Dropping it stops accepting and kills running
@@ -70,6 +72,10 @@ impl CliRelay {
         logs: &Path,
         label: &str,
     ) -> Result<CliRelay, RelayError> {
+        let reaper = crate::binaries::bin_path(crate::sys::lifeline::REAPER);
+        if !reaper.is_file() {
+            return Err(RelayError::NoReaper { path: reaper });
+        }
         let scratch = logs.join(format!("{label}.cwd"));
         std::fs::create_dir_all(&scratch).map_err(|source| RelayError::Dir {
             path: scratch.clone(),
@@ -156,8 +162,7 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     let child = crate::sys::lifeline::spawn_tokio(cmd);
     let mut child = match child {
         Ok(c) => c,
@@ -170,6 +175,9 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
             return;
         }
     };
+    // An invocation dropped part-way (the relay stopped) asks the reaper to end the
+    // app's tree: a SIGKILL of the reaper alone would orphan what the app started.
+    let mut stop = StopOnDrop(child.id());
     let stdin = child.stdin.take();
     let feed = tokio::spawn(async move {
         let Some(mut stdin) = stdin else { return };
@@ -183,6 +191,8 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     let out = tokio::spawn(pump(child.stdout.take(), STDOUT, frames.clone()));
     let err = tokio::spawn(pump(child.stderr.take(), STDERR, frames.clone()));
     let status = child.wait().await;
+    // Ended and reaped: nothing left to stop, and its pid is no longer ours.
+    stop.0 = None;
     let _ = tokio::join!(out, err);
     feed.abort();
     let code = match status {
@@ -197,6 +207,28 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     let _ = frames.send((EXIT, code.to_be_bytes().to_vec())).await;
     drop(frames);
     let _ = writer.await;
+}
+
+/// SIGTERM to the reaper of an app run that is still going when its invocation ends.
+struct StopOnDrop(Option<u32>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self
+            .0
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|p| *p > 1)
+        {
+            // A reaper already gone is ESRCH, or (reaped, pid reused) a stranger: only
+            // signal a process that is still ours, in the group it leads.
+            if crate::sys::process::proc_stat(pid).is_some_and(|s| s.alive() && s.pgrp == pid) {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+        }
+    }
 }
 
 async fn pump<R: AsyncRead + Unpin>(

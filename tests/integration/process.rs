@@ -376,6 +376,37 @@ async fn an_app_that_forks_and_detaches_leaves_nothing_when_stopped_or_dropped()
     }
 }
 
+/// The reaper between the harness and the app changes nothing the app can see of its
+/// start: no signal is ignored (a Rust parent ignores SIGPIPE, which exec keeps), and a
+/// signal the app sends its own group (a reload) is no order to stop it.
+#[tokio::test]
+async fn an_app_starts_with_default_signals_and_may_signal_its_own_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut app = start_sh(
+        dir.path(),
+        "grep SigIgn /proc/$$/status; trap '' HUP; kill -HUP 0; sleep 0.2; \
+         echo listening on http://127.0.0.1:4325; exec sleep 1000",
+        LONG,
+    )
+    .await
+    .expect("app starts, its own HUP to its group notwithstanding");
+    let pid = i32::try_from(app.pid()).expect("pid");
+    assert!(alive(pid), "the reaper took the app's own HUP as a stop");
+    let log = std::fs::read_to_string(dir.path().join("app.stdout")).expect("stdout log");
+    let mask = log
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .map(|m| u64::from_str_radix(m.trim(), 16).expect("hex mask"))
+        .expect("the app printed its ignored signals");
+    assert_eq!(
+        mask & (1 << 12),
+        0,
+        "SIGPIPE (13) is ignored in the app: {mask:x}"
+    );
+    app.stop(dir.path()).await;
+    assert!(!alive(pid));
+}
+
 #[tokio::test]
 async fn app_that_exits_at_once_reports_exit_code_and_stderr() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -10,10 +10,14 @@
 //!    if the harness `PID` is already gone;
 //! 2. it is a child subreaper, so whatever the program's tree orphans (a double fork, a
 //!    `setsid` daemon whose parent exited) becomes its child instead of init's;
-//! 3. it runs the program as its only direct child, in its own process group;
-//! 4. when the program exits, or on SIGTERM, SIGINT or SIGHUP (the harness stopping the
-//!    app, or dying), it kills every process still below it or in its group, until none
-//!    is left, and exits as the program did (128 + the signal when it was stopped).
+//! 3. it runs the program as its only direct child, in the process group it leads (the
+//!    harness starts it in a group of its own), with every signal disposition back to
+//!    its default (a Rust process ignores SIGPIPE, and an ignored signal survives exec);
+//! 4. when the program exits, or on SIGTERM, SIGINT or SIGHUP from the harness (or from
+//!    the kernel, on the harness's death), it kills every process still below it or in
+//!    its group, until none is left (bounded: a process it may not kill is left), and
+//!    exits as the program did (128 + the signal when it was stopped). The same signals
+//!    from anyone else — an app that signals its own group to reload — are ignored.
 //!
 //! Standard input, output and error are the program's own: the harness reads them as if
 //! it had started the program itself.
@@ -28,12 +32,16 @@ use nix::unistd::{ForkResult, Pid};
 /// Exit code when the program could not be started (like `env`'s 126/127).
 const CANNOT_RUN: i32 = 127;
 
+/// Rounds of kill-and-look (5 ms apart) before what is left is left.
+const KILL_ROUNDS: usize = 400;
+
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let (parent, program) = match parse(&args) {
         Ok(p) => p,
         Err(why) => fail(&why),
     };
+    let harness = parent.unwrap_or_else(|| nix::unistd::getppid().as_raw());
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGTERM)) {
         fail(&format!("prctl(PR_SET_PDEATHSIG): {e}"));
     }
@@ -69,6 +77,14 @@ fn main() {
     let child = match unsafe { nix::unistd::fork() } {
         Err(e) => fail(&format!("fork: {e}")),
         Ok(ForkResult::Child) => {
+            for sig in Signal::iterator() {
+                if sig != Signal::SIGKILL && sig != Signal::SIGSTOP {
+                    // SAFETY: restoring a default disposition in the child before exec.
+                    let _ = unsafe {
+                        nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl)
+                    };
+                }
+            }
             let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&waited), None);
             // Dies with this process if it is ever killed outright.
             let _ = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL));
@@ -84,14 +100,15 @@ fn main() {
         Ok(ForkResult::Parent { child }) => child,
     };
     let end = loop {
-        match waited.wait() {
-            Ok(Signal::SIGCHLD) => {
+        match wait_signal(&waited) {
+            Some((Signal::SIGCHLD, _)) => {
                 if let Some(end) = reap(child) {
                     break end;
                 }
             }
-            Ok(stop) => break End::Stopped(stop),
-            Err(_) => {}
+            // Only the harness, or the kernel on its behalf, stops the app.
+            Some((stop, from)) if from == 0 || from == harness => break End::Stopped(stop),
+            Some(_) | None => {}
         }
     };
     kill_tree();
@@ -103,6 +120,8 @@ fn main() {
             unsafe {
                 let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
             }
+            // No core of ours where the app's may be.
+            let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
             let mut only = SigSet::empty();
             only.add(sig);
             let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
@@ -110,6 +129,20 @@ fn main() {
             std::process::exit(128 + sig as i32)
         }
     }
+}
+
+/// The next of `set`'s signals and the pid that sent it (0 from the kernel).
+fn wait_signal(set: &SigSet) -> Option<(Signal, i32)> {
+    // SAFETY: siginfo_t is plain data that sigwaitinfo fills.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    let n = unsafe { libc::sigwaitinfo(set.as_ref(), &mut info) };
+    if n < 0 {
+        return None;
+    }
+    // SAFETY: si_pid is set for the signals waited on here (kill, sigqueue, SIGCHLD).
+    let from = unsafe { info.si_pid() };
+    Signal::try_from(n).ok().map(|s| (s, from))
 }
 
 /// How the program's run ended.
@@ -169,13 +202,24 @@ fn kill_tree() {
     // Our group is the program's only if we lead it (the harness starts us in a group
     // of our own); never a group we merely belong to, such as the harness's.
     let group = (nix::unistd::getpgrp().as_raw() == me).then_some(me);
-    loop {
-        let left = tree(me, group);
+    // Bounded: a process this one may not kill (EPERM), or one that does not die, is
+    // left rather than waited on for ever, which would also leave this process deaf to
+    // the harness's death.
+    let mut untouchable = std::collections::BTreeSet::new();
+    for _ in 0..KILL_ROUNDS {
+        let left: Vec<i32> = tree(me, group)
+            .into_iter()
+            .filter(|p| !untouchable.contains(p))
+            .collect();
         if left.is_empty() {
             break;
         }
         for pid in &left {
-            let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            if nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL)
+                == Err(nix::errno::Errno::EPERM)
+            {
+                untouchable.insert(*pid);
+            }
         }
         // Reap what was ours; wait (a little) for the rest to be gone.
         std::thread::sleep(std::time::Duration::from_millis(5));
