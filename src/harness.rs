@@ -761,7 +761,7 @@ pub fn suite_main(suite: Suite) -> ExitCode {
 
 /// Why a trial whose record is marked interrupted fails, even if its verdict passed
 /// (the signal came as its record was being written).
-pub fn interrupted_failure(signal: String) -> String {
+fn interrupted_failure(signal: String) -> String {
     format!("the run was interrupted ({signal}): the record keeps partial evidence, not a result; `gauntlet run --resume <run dir>` runs the trial again")
 }
 

@@ -23,6 +23,27 @@ const REACH: Duration = Duration::from_secs(120);
 /// The cases count every process below this binary: one case at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The `command` adapter running `argv`, for a harness or a resume of its run (the same
+/// config, or the resume is refused).
+trait CommandAgent {
+    fn command_agent(&mut self, argv: &str) -> &mut Self;
+}
+
+impl CommandAgent for Command {
+    fn command_agent(&mut self, argv: &str) -> &mut Self {
+        self.env("GAUNTLET_AGENT", "command")
+            .env("GAUNTLET_AGENT_CMD", argv)
+    }
+}
+
+/// Start a case: alone, and as the child subreaper every process the harness leaves
+/// behind is re-parented to, however it detached.
+fn one_case() -> std::sync::MutexGuard<'static, ()> {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    one
+}
+
 /// An agent that writes a line and then works for ten minutes: a trial that is stopped
 /// mid-agent, whatever the machine's speed, with output to keep.
 const SLOW_AGENT: &str = "sh -c 'echo partial-output; sleep 600'";
@@ -361,9 +382,7 @@ fn run_case(name: &str, mut case: Case, out: &Path) {
 
 #[test]
 fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: prctl on this process only.
-    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let _one = one_case();
     let chromium = std::path::Path::new("/usr/lib/chromium/chromium").exists()
         || std::env::var_os("GAUNTLET_CHROMIUM").is_some();
     let mut cases: Vec<(&str, MakeCase)> = vec![
@@ -581,8 +600,7 @@ fn read_json(file: &Path) -> serde_json::Value {
 /// the trial's test fails with the cause.
 #[test]
 fn a_stopped_harness_keeps_what_its_trials_observed() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let _one = one_case();
     let trial = "qa::api-ledger::balance";
     let trial_dir = "qa.api-ledger.balance";
     for libtest in [false, true] {
@@ -601,8 +619,7 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
         };
         harness
             .env("GAUNTLET_OUT", out.path())
-            .env("GAUNTLET_AGENT", "command")
-            .env("GAUNTLET_AGENT_CMD", SLOW_AGENT)
+            .command_agent(SLOW_AGENT)
             .env_remove("CARGO")
             .env_remove("NEXTEST_RUN_ID")
             .env_remove("GAUNTLET_RESUME");
@@ -615,8 +632,7 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
             .args(["run", "--resume"])
             .arg(run_dir_of(out.path(), trial_dir))
             .env("GAUNTLET_OUT", out.path())
-            .env("GAUNTLET_AGENT", "command")
-            .env("GAUNTLET_AGENT_CMD", SLOW_AGENT)
+            .command_agent(SLOW_AGENT)
             .env_remove("CARGO")
             .env_remove("NEXTEST_RUN_ID")
             .output()
@@ -705,8 +721,7 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
             .arg(&run_dir)
             .arg("--nextest-filter")
             .env("GAUNTLET_OUT", out.path())
-            .env("GAUNTLET_AGENT", "command")
-            .env("GAUNTLET_AGENT_CMD", SLOW_AGENT)
+            .command_agent(SLOW_AGENT)
             .env_remove("CARGO")
             .output()
             .expect("gauntlet run --nextest-filter runs");
@@ -723,15 +738,12 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
 /// signal's status, and takes every process it started with it.
 #[test]
 fn a_second_signal_ends_the_harness_at_once() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let _one = one_case();
     let name = "SIGINT twice under gauntlet run";
     let trial = "qa::api-ledger::balance";
     let out = tempfile::tempdir().expect("tempdir");
     let mut harness = gauntlet_run(out.path(), trial);
-    harness
-        .env("GAUNTLET_AGENT", "command")
-        .env("GAUNTLET_AGENT_CMD", SLOW_AGENT);
+    harness.command_agent(SLOW_AGENT);
     let mut h = Stopping::start(name, harness, out.path());
     h.wait_until(name, "the agent wrote its line", |_| {
         agent_output(out.path(), "qa.api-ledger.balance").contains("partial-output")
@@ -779,8 +791,7 @@ fn a_second_signal_ends_the_harness_at_once() {
 /// once, its record marked interrupted and its setup error naming the signal.
 #[test]
 fn a_probe_in_its_idle_window_stops_with_the_run() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let _one = one_case();
     let name = "SIGTERM in a scorecard idle window";
     let trial = "scorecard::continuous::p3-1";
     let trial_dir = "scorecard.continuous.p3-1";
@@ -942,16 +953,13 @@ E'"#;
 /// is stopped mid-run, and the record is interrupted.
 #[test]
 fn a_gate_stopped_part_way_is_unfinished_not_red() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let _one = one_case();
     let name = "SIGTERM during the gate";
     let trial = "qa::api-ledger::balance";
     let trial_dir = "qa.api-ledger.balance";
     let out = tempfile::tempdir().expect("tempdir");
     let mut harness = gauntlet_run(out.path(), trial);
-    harness
-        .env("GAUNTLET_AGENT", "command")
-        .env("GAUNTLET_AGENT_CMD", HANGING_TEST_AGENT);
+    harness.command_agent(HANGING_TEST_AGENT);
     let mut h = Stopping::start(name, harness, out.path());
     let pid = h.pid().as_raw();
     h.wait_until(name, "the gate ran the claimed test", |_| {
@@ -1000,8 +1008,7 @@ fn a_gate_stopped_part_way_is_unfinished_not_red() {
 /// shell that starts the reaper as the app code does, and is SIGKILLed.
 #[test]
 fn an_app_tree_dies_with_a_killed_harness_detached_daemons_included() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+    let _one = one_case();
     let name = "a reaped app tree under a SIGKILLed harness";
     let reaper = Path::new(env!("CARGO_BIN_EXE_gauntlet")).with_file_name("gauntlet-reap");
     let out = tempfile::tempdir().expect("tempdir");
