@@ -1,0 +1,432 @@
+//! The harness's own verification of a claimed test: N runs against the app and one
+//! against the mutant, each blind (docs/sealing.md, "The blind gate").
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Component, Path, PathBuf};
+
+use futures_util::stream::{FuturesOrdered, StreamExt};
+
+use crate::agent::Invocation;
+use crate::config::Config;
+use crate::evidence::{Gate, GateRun, GateTarget, RawFile};
+use crate::phases::{timed, timed_sync, Phase};
+use crate::spec::LoadedApp;
+use crate::sys::process;
+use crate::sys::sandbox::View;
+use crate::trial::{Context, Streams};
+use crate::world::target::Target;
+
+/// Bytes kept of each stream of a gate run.
+const GATE_OUTPUT_CAP: u64 = 1 << 20;
+
+/// Why the gate does not run a claimed test directory. Recorded as the gate's
+/// `not_run`, so the claim cannot pass.
+#[derive(Debug, thiserror::Error)]
+pub enum TestDirError {
+    #[error("test dir `{dir}` is not a relative path inside the workspace")]
+    NotRelative { dir: String },
+    #[error("test dir `{dir}`: {source}")]
+    Unreadable {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("workspace: {0}")]
+    Workspace(#[source] std::io::Error),
+    #[error("test dir `{dir}` leaves the workspace")]
+    Leaves { dir: String },
+    #[error("test dir `{dir}` is not a directory")]
+    NotADirectory { dir: String },
+    #[error("test dir {} holds {total} bytes, over the gate's limit of {limit}", .path.display())]
+    TooLarge {
+        path: PathBuf,
+        total: u64,
+        limit: u64,
+    },
+    #[error("test dir {} holds more than {limit} entries, the gate's limit", .path.display())]
+    TooMany { path: PathBuf, limit: usize },
+    #[error("test dir {} nests deeper than {limit} directories, the gate's limit", .path.display())]
+    TooDeep { path: PathBuf, limit: usize },
+}
+
+/// The claimed test directory, if it is a directory inside the workspace.
+pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, TestDirError> {
+    let rel = Path::new(dir);
+    if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(TestDirError::NotRelative { dir: dir.into() });
+    }
+    let full = workspace.join(rel);
+    let canon = full
+        .canonicalize()
+        .map_err(|source| TestDirError::Unreadable {
+            dir: dir.into(),
+            source,
+        })?;
+    let ws = workspace.canonicalize().map_err(TestDirError::Workspace)?;
+    if !canon.starts_with(&ws) {
+        return Err(TestDirError::Leaves { dir: dir.into() });
+    }
+    if !canon.is_dir() {
+        return Err(TestDirError::NotADirectory { dir: dir.into() });
+    }
+    Ok(canon)
+}
+
+/// The harness's own verification: N runs against the app, one against the mutant, in
+/// an order drawn at run time. Each run is blind: a freshly started target reached
+/// through the same locators, a fresh copy of the test directory at the path the
+/// agent wrote it, a fresh HOME and TMPDIR, and (sealed) a sandbox of its own; nothing
+/// a run can see names its target or carries over from another run.
+pub(super) async fn gate(
+    app: &LoadedApp,
+    capability: &str,
+    test: &crate::evidence::ClaimTest,
+    workspace: &Path,
+    cfg: &Config,
+    trial_dir: &Path,
+    world_logs: &mut Vec<RawFile>,
+) -> Gate {
+    let order = draw_order(cfg.n);
+    let mut gate = Gate {
+        required: cfg.n,
+        runs: vec![],
+        not_run: None,
+        order: order.clone(),
+        interrupted: None,
+    };
+    let dir = match resolve_test_dir(workspace, &test.dir).and_then(|d| {
+        check_test_size(&d)?;
+        Ok(d)
+    }) {
+        Ok(d) => d,
+        Err(e) => {
+            gate.not_run = Some(e.to_string());
+            return gate;
+        }
+    };
+    let gate_dir = trial_dir.join("gate");
+    let logs = gate_dir.join("logs");
+    if let Err(e) = std::fs::create_dir_all(&logs) {
+        gate.not_run = Some(format!("{}: {e}", logs.display()));
+        return gate;
+    }
+    let mut attempts = [0u32; 2];
+    let runs: Vec<_> = order
+        .iter()
+        .copied()
+        .enumerate()
+        .map(|(position, target)| {
+            let slot = usize::from(target == GateTarget::Mutant);
+            attempts[slot] += 1;
+            GateSlot {
+                position,
+                target,
+                attempt: attempts[slot],
+            }
+        })
+        .collect();
+    let ctx = GateContext {
+        app,
+        capability,
+        test,
+        dir: &dir,
+        cfg,
+        trial_dir,
+        gate_dir: &gate_dir,
+        logs: &logs,
+    };
+    // Every run's target and test copy are made ready side by side before the first
+    // run: a target is the harness's own process, unreachable from any sandbox but the
+    // one its run gets (each sandbox's network answers only its own run's ports), and
+    // nothing touches it before its run, so it is as fresh as one started at the last
+    // moment; the N + 1 starts then cost about one start, not N + 1 in a row.
+    let prepared = futures_util::future::join_all(runs.iter().map(|s| ctx.prepare(s))).await;
+    // A finished run's target is stopped while the next run goes on.
+    let mut stopping = FuturesOrdered::new();
+    let mut stopped = Vec::new();
+    let mut unused = Vec::new();
+    // One run at a time, never side by side: runs that overlap could find each other
+    // through what every sandbox shares read-only (a lock on a system file, the
+    // machine's load) and compare what they saw, which tells the mutant's run apart
+    // without knowing anything about the capability.
+    let mut prepared = prepared.into_iter();
+    for slot in &runs {
+        let Some(ready) = prepared.next() else { break };
+        // A run asked to stop starts no further run: the gate is unfinished.
+        if let Some(stop) = crate::sys::shutdown::requested() {
+            gate.interrupted = Some(stop.name().into());
+            unused.push(ready);
+            break;
+        }
+        let world = match ready {
+            Ok(w) => w,
+            Err(why) => {
+                gate.not_run = Some(why);
+                break;
+            }
+        };
+        let outcome = alongside(ctx.run(slot, &world), &mut stopping, &mut stopped).await;
+        stopping.push_back(stop_target(world, trial_dir));
+        match outcome {
+            Ok(run) if run.end.interrupted.is_some() => {
+                gate.interrupted.clone_from(&run.end.interrupted);
+                gate.runs.push(run);
+                break;
+            }
+            Ok(run) => gate.runs.push(run),
+            Err(why) => {
+                gate.not_run = Some(why);
+                break;
+            }
+        }
+    }
+    // Targets no run reached are stopped too; their logs are evidence like the rest.
+    for world in unused.into_iter().chain(prepared).flatten() {
+        stopping.push_back(stop_target(world, trial_dir));
+    }
+    stopped.extend(stopping.collect::<Vec<_>>().await);
+    world_logs.extend(stopped.into_iter().flatten());
+    gate
+}
+
+/// Drive `work` to its end while the targets in `stopping` stop, keeping each stopped
+/// target's logs in the order the targets ran.
+async fn alongside<T, S>(
+    work: impl Future<Output = T>,
+    stopping: &mut FuturesOrdered<S>,
+    stopped: &mut Vec<Vec<RawFile>>,
+) -> T
+where
+    S: Future<Output = Vec<RawFile>>,
+{
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut work => return out,
+            Some(logs) = stopping.next(), if !stopping.is_empty() => stopped.push(logs),
+        }
+    }
+}
+
+/// Stop a gate run's target; its logs, hashed, relative to the trial directory.
+async fn stop_target(mut world: Target, trial_dir: &Path) -> Vec<RawFile> {
+    world.stop(trial_dir).await
+}
+
+/// One gate run's place: its position in the drawn order and its attempt at its target.
+struct GateSlot {
+    position: usize,
+    target: GateTarget,
+    attempt: u32,
+}
+
+/// What every gate run of one trial shares.
+struct GateContext<'a> {
+    app: &'a LoadedApp,
+    capability: &'a str,
+    test: &'a crate::evidence::ClaimTest,
+    dir: &'a Path,
+    cfg: &'a Config,
+    trial_dir: &'a Path,
+    gate_dir: &'a Path,
+    logs: &'a Path,
+}
+
+impl GateContext<'_> {
+    /// What the run at `position` can see lives under a name that says only its
+    /// position.
+    fn run_dir(&self, slot: &GateSlot) -> PathBuf {
+        self.gate_dir.join(format!("run-{}", slot.position + 1))
+    }
+
+    fn label(slot: &GateSlot) -> &'static str {
+        match slot.target {
+            GateTarget::App => "app",
+            GateTarget::Mutant => "mutant",
+        }
+    }
+
+    /// Copy the test directory for the run and start its fresh target.
+    async fn prepare(&self, slot: &GateSlot) -> Result<Target, String> {
+        let label = Self::label(slot);
+        let run_dir = self.run_dir(slot);
+        let copy = run_dir.join("test");
+        if let Err(e) = timed_sync(Phase::Workspace, || copy_tree(self.dir, &copy)) {
+            return Err(format!(
+                "cannot copy the test dir for run {}: {e}",
+                slot.position + 1
+            ));
+        }
+        let mutant = (slot.target == GateTarget::Mutant).then_some(self.capability);
+        Target::start(
+            &self.app.app,
+            mutant,
+            &run_dir.join("target"),
+            self.logs,
+            &format!("{label}-{}", slot.attempt),
+        )
+        .await
+        .map_err(|e| format!("{label} failed to start: {e}"))
+    }
+
+    /// Run the test against `world`, the target [`GateContext::prepare`] started for
+    /// this run.
+    async fn run(&self, slot: &GateSlot, world: &Target) -> Result<GateRun, String> {
+        let GateSlot {
+            position,
+            target,
+            attempt,
+        } = *slot;
+        let label = Self::label(slot);
+        let stem = format!("{label}-{attempt}");
+        let run_dir = self.run_dir(slot);
+        let copy = run_dir.join("test");
+        let sealed = self.cfg.sandbox.sealed();
+        let (home, tmp, cwd) = if sealed {
+            // The sandbox's private /tmp is fresh for every run.
+            (
+                PathBuf::from("/tmp"),
+                PathBuf::from("/tmp"),
+                self.dir.to_path_buf(),
+            )
+        } else {
+            let home = run_dir.join("home");
+            let tmp = run_dir.join("tmp");
+            for d in [&home, &tmp] {
+                let _ = std::fs::create_dir_all(d);
+            }
+            (home, tmp, copy.clone())
+        };
+        // Each run is a kernel context of its own: fresh HOME, TMPDIR and test copy.
+        let kernel = Context {
+            cfg: self.cfg,
+            trial_dir: self.trial_dir,
+            home: &home,
+            tmp: &tmp,
+            cwd: &cwd,
+        };
+        let env = kernel.env(BTreeMap::new(), world.env_for(sealed), None);
+        let inv = Invocation {
+            program: PathBuf::from("sh"),
+            args: vec!["-c".into(), self.test.command.clone()],
+        };
+        let streams = Streams {
+            stem: &format!("gate/{stem}"),
+            tag: Some(&format!("gate-{}", position + 1)),
+        };
+        let seal = sealed.then(|| View::new().bind(&copy, self.dir, true).extend(world.view()));
+        let spec = kernel.spec(
+            inv,
+            env,
+            &streams,
+            self.cfg.gate_timeout,
+            GATE_OUTPUT_CAP,
+            seal,
+        );
+        match timed(Phase::Gate, process::run(spec)).await {
+            Ok(o) => Ok(GateRun {
+                target,
+                attempt,
+                command: self.test.command.clone(),
+                end: o.end,
+                stdout: o.stdout,
+                stderr: o.stderr,
+            }),
+            Err(e) => Err(format!("{label} run {attempt}: {e}")),
+        }
+    }
+}
+
+/// N app runs and one mutant run, the mutant's place drawn from the OS's entropy, so
+/// that no test can know which run is which by counting.
+fn draw_order(n: u32) -> Vec<GateTarget> {
+    let mut order = vec![GateTarget::App; n as usize];
+    let slot = (random_u64() % (u64::from(n) + 1)) as usize;
+    order.insert(slot, GateTarget::Mutant);
+    order
+}
+
+fn random_u64() -> u64 {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        // No entropy source: the clock's low bits still vary from run to run.
+        Err(_) => u64::from(chrono::Utc::now().timestamp_subsec_nanos()),
+    }
+}
+
+/// The most a claimed test directory may hold: it is copied once per gate run, by the
+/// harness, walking it. Bytes bound the copy's disk, entries its time (a million empty
+/// files are as costly as their bytes are not), depth the walk's stack.
+const MAX_TEST_DIR_BYTES: u64 = 64 << 20;
+const MAX_TEST_DIR_ENTRIES: usize = 20_000;
+const MAX_TEST_DIR_DEPTH: usize = 64;
+
+/// Measure a claimed test directory against the gate's limits, stopping at the first
+/// one it passes (never walking more than the limits allow).
+fn check_test_size(dir: &Path) -> Result<(), TestDirError> {
+    let mut total = 0u64;
+    let mut entries = 0usize;
+    let mut pending = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((at, depth)) = pending.pop() {
+        let Ok(listing) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            entries += 1;
+            if entries > MAX_TEST_DIR_ENTRIES {
+                return Err(TestDirError::TooMany {
+                    path: dir.to_path_buf(),
+                    limit: MAX_TEST_DIR_ENTRIES,
+                });
+            }
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                if depth + 1 > MAX_TEST_DIR_DEPTH {
+                    return Err(TestDirError::TooDeep {
+                        path: dir.to_path_buf(),
+                        limit: MAX_TEST_DIR_DEPTH,
+                    });
+                }
+                pending.push((entry.path(), depth + 1));
+            } else {
+                total += meta.len();
+                if total > MAX_TEST_DIR_BYTES {
+                    return Err(TestDirError::TooLarge {
+                        path: dir.to_path_buf(),
+                        total,
+                        limit: MAX_TEST_DIR_BYTES,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copy `from` to `to` (which must not exist): regular files, directories, and symlinks
+/// as symlinks (never followed, so a test dir cannot pull in what it links to: the
+/// harness copies as root, outside any sandbox). Anything else (a FIFO that would block
+/// the copy, a device) is left out.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.file_type().is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+    } else if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else if meta.is_file() {
+        std::fs::copy(from, to).map(|_| ())
+    } else {
+        Ok(())
+    }
+}
