@@ -1114,6 +1114,7 @@ const RELAY_ABUSE: &str = include_str!("../fixtures/agents/hostile/relay-abuse.s
 const NET_PROBE: &str = include_str!("../fixtures/agents/hostile/net-probe.sh");
 const IPC_RUNS: &str = include_str!("../fixtures/agents/hostile/ipc-runs.sh");
 const PEERS: &str = include_str!("../fixtures/agents/hostile/peers.sh");
+const AGES: &str = include_str!("../fixtures/agents/hostile/ages.sh");
 const FINGERPRINT: &str = include_str!("../fixtures/agents/hostile/fingerprint.sh");
 const LIMITS: &str = include_str!("../fixtures/agents/hostile/limits.sh");
 const PROMPT_SYMLINK: &str = include_str!("../fixtures/agents/hostile/prompt-symlink.sh");
@@ -1304,6 +1305,37 @@ fn gate_runs_never_overlap() {
     }
     problems.extend(s.invariants(&rec, &dir));
     s.conclude("a test that looks for gate runs beside it", problems);
+}
+
+/// A run that could read how long its sandbox (or its target, or its copy of the test)
+/// waited to be used would learn how long the run before it lasted, a channel from one
+/// run to the next: nothing is made ahead, so no run finds anything over a second old
+/// though each lasts 1.5 s, and all of them (the mutant's too) are green.
+#[test]
+fn gate_runs_cannot_read_how_long_the_run_before_lasted() {
+    let s = Scene::new("ages");
+    let mut cfg = s.config(agent(AGES, "ages.sh", &["balance"]));
+    cfg.n = 3;
+    let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
+    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
+        .into_iter()
+        .collect();
+    match &rec.evidence.gate {
+        Some(g) if g.runs.len() == 4 => {
+            for r in g.runs.iter().filter(|r| !r.end.success()) {
+                let stderr = std::fs::read_to_string(dir.join(&r.stderr.path)).unwrap_or_default();
+                problems.push(format!(
+                    "gate run {:?} {} read the length of an earlier run: {}",
+                    r.target,
+                    r.attempt,
+                    stderr.trim()
+                ));
+            }
+        }
+        other => problems.push(format!("expected 4 gate runs, got {other:?}")),
+    }
+    problems.extend(s.invariants(&rec, &dir));
+    s.conclude("a test that reads how long its sandbox waited", problems);
 }
 
 /// Everything a gate run can read without asking the target, diffed between the app

@@ -115,7 +115,7 @@ fn sandbox(
         return setup("the helper went away before the spec came".into());
     }
     drop(ready);
-    if let Err(e) = crate::root::stage(&cgroups.shown()) {
+    if let Err(e) = crate::root::stage() {
         return setup(e.to_string());
     }
     // The helper opens the forwarded ports in this namespace before anything runs, so
@@ -155,6 +155,10 @@ fn sandbox(
         return setup("the helper went away before the program started".into());
     }
     let spec = &spec;
+    // Only now, with the spec: what it makes carries the time it was made.
+    if let Err(e) = crate::root::new_root(&cgroups.shown()) {
+        return setup(e.to_string());
+    }
     if let Err(e) = cgroups.limit(&spec.limits) {
         return setup(e.to_string());
     }

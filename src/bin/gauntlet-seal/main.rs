@@ -9,10 +9,12 @@
 //! 1. it dies with the harness (`PR_SET_PDEATHSIG`), so a killed harness leaves no
 //!    sandbox;
 //! 2. it unshares a PID namespace and forks the sandbox's init, PID 1, which makes
-//!    mount, IPC, UTS and network namespaces its own and stages a root on a tmpfs that
-//!    holds only the system paths, `/dev`, `/proc` and a private `/tmp`;
-//! 3. with the spec, init adds its binds, pivots into the root, bounds its control
-//!    group, and forks the program as an unprivileged user with no capabilities,
+//!    mount, IPC, UTS and network namespaces its own and pivots into a private staging
+//!    root;
+//! 3. with the spec, init builds the root the program sees (only the system paths,
+//!    `/dev`, `/proc`, a private `/tmp` and the spec's binds: never ahead, as what it
+//!    makes carries the time it was made), pivots into it, bounds its control group,
+//!    and forks the program as an unprivileged user with no capabilities,
 //!    `no_new_privs` and a seccomp filter (no kernel keyring);
 //! 4. when the program ends (or the harness sends SIGTERM at its deadline: the program's
 //!    process group is killed), init counts what is still alive, kills it, and reports;

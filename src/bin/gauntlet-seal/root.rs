@@ -26,15 +26,10 @@ const SHM_SIZE: &str = "512m";
 /// Device nodes bound from the host's `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
-/// Everything that does not depend on the program: the staging root, and the new root
-/// with its system paths, `/dev`, `/proc`, `/sys` and `/tmp`. Built while the helper
-/// waits for a spec.
-///
-/// `groups` are the sandbox's own control groups (host directory, and where under
-/// `/sys/fs/cgroup` it appears: a v1 controller's name, or nothing for the v2 group):
-/// shown read-only, so that a program can read its own bounds, and nothing else of the
-/// host's cgroup tree.
-pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
+/// What can be built before the program is known without leaving a mark it could
+/// read: the staging root (private, and detached before the program runs). Built while
+/// the helper waits for a spec.
+pub fn stage() -> Result<(), Failure> {
     // Nothing we mount may propagate back to the host's namespace.
     mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE).at("making / private")?;
     tmpfs("/tmp", "mode=0755,size=1m")?;
@@ -42,7 +37,22 @@ pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
     mkdir(Path::new("/tmp/newroot"))?;
     nix::unistd::pivot_root("/tmp", "/tmp/oldroot").at("pivot_root to the staging root")?;
     nix::unistd::chdir("/").at("chdir /")?;
+    Ok(())
+}
 
+/// The new root the program sees, with its system paths, `/dev`, `/proc`, `/sys` and
+/// `/tmp`: built once the spec has come, never ahead. Everything here carries the time
+/// it was made (a tmpfs's birth and change times, a directory's, a control group's),
+/// and a sandbox staged ahead waits for as long as the trial's previous sealed
+/// process ran: made ahead, a gate run could read the length of the run before it
+/// from `stat /tmp`, a channel between runs that must know nothing of each other.
+///
+/// `groups` are the sandbox's own control groups (host directory, and where under
+/// `/sys/fs/cgroup` it appears: a v1 controller's name, or nothing for the v2 group):
+/// shown read-only, so that a program can read its own bounds, and nothing else of the
+/// host's cgroup tree. They were made when the sandbox was staged, so their times are
+/// set to now.
+pub fn new_root(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
     tmpfs("/newroot", "mode=0755,size=4m")?;
     for path in SYSTEM_PATHS {
         system_path(path)?;
@@ -66,9 +76,27 @@ pub fn stage(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
         false,
         false,
     )?;
+    for (dir, _) in groups {
+        touch(&under("/oldroot", dir)?)?;
+    }
     cgroups(groups)?;
     tmpfs("/newroot/tmp", &format!("mode=1777,size={TMP_SIZE}"))?;
     Ok(())
+}
+
+/// Set a directory's access and modification times to now (and so its change time).
+fn touch(dir: &Path) -> Result<(), Failure> {
+    use nix::sys::stat::{utimensat, UtimensatFlags};
+    use nix::sys::time::TimeSpec;
+    let now = TimeSpec::UTIME_NOW;
+    utimensat(
+        nix::fcntl::AT_FDCWD,
+        dir,
+        &now,
+        &now,
+        UtimensatFlags::NoFollowSymlink,
+    )
+    .at(format!("setting the times of {}", dir.display()))
 }
 
 fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
@@ -96,7 +124,7 @@ fn cgroups(groups: &[(PathBuf, &str)]) -> Result<(), Failure> {
     .at("making /sys/fs/cgroup read-only")
 }
 
-/// The spec's binds, then the switch into the new root.
+/// The spec's binds on the new root ([`new_root`]), then the switch into it.
 pub fn finish(spec: &SealSpec) -> Result<(), Failure> {
     for m in &spec.mounts {
         match m {

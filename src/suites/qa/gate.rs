@@ -136,30 +136,24 @@ pub(super) async fn gate(
         gate_dir: &gate_dir,
         logs: &logs,
     };
-    // Every run's target and test copy are made ready side by side before the first
-    // run: a target is the harness's own process, unreachable from any sandbox but the
-    // one its run gets (each sandbox's network answers only its own run's ports), and
-    // nothing touches it before its run, so it is as fresh as one started at the last
-    // moment; the N + 1 starts then cost about one start, not N + 1 in a row.
-    let prepared = futures_util::future::join_all(runs.iter().map(|s| ctx.prepare(s))).await;
-    // A finished run's target is stopped while the next run goes on.
+    // A finished run's target is stopped while the next run goes on: it is out of
+    // every later run's reach (a sandbox's network answers only its own run's ports).
     let mut stopping = FuturesOrdered::new();
     let mut stopped = Vec::new();
-    let mut unused = Vec::new();
     // One run at a time, never side by side: runs that overlap could find each other
     // through what every sandbox shares read-only (a lock on a system file, the
     // machine's load) and compare what they saw, which tells the mutant's run apart
-    // without knowing anything about the capability.
-    let mut prepared = prepared.into_iter();
+    // without knowing anything about the capability. And nothing a run can see is
+    // made before the run before it has ended: a target started, or a test copy made,
+    // while an earlier run went on would carry that run's length in its timestamps
+    // (its age when this run starts), a channel from one run to the next.
     for slot in &runs {
-        let Some(ready) = prepared.next() else { break };
-        // A run asked to stop starts no further run: the gate is unfinished.
+        // A run asked to stop starts no further target: the gate is unfinished.
         if let Some(stop) = crate::sys::shutdown::requested() {
             gate.interrupted = Some(stop.name().into());
-            unused.push(ready);
             break;
         }
-        let world = match ready {
+        let world = match alongside(ctx.prepare(slot), &mut stopping, &mut stopped).await {
             Ok(w) => w,
             Err(why) => {
                 gate.not_run = Some(why);
@@ -180,10 +174,6 @@ pub(super) async fn gate(
                 break;
             }
         }
-    }
-    // Targets no run reached are stopped too; their logs are evidence like the rest.
-    for world in unused.into_iter().chain(prepared).flatten() {
-        stopping.push_back(stop_target(world, trial_dir));
     }
     stopped.extend(stopping.collect::<Vec<_>>().await);
     world_logs.extend(stopped.into_iter().flatten());
