@@ -264,7 +264,8 @@ impl ChromiumProcess {
             if done || Instant::now() >= limit {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            // Killed processes are gone within milliseconds; every flow waits for this.
+            std::thread::sleep(Duration::from_millis(2));
         }
         let _ = std::fs::remove_dir_all(&self.root);
     }
