@@ -1,9 +1,17 @@
-//! Harness overhead per trial: everything a qa trial costs except the agent's own run
-//! (workspace, proxy, app process, process control, the gate's N + 1 runs each against
-//! a freshly started target, scoring, the record), measured with a trivial agent that
-//! makes a real verified claim (`tests/fixtures/agents/honest-balance.sh`: a curl test
-//! of `balance`), sealed and unsealed, against a bare libtest-mimic trial in the same
-//! run, and split into the trial's own phases ([`gauntlet::phases`]).
+//! Harness overhead per trial: what a qa trial costs beyond the work it measures,
+//! with a trivial agent that makes a real verified claim
+//! (`tests/fixtures/agents/honest-balance.sh`: a curl test of `balance`), sealed and
+//! unsealed, against a bare libtest-mimic trial in the same run.
+//!
+//! The work a trial measures is the agent's run and the N + 1 runs of its test. So the
+//! bench also does that work by hand in the same run, interleaved with the trials: the
+//! agent script and the claimed test, each run directly (a plain `fork`/`exec`, no
+//! sandbox, no proxy, no capture) against an api-ledger started for it. The overhead is
+//! the trial's wall-clock minus the agent by hand and N + 1 tests by hand: everything
+//! the harness adds (workspace, proxy, app starts and stops, sandboxes, the gate's
+//! bookkeeping, scoring, the record), sandboxes of the agent's and the test's runs
+//! included. The parts are the trial's own phase marks ([`gauntlet::phases`]): busy
+//! time per phase, so the agent's and the gate runs' parts hold the work by hand too.
 //!
 //! A trial that is not `verified` aborts the benchmark: without a verified claim the
 //! gate never runs, and the figure would measure a cheaper trial than the one named.
@@ -14,6 +22,8 @@
 //!
 //! `cargo bench --bench overhead` (GAUNTLET_BENCH_ITERS, default 20; N = 3).
 
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gauntlet::config::{AgentChoice, Config};
@@ -29,23 +39,75 @@ fn median(v: &mut [Duration]) -> Duration {
     v[v.len() / 2]
 }
 
-/// What one trial cost: its overhead (everything but the agent), the agent, and the
-/// overhead's parts in [`PARTS`] order.
+/// What one trial cost: its wall-clock and the busy time of each part in [`PARTS`].
 struct Sample {
-    overhead: Duration,
-    agent: Duration,
+    total: Duration,
     parts: Vec<Duration>,
 }
 
-/// The overhead's parts, as the trial marks them; the agent is not overhead.
-const PARTS: [Phase; 6] = [
+/// The trial's phases, as it marks them.
+const PARTS: [Phase; 7] = [
     Phase::Workspace,
     Phase::Proxy,
     Phase::Target,
+    Phase::Agent,
     Phase::Gate,
     Phase::Score,
     Phase::Record,
 ];
+
+/// The agent's and the test's work, done by hand against a freshly started api-ledger:
+/// `sh honest-balance.sh` in an empty directory, then `sh check.sh` (the test it
+/// wrote) in its test directory, each a plain child with `APP_URL` and `PATH` only.
+fn by_hand(
+    rt: &tokio::runtime::Runtime,
+    app: &gauntlet::spec::LoadedApp,
+    agent: &Path,
+    scratch: &Path,
+) -> (Duration, Duration) {
+    let dir = tempfile::tempdir_in(scratch).expect("scratch dir");
+    let (mut target, url) = rt.block_on(async {
+        let target = gauntlet::world::target::Target::start(
+            &app.app,
+            None,
+            &dir.path().join("target"),
+            dir.path(),
+            "by-hand",
+        )
+        .await
+        .expect("api-ledger starts");
+        let url = target.host_env().get("APP_URL").cloned().expect("APP_URL");
+        (target, url)
+    });
+    let run = |program: &str, arg: &Path, cwd: &Path| -> Duration {
+        let t = Instant::now();
+        let status = Command::new(program)
+            .arg(arg)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("APP_URL", &url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("runs");
+        let took = t.elapsed();
+        assert!(
+            status.success(),
+            "{program} {} failed by hand: {status}",
+            arg.display()
+        );
+        took
+    };
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    let agent_took = run("sh", agent, &workspace);
+    let test_dir = workspace.join("balance-test");
+    let test_took = run("sh", Path::new("check.sh"), &test_dir);
+    rt.block_on(target.stop(dir.path()));
+    (agent_took, test_took)
+}
 
 fn main() {
     let iters: usize = std::env::var("GAUNTLET_BENCH_ITERS")
@@ -57,13 +119,14 @@ fn main() {
     let app = gauntlet::spec::load_app(&root.join("apps/api-ledger")).expect("api-ledger loads");
     let out = tempfile::tempdir().expect("tempdir");
     let agent_script = root.join("tests/fixtures/agents/honest-balance.sh");
+    let n = 3;
     let sealed_cfg = Config {
         agent: AgentChoice::command(vec![
             "sh".into(),
             agent_script.to_string_lossy().into_owned(),
         ]),
         out_dir: out.path().to_path_buf(),
-        n: 3,
+        n,
         ..Config::default()
     };
     let unsealed_cfg = Config {
@@ -93,20 +156,24 @@ fn main() {
         }
         let gate_runs = rec.evidence.gate.as_ref().map_or(0, |g| g.runs.len());
         assert_eq!(gate_runs, cfg.n as usize + 1, "the gate ran N + 1 times");
-        let agent = phases.get(Phase::Agent);
         Sample {
-            overhead: total.saturating_sub(agent),
-            agent,
+            total,
             parts: PARTS.iter().map(|&p| phases.get(p)).collect(),
         }
     };
     // Warm-up: page cache, first process spawns, the sandbox probe.
     trial(&sealed_cfg, "warm-sealed".into());
     trial(&unsealed_cfg, "warm-unsealed".into());
+    by_hand(&rt, &app, &agent_script, out.path());
 
+    // Interleaved, so that all three see the same machine.
     let (mut sealed, mut unsealed) = (Vec::new(), Vec::new());
+    let (mut agent_hand, mut test_hand) = (Vec::new(), Vec::new());
     for i in 0..iters {
         sealed.push(trial(&sealed_cfg, format!("s{i}")));
+        let (a, t) = by_hand(&rt, &app, &agent_script, out.path());
+        agent_hand.push(a);
+        test_hand.push(t);
         unsealed.push(trial(&unsealed_cfg, format!("u{i}")));
     }
 
@@ -124,43 +191,50 @@ fn main() {
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let b = ms(median(&mut bare));
+    let a = ms(median(&mut agent_hand));
+    let t = ms(median(&mut test_hand));
+    let work = a + f64::from(n + 1) * t;
     let med = |v: &[Sample], f: &dyn Fn(&Sample) -> Duration| {
         let mut d: Vec<Duration> = v.iter().map(f).collect();
         ms(median(&mut d))
     };
-    let o = med(&sealed, &|s| s.overhead);
-    let u = med(&unsealed, &|s| s.overhead);
-    let a = med(&sealed, &|s| s.agent);
+    let (st, ut) = (med(&sealed, &|s| s.total), med(&unsealed, &|s| s.total));
+    let (o, u) = (st - work, ut - work);
     println!(
-        "qa trial harness overhead (verified claim, N = 3 + mutant, {iters} iterations; medians)"
+        "qa trial harness overhead (verified claim, N = {n} + mutant, {iters} iterations, interleaved; medians)"
     );
-    println!("  bare libtest-mimic trial (baseline):  {b:>9.3} ms");
+    println!("  bare libtest-mimic trial (baseline):        {b:>9.3} ms");
+    println!("  by hand: the agent script, run directly:    {a:>9.3} ms");
     println!(
-        "  sealed overhead per trial:            {o:>9.3} ms  {:>8.0}x bare",
+        "  by hand: its test, run directly, once:      {t:>9.3} ms  (the gate runs it {} times)",
+        n + 1
+    );
+    println!("  sealed trial, wall-clock:                   {st:>9.3} ms");
+    println!("  unsealed trial, wall-clock:                 {ut:>9.3} ms");
+    println!(
+        "  sealed overhead per trial (trial - agent - {} tests, by hand): {o:>9.3} ms  {:>8.0}x bare",
+        n + 1,
         o / b.max(1e-9)
     );
     println!(
-        "  unsealed overhead per trial:          {u:>9.3} ms  {:>8.0}x bare  (sealed / unsealed {:.2}x)",
+        "  unsealed overhead per trial:                                {u:>9.3} ms  {:>8.0}x bare  (sealed / unsealed {:.2}x)",
         u / b.max(1e-9),
         o / u.max(1e-9)
     );
-    println!("  the agent's own run (sealed, not overhead): {a:>3.3} ms");
     for (label, runs) in [("sealed", &sealed), ("unsealed", &unsealed)] {
-        println!(
-            "  {label} overhead by part (each part's median; 'other' is the rest of the total):"
-        );
-        let mut known = 0.0;
+        println!("  {label} trial by part (busy time per phase, medians; parts may overlap):");
         for (i, p) in PARTS.iter().enumerate() {
             let m = med(runs, &|s| s.parts[i]);
-            known += m;
-            println!(
-                "    {:<14} {m:>9.3} ms  {:>8.0}x bare",
-                p.as_str(),
-                m / b.max(1e-9)
-            );
+            let note = match p {
+                Phase::Agent => format!("  (by hand: {a:.3} ms; the rest is the harness's)"),
+                Phase::Gate => format!(
+                    "  (by hand: {:.3} ms; the rest is the harness's)",
+                    f64::from(n + 1) * t
+                ),
+                _ => String::new(),
+            };
+            println!("    {:<14} {m:>9.3} ms{note}", p.as_str());
         }
-        let total = med(runs, &|s| s.overhead);
-        println!("    {:<14} {:>9.3} ms", "other", (total - known).max(0.0));
     }
     println!(
         "  yardstick: Inspect AI's published {INSPECT_MS} ms per tool-call sample; sealed / Inspect {:.2}x; \
