@@ -197,13 +197,14 @@ async fn observe(
         .map_err(SetupError::App)?;
         // Before the agent spends anything on a target no browser can show. The check's
         // profile lives outside everything the agent can see.
-        if crate::plan::needs_browser(app.app.modality) && !preflight_passed(&app.app) {
+        let run_dir = trial_dir.parent().unwrap_or(trial_dir);
+        if crate::plan::needs_browser(app.app.modality) && !preflight_passed(&app.app, run_dir) {
             let checked = crate::world::browser::preflight(&world.host_env()).await;
             if let Err(e) = checked {
                 evidence.world_logs.extend(world.stop(trial_dir).await);
                 return Err(SetupError::Browser(e));
             }
-            remember_preflight(&app.app);
+            remember_preflight(&app.app, run_dir);
         }
         let target = world.locator(sealed);
         let written = timed_sync(Phase::Workspace, || {
@@ -369,19 +370,35 @@ fn write_prompt(
 
 /// Apps (by content hash) whose browser check passed in this process: the app is
 /// frozen, so one passing check stands for the rest of a `gauntlet run`, which then
-/// starts one browser fewer per trial. (Under `cargo test` every trial is a process of
-/// its own and checks again.)
+/// starts one browser fewer per trial.
 static PREFLIGHT_PASSED: std::sync::Mutex<std::collections::BTreeSet<String>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
-fn preflight_passed(app: &crate::spec::AppSpec) -> bool {
+/// Under nextest every trial is a process of its own; the processes of one run share
+/// its directory, where a passing check leaves a mark for the app's other trials
+/// (`.checked/browser-<app content hash>`: the harness's, out of every sandbox's reach).
+const PREFLIGHT_MARKS: &str = ".checked";
+
+fn preflight_mark(app: &crate::spec::AppSpec, run_dir: &Path) -> PathBuf {
+    run_dir
+        .join(PREFLIGHT_MARKS)
+        .join(format!("browser-{}", app.content_hash.replace(':', "-")))
+}
+
+fn preflight_passed(app: &crate::spec::AppSpec, run_dir: &Path) -> bool {
     PREFLIGHT_PASSED
         .lock()
         .is_ok_and(|s| s.contains(&app.content_hash))
+        || preflight_mark(app, run_dir).is_file()
 }
 
-fn remember_preflight(app: &crate::spec::AppSpec) {
+fn remember_preflight(app: &crate::spec::AppSpec, run_dir: &Path) {
     if let Ok(mut s) = PREFLIGHT_PASSED.lock() {
         s.insert(app.content_hash.clone());
+    }
+    // Best-effort: without the mark the next process checks again.
+    let mark = preflight_mark(app, run_dir);
+    if let Some(dir) = mark.parent() {
+        let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&mark, b""));
     }
 }
