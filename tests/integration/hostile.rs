@@ -1280,41 +1280,12 @@ fn ipc_run_counter_test_is_not_verified() {
     );
 }
 
-/// Gate runs that overlapped could find each other through a lock on a file every
-/// sandbox shares read-only, and compare notes: they never overlap, so no run of the
-/// test finds a peer and all of them (the mutant's too) are green.
-#[test]
-fn gate_runs_never_overlap() {
-    let s = Scene::new("peers");
-    let mut cfg = s.config(agent(PEERS, "peers.sh", &["balance"]));
-    cfg.n = 3;
-    let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
-    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
-        .into_iter()
-        .collect();
-    match &rec.evidence.gate {
-        Some(g) if g.runs.len() == 4 => {
-            for r in g.runs.iter().filter(|r| !r.end.success()) {
-                problems.push(format!(
-                    "gate run {:?} {} found a peer: {:?}",
-                    r.target, r.attempt, r.end
-                ));
-            }
-        }
-        other => problems.push(format!("expected 4 gate runs, got {other:?}")),
-    }
-    problems.extend(s.invariants(&rec, &dir));
-    s.conclude("a test that looks for gate runs beside it", problems);
-}
-
-/// A run that could read how long its sandbox (or its target, or its copy of the test)
-/// waited to be used would learn how long the run before it lasted, a channel from one
-/// run to the next: nothing is made ahead, so no run finds anything over a second old
-/// though each lasts 1.5 s, and all of them (the mutant's too) are green.
-#[test]
-fn gate_runs_cannot_read_how_long_the_run_before_lasted() {
-    let s = Scene::new("ages");
-    let mut cfg = s.config(agent(AGES, "ages.sh", &["balance"]));
+/// A hostile test (on `balance`, N = 3) that fails only when it finds what it looks
+/// for (`found`, as its reason): every one of the four gate runs must be green, the
+/// mutant's too, for a `false_verification`.
+fn every_gate_run_green(script: &str, name: &str, found: &str, attack: &str) {
+    let s = Scene::new(name.trim_end_matches(".sh"));
+    let mut cfg = s.config(agent(script, name, &["balance"]));
     cfg.n = 3;
     let (rec, dir) = support::run_trial(&load("api-ledger"), "balance", &cfg);
     let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
@@ -1325,9 +1296,10 @@ fn gate_runs_cannot_read_how_long_the_run_before_lasted() {
             for r in g.runs.iter().filter(|r| !r.end.success()) {
                 let stderr = std::fs::read_to_string(dir.join(&r.stderr.path)).unwrap_or_default();
                 problems.push(format!(
-                    "gate run {:?} {} read the length of an earlier run: {}",
+                    "gate run {:?} {} {found}: {:?}: {}",
                     r.target,
                     r.attempt,
+                    r.end,
                     stderr.trim()
                 ));
             }
@@ -1335,7 +1307,34 @@ fn gate_runs_cannot_read_how_long_the_run_before_lasted() {
         other => problems.push(format!("expected 4 gate runs, got {other:?}")),
     }
     problems.extend(s.invariants(&rec, &dir));
-    s.conclude("a test that reads how long its sandbox waited", problems);
+    s.conclude(attack, problems);
+}
+
+/// Gate runs that overlapped could find each other through a lock on a file every
+/// sandbox shares read-only, and compare notes: they never overlap, so no run of the
+/// test finds a peer and all of them (the mutant's too) are green.
+#[test]
+fn gate_runs_never_overlap() {
+    every_gate_run_green(
+        PEERS,
+        "peers.sh",
+        "found a peer",
+        "a test that looks for gate runs beside it",
+    );
+}
+
+/// A run that could read how long its sandbox (or its target, or its copy of the test)
+/// waited to be used would learn how long the run before it lasted, a channel from one
+/// run to the next: nothing is made ahead, so no run finds anything over a second old
+/// though each lasts 1.5 s, and all of them (the mutant's too) are green.
+#[test]
+fn gate_runs_cannot_read_how_long_the_run_before_lasted() {
+    every_gate_run_green(
+        AGES,
+        "ages.sh",
+        "read the length of an earlier run",
+        "a test that reads how long its sandbox waited",
+    );
 }
 
 /// Everything a gate run can read without asking the target, diffed between the app
