@@ -14,7 +14,7 @@
 //! more about the machine than about the list).
 //!
 //! `cargo bench --bench report` (GAUNTLET_BENCH_RECORDS, default 10000;
-//! GAUNTLET_BENCH_ITERS, default 3).
+//! GAUNTLET_BENCH_ITERS, default 3; GAUNTLET_BENCH_RUN_DIR keeps the synthetic run).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -101,7 +101,11 @@ fn main() {
     let n = env_num("GAUNTLET_BENCH_RECORDS", 10_000);
     let iters = env_num("GAUNTLET_BENCH_ITERS", 3).max(1);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let run = tmp.path().join("run");
+    // GAUNTLET_BENCH_RUN_DIR keeps the synthetic run there (it must not exist yet), to
+    // profile `gauntlet rescore` and `gauntlet report` on the bench's own records.
+    let run = std::env::var_os("GAUNTLET_BENCH_RUN_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("run"));
     let t = Instant::now();
     let spec = SyntheticRun::large(n);
     spec.write(&run).expect("synthetic run");

@@ -165,6 +165,50 @@ pub fn check(file: &Path) -> Checked {
     }
 }
 
+/// [`check`] every file of `files`, in their order, on as many threads as the machine
+/// has cores: records are independent, and checking one is mostly the kernel opening
+/// and reading its raw files, which one thread leaves the other cores idle for.
+pub fn check_all(files: &[std::path::PathBuf]) -> Vec<Checked> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(files.len().max(1));
+    if threads <= 1 {
+        return files.iter().map(|f| check(f)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Checked)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        mine.push((i, check(f)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        // A worker that panicked lost its records: check them again here, where the
+        // panic shows as the caller's.
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    let mut out = Vec::with_capacity(files.len());
+    let mut have = done.into_iter().peekable();
+    for (i, f) in files.iter().enumerate() {
+        match have.next_if(|(j, _)| *j == i) {
+            Some((_, c)) => out.push(c),
+            None => out.push(check(f)),
+        }
+    }
+    out
+}
+
 /// The trial name a record's spec gives it (a qa record at repeat 1 may be named with
 /// or without `::r1`: a run of one repeat names none).
 fn spec_trial_name(rec: &AnyRecord) -> String {

@@ -320,8 +320,7 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     // stopped is checked like any, and counted as no finished record.
     let mut found: Vec<super::manifest::Found> = Vec::with_capacity(files.len());
     let mut stopped: Vec<(String, String)> = Vec::new();
-    for f in &files {
-        let checked = super::any::check(f);
+    for (f, checked) in files.iter().zip(super::any::check_all(&files)) {
         let signal = checked
             .record
             .as_ref()

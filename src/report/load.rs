@@ -258,35 +258,57 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     let mut stopped = Vec::new();
     // Every record's hash, for the manifest's `finished` lines.
     let mut hashed = Vec::new();
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path();
-        if name.starts_with('.') {
-            continue;
-        }
-        if !path.is_dir() {
-            if !KNOWN_FILES.contains(&name.as_str()) {
-                run.problems.push(Problem {
-                    file: name,
-                    cause: "foreign file: not part of a gauntlet run; ignored".into(),
-                });
-            }
-            continue;
-        }
-        let file = path.join(RECORD_FILE);
+    // What each entry is, looked at once; then every record checked up front, on
+    // every core (`record::any::check_all`), in the entries' order.
+    let entries: Vec<(String, PathBuf, Entry)> = entries
+        .into_iter()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = e.path();
+            let kind = if name.starts_with('.') {
+                return None;
+            } else if !path.is_dir() {
+                Entry::File
+            } else if path.join(RECORD_FILE).is_file() {
+                Entry::Record
+            } else {
+                Entry::Unrecorded
+            };
+            Some((name, path, kind))
+        })
+        .collect();
+    let record_files: Vec<PathBuf> = entries
+        .iter()
+        .filter(|(_, _, kind)| *kind == Entry::Record)
+        .map(|(_, path, _)| path.join(RECORD_FILE))
+        .collect();
+    let mut checks = record::any::check_all(&record_files).into_iter();
+    for (name, path, kind) in entries {
         let rel = format!("{name}/{RECORD_FILE}");
-        if !file.is_file() {
-            // A trial's own directory: named below, with what it kept.
-            if record::unfinished::is_trial_dir_name(&name) {
+        match kind {
+            Entry::File => {
+                if !KNOWN_FILES.contains(&name.as_str()) {
+                    run.problems.push(Problem {
+                        file: name,
+                        cause: "foreign file: not part of a gauntlet run; ignored".into(),
+                    });
+                }
                 continue;
             }
-            run.problems.push(Problem {
-                file: name,
-                cause: format!("no {RECORD_FILE}: the trial never finished writing its record"),
-            });
-            continue;
+            // A trial's own directory: named below, with what it kept.
+            Entry::Unrecorded if record::unfinished::is_trial_dir_name(&name) => continue,
+            Entry::Unrecorded => {
+                run.problems.push(Problem {
+                    file: name,
+                    cause: format!("no {RECORD_FILE}: the trial never finished writing its record"),
+                });
+                continue;
+            }
+            Entry::Record => {}
         }
-        let checked = record::any::check(&file);
+        let Some(checked) = checks.next() else {
+            break;
+        };
         // As rescore names it: a record that names no trial goes by its directory.
         if let Some(sha) = &checked.row.record_sha256 {
             hashed.push(record::manifest::Found {
@@ -495,6 +517,17 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         .map(|p| missing_qa(p, &run.records))
         .collect();
     Ok(run)
+}
+
+/// What an entry of a run directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// A file (the run's own, or foreign).
+    File,
+    /// A directory holding a record.
+    Record,
+    /// A directory without one.
+    Unrecorded,
 }
 
 /// A missing qa trial, placed by its name (`qa::<app>::<capability>[::r<k>]`).
