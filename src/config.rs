@@ -8,6 +8,7 @@
 //! | `GAUNTLET_CONFIG` | path of a TOML file with the keys below (lowercase, no prefix) | none |
 //! | `GAUNTLET_AGENT` | `reference`, `command`, or a pinned CLI: `opencode`, `claude-code`, `codex` (docs/agents.md) | `reference` |
 //! | `GAUNTLET_AGENT_CMD` | the command line for the `command` adapter | none |
+//! | `GAUNTLET_AGENT_STREAM` | `1`: the reference agent asks its provider for server-sent events (`gauntlet-agent --stream`); the CLIs choose for themselves | `0` |
 //! | `GAUNTLET_MODE` | `scripted` or `byok` | `scripted` |
 //! | `GAUNTLET_MODEL` | model name sent to the provider | `scripted-model` |
 //! | `GAUNTLET_N` | green re-runs a verified claim needs | `3` |
@@ -117,12 +118,21 @@ pub struct AgentChoice {
     /// The command line of a `command` agent; empty, and unused, for every other kind.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
+    /// The reference agent streams its model calls (`--stream`): both halves of every
+    /// wire protocol must be metered, and a local server may stream differently from
+    /// how it answers whole. Unused by every other kind.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
 }
 
 impl AgentChoice {
     /// The agent of `kind` (a `command` agent still needs its [`argv`](Self::argv)).
     pub fn of(kind: AgentKind) -> AgentChoice {
-        AgentChoice { kind, argv: vec![] }
+        AgentChoice {
+            kind,
+            argv: vec![],
+            stream: false,
+        }
     }
 
     /// A `command` agent running `argv`.
@@ -130,6 +140,7 @@ impl AgentChoice {
         AgentChoice {
             kind: AgentKind::Command,
             argv,
+            stream: false,
         }
     }
 
@@ -379,6 +390,7 @@ pub enum ConfigError {
 const KEYS: &[&str] = &[
     "agent",
     "agent_cmd",
+    "agent_stream",
     "mode",
     "model",
     "n",
@@ -471,6 +483,13 @@ impl Config {
                     .ok_or_else(|| bad(&format!("expected one of {}", AgentKind::names())))?;
                 // A command line given first is kept for a `command` agent.
                 self.agent.kind = kind;
+            }
+            "agent_stream" => {
+                self.agent.stream = match value.trim() {
+                    "1" | "true" | "yes" => true,
+                    "0" | "false" | "no" | "" => false,
+                    _ => return Err(bad("expected `1` or `0`")),
+                }
             }
             "agent_cmd" => {
                 let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;

@@ -215,6 +215,8 @@ fn write_prompt_file(run: &PromptRun) -> Result<PathBuf, AdapterError> {
 /// `gauntlet-agent`, built by this package.
 pub struct Reference {
     pub program: PathBuf,
+    /// Ask the provider for server-sent events (`--stream`, [`AgentChoice::stream`]).
+    pub stream: bool,
 }
 
 impl Adapter for Reference {
@@ -245,7 +247,10 @@ impl Adapter for Reference {
                 run.capability.clone(),
                 "--n".into(),
                 run.n.to_string(),
-            ],
+            ]
+            .into_iter()
+            .chain(self.stream.then(|| "--stream".to_string()))
+            .collect(),
         }
     }
     fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
@@ -255,14 +260,17 @@ impl Adapter for Reference {
             }
             None => Ok(Invocation {
                 program: self.program.clone(),
-                args: vec![
+                args: [
                     "task".into(),
                     "--prompt-file".into(),
                     run.workspace
                         .join(PROMPT_FILE)
                         .to_string_lossy()
                         .into_owned(),
-                ],
+                ]
+                .into_iter()
+                .chain(self.stream.then(|| "--stream".to_string()))
+                .collect(),
             }),
         }
     }
@@ -491,6 +499,7 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
     match choice.kind {
         AgentKind::Reference => Box::new(Reference {
             program: crate::binaries::bin_path("gauntlet-agent"),
+            stream: choice.stream,
         }),
         AgentKind::Command => Box::new(Command {
             argv: choice.argv.clone(),
@@ -511,10 +520,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_streaming_reference_agent_asks_for_events_in_qa_and_tasks() {
+        let cfg = crate::config::Config::from_sources(
+            &[("GAUNTLET_AGENT_STREAM", "1")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(cfg.agent.stream);
+        let streaming = adapter_for(&cfg.agent);
+        let plain = adapter_for(&AgentChoice::of(AgentKind::Reference));
+        let run = RunSpec {
+            prompt: String::new(),
+            graph_file: PathBuf::from("/g.json"),
+            target: Locator::Url("http://127.0.0.1:1".into()),
+            capability: "c".into(),
+            n: 3,
+            workspace: PathBuf::from("/w"),
+        };
+        assert!(streaming
+            .invocation(&run)
+            .args
+            .contains(&"--stream".to_string()));
+        assert!(!plain
+            .invocation(&run)
+            .args
+            .contains(&"--stream".to_string()));
+    }
+
+    #[test]
     fn every_adapter_name_has_a_stream_parser() {
         for choice in AgentKind::ALL.map(|kind| AgentChoice {
             kind,
             argv: vec!["true".into()],
+            stream: false,
         }) {
             let adapter = adapter_for(&choice);
             assert_eq!(adapter.name(), choice.name());
@@ -581,6 +620,7 @@ mod tests {
         };
         let reference = Reference {
             program: PathBuf::from("gauntlet-agent"),
+            stream: false,
         };
         for adapter in [&command as &dyn Adapter, &reference] {
             let args = adapter.invocation(&run).args;
@@ -647,6 +687,7 @@ mod tests {
         // workspace, written by the launch.
         let reference = Reference {
             program: "/bin/gauntlet-agent".into(),
+            stream: false,
         };
         let launch = reference
             .prompt_launch(&run, &ctx)

@@ -160,6 +160,7 @@ mod tests {
 
         let reference = Reference {
             program: "gauntlet-agent".into(),
+            stream: false,
         };
         let a = args(&reference, &later);
         assert_eq!(

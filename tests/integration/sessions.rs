@@ -19,6 +19,7 @@ use serde_json::json;
 fn reference() -> Reference {
     Reference {
         program: PathBuf::from(env!("CARGO_BIN_EXE_gauntlet-agent")),
+        stream: false,
     }
 }
 

@@ -42,9 +42,13 @@ pub struct Completion {
 
 impl Completion {
     /// The assistant message to append to the conversation, in the shape the Chat
-    /// Completions API expects back (arguments as a JSON string).
+    /// Completions API expects back (arguments as a JSON string). A message that only
+    /// calls tools carries empty text, never `null`: OpenAI takes either, but
+    /// llama-cpp-python's server (and others built on its request schema) refuses the
+    /// whole conversation over a `null` content.
     pub fn assistant_message(&self) -> Value {
-        let mut msg = json!({"role": "assistant", "content": self.content});
+        let content = self.content.clone().unwrap_or_default();
+        let mut msg = json!({"role": "assistant", "content": content});
         if !self.tool_calls.is_empty() {
             let calls: Vec<Value> = self
                 .tool_calls
@@ -118,6 +122,8 @@ pub enum Unusable {
     },
     #[error("stream cut: {0}")]
     Cut(#[source] std::io::Error),
+    #[error("the stream ended before it said it was over (no `data: [DONE]`, no `finish_reason`)")]
+    Ended,
 }
 
 /// Parses a non-streaming `chat.completion` body.
@@ -192,6 +198,8 @@ mod tests {
             msg["tool_calls"][1]["function"]["arguments"],
             "{\"path\":\"a\"}"
         );
+        // Sent back as text, never null: llama-cpp-python refuses a null content.
+        assert_eq!(msg["content"], "");
     }
 
     #[test]

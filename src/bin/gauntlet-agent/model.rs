@@ -190,7 +190,8 @@ impl ChatClient {
     }
 }
 
-/// Reads SSE lines until `[DONE]` or the end of the body.
+/// Reads SSE lines until `[DONE]` or the end of the body, which must come after the
+/// stream said it was over.
 fn read_stream(resp: reqwest::blocking::Response) -> Result<Completion, Unusable> {
     let mut reader = std::io::BufReader::new(resp);
     let mut assembler = StreamAssembler::default();
@@ -202,6 +203,9 @@ fn read_stream(resp: reqwest::blocking::Response) -> Result<Completion, Unusable
             break;
         }
         assembler.feed_line(&line)?;
+    }
+    if !assembler.ended_properly() {
+        return Err(Unusable::Ended);
     }
     Ok(assembler.finish())
 }

@@ -24,12 +24,21 @@ pub struct StreamAssembler {
     last_index: Option<u64>,
     usage: Option<Usage>,
     done: bool,
+    /// A choice said why it finished (`finish_reason`): some providers end the body
+    /// there without `[DONE]`.
+    finished: bool,
 }
 
 impl StreamAssembler {
     /// True once `data: [DONE]` was seen.
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the stream said it was over (`[DONE]`, or a `finish_reason`): a body
+    /// that ends before either was cut, and what it held so far is no answer.
+    pub fn ended_properly(&self) -> bool {
+        self.done || self.finished
     }
 
     /// Takes one line of the SSE stream. Comments, `event:` lines and blank lines are
@@ -61,6 +70,9 @@ impl StreamAssembler {
         for choice in choices.into_iter().flatten() {
             if let Some(delta) = choice.get("delta") {
                 self.feed_delta(delta);
+            }
+            if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+                self.finished = true;
             }
         }
         Ok(())
@@ -129,6 +141,20 @@ mod tests {
             a.feed_line(l).unwrap();
         }
         a
+    }
+
+    #[test]
+    fn a_stream_ends_properly_only_with_done_or_a_finish_reason() {
+        // llama-cpp-python's server, asked to stream with tools it cannot stream,
+        // sends a ping and closes the body.
+        let cut = feed(&[": ping - 2026-12-02 22:02:41", ""]);
+        assert!(!cut.ended_properly());
+        let finished = feed(&[
+            r#"data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ]);
+        assert!(finished.ended_properly() && !finished.is_done());
+        assert!(feed(&["data: [DONE]"]).ended_properly());
     }
 
     #[test]
