@@ -593,6 +593,16 @@ async fn run_suite_trial(
     }
 }
 
+/// How many trials [`run_all`] runs at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jobs {
+    /// This many computing trials, as many browser trials beside them, four times as
+    /// many scorecard probes.
+    PerLane(usize),
+    /// One trial at a time, whatever it is.
+    Serial,
+}
+
 /// The one run loop: every trial of `trials` that is not ignored, into `run_dir`;
 /// results in plan order. Each trial is a task of its own on the runtime, so that one
 /// trial's slow work (a hostile agent's huge test directory being copied) never stalls
@@ -604,24 +614,30 @@ async fn run_suite_trial(
 /// finish early); scorecard probes, which mostly wait through their idle windows, up to four
 /// times `jobs` at once (each is a sandbox with its own memory limit, so the lane is
 /// bounded too). The browser lane starts first: it is the run's longest.
+///
+/// [`Jobs::Serial`] puts every trial in one lane, one at a time: for a model that
+/// answers one call at a time (a local server on the same cores), where two trials at
+/// once only make each wait for the other and evict each other's prompt cache.
 pub async fn run_all(
     suites: Arc<Suites>,
     trials: &[plan::Trial],
     cfg: Arc<Config>,
     run_dir: &Path,
-    jobs: usize,
+    jobs: Jobs,
 ) -> Vec<(String, Result<Finished, TrialError>)> {
-    let width = |lane: Lane| match lane {
-        Lane::Compute | Lane::Browser => jobs.max(1),
-        Lane::Waiting => jobs.max(1) * 4,
+    let width = |lane: Lane| match (jobs, lane) {
+        (Jobs::Serial, _) => 1,
+        (Jobs::PerLane(n), Lane::Compute | Lane::Browser) => n.max(1),
+        (Jobs::PerLane(n), Lane::Waiting) => n.max(1) * 4,
     };
     let mut lanes: std::collections::BTreeMap<Lane, Vec<(usize, plan::Trial)>> =
         std::collections::BTreeMap::new();
     for (index, t) in trials.iter().filter(|t| t.skip.is_none()).enumerate() {
-        lanes
-            .entry(lane(&suites, t))
-            .or_default()
-            .push((index, t.clone()));
+        let lane = match jobs {
+            Jobs::Serial => Lane::Compute,
+            Jobs::PerLane(_) => lane(&suites, t),
+        };
+        lanes.entry(lane).or_default().push((index, t.clone()));
     }
     // One dispatcher per lane starts its trials in plan order as permits free up: the
     // order is the plan's, not whichever task the runtime polls first, and a trial's

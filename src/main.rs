@@ -32,6 +32,10 @@ enum Command {
         /// many.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
+        /// One trial at a time, whatever its kind (a local model server that answers
+        /// one call at a time: docs/local-model.md).
+        #[arg(long, conflicts_with = "jobs")]
+        serial: bool,
         /// Resume this run directory: run exactly its planned trials that have no
         /// finished record, under the run's recorded config (refused, naming the
         /// field, when the current config or specs differ), into the same directory.
@@ -80,6 +84,12 @@ enum Command {
         /// The results directory (default: results/ at the repository root).
         #[arg(long)]
         results: Option<PathBuf>,
+        /// What served the model, as you state it: a TOML file of `key = "value"`
+        /// lines (server, model file and its hash, chat format, ...), shown on the
+        /// run's pages as the publisher's statement, which gauntlet does not check
+        /// (`tools/local-model/local-model.sh describe` writes one).
+        #[arg(long, value_name = "FILE")]
+        provider: Option<PathBuf>,
         #[command(flatten)]
         opts: ReportArgs,
     },
@@ -253,9 +263,19 @@ fn main() -> ExitCode {
         Command::Run {
             filter,
             jobs,
+            serial,
             resume,
             nextest_filter,
-        } => run(filter, jobs, resume, nextest_filter),
+        } => run(
+            filter,
+            if serial {
+                gauntlet::harness::Jobs::Serial
+            } else {
+                gauntlet::harness::Jobs::PerLane(jobs)
+            },
+            resume,
+            nextest_filter,
+        ),
         Command::List => list(),
         Command::Rescore {
             path,
@@ -267,8 +287,9 @@ fn main() -> ExitCode {
             run_dir,
             label,
             results,
+            provider,
             opts,
-        } => publish(&run_dir, &label, results, &opts),
+        } => publish(&run_dir, &label, results, provider.as_deref(), &opts),
         Command::Compare {
             baseline,
             candidate,
@@ -370,7 +391,7 @@ fn digest_of(run_dir: &std::path::Path) -> Result<String, String> {
 
 fn run(
     filter: Option<String>,
-    jobs: usize,
+    jobs: gauntlet::harness::Jobs,
     resume: Option<PathBuf>,
     nextest_filter: bool,
 ) -> ExitCode {
@@ -637,14 +658,22 @@ fn publish(
     run_dir: &std::path::Path,
     label: &str,
     results: Option<PathBuf>,
+    provider: Option<&std::path::Path>,
     args: &ReportArgs,
 ) -> ExitCode {
     let opts = match args.options() {
         Ok(o) => o,
         Err(e) => return error(e),
     };
+    let statement = match provider
+        .map(gauntlet::report::provider::read_toml)
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return error(e),
+    };
     let results = results.unwrap_or_else(gauntlet::report::publish::default_results_dir);
-    match gauntlet::report::publish::publish(run_dir, &results, label, &opts) {
+    match gauntlet::report::publish::publish(run_dir, &results, label, statement.as_ref(), &opts) {
         Ok(dest) => {
             println!("published {}", dest.display());
             println!(

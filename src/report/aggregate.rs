@@ -95,6 +95,9 @@ pub struct Harness {
     pub timeout_secs: f64,
     pub gate_timeout_secs: f64,
     pub upstream_url: Option<String>,
+    /// The proxy's token budget per trial, if it had one.
+    pub max_tokens_per_trial: Option<u64>,
+    pub sandbox: crate::config::Sandbox,
     pub gauntlet_version: String,
     pub commit: Option<String>,
     pub run_ids: Vec<String>,
@@ -237,6 +240,9 @@ pub struct Summary {
     pub superseded_attempts: Vec<String>,
     /// Every suite in the run: planned, recorded, passed and errors.
     pub suites: Vec<SuiteCounts>,
+    /// What served the model, as the run's publisher states it (unchecked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<super::provider::Statement>,
 }
 
 /// One suite's counts on the results page. A planned trial without a record is an
@@ -288,6 +294,8 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
             timeout_secs: c.timeout_secs,
             gate_timeout_secs: c.gate_timeout_secs,
             upstream_url: c.upstream_url.clone(),
+            max_tokens_per_trial: c.max_tokens_per_trial,
+            sandbox: c.sandbox,
             gauntlet_version: r.header.gauntlet_version.clone(),
             commit: c.commit.clone(),
             run_ids,
@@ -416,6 +424,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
         problems: run.problems.clone(),
         superseded_attempts: run.superseded.clone(),
         suites: suite_counts(run),
+        provider: run.provider.clone(),
     }
 }
 

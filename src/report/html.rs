@@ -164,7 +164,7 @@ fn harness(o: &mut String, s: &Summary) {
     let rows = super::harness_rows(h, s);
     let _ = writeln!(o, "<table>");
     for (k, v) in rows {
-        let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+        let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
     }
     let _ = writeln!(o, "</table>");
 }

@@ -25,6 +25,7 @@ pub const KNOWN_FILES: &[&str] = &[
     MERGE_FILE,
     MANIFEST_FILE,
     record::identity::IDENTITY_FILE,
+    super::provider::PROVIDER_FILE,
 ];
 
 /// Why a planned trial without a record is counted as an error.
@@ -175,6 +176,9 @@ pub struct LoadedRun {
     /// Why a missing trial is missing, for those that started and never finished (by
     /// trial): their directory and the evidence it kept.
     pub interrupted: BTreeMap<String, String>,
+    /// What served the model, as the publisher of the run states it (a published run
+    /// only; [`super::provider`]).
+    pub provider: Option<super::provider::Statement>,
 }
 
 impl LoadedRun {
@@ -249,6 +253,13 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
         dir: dir.to_path_buf(),
         ..LoadedRun::default()
     };
+    match super::provider::read(dir) {
+        Ok(statement) => run.provider = statement,
+        Err(e) => run.problems.push(Problem {
+            file: super::provider::PROVIDER_FILE.into(),
+            cause: format!("{e}; the run's pages state no provider"),
+        }),
+    }
     let mut found = Vec::new();
     // Every trial that has a record, in any state: a broken record is a problem, not a
     // missing trial.

@@ -78,7 +78,7 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(o, "| figure | value |\n| --- | --- |");
     let rows = super::run_rows(s);
     for (k, v) in rows {
-        let _ = writeln!(o, "| {k} | {} |", cell(&v));
+        let _ = writeln!(o, "| {} | {} |", cell(&k), cell(&v));
     }
 
     let _ = writeln!(o, "\n## Per suite\n");

@@ -10,11 +10,13 @@ pub mod aggregate;
 pub mod challenge;
 pub mod compare;
 pub mod export;
+pub mod falsifier;
 pub mod html;
 pub mod leaderboard;
 pub mod load;
 pub mod markdown;
 pub mod prices;
+pub mod provider;
 pub mod publish;
 pub mod reply;
 pub mod suites;
@@ -197,8 +199,8 @@ pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages,
 
 /// The harness config every page states, as (setting, value) rows: one list, so that
 /// the markdown and HTML pages cannot drift apart.
-fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(&'static str, String)> {
-    vec![
+fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(String, String)> {
+    let rows: Vec<(&str, String)> = vec![
         ("agent", format!("{} {}", h.agent, h.agent_version)),
         ("model", h.model.clone()),
         ("mode", format!("{:?}", h.mode).to_lowercase()),
@@ -212,6 +214,12 @@ fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(&'static str, Strin
             "upstream",
             h.upstream_url.clone().unwrap_or_else(|| "-".into()),
         ),
+        (
+            "token budget per trial",
+            h.max_tokens_per_trial
+                .map_or_else(|| "none".into(), |t| format!("{t} tokens")),
+        ),
+        ("sandbox", format!("{:?}", h.sandbox).to_lowercase()),
         ("gauntlet version", h.gauntlet_version.clone()),
         (
             "gauntlet commit",
@@ -232,7 +240,17 @@ fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(&'static str, Strin
                 s.thresholds.join(", ")
             },
         ),
-    ]
+    ];
+    let stated = s.provider.iter().flatten().map(|(k, v)| {
+        (
+            format!("provider: {k} (as the publisher states it)"),
+            v.clone(),
+        )
+    });
+    rows.into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .chain(stated)
+        .collect()
 }
 
 /// The run's headline figures as (figure, value) rows: one list, so that the markdown

@@ -9,7 +9,9 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::aggregate::Summary;
+use super::falsifier::{self, Contender};
 use super::markdown::{pct_ci, usd, ILLUSTRATION};
+use super::provider::Statement;
 use super::svg::esc;
 use super::{io, load_run, render, Options, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 use crate::record::merge::copy_tree;
@@ -40,11 +42,13 @@ fn check_label(label: &str) -> Result<(), ReportError> {
 
 /// Copy `run_dir` into `results/runs/<label>/` and regenerate `results/published/`.
 /// Refuses an existing label, and a run whose records do not all load and rescore:
-/// a published run must stand on its own evidence.
+/// a published run must stand on its own evidence. `provider` is what served the
+/// model, as the publisher states it ([`super::provider`]), kept beside the run.
 pub fn publish(
     run_dir: &Path,
     results: &Path,
     label: &str,
+    provider: Option<&Statement>,
     opts: &Options,
 ) -> Result<PathBuf, ReportError> {
     check_label(label)?;
@@ -111,6 +115,11 @@ pub fn publish(
                     from.display()
                 )));
             }
+        }
+        // The publisher's statement replaces one the run already carried (a run
+        // published before, copied back out): the page states what this publish says.
+        if let Some(fields) = provider {
+            super::provider::write(&staging, fields)?;
         }
         // create_dir, then rename into it only if still absent: never overwrite.
         if dest.exists() {
@@ -191,9 +200,14 @@ pub fn regenerate_published(results: &Path, opts: &Options) -> Result<PathBuf, R
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.label.cmp(&b.label))
     });
+    let contenders: Vec<Contender> = ranked
+        .iter()
+        .filter_map(|e| Contender::of(&e.label, &e.summary))
+        .collect();
+    let claim = falsifier::status(&contenders);
     for (name, text) in [
-        ("index.md", index_md(&ranked, &illustrations)),
-        ("index.html", index_html(&ranked, &illustrations)),
+        ("index.md", index_md(&ranked, &illustrations, &claim)),
+        ("index.html", index_html(&ranked, &illustrations, &claim)),
     ] {
         let f = staging.join(name);
         std::fs::write(&f, text).map_err(io(&f))?;
@@ -251,8 +265,13 @@ const HEADERS: [&str; 10] = [
     "commit",
 ];
 
-fn index_md(ranked: &[&Entry], illustrations: &[&Entry]) -> String {
-    let mut o = String::from("# gauntlet: published results\n\nGenerated from `results/runs/`; do not edit. Each run's pages: `published/<run>/report.md`.\n\n## Leaderboard (real runs)\n\n");
+fn index_md(ranked: &[&Entry], illustrations: &[&Entry], claim: &str) -> String {
+    let mut o = String::from("# gauntlet: published results\n\nGenerated from `results/runs/`; do not edit. Each run's pages: `published/<run>/report.md`.\n\n");
+    let _ = write!(
+        o,
+        "## The falsifier\n\n{}\n\n**Today:** {claim}\n\n## Leaderboard (real runs)\n\n",
+        falsifier::STATEMENT
+    );
     let table = |o: &mut String, rows: &[&Entry], rank: bool| {
         let mut h: Vec<&str> = HEADERS.to_vec();
         if rank {
@@ -287,8 +306,21 @@ fn index_md(ranked: &[&Entry], illustrations: &[&Entry]) -> String {
     o
 }
 
-fn index_html(ranked: &[&Entry], illustrations: &[&Entry]) -> String {
-    let mut o = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\"><title>gauntlet: published results</title><style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em}.warn{background:#fff3cd;padding:.75em}</style></head><body><h1>gauntlet: published results</h1>\n<h2>Leaderboard (real runs)</h2>\n");
+fn index_html(ranked: &[&Entry], illustrations: &[&Entry], claim: &str) -> String {
+    let mut o = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\"><title>gauntlet: published results</title><style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;padding:0 1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em}.warn{background:#fff3cd;padding:.75em}</style></head><body><h1>gauntlet: published results</h1>\n");
+    let _ = write!(
+        o,
+        "<h2>The falsifier</h2>\n<p>{}</p>\n",
+        esc(falsifier::STATEMENT)
+    );
+    for paragraph in claim.split("\n\n") {
+        let _ = writeln!(
+            o,
+            "<p><strong>Today:</strong> {}</p>",
+            esc(paragraph).replace('`', "")
+        );
+    }
+    o.push_str("<h2>Leaderboard (real runs)</h2>\n");
     let table = |o: &mut String, rows: &[&Entry], rank: bool| {
         o.push_str("<table><tr>");
         if rank {

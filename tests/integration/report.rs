@@ -251,19 +251,27 @@ fn publish_is_append_only_and_never_ranks_illustrations() {
     .write(&scripted)
     .expect("write");
     let opts = Options::default();
-    let p = report::publish::publish(&real, &results, "real-1", &opts).expect("publish");
+    let provider: report::provider::Statement = [
+        ("server", "llama-cpp-python 0.3.36"),
+        ("model_sha256", "b179c952"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let p = report::publish::publish(&real, &results, "real-1", Some(&provider), &opts)
+        .expect("publish");
     assert!(p.join("qa.api-ledger.balance.r1/record.json").is_file());
-    report::publish::publish(&scripted, &results, "scripted-1", &opts).expect("publish");
+    report::publish::publish(&scripted, &results, "scripted-1", None, &opts).expect("publish");
 
     // The same label again is refused, and nothing changes.
     let before = std::fs::read(results.join("runs/real-1/qa.api-ledger.balance.r1/record.json"))
         .expect("read");
-    let err = report::publish::publish(&scripted, &results, "real-1", &opts).unwrap_err();
+    let err = report::publish::publish(&scripted, &results, "real-1", None, &opts).unwrap_err();
     assert!(err.to_string().contains("append-only"), "{err}");
     let after = std::fs::read(results.join("runs/real-1/qa.api-ledger.balance.r1/record.json"))
         .expect("read");
     assert_eq!(before, after);
-    assert!(report::publish::publish(&real, &results, "Bad Label", &opts).is_err());
+    assert!(report::publish::publish(&real, &results, "Bad Label", None, &opts).is_err());
 
     let index = std::fs::read_to_string(results.join("published/index.md")).expect("index");
     let (board, illustrations) = index
@@ -274,6 +282,27 @@ fn publish_is_append_only_and_never_ranks_illustrations() {
         "{index}"
     );
     assert!(illustrations.contains("scripted-1"));
+    // The falsifier is stated up front, and judged: no reference agent run here.
+    assert!(index.contains("## The falsifier"), "{index}");
+    assert!(
+        index.contains("**Today:** Untested: no real run of the reference agent"),
+        "{index}"
+    );
+    // The publisher's statement is on the run's pages, marked as theirs; the run
+    // without one states none.
+    for page in ["report.md", "report.html"] {
+        let text =
+            std::fs::read_to_string(results.join("published/real-1").join(page)).expect("page");
+        assert!(
+            text.contains("provider: model_sha256 (as the publisher states it)")
+                && text.contains("b179c952"),
+            "{page}: {text}"
+        );
+        let text =
+            std::fs::read_to_string(results.join("published/scripted-1").join(page)).expect("page");
+        assert!(!text.contains("as the publisher states it"), "{page}");
+    }
+    assert!(results.join("runs/real-1/provider.json").is_file());
     for label in ["real-1", "scripted-1"] {
         for page in ["report.md", "report.html", "summary.json"] {
             assert!(results.join("published").join(label).join(page).is_file());
@@ -299,7 +328,7 @@ fn publish_is_append_only_and_never_ranks_illustrations() {
         .exists());
     // A run with a problem is not published.
     std::fs::write(real.join("stray.txt"), b"x").expect("stray");
-    let err = report::publish::publish(&real, &results, "real-2", &opts).unwrap_err();
+    let err = report::publish::publish(&real, &results, "real-2", None, &opts).unwrap_err();
     assert!(err.to_string().contains("stray.txt"), "{err}");
     assert!(!results.join("runs/real-2").exists());
     // A merge manifest that is a link to a host file is refused, never copied.
@@ -307,7 +336,7 @@ fn publish_is_append_only_and_never_ranks_illustrations() {
     let host = tmp.path().join("host-secret");
     std::fs::write(&host, b"host secret").expect("host file");
     std::os::unix::fs::symlink(&host, real.join("merge.json")).expect("link");
-    let err = report::publish::publish(&real, &results, "real-3", &opts).unwrap_err();
+    let err = report::publish::publish(&real, &results, "real-3", None, &opts).unwrap_err();
     assert!(err.to_string().contains("merge.json"), "{err}");
     assert!(!results.join("runs/real-3").exists());
 }

