@@ -440,6 +440,51 @@ fn the_committed_illustration_run_rescores_and_is_never_ranked() {
     assert!(!board.contains("scripted-illustration-k3"), "{index}");
 }
 
+/// The first real result (docs/local-model.md): SmolLM2-135M served by llama-cpp-python,
+/// the reference agent, every qa capability, K = 3. Whatever the model did, the
+/// committed run must stand on its own evidence, be ranked as a real run, state what
+/// served the model, and leave the falsifier untested (no rival on that model).
+#[test]
+fn the_committed_real_run_rescores_is_ranked_and_states_its_provider() {
+    let results = root().join("results");
+    let label = "smollm2-135m-reference-k3";
+    let run = results.join("runs").join(label);
+    let rescored = gauntlet::record::rescore::rescore_path(&run).expect("rescore");
+    assert!(rescored.ok(), "{:?}", rescored.findings);
+    assert_eq!(rescored.rows.len(), 69, "23 qa capabilities x K = 3");
+    let loaded = load_run(&run).expect("committed run loads");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let pages = report::render(&loaded, &Options::default());
+    let s = &pages.summary;
+    assert!(!s.illustration && !s.unsealed);
+    let h = s.harness.as_ref().expect("harness");
+    assert_eq!(
+        (h.agent.as_str(), h.model.as_str()),
+        ("reference", "smollm2-135m")
+    );
+    assert_eq!((h.n, h.k), (3, 3));
+    let provider = s.provider.as_ref().expect("a provider statement");
+    assert_eq!(
+        provider.get("model_sha256").map(String::as_str),
+        Some("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")
+    );
+    assert!(pages
+        .markdown
+        .contains("provider: chat_format (as the publisher states it) | chatml-function-calling"));
+    let index = std::fs::read_to_string(results.join("published/index.md")).expect("index");
+    let (board, _) = index
+        .split_once("## Harness illustrations")
+        .expect("two sections");
+    assert!(board.contains(&format!("[{label}]")), "{index}");
+    assert!(
+        board.contains("**Today:** Untested on `smollm2-135m`"),
+        "{index}"
+    );
+    let page = std::fs::read_to_string(results.join("published").join(label).join("report.md"))
+        .expect("published page");
+    assert!(page.contains("model_sha256 (as the publisher states it)"));
+}
+
 #[test]
 fn records_of_other_suites_in_the_run_are_set_aside_not_reported_as_problems() {
     let tmp = tempfile::tempdir().expect("tempdir");
