@@ -1,18 +1,29 @@
-//! Locating the executables this package builds (apps, the reference agent, the CLI).
+//! Locating the executables this package builds (apps, the reference agent, the CLI)
+//! and the repository whose data they read.
 //!
-//! Test executables live in `target/<profile>/deps/`, binaries one level up; the CLI
-//! lives beside them. `GAUNTLET_BIN_DIR` overrides the search (nextest archives,
-//! installed copies). These location variables — and `GAUNTLET_CHROMIUM`, the browser —
-//! are read here alone, and not into `Config`, because every process gauntlet runs
-//! (the CLI, each libtest-mimic trial, `gauntlet flow run` inside a sandbox) must find
-//! the same things before any configuration exists.
+//! Everything here is found at run time, never from a path baked in at build time: a
+//! nextest archive built on one machine runs on another (`--workspace-remap`), where
+//! the build machine's paths do not exist — or, worse, exist and hold another
+//! checkout. These location variables — and `GAUNTLET_CHROMIUM`, the browser — are
+//! read here alone, and not into `Config`, because every process gauntlet runs (the
+//! CLI, each libtest-mimic trial, `gauntlet flow run` inside a sandbox) must find the
+//! same things before any configuration exists.
 
 use std::path::{Path, PathBuf};
 
-/// The directory holding this package's binaries.
+/// The directory holding this package's binaries: `GAUNTLET_BIN_DIR`; else where
+/// nextest says the CLI is (`NEXTEST_BIN_EXE_gauntlet`, remapped into an extracted
+/// archive); else beside the running executable (test executables live in
+/// `target/<profile>/deps/`, binaries one level up).
 pub fn bin_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("GAUNTLET_BIN_DIR") {
+    if let Some(dir) = std::env::var_os("GAUNTLET_BIN_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("NEXTEST_BIN_EXE_gauntlet")
+        .map(PathBuf::from)
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        return dir;
     }
     let exe = std::env::current_exe().unwrap_or_default();
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -28,13 +39,39 @@ pub fn bin_path(name: &str) -> PathBuf {
     bin_dir().join(name)
 }
 
-/// The repository root: where `apps/` lives. `GAUNTLET_ROOT` overrides; otherwise the
-/// manifest directory baked in at build time.
-pub fn repo_root() -> PathBuf {
-    std::env::var_os("GAUNTLET_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+/// What marks a directory as gauntlet's repository: the data every suite loads.
+const ROOT_MARKERS: &[&str] = &["apps", "challenges/scorecard"];
+
+fn is_root(dir: &Path) -> bool {
+    ROOT_MARKERS.iter().all(|m| dir.join(m).is_dir())
 }
+
+/// The repository root: where `apps/` lives. In order: `GAUNTLET_ROOT`; the package
+/// directory cargo and nextest hand every process they run (`CARGO_MANIFEST_DIR` at
+/// run time, which `--workspace-remap` points at the fresh source tree); the nearest
+/// directory at or above the working directory that holds `apps/` and
+/// `challenges/scorecard/`. When none of these is a repository, the working directory
+/// is returned, and loading its `apps/` fails naming the directory (see
+/// [`ROOT_HINT`]).
+pub fn repo_root() -> PathBuf {
+    if let Some(root) = std::env::var_os("GAUNTLET_ROOT").filter(|r| !r.is_empty()) {
+        return PathBuf::from(root);
+    }
+    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|d| is_root(d))
+    {
+        return dir;
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    cwd.ancestors()
+        .find(|d| is_root(d))
+        .map(Path::to_path_buf)
+        .unwrap_or(cwd)
+}
+
+/// What a missing repository error says to do about it.
+pub const ROOT_HINT: &str = "run gauntlet inside its repository, or set GAUNTLET_ROOT to it";
 
 /// Debian's Chromium (the real binary, not the `/usr/bin` wrapper script).
 pub const DEFAULT_CHROMIUM: &str = "/usr/lib/chromium/chromium";

@@ -96,6 +96,16 @@ pub fn run_identity(
     let mut config = serde_json::to_value(cfg).map_err(std::io::Error::other)?;
     if let Some(map) = config.as_object_mut() {
         map.remove("out_dir");
+        // The data directories as the repository names them: two machines (two
+        // partitions of one run) check out the same repository at different paths.
+        let root = crate::binaries::repo_root();
+        for key in ["apps_dir", "challenges_dir", "scorecard_dir"] {
+            if let Some(serde_json::Value::String(dir)) = map.get_mut(key) {
+                if let Ok(inside) = Path::new(dir.as_str()).strip_prefix(&root) {
+                    *dir = inside.display().to_string();
+                }
+            }
+        }
     }
     let mut specs = std::collections::BTreeMap::new();
     for a in &suites.apps {
@@ -139,7 +149,37 @@ pub fn run_identity(
         config,
         specs,
         harness,
+        placement: None,
     })
+}
+
+/// Where this process runs: the host and, under nextest, the partition and archive it
+/// was given. Hashing an archive reads all of it (a debug build's is a gigabyte), so
+/// only the process that writes a run's `run.json` asks.
+fn placement() -> crate::record::identity::Placement {
+    let nextest = crate::sys::nextest::invocation().unwrap_or_default();
+    crate::record::identity::Placement {
+        host: crate::sys::nextest::host(),
+        partition: nextest.partition,
+        archive: nextest.archive.map(|file| match file_digest(&file) {
+            Ok(digest) => digest,
+            Err(e) => format!("unreadable: {}: {e}", file.display()),
+        }),
+    }
+}
+
+fn file_digest(file: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(file)?;
+    let mut hasher = crate::hash::Sha256Stream::default();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hasher.finish());
+        }
+        hasher.update(&buf[..n]);
+    }
 }
 
 /// A binary as a resume can tell it apart cheaply: its size and modification time (a
@@ -214,7 +254,13 @@ pub fn open_run(
                     file: dir.clone(),
                     source: e,
                 })?;
-                identity::write_once(&dir, id)?;
+                if !dir.join(IDENTITY_FILE).exists() {
+                    let placed = crate::record::identity::RunIdentity {
+                        placement: Some(placement()),
+                        ..id.clone()
+                    };
+                    identity::write_once(&dir, &placed)?;
+                }
                 hold_live(&dir)?;
             }
             Ok((dir, false))

@@ -155,6 +155,9 @@ enum Command {
         run_dirs: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+        /// Merge although a partition of the run is missing (recorded in merge.json).
+        #[arg(long)]
+        allow_missing: bool,
     },
     /// Aggregate scorecard probe records into one row per agent run and append them to
     /// the leaderboard in --out (leaderboard.md in the seed's format, leaderboard.json);
@@ -310,7 +313,11 @@ fn main() -> ExitCode {
             usage_log,
             max_tokens,
         } => proxy(mode, flow, upstream, listen, usage_log, max_tokens),
-        Command::Merge { run_dirs, out } => merge(&run_dirs, &out),
+        Command::Merge {
+            run_dirs,
+            out,
+            allow_missing,
+        } => merge(&run_dirs, &out, allow_missing),
         Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
         Command::Challenge {
@@ -893,11 +900,21 @@ fn proxy(
     })
 }
 
-fn merge(run_dirs: &[PathBuf], out: &std::path::Path) -> ExitCode {
-    match record::merge::merge_runs(run_dirs, out) {
+fn merge(run_dirs: &[PathBuf], out: &std::path::Path, allow_missing: bool) -> ExitCode {
+    let options = record::merge::MergeOptions {
+        allow_missing_partitions: allow_missing,
+    };
+    match record::merge::merge_runs_with(run_dirs, out, options) {
         Ok(m) => {
             for i in &m.inputs {
-                println!("{}: {} trial directories", i.path, i.trial_dirs);
+                let placed = i.placement.as_ref().map_or(String::new(), |p| {
+                    let part = p.partition.as_deref().unwrap_or("unpartitioned");
+                    format!(" ({part} on {})", p.host)
+                });
+                println!("{}: {} trial directories{placed}", i.path, i.trial_dirs);
+            }
+            for p in &m.missing_partitions {
+                println!("warning: partition {p} is missing from the merged run");
             }
             println!("merged into {}", out.display());
             ExitCode::SUCCESS

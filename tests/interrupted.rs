@@ -120,7 +120,7 @@ struct Case {
 }
 
 fn gauntlet_run(out: &Path, filter: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = Command::new(gauntlet_bin());
     cmd.args(["run", "--jobs", "1", "--filter", filter])
         .env("GAUNTLET_OUT", out)
         // Under cargo, `gauntlet run` would rebuild its siblings first (and wait on
@@ -179,7 +179,7 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         "{name}: a refused resume changed the run"
     );
 
-    let filter = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let filter = Command::new(gauntlet_bin())
         .args(["run", "--resume"])
         .arg(run_dir)
         .arg("--nextest-filter")
@@ -193,7 +193,7 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         "{name}: the nextest filter names exactly the unfinished trial"
     );
 
-    let resumed = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let resumed = Command::new(gauntlet_bin())
         .args(["run", "--resume"])
         .arg(run_dir)
         .env("GAUNTLET_OUT", out)
@@ -228,7 +228,7 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
             );
         }
     }
-    let strict = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let strict = Command::new(gauntlet_bin())
         .arg("rescore")
         .arg(run_dir)
         .output()
@@ -257,6 +257,14 @@ fn resume(name: &str, run_dir: &Path, trial: &str) {
         !page.contains("## Problems"),
         "{name}: a resumed run that finished has no problems:\n{page}"
     );
+}
+
+/// The CLI, found at run time: nextest's `NEXTEST_BIN_EXE_gauntlet` (remapped into an
+/// extracted archive), else beside this test's executable; never the build machine's path.
+fn gauntlet_bin() -> PathBuf {
+    std::env::var_os("NEXTEST_BIN_EXE_gauntlet")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| gauntlet::binaries::bin_path("gauntlet"))
 }
 
 /// The qa trials' own test binary (a libtest-mimic harness), beside this one.
@@ -580,7 +588,7 @@ fn assert_nothing_left(name: &str, harness: &str) {
 }
 
 fn rescore(run_dir: &Path, partial: bool) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = Command::new(gauntlet_bin());
     cmd.arg("rescore").arg(run_dir);
     if partial {
         cmd.arg("--partial");
@@ -628,7 +636,7 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
             agent_output(out.path(), trial_dir).contains("partial-output")
         });
         // A run that is still going cannot be resumed beside itself.
-        let live = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        let live = Command::new(gauntlet_bin())
             .args(["run", "--resume"])
             .arg(run_dir_of(out.path(), trial_dir))
             .env("GAUNTLET_OUT", out.path())
@@ -716,7 +724,7 @@ fn a_stopped_harness_keeps_what_its_trials_observed() {
                 "{name}: the page gives the reason:\n{page}"
             );
         }
-        let filter = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        let filter = Command::new(gauntlet_bin())
             .args(["run", "--resume"])
             .arg(&run_dir)
             .arg("--nextest-filter")
@@ -836,7 +844,7 @@ fn a_probe_in_its_idle_window_stops_with_the_run() {
     );
     // Never ranked: the probe observed only part of what it asks.
     let board = tempfile::tempdir().expect("tempdir");
-    let lb = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let lb = Command::new(gauntlet_bin())
         .arg("leaderboard")
         .arg(&run_dir)
         .arg("--out")
@@ -1010,7 +1018,7 @@ fn a_gate_stopped_part_way_is_unfinished_not_red() {
 fn an_app_tree_dies_with_a_killed_harness_detached_daemons_included() {
     let _one = one_case();
     let name = "a reaped app tree under a SIGKILLed harness";
-    let reaper = Path::new(env!("CARGO_BIN_EXE_gauntlet")).with_file_name("gauntlet-reap");
+    let reaper = gauntlet_bin().with_file_name("gauntlet-reap");
     let out = tempfile::tempdir().expect("tempdir");
     let ready = out.path().join("ready");
     let script = format!(

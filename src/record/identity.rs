@@ -29,23 +29,49 @@ pub struct RunIdentity {
     /// agent is refused instead of splitting one run's pages between two harnesses.
     #[serde(default)]
     pub harness: BTreeMap<String, String>,
+    /// Where the run's first process ran: not what was measured (a resume on another
+    /// host, or a partition of the same run, differs here and nowhere else), so no
+    /// comparison of identities looks at it; a merge checks it on its own terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// Where a run directory's trials ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The machine's host name.
+    pub host: String,
+    /// nextest's `--partition`, as given (`count:1/2`), when the run was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// The nextest archive the trials ran from (`--archive-file`): `sha256:…` of the
+    /// file, or why it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
 }
 
 impl RunIdentity {
     /// The first place where `now` differs from this recorded identity, as
     /// "`field`: recorded vs now", or `None` when the two are the same.
     pub fn difference(&self, now: &RunIdentity) -> Option<String> {
-        if self.gauntlet_version != now.gauntlet_version {
+        self.compare(now, "recorded", "now")
+    }
+
+    /// The first place where `other` differs from this identity, as "`field`: value
+    /// `mine` vs value `theirs`", the two labels naming where each came from.
+    pub fn compare(&self, other: &RunIdentity, mine: &str, theirs: &str) -> Option<String> {
+        let labels = (mine, theirs);
+        if self.gauntlet_version != other.gauntlet_version {
             return Some(format!(
-                "`gauntlet_version`: `{}` recorded vs `{}` now",
-                self.gauntlet_version, now.gauntlet_version
+                "`gauntlet_version`: `{}` {mine} vs `{}` {theirs}",
+                self.gauntlet_version, other.gauntlet_version
             ));
         }
-        if let Some(d) = first_difference("config", &self.config, &now.config) {
+        if let Some(d) = first_difference("config", &self.config, &other.config, labels) {
             return Some(d);
         }
-        map_difference("specs", &self.specs, &now.specs)
-            .or_else(|| map_difference("harness", &self.harness, &now.harness))
+        map_difference("specs", &self.specs, &other.specs, labels)
+            .or_else(|| map_difference("harness", &self.harness, &other.harness, labels))
     }
 }
 
@@ -54,19 +80,25 @@ fn map_difference(
     name: &str,
     recorded: &BTreeMap<String, String>,
     now: &BTreeMap<String, String>,
+    (mine, theirs): (&str, &str),
 ) -> Option<String> {
     let keys: std::collections::BTreeSet<&String> = recorded.keys().chain(now.keys()).collect();
     keys.into_iter().find_map(|k| {
         let (a, b) = (recorded.get(k), now.get(k));
         (a != b).then(|| {
             let show = |v: Option<&String>| v.map_or("absent".into(), |v| format!("`{v}`"));
-            format!("`{name}.{k}`: {} recorded vs {} now", show(a), show(b))
+            format!("`{name}.{k}`: {} {mine} vs {} {theirs}", show(a), show(b))
         })
     })
 }
 
 /// The first differing leaf between two JSON values, by dotted path.
-fn first_difference(path: &str, a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+fn first_difference(
+    path: &str,
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    labels: (&str, &str),
+) -> Option<String> {
     use serde_json::Value;
     match (a, b) {
         (Value::Object(ma), Value::Object(mb)) => {
@@ -77,10 +109,11 @@ fn first_difference(path: &str, a: &serde_json::Value, b: &serde_json::Value) ->
                     &format!("{path}.{k}"),
                     ma.get(k).unwrap_or(&null),
                     mb.get(k).unwrap_or(&null),
+                    labels,
                 )
             })
         }
-        _ => (a != b).then(|| format!("`{path}`: {a} recorded vs {b} now")),
+        _ => (a != b).then(|| format!("`{path}`: {a} {} vs {b} {}", labels.0, labels.1)),
     }
 }
 
@@ -119,6 +152,7 @@ mod tests {
             config: serde_json::json!({"model": model, "n": 3}),
             specs: [("app:ledger".to_string(), app_hash.to_string())].into(),
             harness: [("commit".to_string(), "abc".to_string())].into(),
+            placement: None,
         }
     }
 
@@ -140,6 +174,23 @@ mod tests {
         assert_eq!(
             id("a", "h").difference(&rebuilt).as_deref(),
             Some("`harness.bin:gauntlet-agent`: absent recorded vs `9 bytes` now")
+        );
+    }
+
+    #[test]
+    fn where_a_run_ran_is_not_what_it_measured() {
+        let mut elsewhere = id("a", "h");
+        elsewhere.placement = Some(Placement {
+            host: "runner-2".into(),
+            partition: Some("count:2/2".into()),
+            archive: Some("sha256:00".into()),
+        });
+        assert_eq!(id("a", "h").difference(&elsewhere), None);
+        assert_eq!(
+            id("a", "h")
+                .compare(&id("b", "h"), "in p1", "in p2")
+                .as_deref(),
+            Some("`config.model`: \"a\" in p1 vs \"b\" in p2")
         );
     }
 

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::identity::{self, RunIdentity, IDENTITY_FILE};
 use super::manifest::MANIFEST_FILE;
 use super::{QaRecord, QaSpecRef, RECORD_FILE};
+use crate::sys::nextest::Partition;
 
 /// The manifest a merged run carries: where its trials came from.
 pub const MERGE_FILE: &str = "merge.json";
@@ -178,6 +180,10 @@ fn value_difference<T: Serialize>(a: &T, b: &T) -> Option<String> {
 pub struct MergeManifest {
     pub format: &'static str,
     pub inputs: Vec<MergeInput>,
+    /// Partitions of the run that no input held (only with
+    /// [`MergeOptions::allow_missing_partitions`]): the merged run is not the whole run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_partitions: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -185,10 +191,184 @@ pub struct MergeInput {
     pub path: String,
     pub run_ids: Vec<String>,
     pub trial_dirs: usize,
+    /// Where the input ran, from its `run.json` (absent in runs made before it existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<identity::Placement>,
+}
+
+/// How strict a merge is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergeOptions {
+    /// Merge partitions of a run although some partition is missing (a machine of the
+    /// matrix failed), saying so in `merge.json`, instead of refusing.
+    pub allow_missing_partitions: bool,
+}
+
+/// Merge `inputs` into the new run directory `out`, refusing a missing partition.
+pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, MergeError> {
+    merge_runs_with(inputs, out, MergeOptions::default())
+}
+
+/// What the inputs' `run.json` files say together: the run's identity (`None` when no
+/// input has one), where each input ran, and the partitions none of them holds.
+struct CheckedIdentities {
+    run: Option<RunIdentity>,
+    placements: Vec<identity::Placement>,
+    missing: Vec<String>,
+}
+
+/// The identities of `inputs` (their `run.json`), checked to be one run's: the same
+/// config, specs and harness, every partition from the same nextest archive, and —
+/// when the inputs are partitions — each partition once and none missing. Returns the
+/// run's identity (without a placement) and the partitions missing; no identity when no
+/// input has one (runs made before `run.json`, synthetic runs).
+fn check_identities(
+    inputs: &[PathBuf],
+    options: MergeOptions,
+) -> Result<CheckedIdentities, MergeError> {
+    let mut found: Vec<(&PathBuf, RunIdentity)> = Vec::new();
+    for input in inputs {
+        if let Some(id) = identity::read(input).map_err(|e| MergeError::Refused(e.to_string()))? {
+            found.push((input, id));
+        }
+    }
+    let Some((first_dir, first)) = found.first() else {
+        return Ok(CheckedIdentities {
+            run: None,
+            placements: Vec::new(),
+            missing: Vec::new(),
+        });
+    };
+    if found.len() != inputs.len() {
+        let without = inputs
+            .iter()
+            .find(|i| !found.iter().any(|(d, _)| d == i))
+            .map(|i| i.display().to_string())
+            .unwrap_or_default();
+        return Err(MergeError::Refused(format!(
+            "{without}/{IDENTITY_FILE}: missing, while other inputs have one: these are not partitions of one run"
+        )));
+    }
+    let (first_dir, first) = (*first_dir, first.clone());
+    let placements: Vec<identity::Placement> = found
+        .iter()
+        .map(|(_, id)| {
+            id.placement.clone().unwrap_or(identity::Placement {
+                host: "unknown".into(),
+                partition: None,
+                archive: None,
+            })
+        })
+        .collect();
+    for (dir, id) in &found[1..] {
+        let (a, b) = (
+            format!("in {}", first_dir.display()),
+            format!("in {}", dir.display()),
+        );
+        if let Some(d) = first.compare(id, &a, &b) {
+            return Err(MergeError::Refused(format!(
+                "runs made with different configs or specs cannot merge: {d}"
+            )));
+        }
+    }
+    // One archive: partitions built separately are two harnesses, however alike.
+    for ((dir, _), p) in found.iter().zip(&placements).skip(1) {
+        if p.archive != placements[0].archive {
+            let show = |a: &Option<String>| a.clone().unwrap_or_else(|| "none".into());
+            return Err(MergeError::Refused(format!(
+                "partitions from different nextest archives cannot merge: `placement.archive`: {} in {} vs {} in {}",
+                show(&placements[0].archive),
+                first_dir.display(),
+                show(&p.archive),
+                dir.display()
+            )));
+        }
+    }
+    let missing = check_partitions(&found, &placements, options)?;
+    let mut merged = first;
+    merged.placement = None;
+    Ok(CheckedIdentities {
+        run: Some(merged),
+        placements,
+        missing,
+    })
+}
+
+/// Every input a partition of one split (one scheme, one count), each index once;
+/// the indexes no input holds, refused unless the options allow them.
+fn check_partitions(
+    found: &[(&PathBuf, RunIdentity)],
+    placements: &[identity::Placement],
+    options: MergeOptions,
+) -> Result<Vec<String>, MergeError> {
+    let named: Vec<(&PathBuf, Option<&String>)> = found
+        .iter()
+        .zip(placements)
+        .map(|((dir, _), p)| (*dir, p.partition.as_ref()))
+        .collect();
+    if named.iter().all(|(_, p)| p.is_none()) {
+        return Ok(Vec::new());
+    }
+    let mut parts: Vec<(&PathBuf, Partition)> = Vec::new();
+    for (dir, text) in &named {
+        let Some(text) = text else {
+            return Err(MergeError::Refused(format!(
+                "{}: not a partition (its run.json names none), while other inputs are: merge the partitions of one run",
+                dir.display()
+            )));
+        };
+        let part = Partition::parse(text).ok_or_else(|| {
+            MergeError::Refused(format!(
+                "{}/{IDENTITY_FILE}: `placement.partition`: `{text}` is not `<scheme>:<index>/<count>`",
+                dir.display()
+            ))
+        })?;
+        parts.push((dir, part));
+    }
+    let (first_dir, first) = (parts[0].0, parts[0].1.clone());
+    let mut held: BTreeMap<u64, &PathBuf> = BTreeMap::new();
+    for (dir, p) in &parts {
+        if p.scheme != first.scheme || p.count != first.count {
+            return Err(MergeError::Refused(format!(
+                "partitions of different splits cannot merge: `placement.partition`: `{first}` in {} vs `{p}` in {}",
+                first_dir.display(),
+                dir.display()
+            )));
+        }
+        if let Some(other) = held.insert(p.index, dir) {
+            return Err(MergeError::Refused(format!(
+                "partition `{p}` is in both {} and {}",
+                other.display(),
+                dir.display()
+            )));
+        }
+    }
+    let missing: Vec<String> = (1..=first.count)
+        .filter(|i| !held.contains_key(i))
+        .map(|index| {
+            Partition {
+                index,
+                ..first.clone()
+            }
+            .to_string()
+        })
+        .collect();
+    if !missing.is_empty() && !options.allow_missing_partitions {
+        return Err(MergeError::Refused(format!(
+            "partition {} of the run is missing (no input holds it): merge every partition, or pass --allow-missing to merge these {} and say so in {MERGE_FILE}",
+            missing.join(", "),
+            parts.len()
+        )));
+    }
+    Ok(missing)
 }
 
 /// Merge `inputs` into the new run directory `out`.
-pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, MergeError> {
+pub fn merge_runs_with(
+    inputs: &[PathBuf],
+    out: &Path,
+    options: MergeOptions,
+) -> Result<MergeManifest, MergeError> {
     if inputs.is_empty() {
         return Err(MergeError::Refused(
             "merge needs at least one run directory".into(),
@@ -203,6 +383,11 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
             )));
         }
     }
+    let CheckedIdentities {
+        run: run_identity,
+        placements,
+        missing,
+    } = check_identities(inputs, options)?;
     let mut identity = IdentityCheck::default();
     let mut suites = HeaderCheck::default();
     let mut owner: BTreeMap<String, PathBuf> = BTreeMap::new();
@@ -210,6 +395,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
     let mut manifest = MergeManifest {
         format: "gauntlet-merge/1",
         inputs: vec![],
+        missing_partitions: missing,
     };
     // Each partition planned its own trials; the merged run planned them all.
     let mut plans: Vec<Vec<u8>> = Vec::new();
@@ -228,7 +414,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
             inputs.len()
         )));
     }
-    for input in inputs {
+    for (n, input) in inputs.iter().enumerate() {
         let mut entries: Vec<_> = std::fs::read_dir(input)
             .map_err(io(input))?
             .collect::<Result<Vec<_>, _>>()
@@ -240,7 +426,9 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
         for e in entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let path = e.path();
-            let skipped = GENERATED.contains(&name.as_str()) || name == MANIFEST_FILE;
+            let skipped = GENERATED.contains(&name.as_str())
+                || name == MANIFEST_FILE
+                || name == IDENTITY_FILE;
             if name.starts_with('.') || (!path.is_dir() && skipped) {
                 continue;
             }
@@ -294,6 +482,7 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
             path: input.display().to_string(),
             run_ids,
             trial_dirs,
+            placement: placements.get(n).cloned(),
         });
     }
     if owner.is_empty() {
@@ -329,6 +518,10 @@ pub fn merge_runs(inputs: &[PathBuf], out: &Path) -> Result<MergeManifest, Merge
                 }
             }
             std::fs::write(&m, all).map_err(io(&m))?;
+        }
+        if let Some(id) = &run_identity {
+            super::write_new_json(&staging, IDENTITY_FILE, id)
+                .map_err(|e| MergeError::Refused(e.to_string()))?;
         }
         let m = staging.join(MERGE_FILE);
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";

@@ -20,6 +20,8 @@ pub use suite::Suite;
 /// Why a piece of data could not be loaded. Messages are lowercase and name the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
+    #[error("{}: not found: the apps every suite loads are not here; {}", .dir.display(), crate::binaries::ROOT_HINT)]
+    NoRepository { dir: PathBuf },
     #[error("{file}: cannot read: {source}")]
     Io {
         file: PathBuf,
@@ -106,9 +108,17 @@ impl LoadedApp {
 /// Load every app under `apps_dir` (each `apps/*/app.json`), sorted by name so that
 /// listing is deterministic.
 pub fn load_apps(apps_dir: &Path) -> Result<Vec<LoadedApp>, SpecError> {
-    let entries = std::fs::read_dir(apps_dir).map_err(|source| SpecError::Io {
-        file: apps_dir.to_path_buf(),
-        source,
+    let entries = std::fs::read_dir(apps_dir).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            SpecError::NoRepository {
+                dir: apps_dir.to_path_buf(),
+            }
+        } else {
+            SpecError::Io {
+                file: apps_dir.to_path_buf(),
+                source,
+            }
+        }
     })?;
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -389,9 +389,17 @@ fn challenge_view(
 ) -> View {
     let repo = crate::binaries::repo_root();
     let mut view = View::new().read(&repo);
-    view.mounts.push(crate::sys::sandbox::Mount::Tmpfs {
-        target: repo.join("target"),
-    });
+    // A fresh source tree run from a nextest archive has no `target/` yet: made empty
+    // here, so that the tmpfs has a place to go (the repository is bound read-only,
+    // where no mount point can be made) and a `target/` the harness or a build makes
+    // later stays hidden too. A tree nobody may write to keeps none, and nothing can
+    // appear in it.
+    let target = repo.join("target");
+    let _ = std::fs::create_dir_all(&target);
+    if target.is_dir() {
+        view.mounts
+            .push(crate::sys::sandbox::Mount::Tmpfs { target });
+    }
     // Runs written elsewhere inside the repository (`GAUNTLET_OUT=results/x`) are
     // hidden the same way: other trials' records and workspaces are not the agent's
     // to read, and this trial's own directories are bound back below.

@@ -5,6 +5,7 @@
 
 pub mod beneath;
 pub mod lifeline;
+pub mod nextest;
 pub mod process;
 pub mod sandbox;
 pub mod shutdown;

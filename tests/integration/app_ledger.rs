@@ -10,7 +10,10 @@ use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use gauntlet::evidence::{parse_claims, ClaimStatus, ClaimsFound};
 use gauntlet::spec::{self, CapabilityKind, Flow, FlowStep};
 
-const BIN: &str = env!("CARGO_BIN_EXE_api-ledger");
+/// The app's binary, found at run time (in an extracted nextest archive, when run
+/// from one), never at a path fixed when this test was built.
+static BIN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::support::bin("api-ledger").display().to_string());
 
 /// Capabilities that have a mutant, in corpus order.
 const MUTANTS: [&str; 5] = [
@@ -22,7 +25,7 @@ const MUTANTS: [&str; 5] = [
 ];
 
 fn app_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/api-ledger")
+    crate::support::root().join("apps/api-ledger")
 }
 
 /// The app running as a child process; killed when dropped so that a failing
@@ -36,7 +39,7 @@ struct RunningApp {
 
 impl RunningApp {
     fn start(mutant: Option<&str>) -> RunningApp {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(&*BIN);
         if let Some(m) = mutant {
             cmd.args(["--mutant", m]);
         }
@@ -44,15 +47,18 @@ impl RunningApp {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {BIN}: {e}"));
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", &*BIN));
         let Some(stdout) = child.stdout.take() else {
-            panic!("{BIN}: no stdout pipe");
+            panic!("{}: no stdout pipe", &*BIN);
         };
         let mut stdout = BufReader::new(stdout);
         let mut line = String::new();
         if let Err(e) = stdout.read_line(&mut line) {
             let _ = child.kill();
-            panic!("{BIN} --mutant {mutant:?}: cannot read its first line: {e}");
+            panic!(
+                "{} --mutant {mutant:?}: cannot read its first line: {e}",
+                &*BIN
+            );
         }
         let url = line
             .trim_end()
@@ -60,7 +66,7 @@ impl RunningApp {
             .map(str::to_string);
         let Some(url) = url.filter(|u| is_loopback_url(u)) else {
             let _ = child.kill();
-            panic!("{BIN} --mutant {mutant:?}: first line is {line:?}, expected `listening on http://127.0.0.1:<port>`");
+            panic!("{} --mutant {mutant:?}: first line is {line:?}, expected `listening on http://127.0.0.1:<port>`", &*BIN);
         };
         RunningApp {
             child,
@@ -316,9 +322,9 @@ fn cli_refuses_ambiguous_unknown_and_bad_arguments_with_exit_2() {
         &["--port", "not-a-port"],
         &["--bogus"],
     ] {
-        let out = match Command::new(BIN).args(args).output() {
+        let out = match Command::new(&*BIN).args(args).output() {
             Ok(o) => o,
-            Err(e) => panic!("cannot run {BIN}: {e}"),
+            Err(e) => panic!("cannot run {}: {e}", &*BIN),
         };
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
         assert!(out.stdout.is_empty(), "{args:?} printed to stdout");

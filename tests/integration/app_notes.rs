@@ -8,14 +8,17 @@
 //! are exercised by the qa trials, not here.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 use gauntlet::evidence::{parse_claims, ClaimStatus, ClaimsFound};
 use gauntlet::spec::{self, CapabilityKind, FlowStep, LoadedApp, Modality};
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_browser-notes");
+/// The app's binary, found at run time (in an extracted nextest archive, when run
+/// from one), never at a path fixed when this test was built.
+static BIN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::support::bin("browser-notes").display().to_string());
 
 /// Capabilities that have a mutant, in corpus order.
 const MUTANTS: [&str; 5] = [
@@ -27,9 +30,7 @@ const MUTANTS: [&str; 5] = [
 ];
 
 pub fn app_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("apps")
-        .join(name)
+    crate::support::root().join("apps").join(name)
 }
 
 /// Load an app and check what every frozen app must satisfy: current hash, one flow
@@ -511,7 +512,7 @@ fn loader_accepts_browser_notes_and_its_flows_claim_test_flows() {
 #[test]
 fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
     for m in MUTANTS {
-        let app = RunningApp::start(BIN, &["--mutant", m]);
+        let app = RunningApp::start(&BIN, &["--mutant", m]);
         assert!(app.url.starts_with("http://127.0.0.1:"));
     }
     for args in [
@@ -521,7 +522,7 @@ fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
         &["--port", "x"],
         &["--bogus"],
     ] {
-        assert_refused(BIN, args);
+        assert_refused(&BIN, args);
     }
 }
 
@@ -529,10 +530,10 @@ fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
 /// fails on its own mutant and holds on every other mutant.
 #[test]
 fn each_api_check_fails_only_on_its_own_mutant() {
-    let app = RunningApp::start(BIN, &[]);
+    let app = RunningApp::start(&BIN, &[]);
     let mutants: Vec<(&str, RunningApp)> = MUTANTS
         .iter()
-        .map(|m| (*m, RunningApp::start(BIN, &["--mutant", m])))
+        .map(|m| (*m, RunningApp::start(&BIN, &["--mutant", m])))
         .collect();
     let mut failures = Vec::new();
     for cap in MUTANTS {
@@ -555,7 +556,7 @@ fn each_api_check_fails_only_on_its_own_mutant() {
 
 #[test]
 fn the_page_and_the_api_answer_over_real_http() {
-    let app = RunningApp::start(BIN, &[]);
+    let app = RunningApp::start(&BIN, &[]);
     let client = reqwest::blocking::Client::new();
     let page = match client.get(&app.url).send() {
         Ok(r) => r,

@@ -13,7 +13,10 @@ use gauntlet::world::target::{Locator, Target};
 
 use super::app_notes::{assert_refused, claimed_files, describe, load_frozen};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cli-tally");
+/// The app's binary, found at run time (in an extracted nextest archive, when run
+/// from one), never at a path fixed when this test was built.
+static BIN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::support::bin("cli-tally").display().to_string());
 
 /// Capabilities that have a mutant, in corpus order.
 const MUTANTS: [&str; 5] = [
@@ -78,7 +81,7 @@ fn sh(dir: &Path, command: &str, app: &Handed) -> Output {
 
 fn tally(args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
-    let mut child = match Command::new(BIN)
+    let mut child = match Command::new(&*BIN)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -86,7 +89,7 @@ fn tally(args: &[&str], stdin: &str) -> Output {
         .spawn()
     {
         Ok(c) => c,
-        Err(e) => panic!("cannot run {BIN}: {e}"),
+        Err(e) => panic!("cannot run {}: {e}", &*BIN),
     };
     if let Some(mut input) = child.stdin.take() {
         if let Err(e) = input.write_all(stdin.as_bytes()) {
@@ -95,7 +98,7 @@ fn tally(args: &[&str], stdin: &str) -> Output {
     }
     match child.wait_with_output() {
         Ok(o) => o,
-        Err(e) => panic!("wait {BIN}: {e}"),
+        Err(e) => panic!("wait {}: {e}", &*BIN),
     }
 }
 
@@ -246,7 +249,7 @@ fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
         &[],
         &["sum", "-x"],
     ] {
-        assert_refused(BIN, args);
+        assert_refused(&BIN, args);
     }
 }
 

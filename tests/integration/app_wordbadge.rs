@@ -19,7 +19,10 @@ use super::app_notes::{
     app_dir, assert_refused, claimed_files, load_frozen, test_flow_problems, RunningApp,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_ext-wordbadge");
+/// The app's binary, found at run time (in an extracted nextest archive, when run
+/// from one), never at a path fixed when this test was built.
+static BIN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::support::bin("ext-wordbadge").display().to_string());
 
 /// Capabilities that have a mutant, in corpus order.
 const MUTANTS: [&str; 4] = [
@@ -59,7 +62,7 @@ fn written(mutant: Option<&str>) -> BTreeMap<String, String> {
         args.extend(["--mutant", m]);
     }
     // The listening line is printed only once the extension is on disk.
-    let _app = RunningApp::start(BIN, &args);
+    let _app = RunningApp::start(&BIN, &args);
     read_dir_files(&out)
 }
 
@@ -186,16 +189,16 @@ fn ambiguous_and_bad_mutants_are_refused_and_write_nothing() {
     let out = tmp.path().join("ext");
     let out_arg = out.to_string_lossy().into_owned();
     for m in ["unobtrusive-badge", "no-such-capability"] {
-        assert_refused(BIN, &["--extension-out", &out_arg, "--mutant", m]);
+        assert_refused(&BIN, &["--extension-out", &out_arg, "--mutant", m]);
         assert!(!out.exists(), "--mutant {m} wrote {}", out.display());
     }
-    assert_refused(BIN, &["--mutant"]);
-    assert_refused(BIN, &["--port", "x"]);
+    assert_refused(&BIN, &["--mutant"]);
+    assert_refused(&BIN, &["--port", "x"]);
 }
 
 #[test]
 fn the_server_serves_the_test_pages() {
-    let app = RunningApp::start(BIN, &[]);
+    let app = RunningApp::start(&BIN, &[]);
     let client = reqwest::blocking::Client::new();
     let get = |path: &str| -> (u16, String) {
         match client.get(format!("{}{path}", app.url)).send() {

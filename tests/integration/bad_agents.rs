@@ -163,7 +163,7 @@ fn a_flood_of_tiny_events_keeps_memory_and_the_record_bounded() {
     let script = root().join("tests/fixtures/agents/floods-tiny-events.sh");
     let log = out.path().join("gauntlet.log");
     let (code, peak) = run_measured(
-        std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        std::process::Command::new(crate::support::bin("gauntlet"))
             .args(["run", "--filter", "qa::api-ledger::balance", "--jobs", "1"])
             .env_remove("CARGO")
             .env_remove("GAUNTLET_CONFIG")
@@ -218,7 +218,7 @@ fn a_flood_of_tiny_events_keeps_memory_and_the_record_bounded() {
         "peak RSS of the trial's process: {peak} bytes"
     );
     // The flood was streamed, the whole run still rescores from the capped raw file.
-    let rescore = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let rescore = std::process::Command::new(crate::support::bin("gauntlet"))
         .arg("rescore")
         .arg(&run)
         .output()

@@ -480,7 +480,7 @@ fn the_reference_agent_drives_the_browser_tool_and_leaves_no_browser() {
         ],
         "Done; nothing to claim here.".into(),
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet-agent"))
+    let out = std::process::Command::new(crate::support::bin("gauntlet-agent"))
         .args(["qa", "--graph-file"])
         .arg(&graph)
         .args(["--url", &url, "--capability", "add-item", "--n", "1"])
@@ -546,10 +546,7 @@ fn browser_apps(modality: &str) -> tempfile::TempDir {
     }
     let dir = tmp();
     let app = dir.path().join("api-ledger");
-    copy(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("apps/api-ledger"),
-        &app,
-    );
+    copy(&crate::support::root().join("apps/api-ledger"), &app);
     let manifest = app.join("app.json");
     let text = std::fs::read_to_string(&manifest).expect("read app.json");
     std::fs::write(
@@ -561,7 +558,7 @@ fn browser_apps(modality: &str) -> tempfile::TempDir {
 }
 
 fn gauntlet(apps: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = std::process::Command::new(crate::support::bin("gauntlet"));
     cmd.env("GAUNTLET_APPS_DIR", apps)
         .env_remove("CARGO")
         .env_remove("CI")

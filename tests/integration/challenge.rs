@@ -637,7 +637,7 @@ fn a_report_that_cannot_be_written_loses_nothing_recorded() {
 }
 
 fn gauntlet_cli(args: &[&str], challenges: Option<&Path>, out: &Path) -> std::process::Output {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = std::process::Command::new(crate::support::bin("gauntlet"));
     cmd.args(args).env("GAUNTLET_OUT", out).env_remove("CARGO");
     if let Some(c) = challenges {
         cmd.env("GAUNTLET_CHALLENGES_DIR", c);

@@ -34,7 +34,7 @@ fn copy(from: &Path, to: &Path) -> PathBuf {
 }
 
 fn compare(args: &[&Path]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    std::process::Command::new(crate::support::bin("gauntlet"))
         .arg("compare")
         .args(args)
         .output()
@@ -163,7 +163,7 @@ fn a_lost_or_forged_trial_is_a_regression_named_in_the_summary_and_a_fix_is_not(
     let inside = compare(&[&base, &cand, Path::new("--out"), &cand.join("cmp")]);
     assert_eq!(inside.status.code(), Some(2));
     assert!(text(&inside.stderr).contains("which a comparison must not change"));
-    let relative = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let relative = std::process::Command::new(crate::support::bin("gauntlet"))
         .current_dir(tmp.path())
         .args([
             "compare",

@@ -31,7 +31,7 @@ fn python() -> Option<PathBuf> {
 }
 
 fn export(run: &Path, format: &str, out: &Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    std::process::Command::new(crate::support::bin("gauntlet"))
         .args(["export"])
         .arg(run)
         .args(["--format", format, "--out"])

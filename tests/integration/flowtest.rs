@@ -8,8 +8,6 @@ use std::process::{Command, Output};
 
 use super::browser::{processes_mentioning, write_extension, PAGE};
 
-const GAUNTLET: &str = env!("CARGO_BIN_EXE_gauntlet");
-
 /// `GET /` → the items page; `POST /echo` → 201 with the request body; else 404.
 fn serve_app() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -126,7 +124,7 @@ fn env() -> Env {
 fn flow_run(env: &Env, flow: &str, extra: &[(&str, &str)]) -> Output {
     let file = env.dir.path().join("check.json");
     std::fs::write(&file, flow).expect("write flow");
-    let mut cmd = Command::new(GAUNTLET);
+    let mut cmd = Command::new(crate::support::bin("gauntlet"));
     cmd.args(["flow", "run"])
         .arg(&file)
         .env("APP_URL", &env.url)
@@ -254,7 +252,7 @@ fn a_malformed_flow_exits_2_naming_the_file_and_field() {
     );
     assert!(out.stdout.is_empty(), "nothing ran: {}", text(&out.stdout));
     let missing = env.dir.path().join("nope.json");
-    let out = Command::new(GAUNTLET)
+    let out = Command::new(crate::support::bin("gauntlet"))
         .args(["flow", "run"])
         .arg(&missing)
         .output()

@@ -875,7 +875,7 @@ fn key_hunter_finds_no_key_via_the_cli() {
         "qa.api-ledger.balance",
         Arc::clone(&harness),
     );
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = std::process::Command::new(crate::support::bin("gauntlet"));
     cmd.args(["run", "--filter", "qa::api-ledger::balance", "--jobs", "1"])
         .env_clear()
         .env("LANG", "C.UTF-8")
@@ -1061,7 +1061,7 @@ fn after_the_fact(label: &str, what: &str, script: &str, name: &str) {
         .into_iter()
         .collect();
     problems.extend(s.invariants(&rec, &dir));
-    let rescored = std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let rescored = std::process::Command::new(crate::support::bin("gauntlet"))
         .arg("rescore")
         .arg(&dir)
         .output()

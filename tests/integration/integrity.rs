@@ -21,7 +21,7 @@ fn pristine() -> &'static (PathBuf, String) {
     static RUN: OnceLock<(PathBuf, String)> = OnceLock::new();
     RUN.get_or_init(|| {
         let out = tempfile::tempdir().expect("tempdir").keep();
-        let run = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        let run = Command::new(crate::support::bin("gauntlet"))
             .args(["run", "--filter", "qa::api-ledger::balance", "--jobs", "2"])
             .env_remove("CARGO")
             .env_remove("GAUNTLET_CONFIG")
@@ -70,7 +70,7 @@ fn copy_of_run() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn rescore(run: &Path, digest: Option<&str>) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = Command::new(crate::support::bin("gauntlet"));
     cmd.arg("rescore").arg(run);
     if let Some(d) = digest {
         cmd.args(["--digest", d]);
@@ -193,7 +193,7 @@ fn a_deleted_record_is_named_and_counted_as_an_error_on_the_page() {
         .contains(&format!("qa::api-ledger::balance::r2 ({interrupted}")));
     assert!(pages.html.contains("held its finished record"));
     // And `gauntlet report` exits 1, naming it.
-    let report = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+    let report = Command::new(crate::support::bin("gauntlet"))
         .arg("report")
         .arg(&run)
         .output()

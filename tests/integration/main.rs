@@ -5,6 +5,7 @@ mod app_notes;
 mod app_python;
 mod app_tally;
 mod app_wordbadge;
+mod archive;
 mod bad_agents;
 mod browser;
 mod challenge;

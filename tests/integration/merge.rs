@@ -192,3 +192,124 @@ fn a_run_holding_qa_challenge_and_scorecard_trials_merges_into_the_unsplit_runs_
         assert!(r.ok(), "{}: {:?} {:?}", run.display(), r.rows, r.findings);
     }
 }
+
+/// Give a partition the `run.json` a trial process writes: one identity, and where it
+/// ran.
+fn place(run: &Path, model: &str, partition: &str, archive: &str) {
+    use gauntlet::record::identity::{Placement, RunIdentity};
+    let id = RunIdentity {
+        gauntlet_version: "0.1.0".into(),
+        config: serde_json::json!({"model": model, "apps_dir": "apps", "n": 3}),
+        specs: [("app:api-ledger".to_string(), "sha256:aa".to_string())].into(),
+        harness: [("commit".to_string(), "abc".to_string())].into(),
+        placement: Some(Placement {
+            host: format!("runner-{partition}"),
+            partition: Some(partition.into()),
+            archive: Some(archive.into()),
+        }),
+    };
+    let text = serde_json::to_string_pretty(&id).expect("ser");
+    std::fs::write(run.join("run.json"), text).expect("write run.json");
+}
+
+/// Three partitions dealt from one run, each with its `run.json`.
+fn three_partitions(tmp: &Path) -> Vec<PathBuf> {
+    let whole = tmp.join("whole");
+    SyntheticRun::fixed().write(&whole).expect("write");
+    let parts: Vec<PathBuf> = (1..=3).map(|i| tmp.join(format!("p{i}"))).collect();
+    split(&whole, &parts);
+    for (i, p) in parts.iter().enumerate() {
+        place(p, "m", &format!("count:{}/3", i + 1), "sha256:archive-a");
+    }
+    parts
+}
+
+#[test]
+fn partitions_of_one_archive_merge_and_the_merged_run_keeps_one_identity() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let parts = three_partitions(tmp.path());
+    let merged = tmp.path().join("merged");
+    let manifest = merge_runs(&parts, &merged).expect("merge");
+    assert!(manifest.missing_partitions.is_empty());
+    let placed: Vec<_> = manifest
+        .inputs
+        .iter()
+        .map(|i| i.placement.as_ref().and_then(|p| p.partition.clone()))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            Some("count:1/3".into()),
+            Some("count:2/3".into()),
+            Some("count:3/3".into())
+        ]
+    );
+    let id = gauntlet::record::identity::read(&merged)
+        .expect("read")
+        .expect("the merged run has a run.json");
+    assert_eq!(id.config["model"], "m");
+    assert_eq!(id.placement, None, "the merged run ran on no one machine");
+}
+
+#[test]
+fn a_missing_partition_is_named_and_merged_only_when_allowed() {
+    use gauntlet::record::merge::{merge_runs_with, MergeOptions};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let parts = three_partitions(tmp.path());
+    let two = [parts[0].clone(), parts[2].clone()];
+    let out = tmp.path().join("out");
+    let err = merge_runs(&two, &out).unwrap_err().to_string();
+    assert!(
+        err.contains("partition count:2/3 of the run is missing"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let allowed = MergeOptions {
+        allow_missing_partitions: true,
+    };
+    let manifest = merge_runs_with(&two, &out, allowed).expect("merge allowed");
+    assert_eq!(manifest.missing_partitions, ["count:2/3"]);
+    let written = std::fs::read_to_string(out.join("merge.json")).expect("merge.json");
+    assert!(written.contains("count:2/3"), "{written}");
+}
+
+#[test]
+fn partitions_from_other_archives_configs_or_splits_are_refused_naming_the_field() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let parts = three_partitions(tmp.path());
+
+    place(&parts[1], "m", "count:2/3", "sha256:archive-b");
+    let err = merge_runs(&parts, &tmp.path().join("o1"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`placement.archive`"), "{err}");
+    assert!(
+        err.contains("sha256:archive-a") && err.contains("sha256:archive-b"),
+        "{err}"
+    );
+
+    place(&parts[1], "other-model", "count:2/3", "sha256:archive-a");
+    let err = merge_runs(&parts, &tmp.path().join("o2"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`config.model`"), "{err}");
+    assert!(err.contains(&parts[1].display().to_string()), "{err}");
+
+    place(&parts[1], "m", "count:1/3", "sha256:archive-a");
+    let err = merge_runs(&parts, &tmp.path().join("o3"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("partition `count:1/3` is in both"), "{err}");
+
+    place(&parts[1], "m", "count:2/4", "sha256:archive-a");
+    let err = merge_runs(&parts, &tmp.path().join("o4"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("partitions of different splits"), "{err}");
+
+    std::fs::remove_file(parts[1].join("run.json")).expect("rm");
+    let err = merge_runs(&parts, &tmp.path().join("o5"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("run.json: missing"), "{err}");
+}

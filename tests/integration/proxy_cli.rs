@@ -22,7 +22,7 @@ struct Running {
 
 /// Start `gauntlet proxy` with `args`.
 fn start(args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+    let mut cmd = Command::new(crate::support::bin("gauntlet"));
     cmd.arg("proxy")
         .args(args)
         .env_remove("OPENAI_API_KEY")
@@ -202,7 +202,7 @@ fn the_standalone_proxy_refuses_what_it_must_not_do() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let flow = support::root().join("apps/api-ledger/flows/balance.json");
     let run = |args: &[&str], env: &[(&str, &str)]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gauntlet"));
+        let mut cmd = Command::new(crate::support::bin("gauntlet"));
         cmd.arg("proxy").args(args).env_remove("OPENAI_API_KEY");
         for (k, v) in env {
             cmd.env(k, v);

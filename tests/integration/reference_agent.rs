@@ -259,7 +259,7 @@ fn run_agent(
     let graph_dir = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let graph = write_corpus(graph_dir.path());
-    let output = Command::new(env!("CARGO_BIN_EXE_gauntlet-agent"))
+    let output = Command::new(crate::support::bin("gauntlet-agent"))
         .args(["qa", "--graph-file"])
         .arg(&graph)
         .args(["--url", APP_URL, "--capability", CAPABILITY, "--n", "3"])
@@ -547,7 +547,7 @@ fn an_unknown_capability_is_an_error_before_any_model_call() {
     let graph_dir = tempfile::tempdir().unwrap();
     let graph = write_corpus(graph_dir.path());
     let fake = FakeModel::start(happy_path);
-    let output = Command::new(env!("CARGO_BIN_EXE_gauntlet-agent"))
+    let output = Command::new(crate::support::bin("gauntlet-agent"))
         .args(["qa", "--graph-file"])
         .arg(&graph)
         .args(["--url", APP_URL, "--capability", "nope", "--n", "1"])
@@ -570,7 +570,7 @@ fn an_unknown_capability_is_an_error_before_any_model_call() {
 
 #[test]
 fn version_flag_prints_the_version() {
-    let output = Command::new(env!("CARGO_BIN_EXE_gauntlet-agent"))
+    let output = Command::new(crate::support::bin("gauntlet-agent"))
         .arg("--version")
         .output()
         .unwrap();

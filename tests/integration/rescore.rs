@@ -51,7 +51,7 @@ fn the_rescore_command_exits_one_on_disagreement_and_zero_on_agreement() {
     let (_, dir) = run_trial(&ledger(), "prompt-under-load", &cfg);
     let run_dir = dir.parent().expect("run dir").to_path_buf();
     let rescore = |path: &std::path::Path| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        std::process::Command::new(crate::support::bin("gauntlet"))
             .arg("rescore")
             .arg(path)
             .output()

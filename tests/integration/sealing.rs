@@ -105,7 +105,7 @@ fn a_sealed_record_hashes_the_app_and_mutant_logs_and_an_edited_log_fails_rescor
 /// refuse to run and say why, and `GAUNTLET_SANDBOX=off` must run it.
 #[test]
 fn without_the_sandbox_a_trial_refuses_naming_the_cause_unless_turned_off() {
-    let gauntlet = PathBuf::from(env!("CARGO_BIN_EXE_gauntlet"));
+    let gauntlet = crate::support::bin("gauntlet");
     let built = gauntlet.parent().expect("bin dir");
     let bins = tempfile::tempdir().expect("tempdir");
     for entry in std::fs::read_dir(built).expect("bin dir").flatten() {

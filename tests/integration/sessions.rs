@@ -18,7 +18,7 @@ use serde_json::json;
 
 fn reference() -> Reference {
     Reference {
-        program: PathBuf::from(env!("CARGO_BIN_EXE_gauntlet-agent")),
+        program: crate::support::bin("gauntlet-agent"),
         stream: false,
     }
 }

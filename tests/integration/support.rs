@@ -11,6 +11,16 @@ pub fn root() -> PathBuf {
     gauntlet::binaries::repo_root()
 }
 
+/// A binary this package builds, found at run time: nextest's `NEXTEST_BIN_EXE_<name>`
+/// (remapped into an extracted archive), else beside the test executable. A path fixed
+/// at build time would name the build machine's `target/`, which another machine does
+/// not have — or has from another build.
+pub fn bin(name: &str) -> PathBuf {
+    std::env::var_os(format!("NEXTEST_BIN_EXE_{name}"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| gauntlet::binaries::bin_path(name))
+}
+
 pub fn ledger() -> LoadedApp {
     gauntlet::spec::load_app(&root().join("apps/api-ledger")).expect("api-ledger loads")
 }
