@@ -161,24 +161,12 @@ fn placement() -> crate::record::identity::Placement {
     crate::record::identity::Placement {
         host: crate::sys::nextest::host(),
         partition: nextest.partition,
-        archive: nextest.archive.map(|file| match file_digest(&file) {
-            Ok(digest) => digest,
-            Err(e) => format!("unreadable: {}: {e}", file.display()),
-        }),
-    }
-}
-
-fn file_digest(file: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(file)?;
-    let mut hasher = crate::hash::Sha256Stream::default();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hasher.finish());
-        }
-        hasher.update(&buf[..n]);
+        archive: nextest
+            .archive
+            .map(|file| match crate::record::digest::file_sha256(&file) {
+                Ok(digest) => digest,
+                Err(e) => format!("unreadable: {e}"),
+            }),
     }
 }
 

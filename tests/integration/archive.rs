@@ -225,19 +225,7 @@ fn one_archive_runs_on_two_fresh_trees_and_merges_into_the_unsplit_run() {
         "{}: the simulated machines' files must live outside the build tree they hide",
         tmp.path().display()
     );
-    let digest = {
-        use std::io::Read;
-        let mut f = std::fs::File::open(&archive).expect("open archive");
-        let mut hasher = gauntlet::hash::Sha256Stream::default();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = f.read(&mut buf).expect("read archive");
-            if n == 0 {
-                break hasher.finish();
-            }
-            hasher.update(&buf[..n]);
-        }
-    };
+    let digest = gauntlet::record::digest::file_sha256(&archive).expect("hash the archive");
 
     let trees: Vec<PathBuf> = (0..3).map(|i| tmp.path().join(format!("m{i}"))).collect();
     for t in &trees {

@@ -92,7 +92,11 @@ fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
         "self_report": self_report,
     });
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("snapshots/streams");
+    // Found at run time in the repository, not beside a source path fixed at build time
+    // (a nextest archive runs in another tree: docs/results.md).
+    settings.set_snapshot_path(
+        gauntlet::binaries::repo_root().join("tests/integration/snapshots/streams"),
+    );
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_json_snapshot!(format!("{agent}__{stem}"), snapshot));
     Ok(())

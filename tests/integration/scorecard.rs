@@ -146,6 +146,9 @@ fn three_profiles_land_in_their_bands_and_the_leaderboard_shows_them() {
     )
     .expect("json parses");
     let mut settings = insta::Settings::clone_current();
+    // Found at run time in the repository, not beside a source path fixed at build time
+    // (a nextest archive runs in another tree: docs/results.md).
+    settings.set_snapshot_path(gauntlet::binaries::repo_root().join("tests/integration/snapshots"));
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| {
         insta::assert_snapshot!("scorecard_leaderboard_md", md);
