@@ -79,7 +79,7 @@ impl Codex {
         cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
         let codex_home = turn.state_dir.join(".codex");
         // Rewritten every turn: the proxy's port differs from trial to trial.
-        Codex::prepare_home(&turn.state_dir, ctx)?;
+        Codex::prepare_home(Some(&turn.state_dir), ctx)?;
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
@@ -92,12 +92,14 @@ impl Codex {
         })
     }
 
-    /// HOME for Codex: its `config.toml`, and a `.bash_profile`. Codex runs every shell
-    /// command as a login shell (`bash -lc`), and Debian's `/etc/profile` resets PATH:
-    /// without the profile, `gauntlet` (a browser test's `gauntlet flow run`) is not
-    /// found in the agent's own run, only in the harness's gate.
-    fn prepare_home(root: &Path, ctx: &LaunchContext<'_>) -> Result<(), AdapterError> {
-        cli::write_config(root, ".codex/config.toml", &Codex::config(ctx))?;
+    /// HOME for Codex: its `config.toml` (in the state directory for a session turn),
+    /// and a `.bash_profile`. Codex runs every shell command as a login shell (`bash
+    /// -lc`), and Debian's `/etc/profile` resets PATH: without the profile, `gauntlet`
+    /// (a browser test's `gauntlet flow run`) is not found in the agent's own run, only
+    /// in the harness's gate.
+    fn prepare_home(state_dir: Option<&Path>, ctx: &LaunchContext<'_>) -> Result<(), AdapterError> {
+        let root = state_dir.unwrap_or(ctx.home);
+        cli::write_config(root, ".codex/config.toml", &Codex::config(ctx, state_dir))?;
         let bin = crate::binaries::bin_dir().to_string_lossy().into_owned();
         let profile = format!(
             "# gauntlet: /etc/profile resets PATH for login shells; gauntlet's binaries first again.\nexport PATH={}:\"$PATH\"\n",
@@ -108,8 +110,10 @@ impl Codex {
 
     /// `config.toml`: the proxy as the only model provider, Responses wire protocol,
     /// no approvals (nobody is there to give them), network inside the sandbox so a
-    /// test can reach the app on 127.0.0.1.
-    pub fn config(ctx: &LaunchContext<'_>) -> String {
+    /// test can reach the app on 127.0.0.1, and the session's state directory writable
+    /// inside Codex's own sandbox as well as the workspace (memory kept as files there
+    /// must survive the session; without it every write there is "Read-only file system").
+    pub fn config(ctx: &LaunchContext<'_>, state_dir: Option<&Path>) -> String {
         let mut provider = toml::Table::new();
         provider.insert("name".into(), "gauntlet metering proxy".into());
         provider.insert("base_url".into(), ctx.proxy_url.into());
@@ -121,6 +125,10 @@ impl Codex {
         providers.insert(PROVIDER.into(), provider.into());
         let mut sandbox = toml::Table::new();
         sandbox.insert("network_access".into(), true.into());
+        if let Some(dir) = state_dir {
+            let roots = vec![toml::Value::from(dir.to_string_lossy().into_owned())];
+            sandbox.insert("writable_roots".into(), roots.into());
+        }
         let mut root = toml::Table::new();
         root.insert("model".into(), ctx.model.into());
         root.insert("model_provider".into(), PROVIDER.into());
@@ -153,7 +161,7 @@ impl Adapter for Codex {
     fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
         cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
         let codex_home = ctx.home.join(".codex");
-        Codex::prepare_home(ctx.home, ctx)?;
+        Codex::prepare_home(None, ctx)?;
         Ok(Launch {
             invocation: Invocation {
                 program: self.program.clone(),
@@ -189,7 +197,7 @@ impl Adapter for Codex {
             None => {
                 cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
                 let codex_home = ctx.home.join(".codex");
-                Codex::prepare_home(ctx.home, ctx)?;
+                Codex::prepare_home(None, ctx)?;
                 Ok(Launch {
                     invocation: self.prompt_invocation(run)?,
                     env: BTreeMap::from([(
@@ -209,12 +217,13 @@ mod tests {
     #[test]
     fn the_config_uses_responses_and_the_proxy() {
         let home = std::path::Path::new("/h");
-        let text = Codex::config(&LaunchContext {
+        let ctx = LaunchContext {
             home,
             workspace: home,
             proxy_url: "http://127.0.0.1:9/v1",
             model: "m \"quoted\"",
-        });
+        };
+        let text = Codex::config(&ctx, None);
         let parsed: toml::Table = text.parse().unwrap_or_else(|e| panic!("{e}: {text}"));
         assert_eq!(parsed["model"].as_str(), Some("m \"quoted\""));
         let p = &parsed["model_providers"]["gauntlet"];
@@ -223,6 +232,18 @@ mod tests {
         assert_eq!(
             parsed["sandbox_workspace_write"]["network_access"].as_bool(),
             Some(true)
+        );
+        assert!(parsed["sandbox_workspace_write"]
+            .get("writable_roots")
+            .is_none());
+        let session: toml::Table = Codex::config(&ctx, Some(Path::new("/state")))
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            session["sandbox_workspace_write"]["writable_roots"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>()),
+            Some(vec!["/state"])
         );
     }
 }

@@ -48,6 +48,95 @@ pub struct UsageEntry {
     pub reply: Option<String>,
 }
 
+/// How the scripted model's choices are written in [`UsageEntry::reply`]: made by the
+/// proxy, read back by the scorers, so that both sides agree on one format.
+pub mod script_note {
+    /// A call answered with the flow's tool step `k`, as the offered tool `tool`.
+    pub fn step(k: usize, tool: &str) -> String {
+        format!("step {k} as `{tool}`")
+    }
+
+    /// A call answered with the flow's final text after `k` tool results.
+    pub fn final_after(k: usize, from_tool_result: bool) -> String {
+        if from_tool_result {
+            format!("final from the last tool result (after {k} tool results)")
+        } else {
+            format!("final (after {k} tool results)")
+        }
+    }
+
+    /// A call answered with a short text that advances nothing.
+    pub fn side(why: &str) -> String {
+        format!("{SIDE}{why}")
+    }
+
+    const SIDE: &str = "side request: ";
+    const ABANDONED: &str = "abandoned: ";
+
+    /// A call asking for tool step `k` the `n`th time, answered with a final text that
+    /// ends the script: the agent's tool never carried the step out.
+    pub fn abandoned(k: usize, n: u32) -> String {
+        format!("{ABANDONED}step {k} asked for {n} times and never carried out")
+    }
+
+    /// What an abandoned step's note says, if the note is one.
+    pub fn abandoned_reason(note: &str) -> Option<&str> {
+        note.strip_prefix(ABANDONED)
+    }
+
+    /// The tool step a note says was carried out, if it says one was.
+    pub fn step_of(note: &str) -> Option<usize> {
+        note.strip_prefix("step ")?.split(' ').next()?.parse().ok()
+    }
+
+    /// Whether the note is the flow's final reply.
+    pub fn is_final(note: &str) -> bool {
+        note.starts_with("final")
+    }
+
+    /// Why a side request was answered as one, if the note is one.
+    pub fn side_reason(note: &str) -> Option<&str> {
+        note.strip_prefix(SIDE)
+    }
+}
+
+/// Scripted mode: why a turn's script did not run as written on the agent, from the
+/// proxy's notes of the turn's calls, or `None` when it did: each of its `tool_steps`
+/// tool steps was answered as a call of one of the agent's tools, and its final reply
+/// was given. A step no offered tool can carry out is then the harness's failure, named
+/// with the proxy's reason, and never a low score of the agent.
+pub fn script_failure(tool_steps: usize, entries: &[UsageEntry]) -> Option<String> {
+    let notes: Vec<&str> = entries.iter().filter_map(|e| e.reply.as_deref()).collect();
+    let carried: std::collections::BTreeSet<usize> = notes
+        .iter()
+        .filter_map(|n| script_note::step_of(n))
+        .collect();
+    let why_not = || {
+        notes
+            .iter()
+            .filter_map(|n| script_note::side_reason(n))
+            .find(|why| why.starts_with("flow step"))
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default()
+    };
+    if let Some(why) = notes.iter().find_map(|n| script_note::abandoned_reason(n)) {
+        return Some(format!("scripted {why} by the agent's tool"));
+    }
+    if let Some(k) = (0..tool_steps).find(|k| !carried.contains(k)) {
+        return Some(format!(
+            "scripted step {k} of {tool_steps} was never carried out{}",
+            why_not()
+        ));
+    }
+    if !notes.iter().any(|n| script_note::is_final(n)) {
+        return Some(format!(
+            "the script's final reply was never asked for (after {tool_steps} tool steps){}",
+            why_not()
+        ));
+    }
+    None
+}
+
 /// The first budget refusal in a usage log, if any: what a record keeps as the limit
 /// the trial hit.
 pub fn budget_hit(entries: &[UsageEntry]) -> Option<String> {
@@ -105,6 +194,60 @@ pub fn summary(entries: &[UsageEntry]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn noted(notes: &[&str]) -> Vec<UsageEntry> {
+        notes
+            .iter()
+            .map(|n| UsageEntry {
+                reply: Some((*n).to_owned()),
+                ..UsageEntry::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_script_that_ran_passes_and_one_that_could_not_is_named() {
+        let ran = noted(&[
+            &script_note::side("no tools offered"),
+            &script_note::step(0, "Bash"),
+            &script_note::step(1, "Write"),
+            &script_note::final_after(2, false),
+        ]);
+        assert_eq!(script_failure(2, &ran), None);
+        let unexpressible = noted(&[
+            &script_note::side(
+                "flow step 0 (remember) needs a shell or file tool, but the request offers only: Bash",
+            ),
+            &script_note::side("no tools offered"),
+        ]);
+        let why = script_failure(1, &unexpressible).unwrap();
+        assert!(
+            why.starts_with("scripted step 0 of 1 was never carried out: flow step 0 (remember)"),
+            "{why}"
+        );
+        // A final text alone is a script too: it must have been asked for.
+        assert_eq!(
+            script_failure(0, &noted(&[&script_note::final_after(0, true)])),
+            None
+        );
+        assert!(script_failure(0, &noted(&[&script_note::side("no tools offered")])).is_some());
+        // A step asked for again and again was never carried out, whatever came after.
+        let looped = noted(&[
+            &script_note::step(0, "Write"),
+            &script_note::abandoned(0, 5),
+            &script_note::final_after(1, false),
+        ]);
+        let why = script_failure(1, &looped).unwrap();
+        assert!(why.contains("step 0 asked for 5 times"), "{why}");
+        // One step skipped is as bad as none carried out.
+        let skipped = noted(&[
+            &script_note::step(1, "Bash"),
+            &script_note::final_after(2, false),
+        ]);
+        assert!(script_failure(2, &skipped)
+            .unwrap()
+            .starts_with("scripted step 0 of 2"));
+    }
 
     #[test]
     fn a_summary_counts_calls_and_tokens_per_model() {

@@ -57,7 +57,7 @@ async fn answer(
             if let Some(message) = state.budget_spent() {
                 return refuse(state, protocol, pending, ErrorKind::Budget, message);
             }
-            let choice = script::choose(flow, &parsed.asked);
+            let choice = script::give_up_on_a_loop(state, script::choose(flow, &parsed.asked));
             let tokens = meter::scripted(parsed.input_bytes, choice.reply.output_bytes());
             let response =
                 protocol.render(&parsed, &choice.reply, model, pending.entry.seq, tokens);

@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::mapping;
+use crate::evidence::usage::script_note;
 use crate::spec::Flow;
 
 /// What a side request (one that offers no tools) is answered with.
@@ -56,6 +57,11 @@ pub(crate) struct Asked {
     /// How many tool results its conversation holds since the user's last message
     /// (a resumed multi-turn conversation carries earlier turns' results too).
     pub(crate) tool_results: usize,
+    /// How many tool results the conversation holds before the user's last message
+    /// (earlier turns of a resumed session): a scripted call's id counts on from them,
+    /// because an agent that meets an id it has seen (Claude Code does) drops the
+    /// call as interrupted.
+    pub(crate) earlier_tool_results: usize,
     /// The text of the last of those tool results (for `say_tool_result`).
     pub(crate) last_tool_result: Option<String>,
     /// Its system prompt (instructions), joined: side requests show themselves there.
@@ -82,7 +88,7 @@ const SIDE_PROMPT_MAX_BYTES: usize = 4096;
 pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
     let side = |why: String| Choice {
         reply: Reply::Text(SIDE_REPLY.to_owned()),
-        note: format!("side request: {why}"),
+        note: script_note::side(&why),
     };
     if asked.tools.is_empty() {
         return side("no tools offered".to_owned());
@@ -96,20 +102,53 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
             let result = asked.last_tool_result.as_deref().unwrap_or("");
             return Choice {
                 reply: Reply::Text(format!("{}{result}", flow.final_text())),
-                note: format!("final from the last tool result (after {k} tool results)"),
+                note: script_note::final_after(k, true),
             };
         }
         return Choice {
             reply: Reply::Text(flow.final_text().to_owned()),
-            note: format!("final (after {k} tool results)"),
+            note: script_note::final_after(k, false),
         };
     };
     match mapping::tool_call(step, k, &asked.tools) {
-        Ok(call) => Choice {
-            note: format!("step {k} as `{}`", call.name),
-            reply: Reply::ToolCall(call),
-        },
+        Ok(mut call) => {
+            call.id = format!("call_{}", asked.earlier_tool_results + k);
+            Choice {
+                note: script_note::step(k, &call.name),
+                reply: Reply::ToolCall(call),
+            }
+        }
         Err(why) => side(why.to_string()),
+    }
+}
+
+/// How often one tool step may be answered before the agent is taken to be unable to
+/// carry it out: agents retry a call or two, but one whose tool refuses the step (Claude
+/// Code's Write on a file it has not read, whose "interrupted" tool use leaves no tool
+/// result) asks for the same step thousands of times until its deadline.
+pub(crate) const MAX_STEP_REPEATS: u32 = 4;
+
+/// `choice`, unless it answers a tool step already answered [`MAX_STEP_REPEATS`] times:
+/// then a final text that says so, noted as abandoned, which a scorer reads as the
+/// harness's script failing on this agent.
+pub(crate) fn give_up_on_a_loop(state: &super::server::State, choice: Choice) -> Choice {
+    let Some(k) = script_note::step_of(&choice.note) else {
+        return choice;
+    };
+    let mut issued = match state.issued.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let n = issued.entry(k).or_insert(0);
+    *n += 1;
+    if *n <= MAX_STEP_REPEATS {
+        return choice;
+    }
+    Choice {
+        reply: Reply::Text(format!(
+            "gauntlet: scripted step {k} was asked for {n} times; the agent's tool never carried it out, so the script ends here."
+        )),
+        note: script_note::abandoned(k, *n),
     }
 }
 
@@ -153,6 +192,7 @@ mod tests {
                 })
                 .collect(),
             tool_results,
+            earlier_tool_results: 0,
             last_tool_result: None,
             system: system.into(),
         }
@@ -207,6 +247,21 @@ mod tests {
             let choice = choose(&flow(), &asked(&["bash"], k, ""));
             assert_eq!(choice.reply, Reply::Text("done".into()));
         }
+    }
+
+    #[test]
+    fn a_resumed_session_gets_call_ids_its_history_does_not_hold() {
+        // The step still comes from this turn's results; the id counts on past the
+        // earlier turns' calls (`call_0`, `call_1`), which the agent has already seen.
+        let mut resumed = asked(&["bash"], 0, "you are an agent");
+        resumed.earlier_tool_results = 2;
+        let choice = choose(&flow(), &resumed);
+        assert!(
+            matches!(choice.reply, Reply::ToolCall(ref c) if c.id == "call_2"),
+            "{:?}",
+            choice.reply
+        );
+        assert_eq!(choice.note, "step 0 as `bash`");
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub(crate) struct State {
     pub(crate) log: Arc<UsageLog>,
     pub(crate) calls: Arc<super::calls::Calls>,
     budget: Budget,
+    /// Scripted mode: how often each tool step was answered, so that an agent whose
+    /// tool never runs the step (and which asks for it again and again) is told the
+    /// script is over instead of looping until its deadline.
+    pub(crate) issued: std::sync::Mutex<std::collections::HashMap<usize, u32>>,
 }
 
 impl State {
@@ -58,6 +62,7 @@ impl State {
             log,
             calls,
             budget,
+            issued: Default::default(),
         })
     }
 

@@ -122,6 +122,20 @@ pub fn verdict_of(result: &ProbeResult, evidence: &ProbeEvidence) -> Verdict {
             passed: false,
         };
     }
+    // A scripted turn that did not run as scripted measured the harness, not the agent.
+    if let Some((label, why)) = evidence
+        .turns
+        .iter()
+        .find_map(|t| Some((&t.label, t.script_failure.as_ref()?)))
+    {
+        return Verdict {
+            outcome: Outcome::Error,
+            reason: format!(
+                "the harness's script did not run on this agent: turn `{label}`: {why}"
+            ),
+            passed: false,
+        };
+    }
     let outcome = if result.passed {
         Outcome::Verified
     } else if evidence.setup_error.is_some() {
@@ -253,4 +267,49 @@ pub fn summary_line(r: &ScorecardRecord) -> String {
         crate::record::unsealed_tag(&r.header.config),
         crate::record::digest::value_sha256(r)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::score::scorecard::{ProbeResult, TurnObs};
+
+    fn turn(script_failure: Option<&str>) -> TurnObs {
+        TurnObs {
+            label: "plant".into(),
+            session: 1,
+            prompt: "My favorite color is teal.".into(),
+            reply: Some("ok".into()),
+            problem: None,
+            files_after: Default::default(),
+            script_failure: script_failure.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_scripted_turn_that_did_not_run_is_an_error_whatever_the_observations_say() {
+        let result = |passed| ProbeResult {
+            observations: vec![],
+            passed,
+            recall_score: 0,
+            reason: "observed".into(),
+        };
+        let mut ev = ProbeEvidence {
+            turns: vec![turn(None)],
+            ..ProbeEvidence::default()
+        };
+        assert_eq!(verdict_of(&result(false), &ev).outcome, Outcome::Unverified);
+        ev.turns
+            .push(turn(Some("scripted step 0 of 1 was never carried out")));
+        for passed in [false, true] {
+            let v = verdict_of(&result(passed), &ev);
+            assert_eq!(v.outcome, Outcome::Error);
+            assert!(!v.passed);
+            assert!(
+                v.reason.contains("turn `plant`: scripted step 0"),
+                "{}",
+                v.reason
+            );
+        }
+    }
 }

@@ -176,6 +176,23 @@ fn entry(
     if !missing.is_empty() {
         notes.push(format!("not run (scored 0): {}", missing.join(", ")));
     }
+    let mut idle_alone: Vec<&str> = recs
+        .iter()
+        .filter(|(_, r)| {
+            r.evidence
+                .background
+                .as_deref()
+                .is_some_and(crate::score::scorecard::had_no_background_mode)
+        })
+        .map(|(_, r)| r.scorecard.probe.as_str())
+        .collect();
+    idle_alone.sort_unstable();
+    if !idle_alone.is_empty() {
+        notes.push(format!(
+            "no background mode: {} scored on what its turns did, with nothing running in the idle windows",
+            idle_alone.join(", ")
+        ));
+    }
     let score = score_card(card, &holds);
     let first = &recs[0].1;
     let mut why = Vec::new();

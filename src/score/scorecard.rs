@@ -28,6 +28,12 @@ pub struct TurnObs {
     pub problem: Option<String>,
     /// Workspace files after the turn: path → content (text, capped) and hash.
     pub files_after: BTreeMap<String, FileObs>,
+    /// Scripted mode: where the harness's script of this turn did not run as written on
+    /// this agent (a step none of its tools can carry out, a step it never reached),
+    /// from the proxy's notes of the turn's calls. The probe is then an error of the
+    /// harness's script, never a low score of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_failure: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -126,6 +132,17 @@ pub struct ProbeEvidence {
     /// ended: its evidence is partial, and it is not judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+}
+
+/// What [`ProbeEvidence::background`] says of an agent that has no background mode
+/// (the agent CLIs): nothing runs in its idle windows, so it scores what its turns did.
+pub fn no_background_mode(agent: &str) -> String {
+    format!("agent `{agent}` has no background mode: left idle")
+}
+
+/// Whether `background` is [`no_background_mode`]'s statement.
+pub fn had_no_background_mode(background: &str) -> bool {
+    background.ends_with("has no background mode: left idle")
 }
 
 /// One observation's result, with the text it was decided on.

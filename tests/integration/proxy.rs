@@ -339,6 +339,45 @@ async fn scripted_streams_reassemble_to_the_same_replies() {
     proxy.shutdown().await;
 }
 
+/// An agent whose tool never carries a step out (Claude Code's Write refusing a file it
+/// has not read leaves no tool result) asks for the same step again and again: after a
+/// few repeats the proxy ends the script with a text saying so, noted as abandoned, so
+/// the turn ends at once as the harness's failure instead of looping to its deadline.
+#[tokio::test]
+async fn a_step_asked_for_again_and_again_is_abandoned_not_looped_on() {
+    use gauntlet::evidence::usage::{script_failure, script_note};
+    let proxy = scripted(three_step_flow()).await;
+    let base = proxy.base_url();
+    let tools = ["write_file", "bash"];
+    let mut replies = Vec::new();
+    for _ in 0..6 {
+        let (_, reply) = post(&base, &chat_request(&tools, 0, false)).await;
+        replies.push(said(&reply));
+    }
+    for r in &replies[..4] {
+        assert_eq!(
+            r.tool_call, replies[0].tool_call,
+            "retries get the step again"
+        );
+        assert!(r.tool_call.is_some());
+    }
+    for r in &replies[4..] {
+        assert_eq!(r.tool_call, None);
+        assert!(
+            r.content
+                .as_deref()
+                .is_some_and(|c| c.contains("scripted step 0")),
+            "{r:?}"
+        );
+    }
+    let entries = proxy.shutdown().await;
+    let notes: Vec<&str> = entries.iter().filter_map(|e| e.reply.as_deref()).collect();
+    assert_eq!(notes[0], script_note::step(0, "write_file"));
+    assert_eq!(notes[4], script_note::abandoned(0, 5));
+    let why = script_failure(2, &entries).expect("the turn's script failed");
+    assert!(why.contains("step 0 asked for 5 times"), "{why}");
+}
+
 #[tokio::test]
 async fn generic_steps_map_onto_the_offered_tools() {
     let proxy = scripted(three_step_flow()).await;

@@ -26,16 +26,16 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         .iter()
         .rposition(|m| role(m).as_deref() == Some("user"))
         .map_or(0, |i| i + 1);
-    let turn: Vec<&Value> = messages[since_user..]
-        .iter()
-        .filter(|m| role(m).as_deref() == Some("tool"))
-        .collect();
+    let is_result = |m: &&Value| role(m).as_deref() == Some("tool");
+    let turn: Vec<&Value> = messages[since_user..].iter().filter(is_result).collect();
+    let earlier_tool_results = messages[..since_user].iter().filter(is_result).count();
     Ok(Parsed {
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         asked: Asked {
             tools: tools(body),
             tool_results: turn.len(),
+            earlier_tool_results,
             last_tool_result: turn.last().map(|m| wire::text_of(m.get("content"))),
             system: system.join("\n"),
         },

@@ -27,13 +27,8 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
                     .is_some_and(|blocks| blocks.iter().any(is_result))
         })
         .map_or(0, |i| i + 1);
-    let results: Vec<&Value> = messages[since_user..]
-        .iter()
-        .filter(|m| user(m))
-        .filter_map(|m| m.get("content").and_then(Value::as_array))
-        .flatten()
-        .filter(|block| is_result(block))
-        .collect();
+    let results = tool_results_in(&messages[since_user..]);
+    let earlier_tool_results = tool_results_in(&messages[..since_user]).len();
     let tool_results = results.len();
     let last_tool_result = results.last().map(|b| wire::text_of(b.get("content")));
     Ok(Parsed {
@@ -42,11 +37,23 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         asked: Asked {
             tools: tools(body),
             tool_results,
+            earlier_tool_results,
             last_tool_result,
             system: wire::text_of(body.get("system")),
         },
         input_bytes: input_bytes(body),
     })
+}
+
+/// The tool-result blocks of the user messages in `messages`.
+fn tool_results_in(messages: &[Value]) -> Vec<&Value> {
+    messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
+        .collect()
 }
 
 fn input_bytes(body: &Map<String, Value>) -> usize {
@@ -90,6 +97,10 @@ mod tests {
             "model": "claude-sonnet-4-5", "stream": true, "max_tokens": 32000,
             "system": [{"type": "text", "text": "You are Claude Code."}, {"type": "text", "text": "Be careful."}],
             "messages": [
+                {"role": "user", "content": "remember teal"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_call_0", "name": "Bash", "input": {"command": "echo"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_call_0", "content": "stored"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
                 {"role": "user", "content": "verify balance"},
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"}]}
@@ -104,6 +115,8 @@ mod tests {
         };
         let parsed = parse(&body).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(parsed.asked.tool_results, 1);
+        // A resumed session's earlier turn: counted apart, so call ids stay unique.
+        assert_eq!(parsed.asked.earlier_tool_results, 1);
         assert_eq!(parsed.asked.system, "You are Claude Code.\nBe careful.");
         assert_eq!(parsed.asked.tools.len(), 2);
         assert_eq!(parsed.model.as_deref(), Some("claude-sonnet-4-5"));

@@ -31,14 +31,13 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         .iter()
         .rposition(|item| item.get("role").and_then(Value::as_str) == Some("user"))
         .map_or(0, |i| i + 1);
-    let results: Vec<&Value> = items[since_user..]
-        .iter()
-        .filter(|item| {
-            item.get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| RESULT_ITEMS.contains(&t))
-        })
-        .collect();
+    let is_result = |item: &&Value| {
+        item.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| RESULT_ITEMS.contains(&t))
+    };
+    let results: Vec<&Value> = items[since_user..].iter().filter(is_result).collect();
+    let earlier_tool_results = items[..since_user].iter().filter(is_result).count();
     let tool_results = results.len();
     let last_tool_result = results.last().map(|item| wire::text_of(item.get("output")));
     Ok(Parsed {
@@ -47,6 +46,7 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         asked: Asked {
             tools: tools(body),
             tool_results,
+            earlier_tool_results,
             last_tool_result,
             system: system.join("\n").trim().to_owned(),
         },
@@ -83,6 +83,9 @@ mod tests {
             "model": "gpt-5", "stream": true, "instructions": "You are Codex.",
             "input": [
                 {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "be brief"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "remember teal"}]},
+                {"type": "function_call", "call_id": "call_0", "name": "shell", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_0", "output": "stored"},
                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
                 {"type": "function_call", "call_id": "call_0", "name": "shell", "arguments": "{}"},
                 {"type": "function_call_output", "call_id": "call_0", "output": "ok"}
@@ -99,6 +102,7 @@ mod tests {
         let parsed = parse(&body).unwrap_or_else(|e| panic!("{e}"));
         assert!(parsed.stream);
         assert_eq!(parsed.asked.tool_results, 1);
+        assert_eq!(parsed.asked.earlier_tool_results, 1);
         let names: Vec<&str> = parsed.asked.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["shell"]);
         assert_eq!(parsed.asked.system, "You are Codex.\nbe brief");

@@ -13,6 +13,7 @@ fn turn(label: &str, reply: &str) -> TurnObs {
         reply: Some(reply.into()),
         problem: None,
         files_after: BTreeMap::new(),
+        script_failure: None,
     }
 }
 

@@ -73,7 +73,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
     let proxy_url = proxy.as_ref().map(|p| p.base_url());
     let command = launch.invocation.command_line();
     let kernel = d.kernel();
-    let env = kernel.env(launch.env, d.sinks.agent_env(), proxy_url.as_deref());
+    let env = kernel.env(launch.env, d.agent_env(), proxy_url.as_deref());
     let streams = Streams {
         stem: "background",
         tag: Some("background"),

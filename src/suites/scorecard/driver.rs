@@ -196,6 +196,19 @@ impl Driver<'_> {
         })
     }
 
+    /// What every process the probe runs for the agent is told, whatever its adapter:
+    /// the sinks (`http_proxy`, `GAUNTLET_SMTP_URL`, the tracker) and
+    /// `GAUNTLET_STATE_DIR`, the one directory that outlives a session, so memory kept
+    /// as files there (the portable scripted profiles do) survives into the next one.
+    pub fn agent_env(&self) -> BTreeMap<String, String> {
+        let mut env = self.sinks.agent_env();
+        env.insert(
+            "GAUNTLET_STATE_DIR".into(),
+            self.state_dir.to_string_lossy().into_owned(),
+        );
+        env
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn turn(
         &self,
@@ -211,6 +224,7 @@ impl Driver<'_> {
         let flow = self
             .profile
             .map(|p| p.turn_flow(&self.probe.probe.id, label, self.bank));
+        let tool_steps = flow.as_ref().map(|f| f.tool_steps().len());
         let start_ms = now_ms();
         let mut t = TurnObs {
             label: label.to_string(),
@@ -219,6 +233,7 @@ impl Driver<'_> {
             reply: None,
             problem: None,
             files_after: BTreeMap::new(),
+            script_failure: None,
         };
         let proxy = match self.proxy(flow, &format!("turn `{label}`")).await {
             Ok(p) => p,
@@ -258,15 +273,14 @@ impl Driver<'_> {
             stem: &stem,
             tag: Some(&stem),
         };
-        let spec = self.kernel().agent_spec(
-            launch,
-            self.sinks.agent_env(),
-            &proxy_url,
-            &streams,
-            self.view(),
-        );
+        let spec =
+            self.kernel()
+                .agent_spec(launch, self.agent_env(), &proxy_url, &streams, self.view());
         let outcome = process::run(spec).await;
         let (usage, calls) = self.kernel().finish_proxy(proxy, &stem).await;
+        t.script_failure = tool_steps
+            .filter(|_| outcome.as_ref().is_ok_and(|o| o.end.success()))
+            .and_then(|n| crate::evidence::usage::script_failure(n, &usage));
         let usage_range = [obs.usage.len(), obs.usage.len() + usage.len()];
         obs.usage.extend(usage);
         let end_ms = now_ms();
@@ -367,9 +381,8 @@ impl Driver<'_> {
         if let Some(b) = &bg {
             obs.evidence.background = Some(b.describe());
         } else if obs.evidence.background.is_none() {
-            obs.evidence.background = Some(format!(
-                "agent `{}` has no background mode: left idle",
-                self.adapter.name()
+            obs.evidence.background = Some(crate::score::scorecard::no_background_mode(
+                self.adapter.name(),
             ));
         }
         let mut result = Ok(());
