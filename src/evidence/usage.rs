@@ -72,6 +72,18 @@ pub mod script_note {
 
     const SIDE: &str = "side request: ";
     const ABANDONED: &str = "abandoned: ";
+    const FAILED: &str = "failed: ";
+
+    /// A call whose conversation shows tool step `k` failed (`why`), answered with a
+    /// final text that ends the script.
+    pub fn failed(k: usize, why: &str) -> String {
+        format!("{FAILED}step {k} {why}")
+    }
+
+    /// What a failed step's note says, if the note is one.
+    pub fn failed_reason(note: &str) -> Option<&str> {
+        note.strip_prefix(FAILED)
+    }
 
     /// A call asking for tool step `k` the `n`th time, answered with a final text that
     /// ends the script: the agent's tool never carried the step out.
@@ -119,6 +131,9 @@ pub fn script_failure(tool_steps: usize, entries: &[UsageEntry]) -> Option<Strin
             .map(|why| format!(": {why}"))
             .unwrap_or_default()
     };
+    if let Some(why) = notes.iter().find_map(|n| script_note::failed_reason(n)) {
+        return Some(format!("scripted {why}"));
+    }
     if let Some(why) = notes.iter().find_map(|n| script_note::abandoned_reason(n)) {
         return Some(format!("scripted {why} by the agent's tool"));
     }
@@ -247,6 +262,17 @@ mod tests {
         assert!(script_failure(2, &skipped)
             .unwrap()
             .starts_with("scripted step 0 of 2"));
+        // A step carried out whose tool failed: named with the proxy's reason.
+        let failed = noted(&[
+            &script_note::step(0, "exec_command"),
+            &script_note::failed(0, "its result lacks `stored`: \"Read-only file system\""),
+        ]);
+        let why = script_failure(1, &failed).unwrap();
+        assert!(
+            why.starts_with("scripted step 0 its result lacks `stored`")
+                && why.contains("Read-only"),
+            "{why}"
+        );
     }
 
     #[test]

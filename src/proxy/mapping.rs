@@ -24,7 +24,7 @@ pub(crate) fn tool_call(
     tools: &[OfferedTool],
 ) -> Result<ToolCall, Unexpressible> {
     let (tool, args) = match step {
-        FlowStep::Shell { command } => shell(tools, command),
+        FlowStep::Shell { command, .. } => shell(tools, command),
         FlowStep::WriteFile { path, content } => match find(tools, WRITE_TOOLS) {
             Some(tool) => Some((tool, file_args(tool, path, Some(content)))),
             None => shell(tools, &write_script(path, content)),
@@ -204,6 +204,7 @@ mod tests {
     fn shell_prefers_the_listed_order_and_exec_command_takes_cmd() {
         let step = FlowStep::Shell {
             command: "ls".into(),
+            expect: None,
         };
         let tools = [tool("exec_command", Value::Null), tool("bash", Value::Null)];
         let call = tool_call(&step, 2, &tools).unwrap_or_else(|e| panic!("{e}"));
@@ -221,6 +222,7 @@ mod tests {
         });
         let step = FlowStep::Shell {
             command: "ls".into(),
+            expect: None,
         };
         let call = tool_call(&step, 1, &[tool("shell", schema)]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

@@ -97,6 +97,14 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
         return side("the system prompt asks for a title".to_owned());
     }
     let k = asked.tool_results;
+    if let Some((failed, why)) = failed_step(flow, asked) {
+        return Choice {
+            reply: Reply::Text(format!(
+                "gauntlet: scripted step {failed} failed ({why}); the script ends here."
+            )),
+            note: script_note::failed(failed, &why),
+        };
+    }
     let Some(step) = flow.tool_steps().get(k) else {
         if flow.says_tool_result() {
             let result = asked.last_tool_result.as_deref().unwrap_or("");
@@ -120,6 +128,26 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
         }
         Err(why) => side(why.to_string()),
     }
+}
+
+/// The tool step whose result the request carries, with why it failed, when it
+/// declares what its result must contain (`expect`) and the result lacks it.
+fn failed_step(flow: &Flow, asked: &Asked) -> Option<(usize, String)> {
+    let k = asked.tool_results.checked_sub(1)?;
+    let crate::spec::FlowStep::Shell {
+        expect: Some(expect),
+        ..
+    } = flow.tool_steps().get(k)?
+    else {
+        return None;
+    };
+    let result = asked.last_tool_result.as_deref().unwrap_or("");
+    if result.contains(expect.as_str()) {
+        return None;
+    }
+    let excerpt: String = result.split_whitespace().collect::<Vec<_>>().join(" ");
+    let excerpt: String = excerpt.chars().take(200).collect();
+    Some((k, format!("its result lacks `{expect}`: {excerpt:?}")))
 }
 
 /// How often one tool step may be answered before the agent is taken to be unable to
@@ -174,6 +202,7 @@ mod tests {
             steps: vec![
                 FlowStep::Shell {
                     command: "true".into(),
+                    expect: None,
                 },
                 FlowStep::Final {
                     text: "done".into(),
@@ -247,6 +276,41 @@ mod tests {
             let choice = choose(&flow(), &asked(&["bash"], k, ""));
             assert_eq!(choice.reply, Reply::Text("done".into()));
         }
+    }
+
+    #[test]
+    fn a_step_whose_result_lacks_what_it_expects_ends_the_script_as_failed() {
+        let flow = Flow {
+            capability: "c".into(),
+            steps: vec![
+                FlowStep::Shell {
+                    command: "printf 'x\\n' >> \"$GAUNTLET_STATE_DIR/m\" && echo stored".into(),
+                    expect: Some("stored".into()),
+                },
+                FlowStep::Shell {
+                    command: "cat \"$GAUNTLET_STATE_DIR/m\"".into(),
+                    expect: None,
+                },
+                FlowStep::Final {
+                    text: "done".into(),
+                },
+            ],
+        };
+        let mut after = asked(&["bash"], 1, "agent");
+        after.last_tool_result = Some("sh: /m: Read-only file system".into());
+        let choice = choose(&flow, &after);
+        assert_eq!(
+            script_note::failed_reason(&choice.note),
+            Some("step 0 its result lacks `stored`: \"sh: /m: Read-only file system\"")
+        );
+        assert!(matches!(choice.reply, Reply::Text(ref t) if t.contains("step 0 failed")));
+        // The expected text present: the script goes on to the next step.
+        after.last_tool_result = Some("stored\n".into());
+        assert_eq!(choose(&flow, &after).note, "step 1 as `bash`");
+        // A step without `expect` is not judged: whatever `cat` printed, the final.
+        let mut last = asked(&["bash"], 2, "agent");
+        last.last_tool_result = Some("cat: no such file".into());
+        assert_eq!(choose(&flow, &last).reply, Reply::Text("done".into()));
     }
 
     #[test]

@@ -134,6 +134,28 @@ pub struct ProbeEvidence {
     pub interrupted: Option<String>,
 }
 
+/// Scripted mode: the first of a turn's scripted file writes (`path`, `content`) that
+/// the workspace does not hold after the turn, said as a script failure. A write the
+/// agent's tool refused or mangled is the harness's script failing on this agent, seen
+/// in the workspace itself rather than in what the tool answered.
+pub fn unwritten(
+    writes: &[(String, String)],
+    files_after: &BTreeMap<String, FileObs>,
+) -> Option<String> {
+    writes.iter().enumerate().find_map(|(i, (path, content))| {
+        let held = files_after.get(path).and_then(|f| f.text.as_deref());
+        match held {
+            Some(text) if text == content => None,
+            Some(_) => Some(format!(
+                "scripted write {i} left `{path}` with other content than the script wrote"
+            )),
+            None => Some(format!(
+                "scripted write {i} left no `{path}` in the workspace"
+            )),
+        }
+    })
+}
+
 /// What [`ProbeEvidence::background`] says of an agent that has no background mode
 /// (the agent CLIs): nothing runs in its idle windows, so it scores what its turns did.
 pub fn no_background_mode(agent: &str) -> String {

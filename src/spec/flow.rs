@@ -16,8 +16,15 @@ use super::{read_json, Corpus, SpecError};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FlowStep {
-    /// Ask the agent to run a shell command.
-    Shell { command: String },
+    /// Ask the agent to run a shell command. With `expect`, the command's result must
+    /// contain that text (`… && echo stored`): a result without it is the harness's
+    /// script failing on this agent (a tool that refused or failed), which ends the
+    /// script and makes the turn an error instead of a low score.
+    Shell {
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect: Option<String>,
+    },
     /// Ask the agent to write a file (relative to its working directory).
     WriteFile { path: String, content: String },
     /// Ask the agent to read a file.

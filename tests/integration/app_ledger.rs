@@ -209,7 +209,7 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
                         panic!("write {}: {e}", target.display());
                     }
                 }
-                FlowStep::Shell { command } => {
+                FlowStep::Shell { command, .. } => {
                     let out = sh(workspace.path(), command, &app.url);
                     if !out.status.success() {
                         failures.push(format!(

@@ -138,7 +138,7 @@ pub fn claimed_files(loaded: &LoadedApp, command: &str) -> Vec<(String, String)>
             cap.id
         );
         let ran = flow.tool_steps().iter().any(|s| {
-            matches!(s, FlowStep::Shell { command: c } if *c == format!("cd {} && {}", test.dir, test.command))
+            matches!(s, FlowStep::Shell { command: c, .. } if *c == format!("cd {} && {}", test.dir, test.command))
         });
         assert!(
             ran,

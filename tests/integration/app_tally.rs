@@ -174,7 +174,7 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
                         panic!("write {}: {e}", target.display());
                     }
                 }
-                FlowStep::Shell { command } => {
+                FlowStep::Shell { command, .. } => {
                     let out = sh(workspace.path(), command, &real);
                     // The ambiguous flow looks at a refusal on purpose; its exit is its own.
                     if !out.status.success() && cap.kind.is_verifiable() {

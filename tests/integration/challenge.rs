@@ -442,6 +442,7 @@ fn an_opaque_shell_command_is_kept_in_the_account_and_the_observation_decides() 
         0,
         FlowStep::Shell {
             command: "cat $(ls *.csv)".into(),
+            expect: None,
         },
     );
     let opts = Options {
@@ -499,6 +500,7 @@ fn a_trial_that_times_out_keeps_its_partial_evidence() {
         1,
         FlowStep::Shell {
             command: "sleep 60".into(),
+            expect: None,
         },
     );
     let opts = Options {
@@ -775,6 +777,7 @@ fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
     // Post only the first row, then claim the full result.
     flow.steps[1] = FlowStep::Shell {
         command: "curl -sf -X POST -H 'Content-Type: application/json' -d '{\"account\":\"ops\",\"amount\":120000}' \"$APP_URL/transactions\"".into(),
+        expect: None,
     };
     let (rec, dir) = run(
         &l,
@@ -828,6 +831,7 @@ fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
         0,
         FlowStep::Shell {
             command: "seq 1 40000".into(),
+            expect: None,
         },
     );
     let (_, dir) = run(

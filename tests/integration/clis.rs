@@ -5,9 +5,11 @@
 //! tool call the script makes must succeed in the CLI's own run, not only in the
 //! harness's gate: a test command the CLI's shell cannot find is a failure here.
 //!
-//! One test per CLI and capability: `clis::<agent>::<capability>`, and one per CLI,
+//! One test per CLI and capability: `clis::<agent>::<capability>`, one per CLI,
 //! `clis::<agent>::session-resume`, that its multi-turn sessions resume the
-//! conversation (see [`session_resume`]). Where
+//! conversation (see [`session_resume`]), and `clis::scorecard`: all 15 scorecard
+//! probes with each CLI and the reference agent, and their leaderboard (see
+//! [`scorecard`]). Where
 //! `workspace/node_modules` lacks a CLI the test is listed as ignored, with the reason,
 //! except under `CI=true`, where it runs and fails: CI installs the workspace.
 //!
@@ -101,6 +103,8 @@ fn main() -> ExitCode {
         }
         trials.push(Trial::test(name, move || session_resume(cli)).with_ignored_flag(ignored));
     }
+    let ignored = CLIS.iter().any(|c| !cli::installed(c.bin)) && !ci;
+    trials.push(Trial::test("clis::scorecard", scorecard).with_ignored_flag(ignored));
     gauntlet::harness::run(args, trials)
 }
 
@@ -515,4 +519,224 @@ fn run_turn(
         }
         Ok(Sent { bodies })
     })
+}
+
+/// What each agent scores on the 15 probes under the scripted autonomous profile
+/// (compressed idle), D1..D5 and the total: the reference agent's background mode earns
+/// D3 and the rest of D2 and D4; the CLIs have none, so their idle windows pass with
+/// nothing running. A mapping regression shows here, or as a script failure, never as
+/// a quietly lower row.
+const SCORECARD: [(&str, [u8; 5], u8); 4] = [
+    ("reference", [4, 4, 4, 4, 4], 20),
+    ("opencode", SCORECARD_CLI, SCORECARD_CLI_TOTAL),
+    ("claude-code", SCORECARD_CLI, SCORECARD_CLI_TOTAL),
+    ("codex", SCORECARD_CLI, SCORECARD_CLI_TOTAL),
+];
+const SCORECARD_CLI: [u8; 5] = [4, 2, 1, 3, 4];
+const SCORECARD_CLI_TOTAL: u8 = 14;
+
+/// The probes only a background mode can pass: an agent without one is left alone in
+/// their idle windows.
+const NEEDS_BACKGROUND: [&str; 5] = ["p2-1", "p3-1", "p3-2", "p3-3", "p4-3"];
+
+/// The whole scorecard through `gauntlet run --filter scorecard::` (the command a user
+/// runs), once per agent — the reference agent and the three CLIs, scripted autonomous
+/// profile, the default compressed idle — then `gauntlet leaderboard` over the four
+/// runs. Every probe must run; every turn must have its reply recorded and its script
+/// carried out by the agent's tools (a failed tool is an error of the script, never a
+/// low score); every record must rescore to itself; the mail and HTTP probes must have
+/// their sink events; the leaderboard must give one row per agent with the agent's
+/// version, every row marked a scripted illustration and unranked, the CLIs' noting
+/// they have no background mode, with the scores of [`SCORECARD`].
+fn scorecard() -> Result<(), Failed> {
+    for c in CLIS {
+        if !cli::installed(c.bin) {
+            return Err(fail(format!(
+                "{} is not installed; .ci/run installs the pinned CLIs with `npm ci` in workspace/",
+                cli::npm_bin(c.bin).display()
+            )));
+        }
+    }
+    let root = gauntlet::binaries::repo_root();
+    let gauntlet_bin = gauntlet::binaries::bin_dir().join("gauntlet");
+    let out = tempfile::tempdir().map_err(|e| fail(format!("tempdir: {e}")))?;
+    let mut run_dirs = Vec::new();
+    for (agent, _, _) in SCORECARD {
+        let out_dir = out.path().join(agent);
+        let mut cmd = std::process::Command::new(&gauntlet_bin);
+        // The caller's configuration stays out: this run is the defaults plus the agent.
+        for (key, _) in std::env::vars() {
+            if key.starts_with("GAUNTLET_")
+                && !matches!(
+                    key.as_str(),
+                    "GAUNTLET_ROOT" | "GAUNTLET_BIN_DIR" | "GAUNTLET_CHROMIUM"
+                )
+            {
+                cmd.env_remove(key);
+            }
+        }
+        let run = cmd
+            .args(["run", "--filter", "scorecard::", "--jobs", "2"])
+            .current_dir(&root)
+            .env("GAUNTLET_AGENT", agent)
+            .env("GAUNTLET_OUT", &out_dir)
+            .env("GAUNTLET_SCORECARD_PROFILE", "autonomous")
+            .output()
+            .map_err(|e| fail(format!("{}: {e}", gauntlet_bin.display())))?;
+        let run_dir = std::fs::read_dir(&out_dir)
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.is_dir()))
+            .ok_or_else(|| {
+                fail(format!(
+                    "{agent}: `gauntlet run` left no run directory (exit {:?}): {}",
+                    run.status.code(),
+                    String::from_utf8_lossy(&run.stderr)
+                ))
+            })?;
+        check_scorecard_run(agent, &run_dir)?;
+        run_dirs.push(run_dir);
+    }
+
+    let board = out.path().join("leaderboard");
+    let lb = std::process::Command::new(&gauntlet_bin)
+        .arg("leaderboard")
+        .arg("--out")
+        .arg(&board)
+        .args(&run_dirs)
+        .output()
+        .map_err(|e| fail(format!("gauntlet leaderboard: {e}")))?;
+    if !lb.status.success() {
+        return Err(fail(format!(
+            "gauntlet leaderboard: {}",
+            String::from_utf8_lossy(&lb.stderr)
+        )));
+    }
+    let json = std::fs::read(board.join("leaderboard.json"))
+        .map_err(|e| fail(format!("leaderboard.json: {e}")))?;
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&json).map_err(|e| fail(format!("leaderboard.json: {e}")))?;
+    assert_eq!(rows.len(), 4, "one row per agent: {rows:#?}");
+    let md = std::fs::read_to_string(board.join("leaderboard.md"))
+        .map_err(|e| fail(format!("leaderboard.md: {e}")))?;
+    for (agent, dims, total) in SCORECARD {
+        let row = rows
+            .iter()
+            .find(|r| r["agent"].as_str().is_some_and(|a| a.starts_with(agent)))
+            .ok_or_else(|| fail(format!("no leaderboard row for {agent}: {rows:#?}")))?;
+        let version = row["version"].as_str().unwrap_or("");
+        if let Some(c) = CLIS.iter().find(|c| (c.agent)().name() == agent) {
+            let pinned = pinned_version(&root, c.package)?;
+            assert!(
+                version.contains(&pinned),
+                "{agent}: version `{version}`, the lockfile pins {pinned}"
+            );
+        } else {
+            assert!(!version.is_empty(), "{agent}: no version");
+        }
+        let got: Vec<u64> = ["memory", "goals", "continuous", "initiative", "world"]
+            .iter()
+            .map(|d| row["scores"][d].as_u64().unwrap_or(99))
+            .collect();
+        let want: Vec<u64> = dims.iter().map(|&d| u64::from(d)).collect();
+        assert_eq!(got, want, "{agent}: D1..D5 (the row: {row:#})");
+        assert_eq!(row["total"].as_f64(), Some(f64::from(total)), "{agent}");
+        let unranked = row["unranked"].as_str().unwrap_or("");
+        assert!(
+            unranked.contains("scripted run: a harness illustration"),
+            "{agent}: {unranked}"
+        );
+        let notes = row["notes"].to_string();
+        assert_eq!(
+            notes.contains("no background mode"),
+            agent != "reference",
+            "{agent}: {notes}"
+        );
+        let line = md
+            .lines()
+            .find(|l| l.contains(&format!("| {agent}")))
+            .ok_or_else(|| fail(format!("{agent}: no row in leaderboard.md:\n{md}")))?;
+        assert!(
+            line.starts_with("| - |") && line.contains(version),
+            "{line}"
+        );
+    }
+    Ok(())
+}
+
+/// One agent's scorecard run: 15 records, each turn replied to and its script carried
+/// out, sink events where the probe needs them, and every record rescoring to itself.
+fn check_scorecard_run(agent: &str, run_dir: &Path) -> Result<(), Failed> {
+    let mut probes = Vec::new();
+    for entry in std::fs::read_dir(run_dir)
+        .map_err(|e| fail(format!("{}: {e}", run_dir.display())))?
+        .flatten()
+    {
+        let file = entry.path().join(gauntlet::record::RECORD_FILE);
+        if !file.is_file() {
+            continue;
+        }
+        let rec = match gauntlet::record::any::load_any(&file) {
+            Ok(gauntlet::record::any::AnyRecord::Scorecard(rec)) => rec,
+            Ok(_) => continue,
+            Err(e) => return Err(fail(format!("{}: {e}", file.display()))),
+        };
+        let probe = rec.scorecard.probe.clone();
+        let where_ = format!("{agent} {probe} ({})", file.display());
+        assert_eq!(rec.header.config.agent, agent, "{where_}");
+        assert!(
+            rec.evidence.setup_error.is_none(),
+            "{where_}: {:?}",
+            rec.evidence.setup_error
+        );
+        for t in &rec.evidence.turns {
+            assert!(
+                t.reply.as_deref().is_some_and(|r| !r.trim().is_empty()),
+                "{where_}: turn `{}` has no reply",
+                t.label
+            );
+            assert!(
+                t.problem.is_none() && t.script_failure.is_none(),
+                "{where_}: turn `{}`: {:?} {:?}",
+                t.label,
+                t.problem,
+                t.script_failure
+            );
+        }
+        let kinds: Vec<String> = rec
+            .evidence
+            .events
+            .iter()
+            .map(|e| format!("{:?}", e.sink))
+            .collect();
+        match probe.as_str() {
+            "p5-2" => assert!(
+                kinds.iter().any(|k| k == "Http"),
+                "{where_}: no HTTP stand-in event: {kinds:?}"
+            ),
+            "p5-3" => assert!(
+                kinds.iter().any(|k| k == "Mail"),
+                "{where_}: no SMTP event: {kinds:?}"
+            ),
+            _ => {}
+        }
+        let background = rec.evidence.background.as_deref().unwrap_or("");
+        if agent != "reference" && NEEDS_BACKGROUND.contains(&probe.as_str()) {
+            assert!(
+                !rec.verdict.passed,
+                "{where_}: passed with nothing running in its idle windows"
+            );
+            assert!(
+                gauntlet::score::scorecard::had_no_background_mode(background),
+                "{where_}: {background}"
+            );
+        } else {
+            assert!(rec.verdict.passed, "{where_}: {}", rec.verdict.reason);
+        }
+        let row = gauntlet::record::rescore::rescore_file(&file);
+        assert!(row.agrees(), "{where_}: rescore: {:?}", row.derived);
+        probes.push(probe);
+    }
+    probes.sort();
+    assert_eq!(probes.len(), 15, "{agent}: probes recorded: {probes:?}");
+    Ok(())
 }

@@ -28,6 +28,7 @@ fn three_step_flow() -> Flow {
             },
             FlowStep::Shell {
                 command: "cat out/a.txt".into(),
+                expect: None,
             },
             FlowStep::Final {
                 text: FINAL_TEXT.into(),

@@ -20,6 +20,7 @@ fn flow() -> Flow {
             },
             FlowStep::Shell {
                 command: "sh t/check.sh".into(),
+                expect: None,
             },
             FlowStep::Final {
                 text: FINAL_TEXT.into(),

@@ -64,16 +64,30 @@ fn run_probe(
     gauntlet::record::scorecard::ScorecardRecord,
     std::path::PathBuf,
 ) {
-    let probe = suite.probe(id).expect("probe");
     let cfg = Config {
         timeout,
         ..cfg("autonomous", out)
     };
+    execute_probe(suite, id, &cfg, out)
+}
+
+/// One probe of `suite` under `cfg`, into `out/run`: the record it must leave, and its
+/// directory.
+fn execute_probe(
+    suite: &ScorecardSuite,
+    id: &str,
+    cfg: &Config,
+    out: &Path,
+) -> (
+    gauntlet::record::scorecard::ScorecardRecord,
+    std::path::PathBuf,
+) {
+    let probe = suite.probe(id).expect("probe");
     runtime()
         .block_on(execute(
             suite,
             probe,
-            &cfg,
+            cfg,
             &out.join("run"),
             &ExecOptions::default(),
         ))
@@ -272,16 +286,7 @@ fn a_background_loop_that_only_logs_scores_nothing() {
         ..cfg("log-only", out.path())
     };
     for id in ["p3-1", "p3-2"] {
-        let probe = suite.probe(id).expect("probe");
-        let (rec, dir) = runtime()
-            .block_on(execute(
-                &suite,
-                probe,
-                &cfg,
-                &out.path().join("run"),
-                &ExecOptions::default(),
-            ))
-            .expect("record");
+        let (rec, dir) = execute_probe(&suite, id, &cfg, out.path());
         // The loop really ran and really wrote…
         assert!(
             rec.evidence
@@ -342,4 +347,61 @@ fn the_committed_scorecard_record_schema_is_current_and_real_records_validate() 
         checked += 1;
     }
     assert_eq!(checked, 3);
+}
+
+/// A copy of `dir` (files and folders) at `to`.
+fn copy_tree(dir: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A scripted tool call that failed is the harness's script failing on this agent,
+/// never a low score of it: a memory write that cannot land (its result lacks the
+/// `stored` its step expects) and a file write the workspace does not hold afterwards
+/// each make the probe an `error` that names the turn and the step, and the record
+/// rescores to the same. The mapping regressions this stands for: a state directory
+/// the agent's own sandbox keeps read-only (Codex before it was made a writable root),
+/// a write tool that refuses (Claude Code's Write on a file it has not read).
+#[test]
+fn a_scripted_step_whose_tool_failed_is_an_error_not_a_low_score() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("scorecard");
+    copy_tree(&default_dir(), &dir);
+    let profile = dir.join("agents/autonomous/profile.json");
+    let text = std::fs::read_to_string(&profile).expect("profile");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    // The memory file where no process may write.
+    v["turns"]["p1-1/plant"][0]["shell"]["command"] =
+        "printf '%s\\n' 'favorite color: {{color}}' >> /proc/memory.md && echo stored".into();
+    // A write that lands outside the workspace's `out/items.csv`.
+    v["turns"]["p5-1/write"][0]["write_file"]["path"] = "../outside/items.csv".into();
+    std::fs::write(&profile, serde_json::to_vec_pretty(&v).expect("json")).expect("write");
+    let suite = load_suite(&dir).expect("the edited suite loads");
+    let cfg = cfg("autonomous", out.path());
+    for (id, turn, why) in [
+        ("p1-1", "plant", "step 0 its result lacks `stored`"),
+        ("p5-1", "write", "left no `../outside/items.csv`"),
+    ] {
+        let (rec, trial) = execute_probe(&suite, id, &cfg, out.path());
+        assert_eq!(
+            rec.verdict.outcome,
+            gauntlet::score::Outcome::Error,
+            "{id}: {:?}",
+            rec.verdict
+        );
+        assert!(
+            rec.verdict.reason.contains(&format!("turn `{turn}`"))
+                && rec.verdict.reason.contains(why),
+            "{id}: {}",
+            rec.verdict.reason
+        );
+        assert!(gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees());
+    }
 }

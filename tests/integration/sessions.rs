@@ -523,6 +523,7 @@ async fn a_model_tick_is_a_real_background_turn_of_the_agent() {
         flow: flow(vec![
             FlowStep::Shell {
                 command: r#"curl -sS -X POST -d '{"title":"Weekly digest","body":"all quiet"}' "$GAUNTLET_TRACKER_URL/threads""#.into(),
+                expect: None,
             },
             tool("goal_set", json!({"id": "digest", "text": "send the weekly digest", "priority": 2})),
             final_text("background check done"),

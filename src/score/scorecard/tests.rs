@@ -476,3 +476,20 @@ fn a_goal_file_counts_only_with_another_effect() {
         .push(ev("w", SinkKind::File, "write", "notes/tidy.md", "done"));
     assert!(eval(&rule, &bank, &e).0.is_ok());
 }
+
+#[test]
+fn a_scripted_write_the_workspace_does_not_hold_is_named() {
+    let file = |text: Option<&str>| FileObs {
+        sha256: String::new(),
+        bytes: text.map_or(0, |t| t.len() as u64),
+        text: text.map(str::to_owned),
+    };
+    let writes = vec![("out/items.csv".to_string(), "a,b\n".to_string())];
+    let held = BTreeMap::from([("out/items.csv".to_string(), file(Some("a,b\n")))]);
+    assert_eq!(unwritten(&writes, &held), None);
+    let other = BTreeMap::from([("out/items.csv".to_string(), file(Some("a,b\na,b\n")))]);
+    assert!(unwritten(&writes, &other)
+        .is_some_and(|why| why.contains("other content") && why.contains("out/items.csv")));
+    assert!(unwritten(&writes, &BTreeMap::new()).is_some_and(|why| why.contains("left no")));
+    assert_eq!(unwritten(&[], &BTreeMap::new()), None);
+}

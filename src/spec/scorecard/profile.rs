@@ -64,8 +64,9 @@ fn render(probe: &str, steps: &[FlowStep], bank: &Bank) -> Flow {
         steps: steps
             .iter()
             .map(|s| match s {
-                FlowStep::Shell { command } => FlowStep::Shell {
+                FlowStep::Shell { command, expect } => FlowStep::Shell {
                     command: r(command),
+                    expect: expect.as_ref().map(r),
                 },
                 FlowStep::WriteFile { path, content } => FlowStep::WriteFile {
                     path: r(path),
@@ -176,7 +177,9 @@ fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecEr
     }
     for (i, s) in steps.iter().enumerate() {
         let texts: Vec<String> = match s {
-            FlowStep::Shell { command } => vec![command.clone()],
+            FlowStep::Shell { command, expect } => {
+                std::iter::once(command).chain(expect).cloned().collect()
+            }
             FlowStep::WriteFile { path, content } => vec![path.clone(), content.clone()],
             FlowStep::ReadFile { path } => vec![path.clone()],
             FlowStep::Final { text } => vec![text.clone()],

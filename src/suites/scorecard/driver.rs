@@ -22,7 +22,7 @@ use crate::proxy::Proxy;
 use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
 use crate::spec::scorecard::profile::LoadedProfile;
 use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
-use crate::spec::Flow;
+use crate::spec::{Flow, FlowStep};
 use crate::sys::process;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
@@ -225,6 +225,14 @@ impl Driver<'_> {
             .profile
             .map(|p| p.turn_flow(&self.probe.probe.id, label, self.bank));
         let tool_steps = flow.as_ref().map(|f| f.tool_steps().len());
+        let writes: Vec<(String, String)> = flow
+            .iter()
+            .flat_map(|f| f.tool_steps())
+            .filter_map(|s| match s {
+                FlowStep::WriteFile { path, content } => Some((path.clone(), content.clone())),
+                _ => None,
+            })
+            .collect();
         let start_ms = now_ms();
         let mut t = TurnObs {
             label: label.to_string(),
@@ -278,8 +286,9 @@ impl Driver<'_> {
                 .agent_spec(launch, self.agent_env(), &proxy_url, &streams, self.view());
         let outcome = process::run(spec).await;
         let (usage, calls) = self.kernel().finish_proxy(proxy, &stem).await;
+        let ended_cleanly = outcome.as_ref().is_ok_and(|o| o.end.success());
         t.script_failure = tool_steps
-            .filter(|_| outcome.as_ref().is_ok_and(|o| o.end.success()))
+            .filter(|_| ended_cleanly)
             .and_then(|n| crate::evidence::usage::script_failure(n, &usage));
         let usage_range = [obs.usage.len(), obs.usage.len() + usage.len()];
         obs.usage.extend(usage);
@@ -293,6 +302,9 @@ impl Driver<'_> {
         obs.file_events
             .extend(workspace_events(self.workspace, label, snapshot, &after));
         t.files_after = self.files_after(&after);
+        if ended_cleanly && tool_steps.is_some() && t.script_failure.is_none() {
+            t.script_failure = crate::score::scorecard::unwritten(&writes, &t.files_after);
+        }
         *snapshot = after;
         let outcome = match outcome {
             Ok(o) => o,
