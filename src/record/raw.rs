@@ -123,14 +123,18 @@ pub fn verify_file(trial_dir: &Path, raw: &crate::evidence::RawFile) -> Result<(
 }
 
 fn verify_one(trial_dir: &Path, n: &Named<'_>) -> Result<(), String> {
-    verify_named(trial_dir, n, None)
+    verify_named(trial_dir, n, None, &mut SeenDirs::default())
 }
 
-/// [`verify_one`], taking the hash and length of a file the caller already read
-/// (`hashed`) instead of reading it again; the path and the file's kind are checked
-/// all the same.
-fn verify_named(trial_dir: &Path, n: &Named<'_>, hashed: Option<&Hashed>) -> Result<(), String> {
-    let rel = Path::new(n.path);
+/// Directories below a trial directory already found to be real directories while
+/// checking one record: a record names a dozen raw files in `gate/`, and the directory
+/// need not be looked at a dozen times.
+#[derive(Default)]
+struct SeenDirs(Vec<std::path::PathBuf>);
+
+/// `rel` as a raw file's path: relative, and never leaving the trial directory.
+fn inside(rel: &str) -> Result<&Path, String> {
+    let rel = Path::new(rel);
     if rel.is_absolute()
         || rel
             .components()
@@ -138,25 +142,40 @@ fn verify_named(trial_dir: &Path, n: &Named<'_>, hashed: Option<&Hashed>) -> Res
     {
         return Err("the recorded path leaves the trial directory".into());
     }
-    let mut f = open_plain(trial_dir, rel)?;
+    Ok(rel)
+}
+
+/// [`verify_one`], taking the hash and length of a file the caller already read
+/// (`hashed`, which it opened with [`open_raw`]) instead of opening it again.
+fn verify_named(
+    trial_dir: &Path,
+    n: &Named<'_>,
+    hashed: Option<&Hashed>,
+    seen: &mut SeenDirs,
+) -> Result<(), String> {
+    let rel = inside(n.path)?;
     let (found, len) = match hashed {
         Some(h) => (h.sha256.clone(), h.bytes),
-        None => {
-            let mut hash = crate::hash::Sha256Stream::default();
-            let mut buf = vec![0u8; 64 << 10];
-            let mut len = 0u64;
-            loop {
-                let got = f
-                    .read(&mut buf)
-                    .map_err(|e| format!("cannot be read: {e}"))?;
-                if got == 0 {
-                    break;
-                }
-                len += got as u64;
-                hash.update(&buf[..got]);
+        // An empty file is checked by its metadata alone (most of a run's stderr files
+        // are empty): a plain file of no bytes hashes to the empty hash, and opening
+        // and reading it would add three system calls for nothing.
+        None if n.bytes == 0 => {
+            let at = plain_dirs(trial_dir, rel, seen)?;
+            let meta =
+                std::fs::symlink_metadata(&at).map_err(|e| format!("cannot be read: {e}"))?;
+            if meta.file_type().is_symlink() {
+                return Err(LINK.into());
             }
-            (hash.finish(), len)
+            if !meta.is_file() {
+                return Err("is not a regular file".into());
+            }
+            if meta.len() == 0 {
+                (crate::hash::sha256(&[]), 0)
+            } else {
+                hash_plain(open_plain(trial_dir, rel, seen)?)?
+            }
         }
+        None => hash_plain(open_plain(trial_dir, rel, seen)?)?,
     };
     if found != n.sha256 {
         return Err(format!(
@@ -170,21 +189,75 @@ fn verify_named(trial_dir: &Path, n: &Named<'_>, hashed: Option<&Hashed>) -> Res
     Ok(())
 }
 
-/// Open `rel` below `trial_dir` for reading only if no component of it is a symlink and
-/// it is a regular file: a trial directory holds what an agent wrote, and a raw file
-/// swapped for a link to a host file, or for a FIFO that blocks the open forever, must
-/// read as a problem, not as the host file or a hang.
-fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    const LINK: &str = "is a symlink; raw evidence is never read through a link";
+/// The hash and length of a plain file, read to its end.
+fn hash_plain(mut f: PlainFile) -> Result<(String, u64), String> {
+    let mut hash = crate::hash::Sha256Stream::default();
+    let mut buf = vec![0u8; f.buffer_size()];
+    let mut len = 0u64;
+    loop {
+        let got = f
+            .read(&mut buf)
+            .map_err(|e| format!("cannot be read: {e}"))?;
+        if got == 0 {
+            break;
+        }
+        len += got as u64;
+        hash.update(&buf[..got]);
+    }
+    Ok((hash.finish(), len))
+}
+
+const LINK: &str = "is a symlink; raw evidence is never read through a link";
+
+/// A raw file opened the way [`verify`] opens it (never through a link, never a FIFO),
+/// read to the end it had when it was opened.
+///
+/// A read of a regular file that returns fewer bytes than asked has reached the file's
+/// end, and when that end is the size the open file reported, the next read would only
+/// say so: it is not made. Checking a run reads tens of thousands of small raw files,
+/// and that read was one system call in four. A file that grew since it was opened is
+/// still read to its new end.
+pub struct PlainFile {
+    file: std::fs::File,
+    size: u64,
+    read: u64,
+    ended: bool,
+}
+
+impl PlainFile {
+    /// A read buffer that takes the whole file in one read, up to 64 KiB.
+    pub fn buffer_size(&self) -> usize {
+        (self.size.saturating_add(1)).min(64 << 10) as usize
+    }
+}
+
+impl Read for PlainFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.ended || buf.is_empty() {
+            return Ok(0);
+        }
+        let got = self.file.read(buf)?;
+        self.read += got as u64;
+        self.ended = got == 0 || (got < buf.len() && self.read == self.size);
+        Ok(got)
+    }
+}
+
+/// The directory `rel` lies in below `trial_dir`, each component checked to be a
+/// directory and no link; then `rel` joined whole.
+fn plain_dirs(
+    trial_dir: &Path,
+    rel: &Path,
+    seen: &mut SeenDirs,
+) -> Result<std::path::PathBuf, String> {
     let mut at = trial_dir.to_path_buf();
     let parts: Vec<_> = rel.components().collect();
-    let (last, dirs) = match parts.split_last() {
-        Some((last, dirs)) => (Some(last), dirs),
-        None => (None, &parts[..]),
-    };
+    let dirs = parts.split_last().map_or(&parts[..], |(_, dirs)| dirs);
     for part in dirs {
         at.push(part);
+        if seen.0.contains(&at) {
+            continue;
+        }
         let meta = std::fs::symlink_metadata(&at).map_err(|e| format!("cannot be read: {e}"))?;
         if meta.file_type().is_symlink() {
             return Err(LINK.into());
@@ -192,26 +265,49 @@ fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
         if !meta.is_dir() {
             return Err("a component of its path is not a directory".into());
         }
+        seen.0.push(at.clone());
     }
-    if let Some(last) = last {
-        at.push(last);
-    }
+    Ok(trial_dir.join(rel))
+}
+
+/// Open `rel` below `trial_dir` for reading only if no component of it is a symlink and
+/// it is a regular file: a trial directory holds what an agent wrote, and a raw file
+/// swapped for a link to a host file, or for a FIFO that blocks the open forever, must
+/// read as a problem, not as the host file or a hang.
+fn open_plain(trial_dir: &Path, rel: &Path, seen: &mut SeenDirs) -> Result<PlainFile, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let at = plain_dirs(trial_dir, rel, seen)?;
+    let named_last = rel.file_name().is_some();
     // The last component is not looked at before it is opened: O_NOFOLLOW refuses it if
     // it is a link (ELOOP, as no earlier component is one), one system call fewer per
     // raw file of a run.
-    let f = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&at)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) if last.is_some() => LINK.to_string(),
+            Some(libc::ELOOP) if named_last => LINK.to_string(),
             _ => format!("cannot be read: {e}"),
         })?;
-    let meta = f.metadata().map_err(|e| format!("cannot be read: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot be read: {e}"))?;
     if !meta.is_file() {
         return Err("is not a regular file".into());
     }
-    Ok(f)
+    Ok(PlainFile {
+        file,
+        size: meta.len(),
+        read: 0,
+        ended: false,
+    })
+}
+
+/// The raw file `rel` below `trial_dir` opened as [`verify`] opens it, for a reader that
+/// streams it and then hands its hash to [`verify_record_bytes`] as [`Hashed`]; the
+/// error says why it cannot be, in [`verify`]'s words.
+pub fn open_raw(trial_dir: &Path, rel: &str) -> Result<PlainFile, String> {
+    open_plain(trial_dir, inside(rel)?, &mut SeenDirs::default())
 }
 
 /// The first `limit` bytes of the raw file `rel` below `trial_dir`, and whether there
@@ -219,7 +315,6 @@ fn open_plain(trial_dir: &Path, rel: &Path) -> Result<std::fs::File, String> {
 /// when it cannot be read so. For pages and exports, which show raw files they do not
 /// check.
 pub fn read_plain(trial_dir: &Path, rel: &str, limit: u64) -> Option<(Vec<u8>, bool)> {
-    use std::io::Read;
     let f = open_plain_file(trial_dir, rel)?;
     let mut buf = Vec::new();
     f.take(limit.saturating_add(1)).read_to_end(&mut buf).ok()?;
@@ -230,7 +325,7 @@ pub fn read_plain(trial_dir: &Path, rel: &str, limit: u64) -> Option<(Vec<u8>, b
 
 /// The raw file `rel` below `trial_dir`, opened the way [`verify`] opens it, for a reader
 /// that streams it (an agent's stdout through its parser); `None` when it cannot be.
-pub fn open_plain_file(trial_dir: &Path, rel: &str) -> Option<std::fs::File> {
+pub fn open_plain_file(trial_dir: &Path, rel: &str) -> Option<PlainFile> {
     let rel = Path::new(rel);
     if rel.is_absolute()
         || rel
@@ -239,7 +334,7 @@ pub fn open_plain_file(trial_dir: &Path, rel: &str) -> Option<std::fs::File> {
     {
         return None;
     }
-    open_plain(trial_dir, rel).ok()
+    open_plain(trial_dir, rel, &mut SeenDirs::default()).ok()
 }
 
 /// [`verify`] for the record file `file` (its trial directory is the file's parent).
@@ -251,10 +346,10 @@ pub fn verify_record_file(file: &Path) -> Result<RawCheck, super::RecordError> {
     verify_record_bytes(file, &bytes, &[])
 }
 
-/// A raw file a reader already streamed and hashed while reading it (rescore's parse of
-/// the agent's stdout): its path as the record names it, the hash found and the bytes
-/// read. [`verify_record_bytes`] does not read such a file twice; it still checks that
-/// the file is a plain file below the trial directory, as it does for every other.
+/// A raw file a reader already opened with [`open_raw`] and hashed while reading it
+/// (rescore's parse of the agent's stdout): its path as the record names it, the hash
+/// found and the bytes read. [`verify_record_bytes`] neither opens nor reads such a file
+/// again: [`open_raw`] made the checks it would make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hashed {
     pub path: String,
@@ -278,6 +373,7 @@ pub fn verify_record_bytes(
     let trial_dir = file.parent().unwrap_or(Path::new("."));
     let mut check = RawCheck::default();
     let mut seen: Vec<(&str, u64, &str)> = Vec::new();
+    let mut dirs = SeenDirs::default();
     for n in &found {
         let key = (n.path.as_ref(), n.bytes, n.sha256.as_ref());
         if seen.contains(&key) {
@@ -291,7 +387,7 @@ pub fn verify_record_bytes(
             sha256: &n.sha256,
         };
         let hashed = known.iter().find(|k| k.path == n.path);
-        if let Err(problem) = verify_named(trial_dir, &named, hashed) {
+        if let Err(problem) = verify_named(trial_dir, &named, hashed, &mut dirs) {
             check.problems.push(RawProblem {
                 path: n.path.to_string(),
                 problem,
@@ -476,6 +572,7 @@ impl<'de> serde::de::Visitor<'de> for Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn a_raw_file_swapped_for_a_link_or_a_fifo_is_a_problem_not_a_read() {
@@ -502,6 +599,61 @@ mod tests {
         assert!(fifo.problem.contains("not a regular file"), "{fifo}");
         std::fs::copy(&host, trial.join("real.out")).unwrap();
         verify_file(&trial, &raw("real.out")).unwrap();
+    }
+
+    #[test]
+    fn an_empty_raw_file_is_checked_by_its_metadata_yet_refuses_links_fifos_and_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let trial = dir.path().join("trial");
+        std::fs::create_dir_all(trial.join("gate")).unwrap();
+        std::fs::write(trial.join("gate/empty.err"), b"").unwrap();
+        std::fs::write(trial.join("gate/grew.err"), b"x").unwrap();
+        std::fs::write(dir.path().join("host.err"), b"").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("host.err"), trial.join("link.err")).unwrap();
+        std::os::unix::fs::symlink(trial.join("gate"), trial.join("via")).unwrap();
+        nix::unistd::mkfifo(&trial.join("fifo.err"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let empty = |path: &str| crate::evidence::RawFile {
+            path: path.into(),
+            bytes: 0,
+            bytes_seen: 0,
+            sha256: crate::hash::sha256(b""),
+        };
+        verify_file(&trial, &empty("gate/empty.err")).unwrap();
+        let grew = verify_file(&trial, &empty("gate/grew.err")).unwrap_err();
+        assert!(grew.problem.contains("recorded hash"), "{grew}");
+        let link = verify_file(&trial, &empty("link.err")).unwrap_err();
+        assert!(link.problem.contains("symlink"), "{link}");
+        let via = verify_file(&trial, &empty("via/empty.err")).unwrap_err();
+        assert!(via.problem.contains("symlink"), "{via}");
+        let fifo = verify_file(&trial, &empty("fifo.err")).unwrap_err();
+        assert!(fifo.problem.contains("not a regular file"), "{fifo}");
+        let gone = verify_file(&trial, &empty("gone.err")).unwrap_err();
+        assert!(gone.problem.contains("cannot be read"), "{gone}");
+        let up = verify_file(&trial, &empty("../host.err")).unwrap_err();
+        assert!(up.problem.contains("leaves the trial directory"), "{up}");
+        // A reader's open refuses a FIFO at once instead of blocking on it.
+        let why = open_raw(&trial, "fifo.err").err().unwrap();
+        assert!(why.contains("not a regular file"), "{why}");
+    }
+
+    #[test]
+    fn a_plain_file_is_read_to_its_end_even_when_it_grew_after_the_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("out");
+        std::fs::write(&file, b"abc").unwrap();
+        let mut f = open_raw(dir.path(), "out").unwrap();
+        assert_eq!(f.buffer_size(), 4);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap()
+            .write_all(b"def")
+            .unwrap();
+        let mut got = Vec::new();
+        f.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"abcdef");
+        // Once ended, it stays ended.
+        assert_eq!(f.read(&mut [0u8; 8]).unwrap(), 0);
     }
 
     #[test]

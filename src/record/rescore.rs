@@ -79,16 +79,17 @@ fn parse_hashed(
     parser: StreamParser,
 ) -> (Result<Transcript, RescoreError>, Option<super::raw::Hashed>) {
     let file = trial_dir.join(&raw.path);
-    if Path::new(&raw.path).is_absolute() || raw.path.split('/').any(|s| s == "..") {
-        let source = std::io::Error::other("evidence path leaves the trial directory");
-        return (Err(RescoreError::Io { file, source }), None);
-    }
-    let f = match std::fs::File::open(&file) {
+    // Opened as the raw-file check opens it (never through a link, never a FIFO, which
+    // would block the open forever), so that the check need not open it again.
+    let f = match super::raw::open_raw(trial_dir, &raw.path) {
         Ok(f) => f,
-        Err(source) => return (Err(RescoreError::Io { file, source }), None),
+        Err(why) => {
+            let source = std::io::Error::other(why);
+            return (Err(RescoreError::Io { file, source }), None);
+        }
     };
     let mut reader = std::io::BufReader::with_capacity(
-        64 << 10,
+        f.buffer_size(),
         HashingReader {
             inner: f,
             hash: Sha256Stream::default(),
@@ -346,7 +347,8 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     }
     let digest = super::digest::run_digest(&entries);
     let mut unfinished = if is_run {
-        super::unfinished::find(path)?
+        let recorded: std::collections::HashSet<String> = files.iter().map(|f| dir_of(f)).collect();
+        super::unfinished::find(path, |name| recorded.contains(name))?
     } else {
         Vec::new()
     };

@@ -68,17 +68,22 @@ pub fn is_trial_dir_name(name: &str) -> bool {
     SUITES.iter().any(|s| name.starts_with(s))
 }
 
-/// Every trial directory of `run_dir` without a record, sorted by name.
-pub fn find(run_dir: &Path) -> Result<Vec<Unfinished>, RecordError> {
+/// Every trial directory of `run_dir` without a record, sorted by name. `recorded` says
+/// which directories the caller has just read a record in (they are not looked at
+/// again); any other is asked of the disk.
+pub fn find(
+    run_dir: &Path,
+    recorded: impl Fn(&str) -> bool,
+) -> Result<Vec<Unfinished>, RecordError> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(run_dir).map_err(super::io(run_dir))? {
         let entry = entry.map_err(super::io(run_dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if !is_trial_dir_name(&name) || !path.is_dir() {
+        if !is_trial_dir_name(&name) || recorded(&name) {
             continue;
         }
-        if path.join(RECORD_FILE).exists() {
+        let path = entry.path();
+        if !path.is_dir() || path.join(RECORD_FILE).exists() {
             continue;
         }
         out.push(Unfinished {
@@ -157,7 +162,7 @@ mod tests {
         std::fs::create_dir(run.path().join("transcripts")).unwrap();
         std::fs::write(run.path().join("manifest.jsonl"), "").unwrap();
 
-        let found = find(run.path()).unwrap();
+        let found = find(run.path(), |_| false).unwrap();
         assert_eq!(
             found,
             vec![Unfinished {

@@ -594,21 +594,20 @@ fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) 
         }
         if !hat.is_empty() {
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let ci = |v: &[f64]| {
-                shown
-                    .contains(&(kk as u32))
-                    .then(|| crate::score::interval::bootstrap_mean(v))
-                    .flatten()
+            let (hat_ci, at_ci) = if shown.contains(&(kk as u32)) {
+                crate::score::interval::bootstrap_mean_pair(&hat, &at)
+            } else {
+                (None, None)
             };
             f.pass_hat_k.push(KValue {
                 k: kk as u32,
                 value: mean(&hat),
-                ci: ci(&hat),
+                ci: hat_ci,
             });
             f.pass_at_k.push(KValue {
                 k: kk as u32,
                 value: mean(&at),
-                ci: ci(&at),
+                ci: at_ci,
             });
         }
     }

@@ -52,23 +52,51 @@ pub fn wilson(successes: usize, n: usize) -> Option<Interval> {
 /// The percentile bootstrap interval of the mean of `values` (one per capability);
 /// `None` with fewer than two values, where resampling says nothing.
 pub fn bootstrap_mean(values: &[f64]) -> Option<Interval> {
-    if values.len() < 2 {
+    bootstrap([values]).map(|[i]| i)
+}
+
+/// [`bootstrap_mean`] of two series of one length (a page's pass^k and pass@k over the
+/// same capabilities), each interval exactly what [`bootstrap_mean`] gives it: the
+/// resampling is seeded by the length alone, so both series are resampled with the same
+/// draws, and drawing them once halves a report's bootstrap.
+pub fn bootstrap_mean_pair(a: &[f64], b: &[f64]) -> (Option<Interval>, Option<Interval>) {
+    if a.len() != b.len() {
+        return (bootstrap_mean(a), bootstrap_mean(b));
+    }
+    match bootstrap([a, b]) {
+        Some([x, y]) => (Some(x), Some(y)),
+        None => (None, None),
+    }
+}
+
+/// The bootstrap of `K` series of one length, sharing each resample's draws.
+fn bootstrap<const K: usize>(series: [&[f64]; K]) -> Option<[Interval; K]> {
+    let n = series[0].len();
+    if n < 2 || series.iter().any(|s| s.len() != n) {
         return None;
     }
-    let mut rng = SplitMix64(0x9e37_79b9_7f4a_7c15 ^ values.len() as u64);
-    let n = values.len();
-    let mut means: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            let sum: f64 = (0..n).map(|_| values[rng.below(n)]).sum();
-            sum / n as f64
-        })
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let at = |q: f64| means[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
-    Some(Interval {
-        low: at(0.025),
-        high: at(0.975),
-    })
+    let mut rng = SplitMix64(0x9e37_79b9_7f4a_7c15 ^ n as u64);
+    let mut means: [Vec<f64>; K] = std::array::from_fn(|_| Vec::with_capacity(RESAMPLES));
+    for _ in 0..RESAMPLES {
+        let mut sums = [0.0f64; K];
+        for _ in 0..n {
+            let i = rng.below(n);
+            for (sum, s) in sums.iter_mut().zip(series) {
+                *sum += s[i];
+            }
+        }
+        for (m, sum) in means.iter_mut().zip(sums) {
+            m.push(sum / n as f64);
+        }
+    }
+    Some(means.map(|mut m| {
+        m.sort_by(f64::total_cmp);
+        let at = |q: f64| m[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+        Interval {
+            low: at(0.025),
+            high: at(0.975),
+        }
+    }))
 }
 
 /// The 95% interval of the difference of two proportions, `b_hits/b_n − a_hits/a_n`
@@ -153,6 +181,19 @@ mod tests {
             })
         );
         assert_eq!(bootstrap_mean(&[0.5]), None);
+    }
+
+    #[test]
+    fn a_pair_bootstraps_each_series_exactly_as_alone() {
+        let a: Vec<f64> = (0..37).map(|i| (i % 5) as f64 / 4.0).collect();
+        let b: Vec<f64> = (0..37).map(|i| (i * 7 % 11) as f64 / 10.0).collect();
+        let (x, y) = bootstrap_mean_pair(&a, &b);
+        assert_eq!(x, bootstrap_mean(&a));
+        assert_eq!(y, bootstrap_mean(&b));
+        assert_ne!(x, y);
+        let (x, y) = bootstrap_mean_pair(&a, &b[..20]);
+        assert_eq!((x, y), (bootstrap_mean(&a), bootstrap_mean(&b[..20])));
+        assert_eq!(bootstrap_mean_pair(&[1.0], &[0.0]), (None, None));
     }
 
     #[test]
