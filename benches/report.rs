@@ -200,20 +200,21 @@ fn main() {
                     ..template.clone()
                 })
                 .collect();
-            let cfg = Arc::new(gauntlet::config::Config {
+            let cfg = gauntlet::config::Config {
                 repeats,
                 ..Default::default()
-            });
-            let apps = Arc::new(vec![app]);
-            let plan = gauntlet::plan::plan_qa(&apps, &cfg, None);
+            };
+            let plan = gauntlet::plan::plan_qa(std::slice::from_ref(&app), &cfg, None);
+            // As the harness shares them: one reference count for all a trial needs.
+            let shared = Arc::new((vec![app], cfg));
             let count = plan.len();
             let trials: Vec<libtest_mimic::Trial> = plan
                 .into_iter()
                 .map(|p| {
-                    let (apps, cfg) = (Arc::clone(&apps), Arc::clone(&cfg));
+                    let shared = Arc::clone(&shared);
                     let ignored = p.skip.is_some();
                     libtest_mimic::Trial::test(p.name, move || {
-                        std::hint::black_box((&apps, &p.unit, &cfg));
+                        std::hint::black_box((&shared, &p.unit));
                         Ok(())
                     })
                     .with_ignored_flag(ignored)
