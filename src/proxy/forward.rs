@@ -33,12 +33,48 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) envelope: Envelope,
 }
 
+/// A call handed to the provider and not yet recorded. The future that forwards it is
+/// dropped when the agent closes its connection (killed at its deadline, say) or the
+/// proxy shuts down while the provider is still answering; the provider may have served
+/// and billed the call all the same, so the guard records it then, with why it was
+/// cut. Once the answer is a stream, the stream's relay records it instead.
+struct InFlight<'a> {
+    log: &'a Arc<UsageLog>,
+    pending: Option<Pending>,
+}
+
+impl InFlight<'_> {
+    /// The call, for the code that records it itself.
+    fn take(&mut self) -> Pending {
+        self.pending
+            .take()
+            .expect("an in-flight call is taken once")
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(mut pending) = self.pending.take() {
+            pending.entry.source = "upstream".to_owned();
+            pending.entry.error = Some(
+                "cut before the provider's answer was read: the agent went away or the proxy shut down"
+                    .to_owned(),
+            );
+            self.log.record(pending);
+        }
+    }
+}
+
 pub(crate) async fn forward(
     upstream: &Arc<Upstream>,
     log: &Arc<UsageLog>,
-    mut pending: Pending,
+    pending: Pending,
     call: Outgoing<'_>,
 ) -> Response<Body> {
+    let mut flight = InFlight {
+        log,
+        pending: Some(pending),
+    };
     let protocol = call.protocol;
     let stream = call.envelope.stream;
     let asking = (stream && !call.envelope.usage_asked)
@@ -58,6 +94,7 @@ pub(crate) async fn forward(
     {
         Ok(response) => response,
         Err(e) => {
+            let mut pending = flight.take();
             let message = e.to_string();
             pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
             pending.entry.source = "proxy".to_owned();
@@ -69,8 +106,9 @@ pub(crate) async fn forward(
     let status = response.status();
     let content_type = response.headers().get(CONTENT_TYPE).cloned();
     let passed = passed_headers(response.headers());
-    pending.entry.status = status.as_u16();
-    pending.entry.source = "upstream".to_owned();
+    if let Some(pending) = flight.pending.as_mut() {
+        pending.entry.status = status.as_u16();
+    }
 
     if stream && status.is_success() {
         // Waiting for the first chunk before answering lets the response head and that
@@ -78,6 +116,8 @@ pub(crate) async fn forward(
         // separate write costs it a wake-up (measured: benches/proxy.rs).
         let mut response = response;
         let first = response.chunk().await.transpose();
+        let mut pending = flight.take();
+        pending.entry.source = "upstream".to_owned();
         let relay = Relay::new(
             response,
             first,
@@ -91,7 +131,10 @@ pub(crate) async fn forward(
         return streamed;
     }
 
-    let bytes = match response.bytes().await {
+    let bytes = response.bytes().await;
+    let mut pending = flight.take();
+    pending.entry.source = "upstream".to_owned();
+    let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(e) => {
             let message = upstream.redact(&format!("upstream response body cut: {e}"));

@@ -594,3 +594,42 @@ async fn a_provider_that_echoes_the_key_never_hands_it_to_the_agent() {
     assert_no_key(&entries);
     assert_eq!(entries[1].input_tokens, Some(3), "{entries:?}");
 }
+
+#[tokio::test]
+async fn a_call_cut_before_the_provider_answered_is_still_metered() {
+    // The agent is killed at its deadline while the provider is still working on its
+    // call: the provider may bill the call, so the meter must count it, as cut.
+    let (proxy, fake) = byok().await;
+    let golden = &ALL[0];
+    for stream in [false, true] {
+        let body = request(golden, "held", stream);
+        let url = format!("{}/{}", proxy.base_url(), golden.path);
+        let agent = tokio::spawn(async move {
+            let _ = client()
+                .post(url)
+                .bearer_auth("gauntlet-proxy")
+                .json(&body)
+                .send()
+                .await;
+        });
+        let before = fake.seen().len();
+        // Wait (not time) until the provider holds the call, then kill the agent.
+        while fake.seen().len() == before {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        agent.abort();
+        let _ = agent.await;
+    }
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    for (entry, stream) in entries.iter().zip([false, true]) {
+        assert_eq!(entry.source, "upstream", "{entry:?}");
+        assert_eq!(entry.stream, stream, "{entry:?}");
+        assert_eq!((entry.input_tokens, entry.output_tokens), (None, None));
+        let error = entry.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("cut before the provider's answer"),
+            "{entry:?}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! (429, a stream cut mid-way, garbage, a stream held after its first event).
 //!
 //! It behaves by the request's `model`: `golden`, `rate-limited`, `cut`, `gated`,
-//! `garbage`. Wrong credentials get 401, so a 200 proves the proxy sent the key the
+//! `garbage`, `held` (no answer at all until released). Wrong credentials get 401, so a 200 proves the proxy sent the key the
 //! protocol's way (`Authorization: Bearer` for OpenAI, `x-api-key` for Anthropic).
 
 use std::convert::Infallible;
@@ -200,6 +200,11 @@ async fn reply(request: Request<Incoming>, provider: Arc<Provider>) -> Response<
     let model = body["model"].as_str().unwrap_or_default();
     let stream = body["stream"] == Value::Bool(true);
     match model {
+        // A provider still thinking: not even the response head until released.
+        "held" => {
+            provider.release.notified().await;
+            return full(StatusCode::OK, "application/json", golden.whole);
+        }
         "rate-limited" => {
             let mut response = full(
                 StatusCode::TOO_MANY_REQUESTS,

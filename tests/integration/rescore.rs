@@ -31,6 +31,16 @@ fn a_record_rescores_to_its_verdict_and_tampering_is_caught() {
     assert!(!row.agrees());
     let why = row.derived.as_ref().map_err(|e| e.to_string()).unwrap_err();
     assert!(why.contains("does not match its recorded hash"), "{why}");
+
+    // The agent's stdout swapped for a FIFO is a problem, not a rescore that waits
+    // forever for a writer.
+    let stdout = dir.join(&rec.evidence.agent.stdout.path);
+    std::fs::remove_file(&stdout).expect("rm stdout");
+    nix::unistd::mkfifo(&stdout, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let row = rescore_file(&file);
+    assert!(!row.agrees());
+    let why = row.derived.as_ref().map_err(|e| e.to_string()).unwrap_err();
+    assert!(why.contains("not a regular file"), "{why}");
 }
 
 #[test]
@@ -42,6 +52,11 @@ fn a_truncated_record_is_unreadable_not_a_crash() {
     assert!(!row.agrees());
     let why = row.derived.as_ref().map_err(|e| e.to_string()).unwrap_err();
     assert!(why.contains("record.json"), "{why}");
+
+    // A FIFO where the record was is unreadable too, not a wait for a writer.
+    std::fs::remove_file(&file).expect("rm");
+    nix::unistd::mkfifo(&file, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    assert!(!rescore_file(&file).agrees());
 }
 
 #[test]
