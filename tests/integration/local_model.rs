@@ -4,10 +4,11 @@
 //! suite. Nothing here is about the model's skill (a 135M model does badly): each test
 //! asserts only what must hold whatever the model says.
 //!
-//! - every call the proxy metered is one the server answered, with the tokens the
-//!   server reported (read from the server's own bytes, captured by a relay between
-//!   the proxy and the server), and a stream the server sent no usage for is metered
-//!   as unknown, never as an estimate;
+//! - the proxy metered every call it sent the server, each answer it read with the
+//!   tokens the server reported (read from the server's own bytes, captured by a relay
+//!   between the proxy and the server), a call cut before its answer (the agent killed
+//!   at its deadline) with none, and a stream the server sent no usage for as unknown,
+//!   never as an estimate;
 //! - the record's verdict re-derives offline (rescore agrees), and a `verified` has
 //!   its gate: N green app runs and a red mutant run;
 //! - nothing of the trial is left running;
@@ -348,30 +349,54 @@ struct Reported {
     output: Option<u64>,
 }
 
-/// The proxy's entries against the server's responses: as many, and the same tokens
-/// (as multisets: the proxy's connections may interleave).
+/// Whether the proxy recorded `e` as cut before the server's answer reached it (the
+/// agent was killed mid-call): metered, with no tokens, whether or not the server went
+/// on to answer.
+fn cut_before_answer(e: &UsageEntry) -> bool {
+    e.error
+        .as_deref()
+        .is_some_and(|m| m.contains("cut before the provider's answer"))
+}
+
+/// The proxy's entries against the server's answers: the tokens of every call the
+/// proxy read to its end among them (as multisets: the proxy's connections may
+/// interleave), and no answer the proxy did not meter; a call cut before its answer is
+/// metered with no tokens, whether or not the server went on to answer it. (Requests
+/// are not counted: one written into a pooled connection the server had just closed
+/// reaches the relay, never the server, and the proxy records it as its own 502.)
 fn compare_usage(metered: &[UsageEntry], reported: &[Reported]) -> Vec<String> {
     let mut problems = Vec::new();
-    if metered.len() != reported.len() {
+    let (cut, whole): (Vec<&UsageEntry>, Vec<&UsageEntry>) =
+        metered.iter().partition(|e| cut_before_answer(e));
+    if let Some(e) = cut
+        .iter()
+        .find(|e| e.input_tokens.is_some() || e.output_tokens.is_some())
+    {
+        problems.push(format!("a call cut before its answer has tokens: {e:?}"));
+    }
+    if reported.len() < whole.len() || reported.len() > metered.len() {
         problems.push(format!(
-            "the proxy metered {} upstream calls, the server answered {}",
-            metered.len(),
-            reported.len()
+            "the server answered {} calls; the proxy read {} answers to their end and cut {}",
+            reported.len(),
+            whole.len(),
+            cut.len()
         ));
     }
-    let mut a: Vec<Reported> = metered
-        .iter()
-        .map(|e| Reported {
+    let mut unmatched = reported.to_vec();
+    for e in &whole {
+        let want = Reported {
             stream: e.stream,
             input: e.input_tokens,
             output: e.output_tokens,
-        })
-        .collect();
-    let mut b = reported.to_vec();
-    a.sort();
-    b.sort();
-    if a != b {
-        problems.push(format!("metered {a:?}, the server reported {b:?}"));
+        };
+        match unmatched.iter().position(|r| *r == want) {
+            Some(i) => {
+                unmatched.swap_remove(i);
+            }
+            None => problems.push(format!(
+                "metered {want:?}, which no answer of the server reported (answers: {reported:?})"
+            )),
+        }
     }
     problems
 }
