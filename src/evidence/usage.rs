@@ -19,7 +19,8 @@ pub struct UsageEntry {
     pub stream: bool,
     /// HTTP status returned to the agent.
     pub status: u16,
-    /// `scripted` when the proxy answered, `upstream` when a provider did; in byok mode
+    /// `scripted` when the proxy answered, `upstream` when the call went to a provider
+    /// (answered, or cut before its answer was read: `error` says so); in byok mode
     /// `proxy` when the proxy answered without reaching the provider (bad request body,
     /// provider unreachable); `budget` when the proxy refused the call because the
     /// trial's token budget was spent.
