@@ -225,6 +225,27 @@ pub struct PlainFile {
 }
 
 impl PlainFile {
+    /// `file`, read the same way, for a reader that checked what kind of file it is
+    /// itself (or, like a record's reader, opened it without blocking).
+    pub(crate) fn of(file: std::fs::File) -> std::io::Result<PlainFile> {
+        let size = file.metadata()?.len();
+        Ok(PlainFile::sized(file, size))
+    }
+
+    fn sized(file: std::fs::File, size: u64) -> PlainFile {
+        PlainFile {
+            file,
+            size,
+            read: 0,
+            ended: false,
+        }
+    }
+
+    /// The file's size when it was opened.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
     /// A read buffer that takes the whole file in one read, up to 64 KiB.
     pub fn buffer_size(&self) -> usize {
         (self.size.saturating_add(1)).min(64 << 10) as usize
@@ -295,12 +316,7 @@ fn open_plain(trial_dir: &Path, rel: &Path, seen: &mut SeenDirs) -> Result<Plain
     if !meta.is_file() {
         return Err("is not a regular file".into());
     }
-    Ok(PlainFile {
-        file,
-        size: meta.len(),
-        read: 0,
-        ended: false,
-    })
+    Ok(PlainFile::sized(file, meta.len()))
 }
 
 /// The raw file `rel` below `trial_dir` opened as [`verify`] opens it, for a reader that
