@@ -188,28 +188,41 @@ fn read_sized(file: &Path) -> std::io::Result<Vec<u8>> {
 /// has cores: records are independent, and checking one is mostly the kernel opening
 /// and reading its raw files, which one thread leaves the other cores idle for.
 pub fn check_all(files: &[std::path::PathBuf]) -> Vec<Checked> {
+    on_every_core(files, |f| check(f))
+}
+
+/// [`check_all`] of the files among `files` that are files (as [`Path::is_file`] says:
+/// a link to one is, and is then refused by [`check`]); `None` for a path with no file.
+/// A run directory's trial directories are asked whether they hold a record here, on
+/// every core, rather than one by one before the checks.
+pub fn check_present(files: &[std::path::PathBuf]) -> Vec<Option<Checked>> {
+    on_every_core(files, |f| f.is_file().then(|| check(f)))
+}
+
+/// `work` of every item of `items`, in their order, spread over the machine's cores.
+fn on_every_core<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .min(files.len().max(1));
+        .min(items.len().max(1));
     if threads <= 1 {
-        return files.iter().map(|f| check(f)).collect();
+        return items.iter().map(&work).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, Checked)> = std::thread::scope(|scope| {
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(f) = files.get(i) else { break };
-                        mine.push((i, check(f)));
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, work(item)));
                     }
                     mine
                 })
             })
             .collect();
-        // A worker that panicked lost its records: check them again here, where the
+        // A worker that panicked lost its items: they are worked again here, where the
         // panic shows as the caller's.
         workers
             .into_iter()
@@ -217,12 +230,12 @@ pub fn check_all(files: &[std::path::PathBuf]) -> Vec<Checked> {
             .collect()
     });
     done.sort_by_key(|(i, _)| *i);
-    let mut out = Vec::with_capacity(files.len());
+    let mut out = Vec::with_capacity(items.len());
     let mut have = done.into_iter().peekable();
-    for (i, f) in files.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         match have.next_if(|(j, _)| *j == i) {
-            Some((_, c)) => out.push(c),
-            None => out.push(check(f)),
+            Some((_, r)) => out.push(r),
+            None => out.push(work(item)),
         }
     }
     out

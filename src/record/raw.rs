@@ -414,6 +414,7 @@ pub fn verify_record_bytes(
 }
 
 /// A raw-file reference scanned from a record's bytes.
+#[derive(Default)]
 struct Found<'a> {
     path: Cow<'a, str>,
     bytes: u64,
@@ -427,14 +428,36 @@ struct Found<'a> {
 fn scan(bytes: &[u8]) -> Result<Vec<Found<'_>>, serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let mut found = Vec::new();
+    let mut state = ScanState::default();
     Scan {
-        found: &mut found,
+        state: &mut state,
         want: Want::Nothing,
     }
     .deserialize(&mut de)?;
     de.end()?;
-    Ok(found)
+    Ok(state.found)
+}
+
+/// What a scan has found so far, and the room it works in: one scan of a record visits
+/// hundreds of objects, and each used to allocate its own list of members.
+#[derive(Default)]
+struct ScanState<'a> {
+    found: Vec<Found<'a>>,
+    /// The members of every object being scanned, innermost last.
+    members: Vec<Member<'a>>,
+    /// An object's members that found something, while it puts them in key order.
+    order: Vec<usize>,
+    /// An object's findings, while it puts them in key order.
+    moved: Vec<Found<'a>>,
+}
+
+/// One member of a scanned object: its key, what its value is to the object, and the
+/// findings below it (`found[from..to]`).
+struct Member<'a> {
+    key: Cow<'a, str>,
+    value: Scalar<'a>,
+    from: usize,
+    to: usize,
 }
 
 /// What a scanned value is to the object holding it.
@@ -453,7 +476,7 @@ enum Want {
 }
 
 struct Scan<'s, 'a> {
-    found: &'s mut Vec<Found<'a>>,
+    state: &'s mut ScanState<'a>,
     want: Want,
 }
 
@@ -503,7 +526,7 @@ impl<'de, 's> serde::de::Visitor<'de> for Scan<'s, 'de> {
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar<'de>, A::Error> {
         while seq
             .next_element_seed(Scan {
-                found: &mut *self.found,
+                state: &mut *self.state,
                 want: Want::Nothing,
             })?
             .is_some()
@@ -511,35 +534,42 @@ impl<'de, 's> serde::de::Visitor<'de> for Scan<'s, 'de> {
         Ok(Scalar::Other)
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar<'de>, A::Error> {
-        // Each member's findings are kept apart until the object is known: a raw-file
-        // reference is not searched further, any other object is searched in key order.
-        let mut members: Vec<(Cow<'de, str>, Scalar<'de>, Vec<Found<'de>>)> = Vec::new();
+        let st = self.state;
+        // This object's members go on the shared list, its findings on `found` in the
+        // order the record holds them; once the object is known they are kept (in key
+        // order) or replaced by the reference the object is.
+        let base = st.members.len();
+        let start = st.found.len();
         while let Some(key) = map.next_key_seed(Key)? {
             let want = match key.as_ref() {
                 "path" | "sha256" => Want::Str,
                 "bytes" | "bytes_seen" => Want::U64,
                 _ => Want::Nothing,
             };
-            let mut inner = Vec::new();
+            let from = st.found.len();
             let value = map.next_value_seed(Scan {
-                found: &mut inner,
+                state: &mut *st,
                 want,
             })?;
-            // The last of duplicate keys counts, as in a `Value`'s map.
-            members.retain(|(k, _, _)| *k != key);
-            members.push((key, value, inner));
+            let to = st.found.len();
+            st.members.push(Member {
+                key,
+                value,
+                from,
+                to,
+            });
         }
-        let str_of = |name: &str| {
-            members.iter().find_map(|(k, v, _)| match v {
-                Scalar::Str(s) if k == name => Some(s.clone()),
-                _ => None,
-            })
+        let mine = &st.members[base..];
+        // The last of duplicate keys counts, as in a `Value`'s map.
+        let live = |i: usize| !mine[i + 1..].iter().any(|m| m.key == mine[i].key);
+        let last = |name: &str| mine.iter().rev().find(|m| m.key == name).map(|m| &m.value);
+        let str_of = |name: &str| match last(name) {
+            Some(Scalar::Str(s)) => Some(s.clone()),
+            _ => None,
         };
-        let u64_of = |name: &str| {
-            members.iter().find_map(|(k, v, _)| match v {
-                Scalar::U64(n) if k == name => Some(*n),
-                _ => None,
-            })
+        let u64_of = |name: &str| match last(name) {
+            Some(Scalar::U64(n)) => Some(*n),
+            _ => None,
         };
         if let (Some(path), Some(bytes), Some(_), Some(sha256)) = (
             str_of("path"),
@@ -547,17 +577,41 @@ impl<'de, 's> serde::de::Visitor<'de> for Scan<'s, 'de> {
             u64_of("bytes_seen"),
             str_of("sha256"),
         ) {
-            self.found.push(Found {
+            st.found.truncate(start);
+            st.found.push(Found {
                 path,
                 bytes,
                 sha256,
             });
+            st.members.truncate(base);
             return Ok(Scalar::Other);
         }
-        members.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, _, inner) in members {
-            self.found.extend(inner);
+        // Findings of members that count, in key order: most objects have them in that
+        // order already (or have one member with any), and are left as they are.
+        st.order.clear();
+        let mut dropped = false;
+        for (i, m) in mine.iter().enumerate() {
+            if m.from < m.to {
+                if live(i) {
+                    st.order.push(i);
+                } else {
+                    dropped = true;
+                }
+            }
         }
+        let sorted = st.order.windows(2).all(|w| mine[w[0]].key < mine[w[1]].key);
+        if dropped || !sorted {
+            st.order.sort_by(|&a, &b| mine[a].key.cmp(&mine[b].key));
+            st.moved.clear();
+            st.moved.extend(st.found.drain(start..));
+            for &i in &st.order {
+                let m = &mine[i];
+                for f in &mut st.moved[m.from - start..m.to - start] {
+                    st.found.push(std::mem::take(f));
+                }
+            }
+        }
+        st.members.truncate(base);
         Ok(Scalar::Other)
     }
 }
@@ -690,6 +744,18 @@ mod tests {
                 "d":{"path":"last","bytes":4,"bytes_seen":4,"sha256":"ll"},
                 "e":{"path":"gone","path":2,"bytes":4,"bytes_seen":4,"sha256":"g"}}"#,
             r#"[{"path":"top","bytes":0,"bytes_seen":0,"sha256":"t"}]"#,
+            // Members out of key order; a duplicate whose first holds findings, and
+            // one whose last does; findings at several depths of one member.
+            r#"{"z":{"path":"z1","bytes":1,"bytes_seen":1,"sha256":"z"},
+                "b":[{"path":"b1","bytes":1,"bytes_seen":1,"sha256":"b"},
+                     {"q":{"path":"b2","bytes":2,"bytes_seen":2,"sha256":"b"}}],
+                "m":{"y":{"path":"m1","bytes":1,"bytes_seen":1,"sha256":"m"},
+                     "x":{"path":"m2","bytes":1,"bytes_seen":1,"sha256":"m"}},
+                "dup":{"path":"first","bytes":1,"bytes_seen":1,"sha256":"f"},
+                "a":1,
+                "dup":2,
+                "again":{"path":"early","bytes":1,"bytes_seen":1,"sha256":"e"},
+                "again":{"path":"later","bytes":1,"bytes_seen":1,"sha256":"l"}}"#,
             r#""just a string""#,
         ];
         for doc in docs {

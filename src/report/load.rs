@@ -158,7 +158,7 @@ pub struct LoadedRun {
     /// The directory (its name in the run directory) of each counted qa record, by
     /// trial: where its transcript page is.
     pub record_dirs: BTreeMap<String, String>,
-    pub records: Vec<QaRecord>,
+    pub records: Vec<Box<QaRecord>>,
     pub problems: Vec<Problem>,
     /// Earlier attempts of retried trials, by trial directory: kept on disk, not counted.
     pub superseded: Vec<String>,
@@ -195,7 +195,7 @@ impl LoadedRun {
     /// Records stay boxed until the end: sorting and keying ten thousand records moves
     /// each many times, and a box moves in eight bytes where a record takes a kilobyte.
     fn accept(&mut self, mut found: Vec<(String, Box<QaRecord>)>) {
-        found.sort_by(|a, b| sort_key(&a.1).cmp(&sort_key(&b.1)).then(a.0.cmp(&b.0)));
+        found.sort_unstable_by(|a, b| sort_key(&a.1).cmp(&sort_key(&b.1)).then(a.0.cmp(&b.0)));
         // The run's identity is its first record's; a record made under another
         // config or spec is not part of this run.
         let mut identity = IdentityCheck::default();
@@ -226,8 +226,10 @@ impl LoadedRun {
             .map(|(trial, (name, _))| (trial.clone(), name.clone()))
             .collect();
         let mut records: Vec<Box<QaRecord>> = latest.into_values().map(|(_, r)| r).collect();
-        records.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
-        self.records = records.into_iter().map(|r| *r).collect();
+        // Unstable is enough: no two trials share a key. Records stay boxed: ten
+        // thousand of them moved out of their boxes was a tenth of loading a run.
+        records.sort_unstable_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        self.records = records;
         self.superseded.sort();
         self.problems.sort_by(|a, b| a.file.cmp(&b.file));
     }
@@ -271,12 +273,16 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     let mut stopped = Vec::new();
     // Every record's hash, for the manifest's `finished` lines.
     let mut hashed = Vec::new();
-    // What each entry is, looked at once; then every record checked up front, on
-    // every core (`record::any::check_all`), in the entries' order.
-    let entries: Vec<(String, PathBuf, Entry)> = entries
+    // What each entry is, from the directory listing; whether a directory holds a
+    // record is asked as its record is checked, on every core
+    // (`record::any::check_present`), in the entries' order.
+    let listed: Vec<(String, PathBuf, bool)> = entries
         .into_iter()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                return None;
+            }
             let path = e.path();
             // The entry's type comes with the directory listing; only a link is
             // followed to see what it points at.
@@ -284,31 +290,34 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 Ok(t) if !t.is_symlink() => t.is_dir(),
                 _ => path.is_dir(),
             };
-            let kind = if name.starts_with('.') {
-                return None;
-            } else if !is_dir {
-                Entry::File
-            } else if path.join(RECORD_FILE).is_file() {
-                Entry::Record
-            } else {
-                Entry::Unrecorded
-            };
-            Some((name, path, kind))
+            Some((name, path, is_dir))
+        })
+        .collect();
+    let record_files: Vec<PathBuf> = listed
+        .iter()
+        .filter(|(_, _, is_dir)| *is_dir)
+        .map(|(_, path, _)| path.join(RECORD_FILE))
+        .collect();
+    let mut checks = record::any::check_present(&record_files).into_iter();
+    let entries: Vec<(String, PathBuf, Entry, Option<record::any::Checked>)> = listed
+        .into_iter()
+        .map(|(name, path, is_dir)| {
+            if !is_dir {
+                return (name, path, Entry::File, None);
+            }
+            match checks.next().flatten() {
+                Some(checked) => (name, path, Entry::Record, Some(checked)),
+                None => (name, path, Entry::Unrecorded, None),
+            }
         })
         .collect();
     // Entries are in name order: the directories that hold a record, for a binary search.
     let record_dirs: Vec<String> = entries
         .iter()
-        .filter(|(_, _, kind)| *kind == Entry::Record)
-        .map(|(name, _, _)| name.clone())
+        .filter(|(_, _, kind, _)| *kind == Entry::Record)
+        .map(|(name, _, _, _)| name.clone())
         .collect();
-    let record_files: Vec<PathBuf> = entries
-        .iter()
-        .filter(|(_, _, kind)| *kind == Entry::Record)
-        .map(|(_, path, _)| path.join(RECORD_FILE))
-        .collect();
-    let mut checks = record::any::check_all(&record_files).into_iter();
-    for (name, path, kind) in entries {
+    for (name, path, kind, checked) in entries {
         let rel = format!("{name}/{RECORD_FILE}");
         match kind {
             Entry::File => {
@@ -331,8 +340,8 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             }
             Entry::Record => {}
         }
-        let Some(checked) = checks.next() else {
-            break;
+        let Some(checked) = checked else {
+            continue;
         };
         // As rescore names it: a record that names no trial goes by its directory.
         if let Some(sha) = &checked.row.record_sha256 {
@@ -561,7 +570,7 @@ enum Entry {
 }
 
 /// A missing qa trial, placed by its name (`qa::<app>::<capability>[::r<k>]`).
-fn missing_qa(p: &PlannedTrial, records: &[QaRecord]) -> MissingQa {
+fn missing_qa(p: &PlannedTrial, records: &[Box<QaRecord>]) -> MissingQa {
     let parts: Vec<&str> = p
         .trial
         .strip_prefix("qa::")

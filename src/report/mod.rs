@@ -76,10 +76,20 @@ pub struct Pages {
 /// Render every page of a loaded run.
 pub fn render(run: &LoadedRun, opts: &Options) -> Pages {
     let summary = summarize(run, opts);
+    // Three independent renderings of one summary: the HTML page beside the other two.
+    let (html, markdown, json) = std::thread::scope(|scope| {
+        let html = scope.spawn(|| html::render(&summary));
+        let markdown = markdown::render(&summary);
+        let json = summary_json(&summary);
+        match html.join() {
+            Ok(html) => (html, markdown, json),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
     Pages {
-        markdown: markdown::render(&summary),
-        html: html::render(&summary),
-        json: summary_json(&summary),
+        markdown,
+        html,
+        json,
         summary,
     }
 }
