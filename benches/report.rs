@@ -17,7 +17,6 @@
 //! GAUNTLET_BENCH_ITERS, default 3; GAUNTLET_BENCH_RUN_DIR keeps the synthetic run).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gauntlet::report::synthetic::SyntheticRun;
@@ -200,26 +199,17 @@ fn main() {
                     ..template.clone()
                 })
                 .collect();
+            // byok: every trial runs (a scripted plan ignores capabilities without a
+            // flow, and these synthetic ones have none).
             let cfg = gauntlet::config::Config {
                 repeats,
+                mode: gauntlet::config::Mode::Byok,
                 ..Default::default()
             };
             let plan = gauntlet::plan::plan_qa(std::slice::from_ref(&app), &cfg, None);
-            // As the harness shares them: one reference count for all a trial needs.
-            let shared = Arc::new((vec![app], cfg));
             let count = plan.len();
-            let trials: Vec<libtest_mimic::Trial> = plan
-                .into_iter()
-                .map(|p| {
-                    let shared = Arc::clone(&shared);
-                    let ignored = p.skip.is_some();
-                    libtest_mimic::Trial::test(p.name, move || {
-                        std::hint::black_box((&shared, &p.unit));
-                        Ok(())
-                    })
-                    .with_ignored_flag(ignored)
-                })
-                .collect();
+            // As the harness lists them (`harness::suite_main` under `--list`).
+            let trials = gauntlet::harness::listed(plan);
             let _ = libtest_mimic::run(&list_args(), trials);
             count
         });

@@ -776,26 +776,24 @@ pub fn suite_main(suite: Suite) -> ExitCode {
             t.skip = done.get(&t.name).cloned();
         }
     }
-    // Listing plans nothing and must stay cheap; a run records what it was planned with,
-    // and goes down on SIGINT/SIGTERM keeping what its trials observed.
-    let identity = if args.list {
-        None
-    } else {
-        crate::sys::shutdown::install();
-        match run_identity(&cfg, &suites) {
-            Ok(id) => Some(Arc::new(id)),
-            Err(e) => return fail(&format!("cannot take the run's identity: {e}")),
-        }
+    if args.list {
+        return run(args, listed(plan));
+    }
+    // A run records what it was planned with, and goes down on SIGINT/SIGTERM keeping
+    // what its trials observed.
+    crate::sys::shutdown::install();
+    let identity = match run_identity(&cfg, &suites) {
+        Ok(id) => Some(Arc::new(id)),
+        Err(e) => return fail(&format!("cannot take the run's identity: {e}")),
     };
-    // What every trial shares, behind one reference count: a 10,000-trial list clones
-    // and drops it once per trial, and three counts were a third of the plan's cost.
+    // What every trial shares, behind one reference count.
     let shared = Arc::new((suites, cfg, identity));
     let trials = plan
         .into_iter()
         .map(|t| {
             let shared = Arc::clone(&shared);
             let skip = t.skip.clone();
-            trial(t.name.clone(), skip.as_deref(), args.list, move || {
+            trial(t.name.clone(), skip.as_deref(), false, move || {
                 let (suites, cfg, identity) = &*shared;
                 let t = &t;
                 let f = execute_trial(
@@ -810,6 +808,15 @@ pub fn suite_main(suite: Suite) -> ExitCode {
         })
         .collect();
     run(args, trials)
+}
+
+/// The trials of a `--list`: each planned trial's name, and whether it is ignored and
+/// why. A list runs nothing, so its trials carry no body: a 10,000-trial list then
+/// costs what libtest-mimic's own list of 10,000 costs, plus the plan.
+pub fn listed(plan: Vec<plan::Trial>) -> Vec<Trial> {
+    plan.into_iter()
+        .map(|t| trial(t.name, t.skip.as_deref(), true, || Ok(())))
+        .collect()
 }
 
 /// Why a trial whose record is marked interrupted fails, even if its verdict passed
