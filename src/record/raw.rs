@@ -776,6 +776,124 @@ mod tests {
         }
     }
 
+    /// A random JSON text, written by hand so that it can hold what a `Value` cannot
+    /// (duplicate keys), made of the keys and values a raw-file reference is made of.
+    fn random_doc(rng: &mut u64, depth: u32, out: &mut String) {
+        fn below(rng: &mut u64, n: u64) -> u64 {
+            *rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = *rng;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) % n
+        }
+        let pick = below(rng, if depth == 0 { 4 } else { 7 });
+        match pick {
+            0 => out
+                .push_str(["1", "0", "-1", "2.5", "18446744073709551615"][below(rng, 5) as usize]),
+            1 => out.push_str(
+                [r#""a""#, r#""p\u0031""#, r#""gate/x""#, r#""""#][below(rng, 4) as usize],
+            ),
+            2 => out.push_str(["null", "true"][below(rng, 2) as usize]),
+            3 => out.push_str("{}"),
+            4 => {
+                // Mostly a reference, its members in any order, with near misses
+                // (a wrong type, a duplicate key) and other members among them.
+                let mut members: Vec<(&str, String)> = Vec::new();
+                for key in ["path", "bytes", "bytes_seen", "sha256"] {
+                    if below(rng, 8) == 0 {
+                        continue;
+                    }
+                    let good = match key {
+                        "path" => format!("\"f{}\"", below(rng, 3)),
+                        "sha256" => format!("\"s{}\"", below(rng, 3)),
+                        _ => below(rng, 3).to_string(),
+                    };
+                    let mut value = good;
+                    if below(rng, 6) == 0 {
+                        value.clear();
+                        random_doc(rng, depth - 1, &mut value);
+                    }
+                    members.push((key, value));
+                }
+                for _ in 0..below(rng, 3) {
+                    let keys = ["a", "z", "path", "bytes", "x"];
+                    let mut value = String::new();
+                    random_doc(rng, depth - 1, &mut value);
+                    members.push((keys[below(rng, keys.len() as u64) as usize], value));
+                }
+                for i in (1..members.len()).rev() {
+                    members.swap(i, below(rng, i as u64 + 1) as usize);
+                }
+                out.push('{');
+                for (i, (key, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&format!("\"{key}\":{value}"));
+                }
+                out.push('}');
+            }
+            5 => {
+                let keys = [
+                    "path",
+                    "bytes",
+                    "bytes_seen",
+                    "sha256",
+                    "a",
+                    "b",
+                    "z",
+                    "p\\u0061th",
+                ];
+                out.push('{');
+                for i in 0..below(rng, 7) {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push('"');
+                    out.push_str(keys[below(rng, keys.len() as u64) as usize]);
+                    out.push_str("\":");
+                    random_doc(rng, depth - 1, out);
+                }
+                out.push('}');
+            }
+            _ => {
+                out.push('[');
+                for i in 0..below(rng, 4) {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    random_doc(rng, depth - 1, out);
+                }
+                out.push(']');
+            }
+        }
+    }
+
+    #[test]
+    fn the_scan_agrees_with_a_values_walk_on_thousands_of_random_documents() {
+        let mut rng = 7u64;
+        let mut refs = 0;
+        for _ in 0..20_000 {
+            let mut doc = String::new();
+            random_doc(&mut rng, 4, &mut doc);
+            let Ok(value) = serde_json::from_str::<Value>(&doc) else {
+                panic!("not JSON: {doc}");
+            };
+            let mut want = Vec::new();
+            collect(&value, &mut want);
+            let want: Vec<_> = want.iter().map(|n| (n.path, n.bytes, n.sha256)).collect();
+            refs += want.len();
+            let found = scan(doc.as_bytes()).unwrap();
+            let got: Vec<_> = found
+                .iter()
+                .map(|n| (n.path.as_ref(), n.bytes, n.sha256.as_ref()))
+                .collect();
+            assert_eq!(got, want, "{doc}");
+        }
+        // The documents are not all near misses: many hold references.
+        assert!(refs > 1000, "only {refs} references in 20,000 documents");
+    }
+
     #[test]
     fn every_raw_file_named_anywhere_is_checked() {
         let dir = tempfile::tempdir().unwrap();
