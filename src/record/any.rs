@@ -103,7 +103,12 @@ pub struct Checked {
 /// files it names, its hash, its trial) is answered from the same bytes, so a run of ten
 /// thousand records costs ten thousand reads, not fifty thousand.
 pub fn check(file: &Path) -> Checked {
-    let bytes = match read_sized(file) {
+    check_read(file, read_sized(file))
+}
+
+/// [`check`] of `file`, read (or not) already.
+fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
+    let bytes = match read {
         Ok(b) => b,
         Err(e) => {
             return Checked {
@@ -172,13 +177,31 @@ pub fn check(file: &Path) -> Checked {
 /// Opened without blocking: a FIFO put where a record was expected reads as no record
 /// instead of waiting for a writer (a regular file's reads ignore the flag).
 fn read_sized(file: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+    read_to_end(open_sized(file)?.file)
+}
+
+/// A record file opened without blocking, and whether it is a regular file (its
+/// metadata taken from the open file, so asking costs no look-up of its path).
+struct Opened {
+    file: super::raw::PlainFile,
+    regular: bool,
+}
+
+fn open_sized(file: &Path) -> std::io::Result<Opened> {
     use std::os::unix::fs::OpenOptionsExt;
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(file)?;
-    let mut f = super::raw::PlainFile::of(opened)?;
+    let meta = opened.metadata()?;
+    Ok(Opened {
+        regular: meta.is_file(),
+        file: super::raw::PlainFile::sized(opened, meta.len()),
+    })
+}
+
+fn read_to_end(mut f: super::raw::PlainFile) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
     let mut buf = Vec::with_capacity(usize::try_from(f.size()).unwrap_or(0).saturating_add(1));
     f.read_to_end(&mut buf)?;
     Ok(buf)
@@ -196,7 +219,22 @@ pub fn check_all(files: &[std::path::PathBuf]) -> Vec<Checked> {
 /// A run directory's trial directories are asked whether they hold a record here, on
 /// every core, rather than one by one before the checks.
 pub fn check_present(files: &[std::path::PathBuf]) -> Vec<Option<Checked>> {
-    on_every_core(files, |f| f.is_file().then(|| check(f)))
+    on_every_core(files, |f| {
+        let read = match open_sized(f) {
+            Ok(opened) if !opened.regular => return None,
+            Ok(opened) => read_to_end(opened.file),
+            // What `Path::is_file` says no file for: nothing there, a path through a
+            // file, a loop of links.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) =>
+            {
+                return None
+            }
+            Err(e) => Err(e),
+        };
+        Some(check_read(f, read))
+    })
 }
 
 /// `work` of every item of `items`, in their order, spread over the machine's cores.
@@ -296,5 +334,60 @@ fn row_of(file: &Path, record: &AnyRecord) -> (RescoreRow, Option<super::raw::Ha
             (row, None)
         }
         AnyRecord::Scorecard(rec) => (crate::record::scorecard::rescore_record(file, rec), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_regular_file_is_a_present_record_and_anything_else_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let at = |name: &str| d.join(name).join(super::super::RECORD_FILE);
+        for name in [
+            "file",
+            "dir",
+            "fifo",
+            "through-file",
+            "loop",
+            "linked",
+            "missing",
+        ] {
+            if name != "through-file" {
+                std::fs::create_dir(d.join(name)).unwrap();
+            }
+        }
+        std::fs::write(at("file"), b"not a record").unwrap();
+        std::fs::create_dir(at("dir")).unwrap();
+        nix::unistd::mkfifo(&at("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(d.join("through-file"), b"a file, not a directory").unwrap();
+        std::os::unix::fs::symlink(at("loop"), at("loop")).unwrap();
+        std::os::unix::fs::symlink(at("file"), at("linked")).unwrap();
+        let names = [
+            "file",
+            "dir",
+            "fifo",
+            "through-file",
+            "loop",
+            "linked",
+            "missing",
+        ];
+        let files: Vec<_> = names.iter().map(|n| at(n)).collect();
+        let checked = check_present(&files);
+        let present: Vec<&str> = names
+            .iter()
+            .zip(&checked)
+            .filter(|(_, c)| c.is_some())
+            .map(|(n, _)| *n)
+            .collect();
+        // As `Path::is_file` says: a link to a regular file is one (and is then checked
+        // like any record); a FIFO is not, and is never read (that would block).
+        assert_eq!(present, ["file", "linked"]);
+        for c in checked.into_iter().flatten() {
+            assert!(c.record.is_none(), "garbage loaded as a record");
+            assert!(c.row.derived.is_err());
+        }
     }
 }

@@ -226,13 +226,9 @@ pub struct PlainFile {
 
 impl PlainFile {
     /// `file`, read the same way, for a reader that checked what kind of file it is
-    /// itself (or, like a record's reader, opened it without blocking).
-    pub(crate) fn of(file: std::fs::File) -> std::io::Result<PlainFile> {
-        let size = file.metadata()?.len();
-        Ok(PlainFile::sized(file, size))
-    }
-
-    fn sized(file: std::fs::File, size: u64) -> PlainFile {
+    /// itself (or, like a record's reader, opened it without blocking) and took its
+    /// size from the open file as it did.
+    pub(crate) fn sized(file: std::fs::File, size: u64) -> PlainFile {
         PlainFile {
             file,
             size,
