@@ -214,8 +214,9 @@ pub fn check_all(files: &[std::path::PathBuf]) -> Vec<Checked> {
     on_every_core(files, |f| check(f))
 }
 
-/// [`check_all`] of the files among `files` that are files (as [`Path::is_file`] says:
-/// a link to one is, and is then refused by [`check`]); `None` for a path with no file.
+/// [`check_all`] of the files among `files` that are regular files (as [`Path::is_file`]
+/// says: a link to one is, and is read through like any record); `None` for a path with
+/// no such file.
 /// A run directory's trial directories are asked whether they hold a record here, on
 /// every core, rather than one by one before the checks.
 pub fn check_present(files: &[std::path::PathBuf]) -> Vec<Option<Checked>> {

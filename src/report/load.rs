@@ -192,8 +192,8 @@ impl LoadedRun {
     }
 
     /// Keep one record per trial and one identity per run; name everything else.
-    /// Records stay boxed until the end: sorting and keying ten thousand records moves
-    /// each many times, and a box moves in eight bytes where a record takes a kilobyte.
+    /// Records stay boxed: sorting and keying ten thousand records moves each many
+    /// times, and a box moves in eight bytes where a record takes a kilobyte.
     fn accept(&mut self, mut found: Vec<(String, Box<QaRecord>)>) {
         found.sort_unstable_by(|a, b| sort_key(&a.1).cmp(&sort_key(&b.1)).then(a.0.cmp(&b.0)));
         // The run's identity is its first record's; a record made under another
@@ -226,9 +226,13 @@ impl LoadedRun {
             .map(|(trial, (name, _))| (trial.clone(), name.clone()))
             .collect();
         let mut records: Vec<Box<QaRecord>> = latest.into_values().map(|(_, r)| r).collect();
-        // Unstable is enough: no two trials share a key. Records stay boxed: ten
-        // thousand of them moved out of their boxes was a tenth of loading a run.
-        records.sort_unstable_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        // The trial breaks a tie, so an unstable sort gives one order. Records stay
+        // boxed: ten thousand moved out of their boxes was a tenth of loading a run.
+        records.sort_unstable_by(|a, b| {
+            sort_key(a)
+                .cmp(&sort_key(b))
+                .then_with(|| a.header.trial.cmp(&b.header.trial))
+        });
         self.records = records;
         self.superseded.sort();
         self.problems.sort_by(|a, b| a.file.cmp(&b.file));
