@@ -347,7 +347,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let at = |name: &str| d.join(name).join(super::super::RECORD_FILE);
-        for name in [
+        let names = [
             "file",
             "dir",
             "fifo",
@@ -355,7 +355,8 @@ mod tests {
             "loop",
             "linked",
             "missing",
-        ] {
+        ];
+        for name in names {
             if name != "through-file" {
                 std::fs::create_dir(d.join(name)).unwrap();
             }
@@ -366,15 +367,6 @@ mod tests {
         std::fs::write(d.join("through-file"), b"a file, not a directory").unwrap();
         std::os::unix::fs::symlink(at("loop"), at("loop")).unwrap();
         std::os::unix::fs::symlink(at("file"), at("linked")).unwrap();
-        let names = [
-            "file",
-            "dir",
-            "fifo",
-            "through-file",
-            "loop",
-            "linked",
-            "missing",
-        ];
         let files: Vec<_> = names.iter().map(|n| at(n)).collect();
         let checked = check_present(&files);
         let present: Vec<&str> = names

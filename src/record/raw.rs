@@ -722,6 +722,24 @@ mod tests {
         assert_eq!(f.read(&mut [0u8; 8]).unwrap(), 0);
     }
 
+    /// Assert that the scan of `doc` names what the walk of its `Value` names, in the
+    /// same order; how many references that is.
+    fn scan_matches_walk(doc: &str) -> usize {
+        let Ok(value) = serde_json::from_str::<Value>(doc) else {
+            panic!("not JSON: {doc}");
+        };
+        let mut want = Vec::new();
+        collect(&value, &mut want);
+        let want: Vec<_> = want.iter().map(|n| (n.path, n.bytes, n.sha256)).collect();
+        let found = scan(doc.as_bytes()).unwrap();
+        let got: Vec<_> = found
+            .iter()
+            .map(|n| (n.path.as_ref(), n.bytes, n.sha256.as_ref()))
+            .collect();
+        assert_eq!(got, want, "{doc}");
+        want.len()
+    }
+
     #[test]
     fn the_scan_of_a_records_bytes_finds_what_its_value_holds_in_the_same_order() {
         let docs = [
@@ -755,16 +773,7 @@ mod tests {
             r#""just a string""#,
         ];
         for doc in docs {
-            let value: Value = serde_json::from_str(doc).unwrap();
-            let mut want = Vec::new();
-            collect(&value, &mut want);
-            let want: Vec<_> = want.iter().map(|n| (n.path, n.bytes, n.sha256)).collect();
-            let found = scan(doc.as_bytes()).unwrap();
-            let got: Vec<_> = found
-                .iter()
-                .map(|n| (n.path.as_ref(), n.bytes, n.sha256.as_ref()))
-                .collect();
-            assert_eq!(got, want, "{doc}");
+            scan_matches_walk(doc);
         }
         for bad in ["{", "{} x", "[1,]"] {
             let v = serde_json::from_str::<Value>(bad).unwrap_err().to_string();
@@ -872,19 +881,7 @@ mod tests {
         for _ in 0..20_000 {
             let mut doc = String::new();
             random_doc(&mut rng, 4, &mut doc);
-            let Ok(value) = serde_json::from_str::<Value>(&doc) else {
-                panic!("not JSON: {doc}");
-            };
-            let mut want = Vec::new();
-            collect(&value, &mut want);
-            let want: Vec<_> = want.iter().map(|n| (n.path, n.bytes, n.sha256)).collect();
-            refs += want.len();
-            let found = scan(doc.as_bytes()).unwrap();
-            let got: Vec<_> = found
-                .iter()
-                .map(|n| (n.path.as_ref(), n.bytes, n.sha256.as_ref()))
-                .collect();
-            assert_eq!(got, want, "{doc}");
+            refs += scan_matches_walk(&doc);
         }
         // The documents are not all near misses: many hold references.
         assert!(refs > 1000, "only {refs} references in 20,000 documents");
