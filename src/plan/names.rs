@@ -17,25 +17,9 @@ pub fn qa(app: &str, capability: &str, repeat: Option<u32>) -> String {
     name.push_str(capability);
     if let Some(k) = repeat {
         name.push_str("::r");
-        push_decimal(&mut name, k);
+        name.push_str(itoa::Buffer::new().format(k));
     }
     name
-}
-
-/// `k` in decimal, appended.
-fn push_decimal(out: &mut String, k: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut k = k;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (k % 10) as u8;
-        k /= 10;
-        if k == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// A trial's group — its name without the `::r<k>` of a repeat — and its repeat (1

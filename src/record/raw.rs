@@ -640,6 +640,16 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// The reference a record holds to `path` with `content`, all of it seen.
+    fn raw_file(path: &str, content: &[u8]) -> crate::evidence::RawFile {
+        crate::evidence::RawFile {
+            path: path.into(),
+            bytes: content.len() as u64,
+            bytes_seen: content.len() as u64,
+            sha256: crate::hash::sha256(content),
+        }
+    }
+
     #[test]
     fn a_raw_file_swapped_for_a_link_or_a_fifo_is_a_problem_not_a_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -650,12 +660,7 @@ mod tests {
         std::os::unix::fs::symlink(&host, trial.join("agent.out")).unwrap();
         std::os::unix::fs::symlink(dir.path(), trial.join("ws")).unwrap();
         nix::unistd::mkfifo(&trial.join("fifo.out"), nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let raw = |path: &str| crate::evidence::RawFile {
-            path: path.into(),
-            bytes: 5,
-            bytes_seen: 5,
-            sha256: crate::hash::sha256(b"hello"),
-        };
+        let raw = |path: &str| raw_file(path, b"hello");
         let link = verify_file(&trial, &raw("agent.out")).unwrap_err();
         assert!(link.problem.contains("symlink"), "{link}");
         let through = verify_file(&trial, &raw("ws/host.txt")).unwrap_err();
@@ -678,12 +683,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("host.err"), trial.join("link.err")).unwrap();
         std::os::unix::fs::symlink(trial.join("gate"), trial.join("via")).unwrap();
         nix::unistd::mkfifo(&trial.join("fifo.err"), nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let empty = |path: &str| crate::evidence::RawFile {
-            path: path.into(),
-            bytes: 0,
-            bytes_seen: 0,
-            sha256: crate::hash::sha256(b""),
-        };
+        let empty = |path: &str| raw_file(path, b"");
         verify_file(&trial, &empty("gate/empty.err")).unwrap();
         let grew = verify_file(&trial, &empty("gate/grew.err")).unwrap_err();
         assert!(grew.problem.contains("recorded hash"), "{grew}");
