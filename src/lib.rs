@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod flowtest;
 pub mod harness;
 pub mod hash;
+pub mod json;
 pub mod phases;
 pub mod plan;
 pub mod proxy;

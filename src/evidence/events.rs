@@ -128,7 +128,7 @@ pub fn parse_transcript<R: BufRead>(mut reader: R) -> Transcript {
         if trimmed.is_empty() {
             continue;
         }
-        let value: serde_json::Value = match serde_json::from_slice(trimmed) {
+        let value: serde_json::Value = match crate::json::from_bytes(trimmed) {
             Ok(v @ serde_json::Value::Object(_)) => v,
             _ => {
                 t.garbage_lines += 1;

@@ -272,7 +272,7 @@ pub fn for_each_object<R: BufRead + ?Sized>(
                 if trimmed.is_empty() {
                     continue;
                 }
-                match serde_json::from_slice::<Value>(trimmed) {
+                match crate::json::from_bytes::<Value>(trimmed) {
                     Ok(v @ Value::Object(_)) => on_object(n, v),
                     _ => n.garbage(),
                 }

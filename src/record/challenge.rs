@@ -29,10 +29,11 @@ pub fn load(file: &Path) -> Result<ChallengeRecord, RecordError> {
 
 /// [`load`] of a record file already read into `bytes`.
 pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<ChallengeRecord, RecordError> {
-    let rec: ChallengeRecord = serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
-        file: file.to_path_buf(),
-        reason: format!("not a challenge record: {e}"),
-    })?;
+    let rec: ChallengeRecord =
+        crate::json::from_bytes(bytes).map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: format!("not a challenge record: {e}"),
+        })?;
     if rec.header.suite != Suite::Challenge {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),

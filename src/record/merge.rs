@@ -50,26 +50,30 @@ pub struct Mismatch(pub String);
 
 /// Checks that records belong to one run: one harness config and gauntlet version,
 /// one content hash per app, one spec per capability.
+///
+/// A run's loader checks every record of the run, so a record that matches what was
+/// seen before costs no allocation: its place is only written out when it is kept or
+/// named in a mismatch.
 #[derive(Default)]
 pub struct IdentityCheck {
     first: Option<(String, QaRecord)>,
-    apps: BTreeMap<String, (String, String)>,
-    caps: BTreeMap<(String, String), (String, QaSpecRef)>,
+    /// Per app: where its content hash was first seen, the hash, and each capability's
+    /// spec with where it was first seen.
+    apps: BTreeMap<String, AppSeen>,
+}
+
+struct AppSeen {
+    place: String,
+    content_hash: String,
+    caps: BTreeMap<String, (String, QaSpecRef)>,
 }
 
 impl IdentityCheck {
     /// `place` names the record in messages (a trial directory, an input run).
-    pub fn check(&mut self, place: &str, rec: &QaRecord) -> Result<(), Mismatch> {
+    pub fn check(&mut self, place: &dyn std::fmt::Display, rec: &QaRecord) -> Result<(), Mismatch> {
         let Some((first_place, first)) = &self.first else {
             self.first = Some((place.to_string(), rec.clone()));
-            self.apps.insert(
-                rec.spec.app.clone(),
-                (place.to_string(), rec.spec.app_content_hash.clone()),
-            );
-            self.caps.insert(
-                (rec.spec.app.clone(), rec.spec.capability.clone()),
-                (place.to_string(), rec.spec.clone()),
-            );
+            self.remember(place, rec);
             return Ok(());
         };
         if first.header.gauntlet_version != rec.header.gauntlet_version {
@@ -81,36 +85,44 @@ impl IdentityCheck {
         if let Some(d) = value_difference(&first.header.config, &rec.header.config) {
             return Err(Mismatch(format!("config.{d} in {place} vs {first_place}")));
         }
-        match self.apps.get(&rec.spec.app) {
-            Some((p, hash)) if *hash != rec.spec.app_content_hash => {
-                return Err(Mismatch(format!(
-                    "app `{}` content hash `{}` in {place} vs `{hash}` in {p}",
-                    rec.spec.app, rec.spec.app_content_hash
-                )))
-            }
-            Some(_) => {}
-            None => {
-                self.apps.insert(
-                    rec.spec.app.clone(),
-                    (place.to_string(), rec.spec.app_content_hash.clone()),
-                );
-            }
+        let Some(app) = self.apps.get(&rec.spec.app) else {
+            self.remember(place, rec);
+            return Ok(());
+        };
+        if app.content_hash != rec.spec.app_content_hash {
+            return Err(Mismatch(format!(
+                "app `{}` content hash `{}` in {place} vs `{}` in {}",
+                rec.spec.app, rec.spec.app_content_hash, app.content_hash, app.place
+            )));
         }
-        let key = (rec.spec.app.clone(), rec.spec.capability.clone());
-        match self.caps.get(&key) {
+        match app.caps.get(&rec.spec.capability) {
             Some((p, spec)) => {
                 if let Some(d) = value_difference(spec, &rec.spec) {
                     return Err(Mismatch(format!(
                         "spec of `{}::{}`: {d} in {place} vs {p}",
-                        key.0, key.1
+                        rec.spec.app, rec.spec.capability
                     )));
                 }
             }
-            None => {
-                self.caps.insert(key, (place.to_string(), rec.spec.clone()));
-            }
+            None => self.remember(place, rec),
         }
         Ok(())
+    }
+
+    /// The first sight of `rec`'s app (with its content hash) or capability (with its
+    /// spec).
+    fn remember(&mut self, place: &dyn std::fmt::Display, rec: &QaRecord) {
+        let app = self
+            .apps
+            .entry(rec.spec.app.clone())
+            .or_insert_with(|| AppSeen {
+                place: place.to_string(),
+                content_hash: rec.spec.app_content_hash.clone(),
+                caps: BTreeMap::new(),
+            });
+        app.caps
+            .entry(rec.spec.capability.clone())
+            .or_insert_with(|| (place.to_string(), rec.spec.clone()));
     }
 }
 

@@ -286,7 +286,7 @@ fn head<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T, RecordError> {
 }
 
 fn head_bytes<T: serde::de::DeserializeOwned>(file: &Path, bytes: &[u8]) -> Result<T, RecordError> {
-    serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
+    crate::json::from_bytes(bytes).map_err(|e| RecordError::Invalid {
         file: file.to_path_buf(),
         reason: e.to_string(),
     })
@@ -300,7 +300,7 @@ pub fn load(file: &Path) -> Result<QaRecord, RecordError> {
 
 /// [`load`] of a record file already read into `bytes`.
 pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<QaRecord, RecordError> {
-    let rec: QaRecord = serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
+    let rec: QaRecord = crate::json::from_bytes(bytes).map_err(|e| RecordError::Invalid {
         file: file.to_path_buf(),
         reason: e.to_string(),
     })?;

@@ -422,8 +422,17 @@ struct Found<'a> {
 /// string `sha256` is one (and is not searched further); any other object is searched
 /// in key order (the last of duplicate keys counting), arrays in order.
 fn scan(bytes: &[u8]) -> Result<Vec<Found<'_>>, serde_json::Error> {
+    // As `crate::json::from_bytes` parses: text checked once is not checked per string.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => scan_from(serde_json::Deserializer::from_str(text)),
+        Err(_) => scan_from(serde_json::Deserializer::from_slice(bytes)),
+    }
+}
+
+fn scan_from<'a, R: serde_json::de::Read<'a>>(
+    mut de: serde_json::Deserializer<R>,
+) -> Result<Vec<Found<'a>>, serde_json::Error> {
     use serde::de::DeserializeSeed;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     let mut state = ScanState::default();
     Scan {
         state: &mut state,

@@ -161,10 +161,11 @@ pub fn load(file: &Path) -> Result<ScorecardRecord, RecordError> {
 
 /// [`load`] of a record file already read into `bytes`.
 pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<ScorecardRecord, RecordError> {
-    let rec: ScorecardRecord = serde_json::from_slice(bytes).map_err(|e| RecordError::Invalid {
-        file: file.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let rec: ScorecardRecord =
+        crate::json::from_bytes(bytes).map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     if rec.header.schema_version != SCHEMA_VERSION || rec.header.suite != Suite::Scorecard {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),

@@ -75,7 +75,7 @@ pub fn find(
     run_dir: &Path,
     recorded: impl Fn(&str) -> bool,
 ) -> Result<Vec<Unfinished>, RecordError> {
-    let mut out = Vec::new();
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(run_dir).map_err(super::io(run_dir))? {
         let entry = entry.map_err(super::io(run_dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -86,12 +86,27 @@ pub fn find(
         if !path.is_dir() || path.join(RECORD_FILE).exists() {
             continue;
         }
-        out.push(Unfinished {
-            evidence: evidence(&path)?,
-            dir: name,
-            stopped: None,
-        });
+        names.push(name);
     }
+    of_dirs(run_dir, names)
+}
+
+/// The trial directories `names` of `run_dir`, which a caller that has just listed the
+/// run found to hold no record, with what each kept; sorted by name.
+pub fn of_dirs(
+    run_dir: &Path,
+    names: impl IntoIterator<Item = String>,
+) -> Result<Vec<Unfinished>, RecordError> {
+    let mut out = names
+        .into_iter()
+        .map(|name| {
+            Ok(Unfinished {
+                evidence: evidence(&run_dir.join(&name))?,
+                dir: name,
+                stopped: None,
+            })
+        })
+        .collect::<Result<Vec<_>, RecordError>>()?;
     out.sort_by(|a, b| a.dir.cmp(&b.dir));
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //! its evidence, and every file that does not belong named as a problem — never a
 //! reason to drop the rest of the run.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry as Slot;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -197,38 +198,52 @@ impl LoadedRun {
     fn accept(&mut self, mut found: Vec<(String, Box<QaRecord>)>) {
         found.sort_unstable_by(|a, b| sort_key(&a.1).cmp(&sort_key(&b.1)).then(a.0.cmp(&b.0)));
         // The run's identity is its first record's; a record made under another
-        // config or spec is not part of this run.
+        // config or spec is not part of this run. Of one trial's records the latest
+        // counts (the last in this order on a tie); the others are superseded.
         let mut identity = IdentityCheck::default();
-        let mut latest: BTreeMap<String, (String, Box<QaRecord>)> = BTreeMap::new();
-        for (name, rec) in found {
-            if let Err(diff) = identity.check(&format!("`{name}`"), &rec) {
+        let mut latest: HashMap<&str, usize> = HashMap::with_capacity(found.len());
+        let mut counted = vec![false; found.len()];
+        for (i, (name, rec)) in found.iter().enumerate() {
+            if let Err(diff) = identity.check(&format_args!("`{name}`"), rec) {
                 self.problems.push(Problem {
                     file: format!("{name}/{RECORD_FILE}"),
                     cause: format!("made under another config or spec than the run: {diff}"),
                 });
                 continue;
             }
-            match latest.get(&rec.header.trial) {
-                Some((_, prev)) if prev.header.finished_at > rec.header.finished_at => {
-                    self.superseded.push(name);
+            match latest.entry(rec.header.trial.as_str()) {
+                Slot::Occupied(mut prev) => {
+                    let (prev_name, prev_rec) = &found[*prev.get()];
+                    if prev_rec.header.finished_at > rec.header.finished_at {
+                        self.superseded.push(name.clone());
+                    } else {
+                        self.superseded.push(prev_name.clone());
+                        counted[*prev.get()] = false;
+                        counted[i] = true;
+                        prev.insert(i);
+                    }
                 }
-                Some((prev_name, _)) => {
-                    self.superseded.push(prev_name.clone());
-                    latest.insert(rec.header.trial.clone(), (name, rec));
-                }
-                None => {
-                    latest.insert(rec.header.trial.clone(), (name, rec));
+                Slot::Vacant(slot) => {
+                    slot.insert(i);
+                    counted[i] = true;
                 }
             }
         }
-        self.record_dirs = latest
-            .iter()
-            .map(|(trial, (name, _))| (trial.clone(), name.clone()))
-            .collect();
-        let mut records: Vec<Box<QaRecord>> = latest.into_values().map(|(_, r)| r).collect();
-        // The trial breaks a tie, so an unstable sort gives one order. Records stay
-        // boxed: ten thousand moved out of their boxes was a tenth of loading a run.
-        records.sort_unstable_by(|a, b| {
+        drop(latest);
+        let mut records: Vec<Box<QaRecord>> = Vec::with_capacity(found.len());
+        let mut dirs = Vec::with_capacity(found.len());
+        for ((name, rec), counted) in found.into_iter().zip(counted) {
+            if counted {
+                dirs.push((rec.header.trial.clone(), name));
+                records.push(rec);
+            }
+        }
+        self.record_dirs = dirs.into_iter().collect();
+        // Already in order but where two trials share a sort key, which the trial
+        // breaks (so the order is one): a stable sort of a sorted list is one pass.
+        // Records stay boxed: ten thousand moved out of their boxes was a tenth of
+        // loading a run.
+        records.sort_by(|a, b| {
             sort_key(a)
                 .cmp(&sort_key(b))
                 .then_with(|| a.header.trial.cmp(&b.header.trial))
@@ -252,11 +267,14 @@ fn sort_key(r: &QaRecord) -> (&str, &str, u32, &str) {
 /// record, a foreign file, a trial without a record or a verdict that does not
 /// follow from its evidence is a [`Problem`] and the rest is still reported.
 pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
+    // Each entry's name is taken once: a sort by `DirEntry::file_name` makes a new
+    // one at every comparison.
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(io(dir))?
+        .map(|e| e.map(|e| (e.file_name(), e)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(io(dir))?;
-    entries.sort_by_key(|e| e.file_name());
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut run = LoadedRun {
         dir: dir.to_path_buf(),
         ..LoadedRun::default()
@@ -282,8 +300,8 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     // (`record::any::check_present`), in the entries' order.
     let listed: Vec<(String, PathBuf, bool)> = entries
         .into_iter()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
+        .filter_map(|(name, e)| {
+            let name = name.to_string_lossy().into_owned();
             if name.starts_with('.') {
                 return None;
             }
@@ -315,14 +333,11 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             }
         })
         .collect();
-    // Entries are in name order: the directories that hold a record, for a binary search.
-    let record_dirs: Vec<String> = entries
-        .iter()
-        .filter(|(_, _, kind, _)| *kind == Entry::Record)
-        .map(|(name, _, _, _)| name.clone())
-        .collect();
+    // Trial directories without a record: what each kept is named below.
+    let mut unrecorded = Vec::new();
     for (name, path, kind, checked) in entries {
-        let rel = format!("{name}/{RECORD_FILE}");
+        // Named only in a problem: most records have none.
+        let rel = || format!("{name}/{RECORD_FILE}");
         match kind {
             Entry::File => {
                 if !KNOWN_FILES.contains(&name.as_str()) {
@@ -334,7 +349,10 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 continue;
             }
             // A trial's own directory: named below, with what it kept.
-            Entry::Unrecorded if record::unfinished::is_trial_dir_name(&name) => continue,
+            Entry::Unrecorded if record::unfinished::is_trial_dir_name(&name) => {
+                unrecorded.push(name);
+                continue;
+            }
             Entry::Unrecorded => {
                 run.problems.push(Problem {
                     file: name,
@@ -344,15 +362,15 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             }
             Entry::Record => {}
         }
-        let Some(checked) = checked else {
+        let Some(mut checked) = checked else {
             continue;
         };
         // As rescore names it: a record that names no trial goes by its directory.
-        if let Some(sha) = &checked.row.record_sha256 {
+        if let Some(sha) = checked.row.record_sha256.take() {
             hashed.push(record::manifest::Found {
                 trial: checked.named_trial.clone().unwrap_or_else(|| name.clone()),
                 dir: name.clone(),
-                sha256: sha.clone(),
+                sha256: sha,
                 stopped: checked
                     .record
                     .as_ref()
@@ -374,12 +392,12 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 continue;
             }
         }
-        if let Some(trial) = checked.named_trial.clone() {
+        if let Some(trial) = checked.named_trial.take() {
             recorded.push(trial);
         }
         match checked.record {
             None => run.problems.push(Problem {
-                file: rel,
+                file: rel(),
                 cause: match &checked.row.derived {
                     Err(RescoreError::Record(record::RecordError::Invalid { reason, .. })) => {
                         format!("not a gauntlet record: {reason}")
@@ -397,7 +415,7 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                         .push(name.clone());
                 }
                 if let Some(cause) = disagreement(&checked.row) {
-                    run.problems.push(Problem { file: rel, cause });
+                    run.problems.push(Problem { file: rel(), cause });
                     continue;
                 }
                 match rec {
@@ -407,7 +425,7 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                         // of another run, copied in, is not part of this one.
                         if let Err(diff) = headers.check(&format!("`{name}`"), other.header()) {
                             run.problems.push(Problem {
-                                file: rel,
+                                file: rel(),
                                 cause: format!(
                                     "made under another config or version than the run: {diff}"
                                 ),
@@ -473,15 +491,11 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
             .cloned()
             .collect();
     }
-    let mut unfinished = record::unfinished::find(dir, |name| {
-        record_dirs
-            .binary_search_by(|d| d.as_str().cmp(name))
-            .is_ok()
-    })
-    .map_err(|e| ReportError::Invalid {
-        file: dir.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let mut unfinished =
+        record::unfinished::of_dirs(dir, unrecorded).map_err(|e| ReportError::Invalid {
+            file: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     unfinished.extend(stopped);
     unfinished.sort_by(|a, b| a.dir.cmp(&b.dir));
     // A finished record deleted or rewritten since: never a result, never "interrupted".

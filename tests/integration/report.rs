@@ -143,7 +143,8 @@ fn truncated_and_foreign_files_are_named_and_the_rest_is_reported() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let run = fixed_run(tmp.path());
     // A record cut short, a record that is someone else's JSON, a stray file, a trial
-    // that never wrote its record, and a verdict edited by hand.
+    // that never wrote its record, one whose record is a directory, and a verdict
+    // edited by hand.
     let cut = run.join("qa.api-ledger.balance.r1/record.json");
     let text = std::fs::read(&cut).expect("read");
     std::fs::remove_file(&cut).expect("rm");
@@ -153,6 +154,7 @@ fn truncated_and_foreign_files_are_named_and_the_rest_is_reported() {
     std::fs::write(&foreign, br#"{"name": "not a record"}"#).expect("foreign");
     std::fs::write(run.join("notes.txt"), b"hello").expect("stray");
     std::fs::create_dir(run.join("qa.cli-tally.count-words.r9")).expect("dir");
+    std::fs::create_dir_all(run.join("qa.cli-tally.count-words.r8/record.json")).expect("dir");
     let forged = run.join("qa.cli-tally.reject-missing-file.r1/record.json");
     let mut rec: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&forged).expect("read")).expect("json");
@@ -181,6 +183,7 @@ fn truncated_and_foreign_files_are_named_and_the_rest_is_reported() {
             "notes.txt",
             "qa.api-ledger.balance.r1/record.json",
             "qa.api-ledger.health.r2/record.json",
+            "qa.cli-tally.count-words.r8",
             "qa.cli-tally.count-words.r9",
             "qa.cli-tally.reject-missing-file.r1/record.json",
         ]
@@ -199,6 +202,8 @@ fn truncated_and_foreign_files_are_named_and_the_rest_is_reported() {
     assert!(cause("qa.api-ledger.health.r2/record.json").contains("missing field"));
     assert!(cause("qa.cli-tally.reject-missing-file.r1/record.json")
         .contains("does not follow from the evidence"));
+    // Named with what it kept, as a trial that never wrote its record is.
+    assert!(cause("qa.cli-tally.count-words.r8").contains("record.json/"));
     assert_eq!(pages.summary.run.trials, 18 - 3);
     for f in &files {
         assert!(pages.markdown.contains(f), "{f} not named in report.md");
