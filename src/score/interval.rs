@@ -52,51 +52,75 @@ pub fn wilson(successes: usize, n: usize) -> Option<Interval> {
 /// The percentile bootstrap interval of the mean of `values` (one per capability);
 /// `None` with fewer than two values, where resampling says nothing.
 pub fn bootstrap_mean(values: &[f64]) -> Option<Interval> {
-    bootstrap([values]).map(|[i]| i)
+    bootstrap_means(&[values])[0]
 }
 
-/// [`bootstrap_mean`] of two series of one length (a page's pass^k and pass@k over the
-/// same capabilities), each interval exactly what [`bootstrap_mean`] gives it: the
-/// resampling is seeded by the length alone, so both series are resampled with the same
-/// draws, and drawing them once halves a report's bootstrap.
-pub fn bootstrap_mean_pair(a: &[f64], b: &[f64]) -> (Option<Interval>, Option<Interval>) {
-    if a.len() != b.len() {
-        return (bootstrap_mean(a), bootstrap_mean(b));
+/// [`bootstrap_mean`] of each of `series`, each interval exactly what
+/// [`bootstrap_mean`] gives it. The resampling is seeded by a series' length alone, so
+/// series of one length (a page's pass^k and pass@k at every k it shows, over the same
+/// capabilities) are resampled with the same draws, and drawing them once for all of
+/// them was most of rendering a page.
+pub fn bootstrap_means(series: &[&[f64]]) -> Vec<Option<Interval>> {
+    let mut out = vec![None; series.len()];
+    let mut lengths: Vec<usize> = series.iter().map(|s| s.len()).collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    for n in lengths {
+        let of_n: Vec<usize> = (0..series.len())
+            .filter(|&i| series[i].len() == n)
+            .collect();
+        let group: Vec<&[f64]> = of_n.iter().map(|&i| series[i]).collect();
+        if let Some(intervals) = bootstrap(&group) {
+            for (i, interval) in of_n.into_iter().zip(intervals) {
+                out[i] = Some(interval);
+            }
+        }
     }
-    match bootstrap([a, b]) {
-        Some([x, y]) => (Some(x), Some(y)),
-        None => (None, None),
-    }
+    out
 }
 
-/// The bootstrap of `K` series of one length, sharing each resample's draws.
-fn bootstrap<const K: usize>(series: [&[f64]; K]) -> Option<[Interval; K]> {
-    let n = series[0].len();
+/// The bootstrap of series of one length, sharing each resample's draws. Each series'
+/// resampled sums add the same values in the same order as a bootstrap of that series
+/// alone, so its interval is the same to the last bit.
+fn bootstrap(series: &[&[f64]]) -> Option<Vec<Interval>> {
+    let width = series.len();
+    let n = series.first()?.len();
     if n < 2 || series.iter().any(|s| s.len() != n) {
         return None;
     }
+    // Row i holds every series' value i: one draw reads one row.
+    let rows: Vec<f64> = (0..n)
+        .flat_map(|i| series.iter().map(move |s| s[i]))
+        .collect();
     let mut rng = SplitMix64(0x9e37_79b9_7f4a_7c15 ^ n as u64);
-    let mut means: [Vec<f64>; K] = std::array::from_fn(|_| Vec::with_capacity(RESAMPLES));
+    let mut means = vec![Vec::with_capacity(RESAMPLES); width];
+    let mut sums = vec![0.0f64; width];
     for _ in 0..RESAMPLES {
-        let mut sums = [0.0f64; K];
+        sums.fill(0.0);
         for _ in 0..n {
             let i = rng.below(n);
-            for (sum, s) in sums.iter_mut().zip(series) {
-                *sum += s[i];
+            for (sum, v) in sums.iter_mut().zip(&rows[i * width..(i + 1) * width]) {
+                *sum += v;
             }
         }
-        for (m, sum) in means.iter_mut().zip(sums) {
+        for (m, sum) in means.iter_mut().zip(&sums) {
             m.push(sum / n as f64);
         }
     }
-    Some(means.map(|mut m| {
-        m.sort_by(f64::total_cmp);
-        let at = |q: f64| m[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
-        Interval {
-            low: at(0.025),
-            high: at(0.975),
-        }
-    }))
+    Some(
+        means
+            .into_iter()
+            .map(|mut m| {
+                m.sort_by(f64::total_cmp);
+                let at =
+                    |q: f64| m[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+                Interval {
+                    low: at(0.025),
+                    high: at(0.975),
+                }
+            })
+            .collect(),
+    )
 }
 
 /// The 95% interval of the difference of two proportions, `b_hits/b_n − a_hits/a_n`
@@ -183,17 +207,42 @@ mod tests {
         assert_eq!(bootstrap_mean(&[0.5]), None);
     }
 
+    /// One series' bootstrap as it was first written, one series at a time: the
+    /// shared draws must not change a single bit of it.
+    fn alone(values: &[f64]) -> Option<Interval> {
+        let n = values.len();
+        if n < 2 {
+            return None;
+        }
+        let mut rng = SplitMix64(0x9e37_79b9_7f4a_7c15 ^ n as u64);
+        let mut means = Vec::with_capacity(RESAMPLES);
+        for _ in 0..RESAMPLES {
+            let mut sum = 0.0;
+            for _ in 0..n {
+                sum += values[rng.below(n)];
+            }
+            means.push(sum / n as f64);
+        }
+        means.sort_by(f64::total_cmp);
+        let at = |q: f64| means[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+        Some(Interval {
+            low: at(0.025),
+            high: at(0.975),
+        })
+    }
+
     #[test]
-    fn a_pair_bootstraps_each_series_exactly_as_alone() {
+    fn series_bootstrapped_together_get_each_exactly_its_own_interval() {
         let a: Vec<f64> = (0..37).map(|i| (i % 5) as f64 / 4.0).collect();
         let b: Vec<f64> = (0..37).map(|i| (i * 7 % 11) as f64 / 10.0).collect();
-        let (x, y) = bootstrap_mean_pair(&a, &b);
-        assert_eq!(x, bootstrap_mean(&a));
-        assert_eq!(y, bootstrap_mean(&b));
-        assert_ne!(x, y);
-        let (x, y) = bootstrap_mean_pair(&a, &b[..20]);
-        assert_eq!((x, y), (bootstrap_mean(&a), bootstrap_mean(&b[..20])));
-        assert_eq!(bootstrap_mean_pair(&[1.0], &[0.0]), (None, None));
+        let c: Vec<f64> = (0..37).map(|i| 1.0 / (1.0 + i as f64)).collect();
+        let series: [&[f64]; 6] = [&a, &b, &b[..20], &c, &[0.5], &a[..20]];
+        let together = bootstrap_means(&series);
+        let each: Vec<_> = series.iter().map(|s| alone(s)).collect();
+        assert_eq!(together, each);
+        assert_eq!(together[4], None);
+        assert_ne!(together[0], together[1]);
+        assert_eq!(bootstrap_mean(&c), alone(&c));
     }
 
     #[test]
