@@ -93,7 +93,7 @@ fn bootstrap(series: &[&[f64]]) -> Option<Vec<Interval>> {
         .flat_map(|i| series.iter().map(move |s| s[i]))
         .collect();
     let mut rng = SplitMix64(0x9e37_79b9_7f4a_7c15 ^ n as u64);
-    let mut means = vec![Vec::with_capacity(RESAMPLES); width];
+    let mut means: Vec<Vec<f64>> = (0..width).map(|_| Vec::with_capacity(RESAMPLES)).collect();
     let mut sums = vec![0.0f64; width];
     for _ in 0..RESAMPLES {
         sums.fill(0.0);
