@@ -83,7 +83,8 @@ pub fn find(
             continue;
         }
         let path = entry.path();
-        if !path.is_dir() || path.join(RECORD_FILE).exists() {
+        // A record is a regular file: a directory or FIFO in its place is none.
+        if !path.is_dir() || path.join(RECORD_FILE).is_file() {
             continue;
         }
         names.push(name);
@@ -173,6 +174,9 @@ mod tests {
         std::fs::create_dir_all(cut.join("gate/run1")).unwrap();
         std::fs::write(cut.join("agent.stdout"), "hello").unwrap();
         std::fs::write(cut.join("gate/run1/out"), "x").unwrap();
+        // A record's name on a directory is no record.
+        let odd = run.path().join("qa.app.odd");
+        std::fs::create_dir_all(odd.join(RECORD_FILE)).unwrap();
         // Not trial directories: files, and directories of no suite.
         std::fs::create_dir(run.path().join("transcripts")).unwrap();
         std::fs::write(run.path().join("manifest.jsonl"), "").unwrap();
@@ -180,11 +184,18 @@ mod tests {
         let found = find(run.path(), |_| false).unwrap();
         assert_eq!(
             found,
-            vec![Unfinished {
-                dir: "qa.app.cut".into(),
-                evidence: vec!["agent.stdout (5 bytes)".into(), "gate/ (1 files)".into()],
-                stopped: None,
-            }]
+            vec![
+                Unfinished {
+                    dir: "qa.app.cut".into(),
+                    evidence: vec!["agent.stdout (5 bytes)".into(), "gate/ (1 files)".into()],
+                    stopped: None,
+                },
+                Unfinished {
+                    dir: "qa.app.odd".into(),
+                    evidence: vec!["record.json/ (0 files)".into()],
+                    stopped: None,
+                },
+            ]
         );
         assert!(found[0].is_of("qa::app::cut"));
         assert!(!found[0].is_of("qa::app::done"));
