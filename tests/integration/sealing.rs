@@ -80,6 +80,27 @@ fn a_sealed_record_hashes_the_app_and_mutant_logs_and_an_edited_log_fails_rescor
         gate.runs.iter().map(|r| r.target).collect::<Vec<_>>(),
         "the runs are recorded in the order drawn"
     );
+    // The agent's app stops beside the gate's first start, yet its logs come first and
+    // the gate's follow in the order its runs went.
+    let mut attempts = [0; 2];
+    let mut want = vec!["app/app.stdout".to_owned(), "app/app.stderr".to_owned()];
+    for target in &gate.order {
+        let (label, slot) = match target {
+            gauntlet::evidence::GateTarget::App => ("app", 0),
+            gauntlet::evidence::GateTarget::Mutant => ("mutant", 1),
+        };
+        attempts[slot] += 1;
+        for stream in ["stdout", "stderr"] {
+            want.push(format!("gate/logs/{label}-{}.{stream}", attempts[slot]));
+        }
+    }
+    let got: Vec<&str> = rec
+        .evidence
+        .world_logs
+        .iter()
+        .map(|l| l.path.as_str())
+        .collect();
+    assert_eq!(got, want, "the world's logs, in the order the targets ran");
     let record = dir.join("record.json");
     assert!(gauntlet::record::rescore::rescore_file(&record).agrees());
     let log = rec

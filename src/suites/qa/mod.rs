@@ -254,67 +254,95 @@ async fn observe(
         });
         let spec = kernel.agent_spec(launch, trial_env, &proxy_url, &Streams::AGENT, seal);
         let outcome = timed(Phase::Agent, process::run(spec)).await;
-        evidence.world_logs.extend(world.stop(trial_dir).await);
-        let outcome = outcome.map_err(SetupError::Run)?;
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                evidence.world_logs.extend(world.stop(trial_dir).await);
+                return Err(SetupError::Run(e));
+            }
+        };
         evidence.agent.end = outcome.end;
         evidence.agent.stdout = outcome.stdout;
         evidence.agent.stderr = outcome.stderr;
         evidence.agent.stragglers_killed = outcome.stragglers_killed;
-        Ok::<_, SetupError>(())
+        Ok::<_, SetupError>(world)
     }
     .await;
-    (evidence.usage, evidence.calls) = kernel.finish_proxy(proxy, Streams::AGENT.stem).await;
-    evidence.budget_hit = crate::evidence::usage::budget_hit(&evidence.usage).or_else(|| {
-        evidence.agent.end.timed_out.then(|| {
-            format!(
-                "wall-clock: the agent's deadline of {} s",
-                cfg.timeout.as_secs_f64()
-            )
-        })
-    });
-    result?;
-    // The agent's own account, beside the proxy's metering (never instead of it).
-    let stdout = trial_dir.join(&evidence.agent.stdout.path);
-    evidence.agent_report = timed_sync(Phase::Score, || adapter.read(&stdout))
-        .ok()
-        .map(|parsed| parsed.report);
+    // The agent's target stops beside what follows (the proxy's shutdown, the claim, the
+    // gate's first target start): waiting for it was a few milliseconds of every
+    // trial. A gate run cannot reach it (a sandbox's network answers only its own
+    // run's ports), and its logs keep their place before the gate's.
+    let (world, result) = match result {
+        Ok(world) => (Some(world), Ok(())),
+        Err(e) => (None, Err(e)),
+    };
+    let logs_at = evidence.world_logs.len();
+    let stopped = async move {
+        match world {
+            Some(mut world) => world.stop(trial_dir).await,
+            None => Vec::new(),
+        }
+    };
+    // What follows the agent's run: the proxy's account, the agent's claim, and the
+    // gate's re-runs of its test where they can change the verdict.
+    let after = async {
+        (evidence.usage, evidence.calls) = kernel.finish_proxy(proxy, Streams::AGENT.stem).await;
+        evidence.budget_hit = crate::evidence::usage::budget_hit(&evidence.usage).or_else(|| {
+            evidence.agent.end.timed_out.then(|| {
+                format!(
+                    "wall-clock: the agent's deadline of {} s",
+                    cfg.timeout.as_secs_f64()
+                )
+            })
+        });
+        result?;
+        // The agent's own account, beside the proxy's metering (never instead of it).
+        let stdout = trial_dir.join(&evidence.agent.stdout.path);
+        evidence.agent_report = timed_sync(Phase::Score, || adapter.read(&stdout))
+            .ok()
+            .map(|parsed| parsed.report);
 
-    // Re-run the claimed test only where it can change the verdict.
-    let cap = app.capability(capability).map(|c| c.kind);
-    // A budgeted stop still gets its claim checked; any other unclean end cannot pass.
-    let stopped_by_budget = crate::evidence::usage::budget_hit(&evidence.usage).is_some()
-        && !evidence.agent.end.timed_out
-        && evidence.agent.end.interrupted.is_none();
-    if !(evidence.agent.end.success() || stopped_by_budget)
-        || !cap.is_some_and(|k| k.is_verifiable())
-    {
-        return Ok(());
-    }
-    let transcript =
-        timed_sync(Phase::Score, || adapter.parse(&stdout)).map_err(SetupError::Output)?;
-    let ClaimsFound::One(claim) = parse_claims(transcript.final_message.as_deref().unwrap_or(""))
-    else {
-        return Ok(());
+        // Re-run the claimed test only where it can change the verdict.
+        let cap = app.capability(capability).map(|c| c.kind);
+        // A budgeted stop still gets its claim checked; any other unclean end cannot pass.
+        let stopped_by_budget = crate::evidence::usage::budget_hit(&evidence.usage).is_some()
+            && !evidence.agent.end.timed_out
+            && evidence.agent.end.interrupted.is_none();
+        if !(evidence.agent.end.success() || stopped_by_budget)
+            || !cap.is_some_and(|k| k.is_verifiable())
+        {
+            return Ok(());
+        }
+        let transcript =
+            timed_sync(Phase::Score, || adapter.parse(&stdout)).map_err(SetupError::Output)?;
+        let ClaimsFound::One(claim) =
+            parse_claims(transcript.final_message.as_deref().unwrap_or(""))
+        else {
+            return Ok(());
+        };
+        if claim.status != ClaimStatus::Verified || claim.capability != capability {
+            return Ok(());
+        }
+        let Some(test) = claim.test else {
+            return Ok(());
+        };
+        evidence.gate = Some(
+            gate::gate(
+                app,
+                capability,
+                &test,
+                &workspace,
+                cfg,
+                trial_dir,
+                &mut evidence.world_logs,
+            )
+            .await,
+        );
+        Ok::<_, SetupError>(())
     };
-    if claim.status != ClaimStatus::Verified || claim.capability != capability {
-        return Ok(());
-    }
-    let Some(test) = claim.test else {
-        return Ok(());
-    };
-    evidence.gate = Some(
-        gate::gate(
-            app,
-            capability,
-            &test,
-            &workspace,
-            cfg,
-            trial_dir,
-            &mut evidence.world_logs,
-        )
-        .await,
-    );
-    Ok(())
+    let (logs, after) = tokio::join!(stopped, after);
+    evidence.world_logs.splice(logs_at..logs_at, logs);
+    after
 }
 
 /// Where the trial keeps the prompt it gave the agent, outside the agent's reach (the
