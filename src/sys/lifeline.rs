@@ -4,7 +4,8 @@
 //! never get their turn, and an app, a mutant or a browser it started would keep
 //! running (and keep its port) after a cancelled CI job. So every process the harness
 //! starts outside a sandbox is started here: the kernel sends it SIGKILL when its
-//! parent goes (`PR_SET_PDEATHSIG`). Sandboxed processes need nothing from here: their
+//! parent goes (`PR_SET_PDEATHSIG`), or, for the reaper ([`spawn_reaped`]), the reaper
+//! asks for its own signal first thing. Sandboxed processes need nothing from here: their
 //! helper does the same for itself, and its PID namespace takes everything inside.
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the
@@ -24,16 +25,33 @@ type Job = Box<dyn FnOnce() + Send>;
 /// the harness started, not what it forks or detaches.
 pub const REAPER: &str = "gauntlet-reap";
 
-/// `program` under the reaper, for this harness process; its arguments follow. For
-/// anything the harness runs outside a sandbox whose tree must end with it (an app, a
-/// CLI app's run for a claimed test).
-pub fn reaped(program: &std::path::Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(crate::binaries::bin_path(REAPER));
+/// Start `program` under the reaper, for this harness process, with the command as
+/// `configure` leaves it (arguments, environment, streams, group). For anything the
+/// harness runs outside a sandbox whose tree must end with it (an app, a CLI app's run
+/// for a claimed test). Must be called inside a tokio runtime: the child is registered
+/// with the caller's.
+///
+/// Started on the spawner thread like every child, but with no hook between fork and
+/// exec: the reaper ties itself to this process first thing (`--parent`: its own
+/// `PR_SET_PDEATHSIG`, then a check that its parent is still this process), and a
+/// command without a hook is started with `posix_spawn`, a vfork, where one with a hook
+/// forks the whole harness first: 1 to 4 ms of every app start, measured in a trial.
+pub fn spawn_reaped(
+    program: &std::path::Path,
+    configure: impl FnOnce(&mut tokio::process::Command),
+) -> io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::new(crate::binaries::bin_path(REAPER));
     cmd.arg("--parent")
         .arg(std::process::id().to_string())
         .arg("--")
         .arg(program);
-    cmd
+    configure(&mut cmd);
+    let runtime = tokio::runtime::Handle::try_current()
+        .map_err(|e| io::Error::other(format!("spawning outside a tokio runtime: {e}")))?;
+    on_spawner(move || {
+        let _entered = runtime.enter();
+        cmd.spawn()
+    })
 }
 
 /// The spawner thread's queue; `None` when the thread could not be started.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use crate::sys::process::{kill_group, spawn_capture, Capture};
@@ -97,27 +97,27 @@ impl AppProcess {
         }
         let stdout_log = log_dir.join(format!("{label}.stdout"));
         let stderr_log = log_dir.join(format!("{label}.stderr"));
-        let stdout_file = create_log(&stdout_log).await?;
-        let stderr_file = create_log(&stderr_log).await?;
+        let stdout_file = create_log(&stdout_log)?;
+        let stderr_file = create_log(&stderr_log)?;
 
-        // A scrubbed environment: the harness's holds the provider key in byok mode.
-        let mut cmd = Command::from(crate::sys::lifeline::reaped(binary));
-        cmd.args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .env("PATH", crate::spec::app::APP_PATH)
-            .env("LANG", "C.UTF-8")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
         // Dies with the harness even when no destructor runs (SIGKILL): the reaper is
         // told, and ends the app's whole tree.
-        let mut child =
-            crate::sys::lifeline::spawn_tokio(cmd).map_err(|source| AppError::Spawn {
-                path: binary.to_path_buf(),
-                source,
-            })?;
+        let mut child = crate::sys::lifeline::spawn_reaped(binary, |cmd| {
+            // A scrubbed environment: the harness's holds the provider key in byok mode.
+            cmd.args(args)
+                .current_dir(cwd)
+                .env_clear()
+                .env("PATH", crate::spec::app::APP_PATH)
+                .env("LANG", "C.UTF-8")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0);
+        })
+        .map_err(|source| AppError::Spawn {
+            path: binary.to_path_buf(),
+            source,
+        })?;
         let pid = child.id().unwrap_or(0);
 
         let (url_tx, mut url_rx) = oneshot::channel();
@@ -377,15 +377,20 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
-async fn create_log(path: &Path) -> Result<tokio::fs::File, AppError> {
+/// Created in place rather than on tokio's blocking pool: two creations of a file in a
+/// directory the trial just made take microseconds, and handing each to a pool thread
+/// and back cost up to a millisecond of every app start, measured in a trial.
+fn create_log(path: &Path) -> Result<tokio::fs::File, AppError> {
     let err = |source| AppError::Log {
         path: path.to_path_buf(),
         source,
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        tokio::fs::create_dir_all(parent).await.map_err(err)?;
+        std::fs::create_dir_all(parent).map_err(err)?;
     }
-    tokio::fs::File::create(path).await.map_err(err)
+    std::fs::File::create(path)
+        .map(tokio::fs::File::from_std)
+        .map_err(err)
 }
 
 /// The last `n` lines of a log file (read from its last 8 KiB), for error messages.

@@ -152,18 +152,18 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         }
     });
     // Under the reaper: whatever the app starts ends with its run, or with the harness.
-    let mut cmd = tokio::process::Command::from(crate::sys::lifeline::reaped(&binary));
-    cmd.args(&prefix)
-        .args(&args)
-        .current_dir(&cwd)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LANG", "C.UTF-8")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = crate::sys::lifeline::spawn_tokio(cmd);
+    let child = crate::sys::lifeline::spawn_reaped(&binary, |cmd| {
+        cmd.args(&prefix)
+            .args(&args)
+            .current_dir(&cwd)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("LANG", "C.UTF-8")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+    });
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
