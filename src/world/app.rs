@@ -377,20 +377,11 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
-/// Created in place rather than on tokio's blocking pool: two creations of a file in a
-/// directory the trial just made take microseconds, and handing each to a pool thread
-/// and back cost up to a millisecond of every app start, measured in a trial.
 fn create_log(path: &Path) -> Result<tokio::fs::File, AppError> {
-    let err = |source| AppError::Log {
+    crate::sys::process::create_capture_file(path).map_err(|source| AppError::Log {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(err)?;
-    }
-    std::fs::File::create(path)
-        .map(tokio::fs::File::from_std)
-        .map_err(err)
+    })
 }
 
 /// The last `n` lines of a log file (read from its last 8 KiB), for error messages.
