@@ -20,7 +20,7 @@ pub use events::{parse_transcript, Event, Transcript};
 pub use normalize::{AgentReport, Parsed, StreamParser};
 
 /// A stream of bytes an observed process wrote, kept on disk beside the record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RawFile {
     /// Path relative to the trial directory.
     pub path: String,
@@ -34,6 +34,99 @@ pub struct RawFile {
 impl RawFile {
     pub fn truncated(&self) -> bool {
         self.bytes_seen > self.bytes
+    }
+}
+
+/// Read only from a JSON object naming each of its four members once, sizes written as
+/// unsigned integers ([`raw_file_de`] says why).
+impl<'de> Deserialize<'de> for RawFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawFile, D::Error> {
+        d.deserialize_map(raw_file_de::Object)
+    }
+}
+
+/// How a record's raw file is read: stricter than serde's derive, which would also take
+/// the array `[path, bytes, bytes_seen, sha256]`.
+///
+/// The raw-file check (`record::raw`) relies on it: it shows that the raw files a
+/// typed record holds are every raw file its JSON names by counting the `"sha256"`
+/// keys in the record's bytes, which holds only if each of those raw files was an
+/// object with one `sha256` key and with sizes the check's JSON scan takes for sizes
+/// (integers read as unsigned, whatever a JSON reader makes of `-0`).
+mod raw_file_de {
+    use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+    use serde::Deserialize;
+
+    use super::RawFile;
+
+    #[derive(Deserialize)]
+    #[serde(field_identifier, rename_all = "snake_case")]
+    enum Member {
+        Path,
+        Bytes,
+        BytesSeen,
+        Sha256,
+        #[serde(other)]
+        Other,
+    }
+
+    /// A size: a JSON integer read as unsigned, never a negative zero or a float.
+    struct Size(u64);
+
+    impl<'de> Deserialize<'de> for Size {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+            struct Unsigned;
+            impl Visitor<'_> for Unsigned {
+                type Value = Size;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an unsigned integer")
+                }
+                fn visit_u64<E: Error>(self, v: u64) -> Result<Size, E> {
+                    Ok(Size(v))
+                }
+            }
+            d.deserialize_u64(Unsigned)
+        }
+    }
+
+    pub(super) struct Object;
+
+    fn once<T, E: Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+        if slot.replace(value).is_some() {
+            return Err(E::duplicate_field(name));
+        }
+        Ok(())
+    }
+
+    impl<'de> Visitor<'de> for Object {
+        type Value = RawFile;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a raw file: an object with path, bytes, bytes_seen and sha256")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile, A::Error> {
+            let (mut path, mut bytes, mut bytes_seen, mut sha256) = (None, None, None, None);
+            while let Some(member) = map.next_key::<Member>()? {
+                match member {
+                    Member::Path => once(&mut path, map.next_value::<String>()?, "path")?,
+                    Member::Bytes => once(&mut bytes, map.next_value::<Size>()?.0, "bytes")?,
+                    Member::BytesSeen => {
+                        once(&mut bytes_seen, map.next_value::<Size>()?.0, "bytes_seen")?
+                    }
+                    Member::Sha256 => once(&mut sha256, map.next_value::<String>()?, "sha256")?,
+                    Member::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(RawFile {
+                path: path.ok_or_else(|| A::Error::missing_field("path"))?,
+                bytes: bytes.ok_or_else(|| A::Error::missing_field("bytes"))?,
+                bytes_seen: bytes_seen.ok_or_else(|| A::Error::missing_field("bytes_seen"))?,
+                sha256: sha256.ok_or_else(|| A::Error::missing_field("sha256"))?,
+            })
+        }
     }
 }
 
@@ -202,4 +295,74 @@ pub struct QaEvidence {
     /// like every other raw file. Absent in records from before they were.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub world_logs: Vec<RawFile>,
+}
+
+impl QaEvidence {
+    /// Every raw file this evidence names, for the raw-file check to verify without
+    /// scanning the record's JSON again (`record::raw`). A file left out here costs
+    /// that check its shortcut, never a file unchecked: it counts the raw files the
+    /// record's bytes name and scans them whenever the counts differ.
+    pub fn raw_files(&self) -> Vec<&RawFile> {
+        let mut out: Vec<&RawFile> = Vec::with_capacity(4 + 2 * self.world_logs.len());
+        out.extend(&self.prompt);
+        out.push(&self.agent.stdout);
+        out.push(&self.agent.stderr);
+        for run in self.gate.iter().flat_map(|g| &g.runs) {
+            out.push(&run.stdout);
+            out.push(&run.stderr);
+        }
+        out.extend(&self.calls);
+        out.extend(&self.world_logs);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RawFile;
+
+    #[test]
+    fn a_raw_file_is_read_only_from_an_object_naming_each_member_once() {
+        let read = |json: &str| serde_json::from_str::<RawFile>(json).map_err(|e| e.to_string());
+        let ok = read(r#"{"sha256":"s","x":[{"y":1}],"path":"p","bytes_seen":3,"bytes":2}"#);
+        assert_eq!(
+            ok,
+            Ok(RawFile {
+                path: "p".into(),
+                bytes: 2,
+                bytes_seen: 3,
+                sha256: "s".into(),
+            })
+        );
+        for (json, why) in [
+            (r#"["p",2,3,"s"]"#, "invalid type: sequence"),
+            (
+                r#"{"path":"p","bytes":2,"bytes_seen":3}"#,
+                "missing field `sha256`",
+            ),
+            (
+                r#"{"path":"p","bytes":2,"bytes_seen":3,"sha256":"s","sha256":"t"}"#,
+                "duplicate field `sha256`",
+            ),
+            (
+                r#"{"path":"p","bytes":-0,"bytes_seen":3,"sha256":"s"}"#,
+                "expected an unsigned integer",
+            ),
+            (
+                r#"{"path":"p","bytes":-1,"bytes_seen":3,"sha256":"s"}"#,
+                "expected an unsigned integer",
+            ),
+            (
+                r#"{"path":"p","bytes":2.0,"bytes_seen":3,"sha256":"s"}"#,
+                "expected an unsigned integer",
+            ),
+            (
+                r#"{"path":1,"bytes":2,"bytes_seen":3,"sha256":"s"}"#,
+                "expected a string",
+            ),
+        ] {
+            let err = read(json).expect_err(json);
+            assert!(err.contains(why), "{json}: {err}");
+        }
+    }
 }

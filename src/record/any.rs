@@ -128,7 +128,11 @@ fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
         }
     };
     // A record that is not JSON at all is already an unreadable verdict.
-    if let Ok(check) = super::raw::verify_record_bytes(file, &bytes, &known) {
+    let listed = match &record {
+        Some(AnyRecord::Qa(q)) => Some(q.evidence.raw_files()),
+        _ => None,
+    };
+    if let Ok(check) = super::raw::verify_record_bytes(file, &bytes, &known, listed.as_deref()) {
         row.raw_files = check.checked;
         row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
     }

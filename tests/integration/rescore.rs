@@ -93,3 +93,126 @@ fn the_rescore_command_exits_one_on_disagreement_and_zero_on_agreement() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stdout).contains("DISAGREES"));
 }
+
+/// Every record edit a forger might try, each checked against the walk of the record's
+/// `serde_json::Value` (the raw-file check's definition, `raw::verify`): checking a
+/// qa record trusts the typed record's own list of raw files only where that list is
+/// provably every raw file the JSON names, so no edit may leave a file unchecked that
+/// the walk checks, nor count one it does not.
+#[test]
+fn a_records_raw_files_are_checked_as_its_json_names_them_whatever_the_typed_record_holds() {
+    use gauntlet::report::synthetic::SyntheticRun;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    let files = SyntheticRun::fixed().write(&run).expect("synthetic run");
+    // A trial with gate runs, so its record names files in `gate/` too.
+    let file = files
+        .iter()
+        .find(|f| f.parent().unwrap().join("gate").is_dir())
+        .expect("a trial with gate runs");
+    let dir = file.parent().unwrap();
+    let pristine = std::fs::read_to_string(file).expect("record");
+    let compact =
+        serde_json::to_string(&serde_json::from_str::<serde_json::Value>(&pristine).unwrap())
+            .unwrap();
+    let stderr = r#""stderr":{"bytes":0,"bytes_seen":0,"path":"agent.stderr","#;
+    assert!(compact.contains(stderr), "{compact}");
+    let evil = r#"{"path":"agent.stdout","bytes":1,"bytes_seen":1,"sha256":"sha256:00"}"#;
+    let edits: Vec<(&str, String)> = vec![
+        ("as written", pristine.clone()),
+        ("compact", compact.clone()),
+        (
+            "an unknown member naming a file that does not match",
+            compact.replacen(
+                r#""evidence":{"#,
+                &format!(r#""evidence":{{"extra":{evil},"#),
+                1,
+            ),
+        ),
+        (
+            "the same, its sha256 key escaped",
+            compact.replacen(
+                r#""evidence":{"#,
+                &format!(
+                    r#""evidence":{{"extra":{},"#,
+                    evil.replace("sha256\":", "sh\\u0061256\":")
+                ),
+                1,
+            ),
+        ),
+        (
+            "a raw file nested in a raw file's unknown member",
+            compact.replacen(
+                stderr,
+                &format!(
+                    r#""stderr":{{"x":{evil},"bytes":0,"bytes_seen":0,"path":"agent.stderr","#
+                ),
+                1,
+            ),
+        ),
+        ("a listed raw file named again under an unknown member", {
+            let v: serde_json::Value = serde_json::from_str(&compact).unwrap();
+            let again = v["evidence"]["agent"]["stdout"].to_string();
+            compact.replacen(
+                r#""evidence":{"#,
+                &format!(r#""evidence":{{"again":{again},"#),
+                1,
+            )
+        }),
+        ("a raw file written as an array", {
+            let v: serde_json::Value = serde_json::from_str(&compact).unwrap();
+            let s = &v["evidence"]["agent"]["stderr"];
+            let object = s.to_string();
+            let array = serde_json::json!([s["path"], s["bytes"], s["bytes_seen"], s["sha256"]]);
+            compact.replacen(&object, &array.to_string(), 1)
+        }),
+        (
+            "a size written as negative zero",
+            compact.replacen(r#""stderr":{"bytes":0,"#, r#""stderr":{"bytes":-0,"#, 1),
+        ),
+        // A raw file the JSON walk does not take for one (it has no `sha256` key to
+        // count) beside one it does, that the typed record does not hold.
+        (
+            "a raw file written as an array, and an unknown member naming a file",
+            {
+                let v: serde_json::Value = serde_json::from_str(&compact).unwrap();
+                let s = &v["evidence"]["agent"]["stderr"];
+                let array =
+                    serde_json::json!([s["path"], s["bytes"], s["bytes_seen"], s["sha256"]]);
+                compact
+                    .replacen(&s.to_string(), &array.to_string(), 1)
+                    .replacen(
+                        r#""evidence":{"#,
+                        &format!(r#""evidence":{{"extra":{evil},"#),
+                        1,
+                    )
+            },
+        ),
+        (
+            "a listed file's sha256 key given twice",
+            compact.replacen(stderr, &format!(r#"{stderr}"sha256":"sha256:00","#), 1),
+        ),
+    ];
+    for (what, text) in edits {
+        std::fs::write(file, &text).expect("write");
+        let value: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
+        let want = gauntlet::record::raw::verify(dir, &value);
+        let got = gauntlet::record::any::check(file);
+        let problems: Vec<String> = want.problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(got.row.raw_files, want.checked, "{what}");
+        assert_eq!(got.row.raw_problems, problems, "{what}");
+    }
+
+    // A listed file altered on disk: named, as the walk names it.
+    std::fs::write(file, &pristine).expect("restore");
+    let stdout = dir.join("agent.stdout");
+    let mut bytes = std::fs::read(&stdout).expect("stdout");
+    bytes.push(b'\n');
+    std::fs::write(&stdout, bytes).expect("alter");
+    let value: serde_json::Value = serde_json::from_str(&pristine).unwrap();
+    let want = gauntlet::record::raw::verify(dir, &value);
+    assert_eq!(want.problems.len(), 1, "{:?}", want.problems);
+    let got = gauntlet::record::any::check(file);
+    let problems: Vec<String> = want.problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(got.row.raw_problems, problems);
+}
