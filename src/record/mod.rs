@@ -298,12 +298,59 @@ pub fn load(file: &Path) -> Result<QaRecord, RecordError> {
     load_bytes(file, &bytes)
 }
 
+/// A qa record as its file holds it: the header's members beside the record's own.
+///
+/// Read in place of [`QaRecord`], whose flattened header makes serde gather every member
+/// of the record before reading the header from them: a sixth of the time it takes to
+/// read a record. The header is built member by member below, so a member added to
+/// [`Header`] and not read here does not compile.
+#[derive(Deserialize)]
+struct QaRecordFile {
+    schema_version: u32,
+    suite: Suite,
+    trial: String,
+    run_id: String,
+    gauntlet_version: String,
+    started_at: String,
+    finished_at: String,
+    wall_ms: u64,
+    config: RecordConfig,
+    repeat: u32,
+    spec: QaSpecRef,
+    evidence: QaEvidence,
+    verdict: Verdict,
+}
+
+impl From<QaRecordFile> for QaRecord {
+    fn from(f: QaRecordFile) -> QaRecord {
+        QaRecord {
+            header: Header {
+                schema_version: f.schema_version,
+                suite: f.suite,
+                trial: f.trial,
+                run_id: f.run_id,
+                gauntlet_version: f.gauntlet_version,
+                started_at: f.started_at,
+                finished_at: f.finished_at,
+                wall_ms: f.wall_ms,
+                config: f.config,
+            },
+            repeat: f.repeat,
+            spec: f.spec,
+            evidence: f.evidence,
+            verdict: f.verdict,
+        }
+    }
+}
+
 /// [`load`] of a record file already read into `bytes`.
 pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<QaRecord, RecordError> {
-    let rec: QaRecord = crate::json::from_bytes(bytes).map_err(|e| RecordError::Invalid {
-        file: file.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let rec: QaRecord = crate::json::from_bytes::<QaRecordFile>(bytes)
+        .map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?
+        .into();
     if rec.header.schema_version != SCHEMA_VERSION {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),

@@ -216,3 +216,21 @@ fn a_records_raw_files_are_checked_as_its_json_names_them_whatever_the_typed_rec
     let problems: Vec<String> = want.problems.iter().map(|p| p.to_string()).collect();
     assert_eq!(got.row.raw_problems, problems);
 }
+
+/// The loader reads a qa record's header member by member instead of through serde's
+/// flattening: both readings give the same record, for every record of a run.
+#[test]
+fn the_loader_reads_every_record_as_its_derived_reading_does() {
+    use gauntlet::report::synthetic::SyntheticRun;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let files = SyntheticRun::fixed()
+        .write(tmp.path())
+        .expect("synthetic run");
+    assert!(files.len() > 10, "{}", files.len());
+    for file in &files {
+        let bytes = std::fs::read(file).expect("record");
+        let derived: gauntlet::record::QaRecord = serde_json::from_slice(&bytes).expect("derived");
+        let loaded = gauntlet::record::load(file).expect("loaded");
+        assert_eq!(loaded, derived, "{}", file.display());
+    }
+}
