@@ -12,11 +12,13 @@ use super::envelope::{self, Envelope};
 use super::forward::{self, Outgoing};
 use super::log::Pending;
 use super::server::{Mode, State};
+use super::upstream::Lane;
 use super::wire::{CallError, ErrorKind, Protocol};
 use super::{messages, meter, script};
 
 pub(crate) async fn handle(
     state: &State,
+    lane: Option<&Lane>,
     protocol: Protocol,
     request: Request<Incoming>,
 ) -> Response<Body> {
@@ -24,12 +26,13 @@ pub(crate) async fn handle(
     let path = parts.uri.path().to_owned();
     let pending = state.log.begin(protocol.name(), &path);
     let seq = pending.entry.seq;
-    let response = answer(state, protocol, parts, incoming, pending).await;
+    let response = answer(state, lane, protocol, parts, incoming, pending).await;
     state.calls.tee(seq, response)
 }
 
 async fn answer(
     state: &State,
+    lane: Option<&Lane>,
     protocol: Protocol,
     parts: hyper::http::request::Parts,
     incoming: Incoming,
@@ -87,7 +90,7 @@ async fn answer(
                 raw,
                 envelope,
             };
-            forward::forward(upstream, &state.log, pending, call).await
+            forward::forward(upstream, lane, &state.log, pending, call).await
         }
     }
 }
@@ -95,7 +98,11 @@ async fn answer(
 /// `POST /v1/messages/count_tokens`: Claude Code asks before long requests. Not a model
 /// call, so not metered: scripted mode answers the count it would meter, byok mode
 /// passes the provider's answer through.
-pub(crate) async fn count_tokens(state: &State, request: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn count_tokens(
+    state: &State,
+    lane: Option<&Lane>,
+    request: Request<Incoming>,
+) -> Response<Body> {
     let protocol = Protocol::Messages;
     let (parts, incoming) = request.into_parts();
     let (raw, body) = match read_object(incoming).await {
@@ -110,7 +117,7 @@ pub(crate) async fn count_tokens(state: &State, request: Request<Incoming>) -> R
         Mode::Byok(upstream) => {
             let path = upstream_path(&parts.uri);
             match upstream
-                .post(&path, raw, &parts.headers, protocol.auth())
+                .post(&path, raw, &parts.headers, protocol.auth(), lane)
                 .await
             {
                 Ok(response) => {

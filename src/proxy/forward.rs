@@ -16,7 +16,7 @@ use super::envelope::{self, Envelope};
 use super::log::{Pending, UsageLog};
 use super::peek;
 use super::relay::Relay;
-use super::upstream::Upstream;
+use super::upstream::{Lane, Upstream};
 use super::wire::{self, ErrorKind, Protocol};
 
 /// Longest excerpt of an upstream error body kept in a usage entry.
@@ -67,6 +67,7 @@ impl Drop for InFlight<'_> {
 
 pub(crate) async fn forward(
     upstream: &Arc<Upstream>,
+    lane: Option<&Lane>,
     log: &Arc<UsageLog>,
     pending: Pending,
     call: Outgoing<'_>,
@@ -89,7 +90,13 @@ pub(crate) async fn forward(
     let outgoing = asking.unwrap_or(call.raw);
 
     let response = match upstream
-        .post(&call.path, outgoing, call.client_headers, protocol.auth())
+        .post(
+            &call.path,
+            outgoing,
+            call.client_headers,
+            protocol.auth(),
+            lane,
+        )
         .await
     {
         Ok(response) => response,

@@ -37,10 +37,8 @@ pub(crate) trait StreamMeter: Send + 'static {
     }
 }
 
-type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
-
 pub(crate) struct Relay {
-    upstream: ByteStream,
+    upstream: super::upstream::ByteStream,
     scanner: SseScanner,
     meter: Box<dyn StreamMeter>,
     /// Where the entry goes; `None` once recorded.
@@ -120,7 +118,7 @@ impl Relay {
     /// `first` is the stream's first poll, already awaited by the caller (see
     /// `forward`): it goes out with the response head in one write.
     pub(crate) fn new(
-        response: reqwest::Response,
+        response: super::upstream::Answer,
         first: Polled,
         meter: Box<dyn StreamMeter>,
         log: Arc<UsageLog>,
@@ -128,7 +126,7 @@ impl Relay {
         redactor: Arc<Upstream>,
     ) -> Relay {
         Relay {
-            upstream: Box::pin(response.bytes_stream()),
+            upstream: response.into_stream(),
             scanner: SseScanner::default(),
             meter,
             finish: Some((log, pending)),
@@ -161,7 +159,7 @@ impl Relay {
 }
 
 /// One poll of the upstream byte stream.
-pub(crate) type Polled = Option<Result<Bytes, reqwest::Error>>;
+pub(crate) type Polled = Option<Result<Bytes, super::upstream::BodyError>>;
 
 impl Relay {
     /// The gathered bytes as one frame for the agent, the key redacted. Bytes at the

@@ -19,7 +19,7 @@ use tokio::task::JoinSet;
 use super::body::{self, Body};
 use super::call;
 use super::log::UsageLog;
-use super::upstream::Upstream;
+use super::upstream::{Lane, Upstream};
 use super::wire::{ErrorKind, Protocol};
 use super::{Budget, ProxyMode};
 use crate::spec::Flow;
@@ -126,9 +126,16 @@ async fn connection(
     state: Arc<State>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // The agent's calls on this connection reach a loopback provider on a connection
+    // of their own (`Lane`).
+    let lane = match &state.mode {
+        Mode::Byok(upstream) => upstream.lane().map(Arc::new),
+        Mode::Scripted { .. } => None,
+    };
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(route(&state, request).await) }
+        let lane = lane.clone();
+        async move { Ok::<_, Infallible>(route(&state, lane.as_deref(), request).await) }
     });
     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
@@ -143,20 +150,24 @@ async fn connection(
     }
 }
 
-async fn route(state: &State, request: Request<hyper::body::Incoming>) -> Response<Body> {
+async fn route(
+    state: &State,
+    lane: Option<&Lane>,
+    request: Request<hyper::body::Incoming>,
+) -> Response<Body> {
     let path = request.uri().path().to_owned();
     match (request.method(), path.as_str()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
-            call::handle(state, Protocol::Chat, request).await
+            call::handle(state, lane, Protocol::Chat, request).await
         }
         (&Method::POST, "/v1/responses" | "/responses") => {
-            call::handle(state, Protocol::Responses, request).await
+            call::handle(state, lane, Protocol::Responses, request).await
         }
         (&Method::POST, "/v1/messages" | "/messages") => {
-            call::handle(state, Protocol::Messages, request).await
+            call::handle(state, lane, Protocol::Messages, request).await
         }
         (&Method::POST, "/v1/messages/count_tokens" | "/messages/count_tokens") => {
-            call::count_tokens(state, request).await
+            call::count_tokens(state, lane, request).await
         }
         // Claude Code probes its base URL before the first call.
         (&Method::HEAD | &Method::GET, "/") => {

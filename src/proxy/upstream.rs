@@ -25,6 +25,93 @@ fn passed_client_headers(auth: Auth) -> &'static [&'static str] {
     }
 }
 
+/// Why a provider's body stopped before its end (either client's error, boxed).
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A provider's body as it arrives, chunk by chunk.
+pub(crate) type ByteStream =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
+/// A provider's answer, from the shared client or from an agent connection's lane.
+pub(crate) enum Answer {
+    Shared(reqwest::Response),
+    Lane(hyper::Response<hyper::body::Incoming>),
+}
+
+impl Answer {
+    pub(crate) fn status(&self) -> hyper::StatusCode {
+        match self {
+            Answer::Shared(r) => r.status(),
+            Answer::Lane(r) => r.status(),
+        }
+    }
+
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        match self {
+            Answer::Shared(r) => r.headers(),
+            Answer::Lane(r) => r.headers(),
+        }
+    }
+
+    /// The next chunk of the body; `None` at its end.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        match self {
+            Answer::Shared(r) => Ok(r.chunk().await?),
+            Answer::Lane(r) => {
+                use http_body_util::BodyExt;
+                loop {
+                    match r.body_mut().frame().await {
+                        None => return Ok(None),
+                        Some(Err(e)) => return Err(e.into()),
+                        Some(Ok(frame)) => {
+                            if let Ok(data) = frame.into_data() {
+                                return Ok(Some(data));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole body.
+    pub(crate) async fn bytes(self) -> Result<Bytes, BodyError> {
+        match self {
+            Answer::Shared(r) => Ok(r.bytes().await?),
+            Answer::Lane(r) => {
+                use http_body_util::BodyExt;
+                Ok(r.into_body().collect().await?.to_bytes())
+            }
+        }
+    }
+
+    /// The rest of the body as a stream.
+    pub(crate) fn into_stream(self) -> ByteStream {
+        use futures_util::TryStreamExt;
+        match self {
+            Answer::Shared(r) => Box::pin(r.bytes_stream().map_err(BodyError::from)),
+            Answer::Lane(r) => Box::pin(
+                http_body_util::BodyDataStream::new(r.into_body()).map_err(BodyError::from),
+            ),
+        }
+    }
+}
+
+/// One agent connection's own connection to a loopback provider (a local model
+/// server), made at its first call and kept while both ends keep it.
+///
+/// An agent speaks HTTP/1.1 one call at a time per connection, so its calls need no
+/// pool: the shared client's pool, and the task that drives each pooled connection
+/// apart from the call, were most of what the proxy added to a call (measured with
+/// `benches/proxy-race.sh`: a pooled client carried about 0.55x a byte relay's calls at
+/// 64 connections, a connection per agent connection about 0.8x). A provider across
+/// the network is reached through the shared client, which honours the environment's
+/// HTTP proxy and speaks TLS.
+#[derive(Default)]
+pub(crate) struct Lane(tokio::sync::Mutex<Option<LaneSender>>);
+
+type LaneSender = hyper::client::conn::http1::SendRequest<http_body_util::Full<Bytes>>;
+
 pub(crate) struct Upstream {
     base: String,
     /// `base` parsed once, so that a call's URL is this with its path set, not a
@@ -106,14 +193,24 @@ impl Upstream {
         }
     }
 
-    /// POST a JSON body to `{base}/{path}` (path may carry a query) with the key.
+    /// A lane for one agent connection, when the provider is on loopback over plain
+    /// HTTP ([`Lane`]).
+    pub(crate) fn lane(&self) -> Option<Lane> {
+        let url = self.url.as_ref()?;
+        let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        (url.scheme() == "http" && loopback).then(Lane::default)
+    }
+
+    /// POST a JSON body to `{base}/{path}` (path may carry a query) with the key, on
+    /// `lane` when there is one and the path is a plain one.
     pub(crate) async fn post(
         &self,
         path: &str,
         body: Bytes,
         client_headers: &HeaderMap,
         auth: Auth,
-    ) -> Result<reqwest::Response, CallError> {
+        lane: Option<&Lane>,
+    ) -> Result<Answer, CallError> {
         let mut headers = HeaderMap::new();
         for name in passed_client_headers(auth) {
             for value in client_headers.get_all(*name) {
@@ -126,18 +223,108 @@ impl Upstream {
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             );
         }
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let (Some(lane), Some(url)) = (lane, self.fast_url(path)) {
+            return self.send_on(lane, &url, headers, body, auth).await;
+        }
         let request = self
             .request(reqwest::Method::POST, path)
             .headers(headers)
-            .header(CONTENT_TYPE, "application/json")
             .body(body);
-        self.send(request, auth).await
+        self.send(request, auth).await.map(Answer::Shared)
     }
 
     /// GET `{base}/{path}` with the key.
     pub(crate) async fn get(&self, path: &str) -> Result<reqwest::Response, CallError> {
         self.send(self.request(reqwest::Method::GET, path), Auth::Bearer)
             .await
+    }
+
+    fn unreachable(&self, e: impl std::fmt::Display) -> CallError {
+        CallError::Unreachable {
+            base: self.base.clone(),
+            why: self.redact(&e.to_string()),
+        }
+    }
+
+    /// [`Upstream::post`] on `lane`: connected first when it has no open connection
+    /// (its first call, or the provider closed the last one between calls; a call
+    /// already sent is never sent again).
+    async fn send_on(
+        &self,
+        lane: &Lane,
+        url: &reqwest::Url,
+        mut headers: HeaderMap,
+        body: Bytes,
+        auth: Auth,
+    ) -> Result<Answer, CallError> {
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return Err(self.unreachable("the base url names no host"));
+        };
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        headers.insert(
+            hyper::header::HOST,
+            HeaderValue::try_from(authority).map_err(|e| self.unreachable(e))?,
+        );
+        match (auth, &self.bearer, &self.x_api_key) {
+            (Auth::Bearer, Some(value), _) => {
+                headers.insert(AUTHORIZATION, value.clone());
+            }
+            (Auth::XApiKey, _, Some(value)) => {
+                headers.insert("x-api-key", value.clone());
+            }
+            // A key that is no header value fails as the shared client fails on it.
+            _ => return Err(self.unreachable("the api key is not a valid header value")),
+        }
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let mut request = hyper::Request::post(target)
+            .body(http_body_util::Full::new(body))
+            .map_err(|e| self.unreachable(e))?;
+        *request.headers_mut() = headers;
+        let failed = |e: &dyn std::fmt::Display| {
+            self.unreachable(format!("error sending request for url ({url}): {e}"))
+        };
+        let mut slot = lane.0.lock().await;
+        // A connection the provider closed between calls is replaced, and a call it
+        // closed before the call was written is sent once more, on the new one.
+        for fresh in [false, true] {
+            let open = match slot.as_mut() {
+                Some(sender) if !fresh => sender.ready().await.is_ok(),
+                _ => false,
+            };
+            if !open {
+                *slot = None;
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let stream = tokio::net::TcpStream::connect((host, port))
+                    .await
+                    .map_err(|e| failed(&e))?;
+                let _ = stream.set_nodelay(true);
+                let (sender, connection) =
+                    hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                        .await
+                        .map_err(|e| failed(&e))?;
+                // Ends when the lane drops the sender, or the provider hangs up.
+                tokio::spawn(connection);
+                *slot = Some(sender);
+            }
+            let Some(sender) = slot.as_mut() else {
+                break;
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok(Answer::Lane(response)),
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if !fresh => request = unsent,
+                    _ => return Err(failed(&e.into_error())),
+                },
+            }
+        }
+        Err(self.unreachable("the lane has no connection"))
     }
 
     async fn send(

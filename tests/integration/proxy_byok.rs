@@ -633,3 +633,106 @@ async fn a_call_cut_before_the_provider_answered_is_still_metered() {
         );
     }
 }
+
+/// A loopback provider that answers one call per connection and then hangs up without
+/// saying so (no `connection: close`), as a local model server restarting between
+/// calls does; returns its address and how many connections it accepted.
+async fn one_call_per_connection() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = std::sync::Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut read = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The head, then as many body bytes as it announces.
+                let body_len = loop {
+                    let Ok(n) = socket.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    read.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&read).to_ascii_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break end + 4 + len;
+                    }
+                };
+                while read.len() < body_len {
+                    let Ok(n) = socket.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    read.extend_from_slice(&buf[..n]);
+                }
+                let body = json!({"id": "c", "object": "chat.completion", "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "ok"}}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
+                .to_string();
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (format!("http://{addr}/v1"), accepted)
+}
+
+#[tokio::test]
+async fn calls_on_one_agent_connection_survive_a_provider_that_hangs_up_after_each() {
+    let (upstream, accepted) = one_call_per_connection().await;
+    let proxy = Proxy::start(ProxyMode::Byok {
+        upstream,
+        api_key: KEY.into(),
+    })
+    .await
+    .expect("proxy starts");
+    // One agent connection for every call.
+    let agent = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(1)
+        .build()
+        .expect("client");
+    let calls = 20;
+    for i in 0..calls {
+        let response = agent
+            .post(format!("{}/chat/completions", proxy.base_url()))
+            .bearer_auth("gauntlet-proxy")
+            .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .expect("sent");
+        let status = response.status();
+        let text = response.text().await.expect("body");
+        assert_eq!(status, StatusCode::OK, "call {i}: {text}");
+    }
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), calls, "{entries:?}");
+    for entry in &entries {
+        assert_eq!(
+            (entry.input_tokens, entry.output_tokens),
+            (Some(5), Some(2)),
+            "{entry:?}"
+        );
+        assert_eq!(entry.error, None, "{entry:?}");
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), calls);
+}
