@@ -1,6 +1,7 @@
 //! A real browser for browser trials: Debian's Chromium, headless, driven over CDP
 //! (chromiumoxide), one per trial or flow run, with a fresh profile, killed with its
-//! whole process group when done.
+//! whole process group when done. A page without an extension gets Chromium's
+//! headless shell where it is installed (the same release, cheaper to start).
 //!
 //! The driver is deliberately small — navigate, click, type, wait, read text, count,
 //! read the extension's action badge — because it is what agents and test flows get,
@@ -90,7 +91,9 @@ fn cdp(what: &str) -> impl FnOnce(chromiumoxide::error::CdpError) -> BrowserErro
 pub struct LaunchOptions {
     /// An unpacked MV3 extension to load (validated first).
     pub extension_dir: Option<PathBuf>,
-    /// The Chromium binary; `None`: [`chromium_path`].
+    /// The Chromium binary; `None`: [`chromium_path`] with an extension, else
+    /// [`crate::binaries::chromium_without_extensions`] (the headless shell, which
+    /// cannot load one).
     pub chromium: Option<PathBuf>,
     /// Where the fresh profile is made; `None`: the system temp dir.
     pub tmp_root: Option<PathBuf>,
@@ -125,12 +128,7 @@ pub fn chromium_path() -> PathBuf {
 /// browser trials on a machine without it are ignored with a reason.
 pub fn chromium_available() -> Option<PathBuf> {
     let p = chromium_path();
-    is_executable(&p).then_some(p)
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::binaries::is_executable(&p).then_some(p)
 }
 
 /// Before an agent meets a browser trial: start the browser the trial's tests will get
@@ -183,7 +181,13 @@ impl Browser {
             .as_deref()
             .map(Extension::load)
             .transpose()?;
-        let binary = opts.chromium.clone().unwrap_or_else(chromium_path);
+        let binary = match (&opts.chromium, &extension) {
+            (Some(named), _) => named.clone(),
+            (None, Some(_)) => chromium_path(),
+            // Every flow run and agent page without an extension starts a browser of
+            // its own: the headless shell makes that start cheap.
+            (None, None) => crate::binaries::chromium_without_extensions(),
+        };
         let mut extra = Vec::new();
         if let Some(ext) = &extension {
             let dir = ext.dir.display();
@@ -840,18 +844,5 @@ mod tests {
         );
         assert_eq!(extension_id_of("http://127.0.0.1/"), None);
         assert_eq!(js_string("a\"b"), r#""a\"b""#);
-    }
-
-    #[test]
-    fn only_an_executable_file_counts_as_a_browser() {
-        let dir = std::env::temp_dir().join(format!("gauntlet-exec-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let f = dir.join("chromium");
-        std::fs::write(&f, "").expect("write");
-        assert!(!is_executable(&f), "not executable");
-        assert!(!is_executable(&dir), "a directory");
-        assert!(!is_executable(&dir.join("missing")));
-        assert!(is_executable(Path::new("/bin/sh")));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -144,6 +144,11 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// The program the browser's process runs.
+fn running_binary(b: &Browser) -> PathBuf {
+    std::fs::read_link(format!("/proc/{}/exe", b.pid())).expect("the browser's /proc exe")
+}
+
 /// Close the browser and check that nothing of it is left.
 async fn close_and_check(b: Browser) {
     let profile = b.profile_dir().to_string_lossy().into_owned();
@@ -170,6 +175,18 @@ fn drives_a_page_goto_click_type_text_count_and_console() {
     let dir = tmp();
     rt().block_on(async {
         let b = Browser::launch(opts(dir.path())).await.expect("launch");
+        assert_eq!(
+            running_binary(&b),
+            gauntlet::binaries::chromium_without_extensions(),
+            "a page without an extension gets the headless shell where it is installed"
+        );
+        if std::env::var_os("CI").is_some() && gauntlet::binaries::chromium_override().is_none() {
+            assert_eq!(
+                running_binary(&b),
+                Path::new(gauntlet::binaries::DEFAULT_HEADLESS_SHELL),
+                "CI installs Debian's chromium-headless-shell (.ci/run)"
+            );
+        }
         b.goto(&format!("{url}/")).await.expect("goto");
         assert_eq!(b.text("h1").await.expect("text"), "Items list for testing");
         assert_eq!(b.count("#items li").await.expect("count"), 0);
@@ -207,6 +224,11 @@ fn reads_the_badge_an_extension_sets_for_the_current_tab() {
         })
         .await
         .expect("launch with extension");
+        assert_eq!(
+            running_binary(&b),
+            gauntlet::world::browser::chromium_path(),
+            "the headless shell loads no extension: an extension gets the full browser"
+        );
         b.goto(&format!("{url}/")).await.expect("goto");
         let words = b
             .text("body")
