@@ -11,6 +11,7 @@
 mod activity;
 mod extension;
 mod process;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -22,7 +23,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::cdp::browser_protocol::log::{EventEntryAdded, LogEntryLevel};
 use chromiumoxide::cdp::browser_protocol::target::{
-    CloseTargetParams, CreateTargetParams, GetTargetsParams, TargetInfo,
+    CloseTargetParams, GetTargetsParams, TargetInfo,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     ConsoleApiCalledType, EvaluateParams, EventConsoleApiCalled, EventExceptionThrown, RemoteObject,
@@ -161,12 +162,14 @@ pub async fn preflight(
 pub struct Browser {
     // Field order is drop order: CDP first, then the process.
     page: Page,
-    badge_page: Option<Page>,
+    /// Opened at the first badge read.
+    badge_worker: Option<worker::WorkerSession>,
     cdp: chromiumoxide::Browser,
+    /// The browser's DevTools endpoint, where the worker's own endpoint is found.
+    devtools_ws: String,
     tasks: Vec<JoinHandle<()>>,
     console: Arc<Mutex<Vec<String>>>,
     extension: Option<Extension>,
-    extension_id: Option<String>,
     opts: LaunchOptions,
     process: ChromiumProcess,
 }
@@ -227,19 +230,28 @@ impl Browser {
         tasks.extend(listeners?);
         let mut browser = Browser {
             page,
-            badge_page: None,
+            badge_worker: None,
             cdp: cdp_browser,
+            devtools_ws: ws,
             tasks,
             console,
             extension,
-            extension_id: None,
             opts,
             process,
         };
         if let Some(ext) = browser.extension.clone() {
             if ext.service_worker.is_some() {
-                let id = browser.wait_for_worker(&ext).await?;
-                browser.extension_id = Some(id);
+                let worker = browser.wait_for_worker(&ext).await?;
+                // Attached now, not at the first badge read: a worker with DevTools
+                // attached is not stopped when idle (Chromium stops an idle extension
+                // worker after about 30 s, and an agent may think longer than that).
+                let session = worker::WorkerSession::connect(&browser.devtools_ws, &worker)
+                    .await
+                    .map_err(|reason| BrowserError::ExtensionNotLoaded {
+                        dir: ext.dir.clone(),
+                        reason,
+                    })?;
+                browser.badge_worker = Some(session);
             }
         }
         Ok(browser)
@@ -496,34 +508,19 @@ impl Browser {
     /// The loaded extension's action badge text for the tab under test.
     ///
     /// Badges are not in the DOM: they are read the way the extension itself would,
-    /// with `chrome.action.getBadgeText({tabId})`, from a page of the extension opened
-    /// in its own window (so the tab under test stays the active tab of its window).
-    /// The tab id is found with `chrome.tabs.query`, matching the tab's URL.
+    /// with `chrome.action.getBadgeText({tabId})`, in the extension's service worker
+    /// ([`worker::WorkerSession`]). The tab id is found with `chrome.tabs.query`,
+    /// matching the tab's URL. The worker is attached at launch, which keeps it
+    /// running; one that stopped all the same (and was started again by the
+    /// extension's next event) is found again, once.
     pub async fn badge(&mut self) -> Result<String, BrowserError> {
-        let id = self.extension_id().await?;
         let page_url = self.url().await?;
-        if self.badge_page.is_none() {
-            let target = CreateTargetParams::builder()
-                .url(format!("chrome-extension://{id}/manifest.json"))
-                .new_window(true)
-                .build()
-                .map_err(|e| BrowserError::Badge(format!("cannot open the extension page: {e}")))?;
-            let p =
-                self.cdp.new_page(target).await.map_err(|e| {
-                    BrowserError::Badge(format!("cannot open the extension page: {e}"))
-                })?;
-            self.badge_page = Some(p);
-        }
-        let Some(bp) = &self.badge_page else {
-            return Err(BrowserError::Badge("no extension page".into()));
-        };
         let script = format!(
             r#"(async () => {{
-  if (!globalThis.chrome || !chrome.tabs) return {{error: "chrome.tabs is not available to the extension's pages"}};
+  if (!globalThis.chrome || !chrome.tabs) return {{error: "chrome.tabs is not available to the extension's service worker"}};
   if (!chrome.action) return {{error: "the extension has no action (manifest.json declares no `action`), so it has no badge"}};
   const want = {url};
-  const me = await chrome.tabs.getCurrent();
-  const tabs = (await chrome.tabs.query({{}})).filter(t => !me || t.id !== me.id);
+  const tabs = await chrome.tabs.query({{}});
   let tab = tabs.find(t => t.url === want || t.pendingUrl === want);
   if (!tab && tabs.length === 1) tab = tabs[0];
   if (!tab) return {{error: "no tab shows " + want + " (" + tabs.length + " tabs)"}};
@@ -531,14 +528,55 @@ impl Browser {
 }})()"#,
             url = js_string(&page_url)
         );
-        let out = eval_raw(bp, &script)
-            .await
-            .map_err(|e| BrowserError::Badge(format!("reading the badge failed: {e}")))?;
+        let mut attempt = 0;
+        let out = loop {
+            attempt += 1;
+            let session = self.badge_worker().await?;
+            match session.evaluate(&script).await {
+                Ok(v) => break v,
+                // The worker stopped, and its connection with it: find it again, once.
+                Err(worker::EvalError::Closed(_)) if attempt < 2 => self.badge_worker = None,
+                Err(e) => {
+                    self.badge_worker = None;
+                    return Err(BrowserError::Badge(format!(
+                        "reading the badge failed: {e}"
+                    )));
+                }
+            }
+        };
         match (out.get("text"), out.get("error")) {
             (Some(serde_json::Value::String(t)), _) => Ok(t.clone()),
             (_, Some(e)) => Err(BrowserError::Badge(e.as_str().unwrap_or("").to_string())),
             _ => Err(BrowserError::Badge(format!("unexpected answer: {out}"))),
         }
+    }
+
+    /// The connection to the extension's running service worker, opened on first use.
+    async fn badge_worker(&mut self) -> Result<&mut worker::WorkerSession, BrowserError> {
+        if self.badge_worker.is_none() {
+            let Some(ext) = self.extension.clone() else {
+                return Err(BrowserError::Badge(
+                    "no extension is loaded (set EXTENSION_DIR)".into(),
+                ));
+            };
+            if ext.service_worker.is_none() {
+                return Err(BrowserError::Badge(format!(
+                    "{}: declares no `background.service_worker`, so nothing of the extension runs to set a badge",
+                    ext.dir.join("manifest.json").display()
+                )));
+            }
+            let target = self.worker_target(&ext).await?.ok_or_else(|| {
+                BrowserError::Badge("the extension's service worker is not running".into())
+            })?;
+            let session =
+                worker::WorkerSession::connect(&self.devtools_ws, target.target_id.as_ref())
+                    .await
+                    .map_err(BrowserError::Badge)?;
+            self.badge_worker = Some(session);
+        }
+        self.badge_worker
+            .as_mut()
+            .ok_or_else(|| BrowserError::Badge("no service worker session".into()))
     }
 
     /// Console errors, uncaught exceptions and error log entries of the tab so far.
@@ -558,29 +596,13 @@ impl Browser {
         self.process.kill();
     }
 
-    async fn extension_id(&mut self) -> Result<String, BrowserError> {
-        if let Some(id) = &self.extension_id {
-            return Ok(id.clone());
-        }
-        let Some(ext) = self.extension.clone() else {
-            return Err(BrowserError::Badge(
-                "no extension is loaded (set EXTENSION_DIR)".into(),
-            ));
-        };
-        let id = match self.worker_target(&ext).await? {
-            Some(t) => extension_id_of(&t.url).unwrap_or_else(|| ext.id_from_path()),
-            None => ext.id_from_path(),
-        };
-        self.extension_id = Some(id.clone());
-        Ok(id)
-    }
-
+    /// Until the extension's service worker runs; its target id.
     async fn wait_for_worker(&self, ext: &Extension) -> Result<String, BrowserError> {
         let deadline = Instant::now() + self.opts.startup_timeout;
         loop {
             if let Some(t) = self.worker_target(ext).await? {
-                if let Some(id) = extension_id_of(&t.url) {
-                    return Ok(id);
+                if extension_id_of(&t.url).is_some() {
+                    return Ok(t.target_id.as_ref().to_string());
                 }
             }
             if Instant::now() >= deadline {

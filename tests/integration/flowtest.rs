@@ -55,6 +55,10 @@ fn handle(mut stream: TcpStream) {
         (200, "text/html; charset=utf-8", PAGE.to_string())
     } else if request_line.starts_with("GET /late ") {
         (200, "text/html; charset=utf-8", LATE_PAGE.to_string())
+    } else if request_line.starts_with("GET /slow.gif ") {
+        // An image that takes its time: the page is busy until its `load` has run.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        (200, "image/gif", GIF.to_string())
     } else if request_line.starts_with("GET /slow ") {
         // A request that takes its time: the page is busy, not idle, until it answers.
         std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -69,12 +73,23 @@ fn handle(mut stream: TcpStream) {
     );
 }
 
-/// Buttons whose effect comes late: after a timer, after a slow request, or never.
+/// Served as an image but none: it settles with `error`, which runs handlers just as
+/// `load` does.
+const GIF: &str = "GIF89a";
+
+/// Buttons whose effect comes late: after a timer, after a slow request, after a slow
+/// image, or never.
 const LATE_PAGE: &str = r##"<!doctype html><html><body>
-<button id="timer">timer</button><button id="request">request</button><button id="nothing">nothing</button>
+<button id="timer">timer</button><button id="request">request</button><button id="image">image</button><button id="nothing">nothing</button>
 <p id="out">waiting</p>
 <script>
   const out = document.getElementById("out");
+  document.getElementById("image").addEventListener("click", () => {
+    const img = document.createElement("img");
+    img.onload = img.onerror = () => { out.textContent = "image settled"; };
+    img.src = "/slow.gif";
+    document.body.appendChild(img);
+  });
   document.getElementById("timer").addEventListener("click", () => {
     setTimeout(() => { out.textContent = "timer fired"; }, 1500);
   });
@@ -307,7 +322,9 @@ fn reads_wait_for_a_busy_page_and_give_up_on_an_idle_one() {
   {"browser": {"click": "#timer"}},
   {"browser": {"text": "#out"}, "expect": {"equals": "timer fired"}},
   {"browser": {"click": "#request"}},
-  {"browser": {"text": "#out"}, "expect": {"equals": "answered late"}}
+  {"browser": {"text": "#out"}, "expect": {"equals": "answered late"}},
+  {"browser": {"click": "#image"}},
+  {"browser": {"text": "#out"}, "expect": {"equals": "image settled"}}
 ]}"##,
         &[],
     );

@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use super::BrowserError;
 
 /// A validated extension directory.
@@ -74,19 +72,6 @@ impl Extension {
             service_worker,
         })
     }
-
-    /// The id Chromium gives an unpacked extension without a `key`: the first 16 bytes
-    /// of SHA-256 of its absolute path, hex digits mapped `0-f` to `a-p`. Used when the
-    /// service worker target is gone (idle workers are stopped after ~30 s).
-    pub fn id_from_path(&self) -> String {
-        use std::os::unix::ffi::OsStrExt;
-        let digest = Sha256::digest(self.dir.as_os_str().as_bytes());
-        digest[..16]
-            .iter()
-            .flat_map(|b| [b >> 4, b & 0xf])
-            .map(|n| char::from(b'a' + n))
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -136,16 +121,5 @@ mod tests {
         let ext = Extension::load(&d).expect("valid");
         assert_eq!(ext.service_worker.as_deref(), Some("bg.js"));
         let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn id_is_32_letters_a_to_p() {
-        let ext = Extension {
-            dir: PathBuf::from("/tmp/x"),
-            service_worker: None,
-        };
-        let id = ext.id_from_path();
-        assert_eq!(id.len(), 32);
-        assert!(id.chars().all(|c| ('a'..='p').contains(&c)), "{id}");
     }
 }
