@@ -197,6 +197,13 @@ impl Browser {
             extra.push(format!("--load-extension={dir}"));
             extra.push(format!("--disable-extensions-except={dir}"));
         }
+        if binary == Path::new(crate::binaries::DEFAULT_HEADLESS_SHELL) {
+            // The shell's pages in its own process, with no zygote, renderer or
+            // network service to start: 12% less wall and 19% less CPU per flow run
+            // (measured side by side, 2 cores). The full browser gets slower with it,
+            // and its extensions need their processes.
+            extra.push("--single-process".to_string());
+        }
         let (process, ws) = ChromiumProcess::start(
             &binary,
             opts.tmp_root.as_deref(),
