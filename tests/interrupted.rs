@@ -437,8 +437,9 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
             "browser flow under gauntlet run",
             Box::new(|out| Case {
                 harness: gauntlet_run(out, "qa::browser-notes::add-note"),
-                // A renderer: the browser is up with a page, its helpers started.
-                wait_for: &["--type=renderer"],
+                // A renderer: the browser is up with a page, its helpers started; or
+                // the headless shell, which runs its pages in its own process.
+                wait_for: &["--type=renderer", "--single-process"],
                 trial: "qa::browser-notes::add-note",
                 resume: false,
             }),
