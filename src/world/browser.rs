@@ -162,7 +162,7 @@ pub async fn preflight(
 pub struct Browser {
     // Field order is drop order: CDP first, then the process.
     page: Page,
-    /// Opened at the first badge read.
+    /// Where badges are read: the extension's service worker, attached at launch.
     badge_worker: Option<worker::WorkerSession>,
     cdp: chromiumoxide::Browser,
     /// The browser's DevTools endpoint, where the worker's own endpoint is found.
@@ -558,7 +558,8 @@ impl Browser {
         }
     }
 
-    /// The connection to the extension's running service worker, opened on first use.
+    /// The connection to the extension's running service worker; found again when the
+    /// one made at launch has ended.
     async fn badge_worker(&mut self) -> Result<&mut worker::WorkerSession, BrowserError> {
         if self.badge_worker.is_none() {
             let Some(ext) = self.extension.clone() else {
