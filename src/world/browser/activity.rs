@@ -31,7 +31,7 @@ use std::time::Duration;
 /// the step at the earliest, ends a read or wait that has not held. It covers what the
 /// tracker cannot see (a message from a worker, storage callbacks); the sample apps'
 /// pages do all their work through what it sees. Every browser gate run against a
-/// mutant pays it once: it was 1 s, a third of a browser-notes trial.
+/// mutant pays it once: at 1 s it was a third of a 3 s browser-notes trial.
 pub const QUIET: Duration = Duration::from_millis(500);
 
 /// The same with an extension loaded, whose content scripts' timers and service
