@@ -433,7 +433,7 @@ impl Browser {
         let started = Instant::now();
         let deadline = started + self.opts.wait_timeout;
         loop {
-            if self.count(selector).await? > 0 {
+            if self.matches_within(selector, POLL).await? {
                 return Ok(());
             }
             let idle = self.is_idle(started).await;
@@ -444,8 +444,53 @@ impl Browser {
                     idle: idle.then(|| self.quiet_for()),
                 });
             }
-            tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// Whether `selector` matches something now or within `slice`. The page answers
+    /// the moment a DOM change makes it match (a `MutationObserver`), instead of at the
+    /// next of our polls: a wait used to end up to a poll late, about 5 ms of every
+    /// wait, a few dozen per browser trial. The slice ends on the browser's own timer
+    /// (`AbortSignal.timeout`), which the page's activity tracker does not count as the
+    /// page's work. While a navigation replaces the document the evaluation fails; a
+    /// plain count then says whether the new one matches.
+    async fn matches_within(&self, selector: &str, slice: Duration) -> Result<bool, BrowserError> {
+        let sel = js_string(selector);
+        let ms = slice.as_millis();
+        let script = format!(
+            r#"new Promise((resolve) => {{
+  const sel = {sel};
+  if (document.querySelector(sel) !== null) return resolve(true);
+  const seen = new MutationObserver(() => {{
+    if (document.querySelector(sel) !== null) {{ seen.disconnect(); resolve(true); }}
+  }});
+  seen.observe(document, {{subtree: true, childList: true, attributes: true, characterData: true}});
+  AbortSignal.timeout({ms}).addEventListener("abort", () => {{ seen.disconnect(); resolve(false); }});
+}})"#
+        );
+        let params = EvaluateParams::builder()
+            .expression(script)
+            .await_promise(true)
+            .return_by_value(true)
+            .build()
+            .map_err(|reason| BrowserError::Selector {
+                selector: selector.into(),
+                reason,
+            })?;
+        let Ok(answer) = self.page.execute(params).await else {
+            return Ok(self.count(selector).await? > 0);
+        };
+        if let Some(d) = &answer.result.exception_details {
+            return Err(BrowserError::Selector {
+                selector: selector.into(),
+                reason: d
+                    .exception
+                    .as_ref()
+                    .and_then(|x| x.description.clone())
+                    .unwrap_or_else(|| d.text.clone()),
+            });
+        }
+        Ok(answer.result.result.value == Some(serde_json::Value::Bool(true)))
     }
 
     /// How long the tab must have done nothing (no DOM change, no request in flight, no
