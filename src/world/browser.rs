@@ -254,9 +254,9 @@ impl Browser {
                 // worker after about 30 s, and an agent may think longer than that).
                 let session = worker::WorkerSession::connect(&browser.devtools_ws, &worker)
                     .await
-                    .map_err(|reason| BrowserError::ExtensionNotLoaded {
+                    .map_err(|e| BrowserError::ExtensionNotLoaded {
                         dir: ext.dir.clone(),
-                        reason,
+                        reason: e.to_string(),
                     })?;
                 browser.badge_worker = Some(session);
             }
@@ -580,14 +580,17 @@ impl Browser {
 }})()"#,
             url = js_string(&page_url)
         );
+        // A read is a few round trips; a worker that does not answer is not waited
+        // for longer than a wait for an element is.
+        let deadline = self.opts.wait_timeout;
         let mut attempt = 0;
         let out = loop {
             attempt += 1;
             let session = self.badge_worker().await?;
-            match session.evaluate(&script).await {
+            match session.evaluate(&script, deadline).await {
                 Ok(v) => break v,
                 // The worker stopped, and its connection with it: find it again, once.
-                Err(worker::EvalError::Closed(_)) if attempt < 2 => self.badge_worker = None,
+                Err(worker::WorkerError::Closed(_)) if attempt < 2 => self.badge_worker = None,
                 Err(e) => {
                     self.badge_worker = None;
                     return Err(BrowserError::Badge(format!(
@@ -624,7 +627,7 @@ impl Browser {
             let session =
                 worker::WorkerSession::connect(&self.devtools_ws, target.target_id.as_ref())
                     .await
-                    .map_err(BrowserError::Badge)?;
+                    .map_err(|e| BrowserError::Badge(e.to_string()))?;
             self.badge_worker = Some(session);
         }
         self.badge_worker

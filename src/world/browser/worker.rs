@@ -12,18 +12,23 @@
 use chromiumoxide::types::{CallId, CdpJsonEventMessage, Message};
 use chromiumoxide::Connection;
 use futures_util::StreamExt;
+use std::time::Duration;
 
 /// An open connection to one service worker target.
 pub struct WorkerSession {
     conn: Connection<CdpJsonEventMessage>,
 }
 
-/// Why an evaluation in the worker gave no value.
+/// Why the worker gave no value.
 #[derive(Debug, thiserror::Error)]
-pub enum EvalError {
+pub enum WorkerError {
+    #[error("cannot attach to the service worker at {url}: {reason}")]
+    Connect { url: String, reason: String },
     /// The connection ended or broke: the worker stopped (a new one has a new target).
     #[error("the service worker's connection ended: {0}")]
     Closed(String),
+    #[error("the service worker gave no answer within {0:?}")]
+    NoAnswer(Duration),
     /// The worker answered with an error or threw.
     #[error("{0}")]
     Failed(String),
@@ -32,18 +37,27 @@ pub enum EvalError {
 impl WorkerSession {
     /// Connect to the worker target `target_id` of the browser whose DevTools endpoint
     /// is `browser_ws` (`ws://host:port/devtools/browser/<id>`).
-    pub async fn connect(browser_ws: &str, target_id: &str) -> Result<WorkerSession, String> {
-        let url = worker_url(browser_ws, target_id)
-            .ok_or_else(|| format!("no DevTools host in {browser_ws}"))?;
+    pub async fn connect(browser_ws: &str, target_id: &str) -> Result<WorkerSession, WorkerError> {
+        let url = worker_url(browser_ws, target_id).ok_or_else(|| WorkerError::Connect {
+            url: browser_ws.to_string(),
+            reason: "no DevTools host in it".into(),
+        })?;
         let conn = Connection::connect(&url)
             .await
-            .map_err(|e| format!("cannot attach to the service worker at {url}: {e}"))?;
+            .map_err(|e| WorkerError::Connect {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?;
         Ok(WorkerSession { conn })
     }
 
-    /// Evaluate `expr` in the worker, awaiting a promise; the value, or the exception's
-    /// description.
-    pub async fn evaluate(&mut self, expr: &str) -> Result<serde_json::Value, EvalError> {
+    /// Evaluate `expr` in the worker, awaiting a promise, for at most `deadline`; the
+    /// value, or the exception's description.
+    pub async fn evaluate(
+        &mut self,
+        expr: &str,
+        deadline: Duration,
+    ) -> Result<serde_json::Value, WorkerError> {
         let params = serde_json::json!({
             "expression": expr,
             "awaitPromise": true,
@@ -52,15 +66,17 @@ impl WorkerSession {
         let id = self
             .conn
             .submit_command("Runtime.evaluate".into(), None, params)
-            .map_err(|e| EvalError::Failed(e.to_string()))?;
-        let result = self.answer_to(id).await?;
+            .map_err(|e| WorkerError::Failed(e.to_string()))?;
+        let result = tokio::time::timeout(deadline, self.answer_to(id))
+            .await
+            .map_err(|_| WorkerError::NoAnswer(deadline))??;
         if let Some(d) = result.get("exceptionDetails") {
             let described = d
                 .pointer("/exception/description")
                 .and_then(|v| v.as_str())
                 .or_else(|| d.get("text").and_then(|v| v.as_str()))
                 .unwrap_or("an exception");
-            return Err(EvalError::Failed(described.to_string()));
+            return Err(WorkerError::Failed(described.to_string()));
         }
         Ok(result
             .pointer("/result/value")
@@ -69,12 +85,12 @@ impl WorkerSession {
     }
 
     /// Read the connection until the answer to `id`; events on the way are not ours.
-    async fn answer_to(&mut self, id: CallId) -> Result<serde_json::Value, EvalError> {
+    async fn answer_to(&mut self, id: CallId) -> Result<serde_json::Value, WorkerError> {
         while let Some(msg) = self.conn.next().await {
-            match msg.map_err(|e| EvalError::Closed(e.to_string()))? {
+            match msg.map_err(|e| WorkerError::Closed(e.to_string()))? {
                 Message::Response(r) if r.id == id => {
                     return match (r.result, r.error) {
-                        (_, Some(e)) => Err(EvalError::Failed(e.to_string())),
+                        (_, Some(e)) => Err(WorkerError::Failed(e.to_string())),
                         (Some(v), None) => Ok(v),
                         (None, None) => Ok(serde_json::Value::Null),
                     };
@@ -82,7 +98,7 @@ impl WorkerSession {
                 _ => {}
             }
         }
-        Err(EvalError::Closed("closed".into()))
+        Err(WorkerError::Closed("closed".into()))
     }
 }
 
