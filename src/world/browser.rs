@@ -40,6 +40,9 @@ pub use crate::binaries::DEFAULT_CHROMIUM;
 /// How often a wait re-checks: one CDP round trip each, cheap next to a step.
 const POLL: Duration = Duration::from_millis(10);
 
+/// How much longer than its slice an in-page wait's answer may take to arrive.
+const ANSWER_GRACE: Duration = Duration::from_millis(500);
+
 #[derive(Debug, thiserror::Error)]
 pub enum BrowserError {
     #[error("chromium not found at {path}: install Debian's `chromium` package or set GAUNTLET_CHROMIUM")]
@@ -297,7 +300,7 @@ impl Browser {
             }),
             Err(reason) => Err(BrowserError::Cdp {
                 what: "read the url".into(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
     }
@@ -468,29 +471,18 @@ impl Browser {
   AbortSignal.timeout({ms}).addEventListener("abort", () => {{ seen.disconnect(); resolve(false); }});
 }})"#
         );
-        let params = EvaluateParams::builder()
-            .expression(script)
-            .await_promise(true)
-            .return_by_value(true)
-            .build()
-            .map_err(|reason| BrowserError::Selector {
+        // The page answers within the slice; a document replaced mid-wait may never
+        // answer, so the wait does not rest on it either.
+        let answer =
+            tokio::time::timeout(slice + ANSWER_GRACE, eval_raw(&self.page, &script)).await;
+        match answer {
+            Ok(Ok(v)) => Ok(v == serde_json::Value::Bool(true)),
+            Ok(Err(EvalFailure::Threw(reason))) => Err(BrowserError::Selector {
                 selector: selector.into(),
                 reason,
-            })?;
-        let Ok(answer) = self.page.execute(params).await else {
-            return Ok(self.count(selector).await? > 0);
-        };
-        if let Some(d) = &answer.result.exception_details {
-            return Err(BrowserError::Selector {
-                selector: selector.into(),
-                reason: d
-                    .exception
-                    .as_ref()
-                    .and_then(|x| x.description.clone())
-                    .unwrap_or_else(|| d.text.clone()),
-            });
+            }),
+            Ok(Err(EvalFailure::Unanswered(_))) | Err(_) => Ok(self.count(selector).await? > 0),
         }
-        Ok(answer.result.result.value == Some(serde_json::Value::Bool(true)))
     }
 
     /// How long the tab must have done nothing (no DOM change, no request in flight, no
@@ -709,35 +701,47 @@ impl Browser {
     ) -> Result<serde_json::Value, BrowserError> {
         eval_raw(&self.page, expr)
             .await
-            .map_err(|reason| BrowserError::Selector {
+            .map_err(|e| BrowserError::Selector {
                 selector: selector.into(),
-                reason,
+                reason: e.to_string(),
             })
     }
 }
 
+/// Why an evaluation in the tab gave no value.
+#[derive(Debug, thiserror::Error)]
+enum EvalFailure {
+    /// The script threw (a malformed selector): its description.
+    #[error("{0}")]
+    Threw(String),
+    /// No answer came: the protocol failed, or a navigation replaced the document.
+    #[error("{0}")]
+    Unanswered(String),
+}
+
 /// `Runtime.evaluate` sent as is: no execution context id, so it runs in whatever
 /// main-world context the top frame has now, never in a cached one a navigation
-/// replaced. Promises are awaited; a thrown exception is the
-/// error, as its description.
-async fn eval_raw(page: &Page, expr: &str) -> Result<serde_json::Value, String> {
+/// replaced. Promises are awaited; a thrown exception is [`EvalFailure::Threw`], with
+/// its description.
+async fn eval_raw(page: &Page, expr: &str) -> Result<serde_json::Value, EvalFailure> {
     let params = EvaluateParams::builder()
         .expression(expr)
         .await_promise(true)
         .return_by_value(true)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(EvalFailure::Unanswered)?;
     let res = page
         .execute(params)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| EvalFailure::Unanswered(e.to_string()))?
         .result;
     if let Some(d) = res.exception_details {
-        return Err(d
-            .exception
-            .as_ref()
-            .and_then(|x| x.description.clone())
-            .unwrap_or(d.text));
+        return Err(EvalFailure::Threw(
+            d.exception
+                .as_ref()
+                .and_then(|x| x.description.clone())
+                .unwrap_or(d.text),
+        ));
     }
     Ok(res.result.value.unwrap_or(serde_json::Value::Null))
 }

@@ -80,10 +80,14 @@ const GIF: &str = "GIF89a";
 /// Buttons whose effect comes late: after a timer, after a slow request, after a slow
 /// image, or never.
 const LATE_PAGE: &str = r##"<!doctype html><html><body>
-<button id="timer">timer</button><button id="request">request</button><button id="image">image</button><button id="nothing">nothing</button>
+<button id="timer">timer</button><button id="request">request</button><button id="image">image</button><button id="nothing">nothing</button><button id="leave">leave</button>
 <p id="out">waiting</p>
 <script>
   const out = document.getElementById("out");
+  // Leaves for the items page a moment later: a wait spans the navigation.
+  document.getElementById("leave").addEventListener("click", () => {
+    setTimeout(() => { location.href = "/"; }, 200);
+  });
   document.getElementById("image").addEventListener("click", () => {
     const img = document.createElement("img");
     img.onload = img.onerror = () => { out.textContent = "image settled"; };
@@ -324,7 +328,10 @@ fn reads_wait_for_a_busy_page_and_give_up_on_an_idle_one() {
   {"browser": {"click": "#request"}},
   {"browser": {"text": "#out"}, "expect": {"equals": "answered late"}},
   {"browser": {"click": "#image"}},
-  {"browser": {"text": "#out"}, "expect": {"equals": "image settled"}}
+  {"browser": {"text": "#out"}, "expect": {"equals": "image settled"}},
+  {"browser": {"click": "#leave"}},
+  {"browser": {"wait_for": "#items"}},
+  {"browser": {"text": "h1"}, "expect": {"equals": "Items list for testing"}}
 ]}"##,
         &[],
     );
