@@ -4,7 +4,7 @@
 //! never get their turn, and an app, a mutant or a browser it started would keep
 //! running (and keep its port) after a cancelled CI job. So every process the harness
 //! starts outside a sandbox is started here: the kernel sends it SIGKILL when its
-//! parent goes (`PR_SET_PDEATHSIG`), or, for the reaper ([`spawn_reaped`]), the reaper
+//! parent goes (`PR_SET_PDEATHSIG`), or, for the reaper ([`start_reaped`]), the reaper
 //! asks for its own signal first thing. Sandboxed processes need nothing from here: their
 //! helper does the same for itself, and its PID namespace takes everything inside.
 //!
@@ -13,6 +13,7 @@
 //! libtest). So the fork happens on one thread that lives as long as the process.
 
 use std::io;
+use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
@@ -25,33 +26,77 @@ type Job = Box<dyn FnOnce() + Send>;
 /// the harness started, not what it forks or detaches.
 pub const REAPER: &str = "gauntlet-reap";
 
-/// Start `program` under the reaper, for this harness process, with the command as
-/// `configure` leaves it (arguments, environment, streams, group). For anything the
-/// harness runs outside a sandbox whose tree must end with it (an app, a CLI app's run
-/// for a claimed test). Must be called inside a tokio runtime: the child is registered
-/// with the caller's.
-///
-/// Started on the spawner thread like every child, but with no hook between fork and
-/// exec: the reaper ties itself to this process first thing (`--parent`: its own
-/// `PR_SET_PDEATHSIG`, then a check that its parent is still this process), and a
-/// command without a hook is started with `posix_spawn`, a vfork, where one with a hook
-/// forks the whole harness first: 1 to 4 ms of every app start, measured in a trial.
-pub fn spawn_reaped(
-    program: &std::path::Path,
-    configure: impl FnOnce(&mut tokio::process::Command),
-) -> io::Result<tokio::process::Child> {
-    let mut cmd = tokio::process::Command::new(crate::binaries::bin_path(REAPER));
-    cmd.arg("--parent")
-        .arg(std::process::id().to_string())
-        .arg("--")
-        .arg(program);
-    configure(&mut cmd);
-    let runtime = tokio::runtime::Handle::try_current()
-        .map_err(|e| io::Error::other(format!("spawning outside a tokio runtime: {e}")))?;
-    on_spawner(move || {
-        let _entered = runtime.enter();
-        cmd.spawn()
-    })
+/// What to run under a reaper ([`start_reaped`]): the program, its arguments, where it
+/// starts and its whole environment (it inherits nothing of the harness's, which holds
+/// the provider key in byok mode).
+pub struct ReapedProgram<'a> {
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub cwd: &'a Path,
+    pub env: &'a [(&'a str, &'a str)],
+}
+
+/// A program running under its reaper: the reaper's process (which leads the program's
+/// process group, and whose streams are the program's), and the program's stdin.
+pub struct Reaped {
+    pub process: super::spawned::Spawned,
+    pub stdin: tokio::net::unix::pipe::Sender,
+}
+
+/// Start `program` under a reaper, for this harness process: for anything the harness
+/// runs outside a sandbox whose tree must end with it (an app, a CLI app's run for a
+/// claimed test). The reaper comes started from [`super::warm::REAPERS`], already tied
+/// to this process (its own `PR_SET_PDEATHSIG`, then a check that its parent is still
+/// this process), so that what is left is the program's fork and exec; the caller
+/// replenishes the pool when the program has ended. Dropping `stdin` gives the program
+/// end of input. Must be called inside a tokio runtime: the pipes are registered with
+/// the caller's.
+pub async fn start_reaped(p: &ReapedProgram<'_>) -> io::Result<Reaped> {
+    use tokio::io::AsyncWriteExt;
+    let frame = program_frame(p)?;
+    let mut process = super::warm::REAPERS.take().await?;
+    let mut stdin = process
+        .stdin()?
+        .ok_or_else(|| io::Error::other("the reaper's stdin is not piped"))?;
+    // A reaper that died waiting is seen here, or as its exit.
+    stdin.write_all(&frame).await?;
+    Ok(Reaped { process, stdin })
+}
+
+/// The program as `gauntlet-reap --from-stdin` reads it: a 4-byte little-endian length,
+/// then NUL-terminated strings: the working directory, the argument count, the program
+/// and its arguments, the environment's `NAME=value` entries.
+fn program_frame(p: &ReapedProgram<'_>) -> io::Result<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut body = Vec::new();
+    let mut push = |s: &[u8]| -> io::Result<()> {
+        if s.contains(&0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{:?} holds a NUL byte, which no program can be given",
+                    String::from_utf8_lossy(s)
+                ),
+            ));
+        }
+        body.extend_from_slice(s);
+        body.push(0);
+        Ok(())
+    };
+    push(p.cwd.as_os_str().as_bytes())?;
+    push((1 + p.args.len()).to_string().as_bytes())?;
+    push(p.program.as_os_str().as_bytes())?;
+    for a in p.args {
+        push(a.as_bytes())?;
+    }
+    for (k, v) in p.env {
+        push(format!("{k}={v}").as_bytes())?;
+    }
+    let len = u32::try_from(body.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the program is too long"))?;
+    let mut frame = len.to_le_bytes().to_vec();
+    frame.extend(body);
+    Ok(frame)
 }
 
 /// The spawner thread's queue; `None` when the thread could not be started.

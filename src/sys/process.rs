@@ -155,7 +155,7 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
     };
     let mut child = match &sealed {
         Some(seal) => {
-            let mut helper = warm::take().await.map_err(spawn_err)?;
+            let mut helper = warm::SEAL_HELPERS.take().await.map_err(spawn_err)?;
             let bytes = serde_json::to_vec(seal).map_err(|e| ProcessError::Seal {
                 program: spec.program.clone(),
                 cause: e.to_string(),
@@ -258,7 +258,7 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutcome, ProcessError> {
             }
             let report = read_report(&seal.report);
             let _ = std::fs::remove_file(&seal.report);
-            warm::replenish();
+            warm::SEAL_HELPERS.replenish();
             (report.stragglers_killed, report.setup_error)
         }
         None => (reaper.sweep(), None),

@@ -113,6 +113,18 @@ impl Spawned {
     }
 }
 
+impl Spawned {
+    /// Let it end in its own time (a reaper told to stop, which ends its program's tree
+    /// first), reaping it off the caller's thread; not killed, unlike a drop.
+    pub fn reap_when_ended(mut self) {
+        if let Some(mut child) = self.child.take() {
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+    }
+}
+
 impl Drop for Spawned {
     /// A handle dropped before its child was reaped (its trial was cancelled) kills the
     /// child and reaps it off the caller's thread, leaving neither a process nor a

@@ -1,16 +1,22 @@
-//! Sandbox helpers started ahead of need.
+//! Helper processes started ahead of need: sandbox helpers and reapers.
 //!
 //! Most of what a sandbox costs does not depend on the program it will run: creating
 //! its namespaces (a network namespace alone takes most of a millisecond here) and
 //! staging its root. A helper does all of that as soon as it starts, then waits on its
-//! stdin for a spec ([`super::sandbox`]). This pool keeps up to [`READY`] such helpers
-//! started, so that a sealed process only pays for its own binds and its fork; every
-//! sealed process takes its helper from here, the first one of a process too (it waits
-//! for the helper's start like any other), and [`replenish`]es the pool when it ends.
+//! stdin for a spec ([`super::sandbox`]). Likewise the reaper an app runs under
+//! ([`super::lifeline`]): its own start (an exec, the loader, tying itself to the
+//! harness) was a millisecond of every app start, and it does not depend on the app.
+//! A pool ([`SEAL_HELPERS`], [`REAPERS`]) keeps up to [`READY`] of them started, so
+//! that a sealed process only pays for its own binds and its fork, and an app for its
+//! fork and exec; every user takes its helper from here, the first one of a process
+//! too (it waits for the helper's start like any other), and [`Warm::replenish`]es the
+//! pool when it ends. Neither kind makes anything a program can see before it has its
+//! program: they run outside every sandbox, and their own start time is nobody's to
+//! read.
 //!
-//! The helpers are started from one thread that lives as long as the process: a
-//! helper dies with the thread that started it (`PR_SET_PDEATHSIG` is per thread), and
-//! a trial's runtime threads come and go.
+//! The helpers are started from one thread per pool that lives as long as the process:
+//! a helper dies with the thread that started it (`PR_SET_PDEATHSIG` is per thread),
+//! and a trial's runtime threads come and go.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -27,6 +33,28 @@ use super::spawned::Spawned;
 /// another, and trials run side by side.
 pub const READY: usize = 2;
 
+/// One kind of helper, started ahead of need by a thread of its own.
+pub struct Warm {
+    /// The starter thread's name.
+    thread: &'static str,
+    start: fn() -> io::Result<Spawned>,
+    pool: OnceLock<Arc<Pool>>,
+}
+
+/// Sandbox helpers (`gauntlet-seal`), waiting for a spec.
+pub static SEAL_HELPERS: Warm = Warm {
+    thread: "gauntlet-seal-starter",
+    start: start_seal_helper,
+    pool: OnceLock::new(),
+};
+
+/// Reapers (`gauntlet-reap --from-stdin`), waiting for the program to run.
+pub static REAPERS: Warm = Warm {
+    thread: "gauntlet-reap-starter",
+    start: start_reaper,
+    pool: OnceLock::new(),
+};
+
 struct Pool {
     state: Mutex<State>,
     /// The starter thread waits here for a helper to be taken.
@@ -42,31 +70,45 @@ struct State {
     failed: Option<io::Error>,
 }
 
-fn pool() -> &'static Arc<Pool> {
-    static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let pool = Arc::new(Pool {
-            state: Mutex::new(State::default()),
-            taken: Condvar::new(),
-            started: Notify::new(),
-        });
-        let starter = Arc::clone(&pool);
-        // If the thread cannot be started, takers find no helper and no error: say so.
-        if let Err(e) = std::thread::Builder::new()
-            .name("gauntlet-seal-starter".into())
-            .spawn(move || start_forever(&starter))
-        {
-            if let Ok(mut state) = pool.state.lock() {
-                state.failed = Some(e);
+impl Warm {
+    fn pool(&self) -> &Arc<Pool> {
+        self.pool.get_or_init(|| {
+            let pool = Arc::new(Pool {
+                state: Mutex::new(State::default()),
+                taken: Condvar::new(),
+                started: Notify::new(),
+            });
+            let starter = Arc::clone(&pool);
+            let start = self.start;
+            // If the thread cannot be started, takers find no helper and no error: say so.
+            if let Err(e) = std::thread::Builder::new()
+                .name(self.thread.into())
+                .spawn(move || start_forever(&starter, start))
+            {
+                if let Ok(mut state) = pool.state.lock() {
+                    state.failed = Some(e);
+                }
             }
-        }
-        pool
-    })
+            pool
+        })
+    }
+
+    /// A started helper, waiting on its stdin.
+    pub async fn take(&self) -> io::Result<Spawned> {
+        take(self.pool()).await
+    }
+
+    /// Start helpers to replace those taken. Called when the process that took one has
+    /// ended, not when it starts: building a sandbox (its namespaces, joining its
+    /// control groups, which takes a lock every fork and exit of the machine waits on),
+    /// or a reaper's exec, would otherwise compete with the start of the very process
+    /// that took a helper.
+    pub fn replenish(&self) {
+        self.pool().taken.notify_one();
+    }
 }
 
-/// A started helper, waiting for its spec; its stdin has had the harness's pid.
-pub async fn take() -> io::Result<Spawned> {
-    let pool = pool();
+async fn take(pool: &Pool) -> io::Result<Spawned> {
     loop {
         // Registered before looking, so a start between the look and the wait wakes us.
         let started = pool.started.notified();
@@ -94,15 +136,7 @@ pub async fn take() -> io::Result<Spawned> {
     }
 }
 
-/// Start helpers to replace those taken. Called when a sealed process has ended, not
-/// when it starts: building a sandbox (its namespaces, joining its control groups,
-/// which takes a lock every fork and exit of the machine waits on) would otherwise
-/// compete with the start of the very process that took a helper.
-pub fn replenish() {
-    pool().taken.notify_one();
-}
-
-fn start_forever(pool: &Pool) {
+fn start_forever(pool: &Pool, start: fn() -> io::Result<Spawned>) {
     let Ok(mut state) = pool.state.lock() else {
         return;
     };
@@ -129,17 +163,10 @@ fn start_forever(pool: &Pool) {
     }
 }
 
-/// One helper, with nothing but its pipes: its command line and environment are the
-/// sandbox's PID 1's, which the program can read.
-fn start() -> io::Result<Spawned> {
-    let mut child = Command::new(sandbox::helper())
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
+/// One sandbox helper, with nothing but its pipes: its command line and environment are
+/// the sandbox's PID 1's, which the program can read.
+fn start_seal_helper() -> io::Result<Spawned> {
+    let mut child = helper_command(sandbox::helper()).spawn()?;
     let told = match child.stdin.as_mut() {
         Some(stdin) => stdin.write_all(&sandbox::parent_line()),
         None => Err(io::Error::other("the helper's stdin is not piped")),
@@ -150,4 +177,28 @@ fn start() -> io::Result<Spawned> {
         return Err(e);
     }
     Spawned::new(child)
+}
+
+/// One reaper, tied to this process, in a process group of its own (the app's), with an
+/// empty environment: the program's comes with it.
+fn start_reaper() -> io::Result<Spawned> {
+    let child = helper_command(crate::binaries::bin_path(super::lifeline::REAPER))
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .arg("--from-stdin")
+        .spawn()?;
+    Spawned::new(child)
+}
+
+/// A helper of either kind: no environment, started at `/`, every stream a pipe, in a
+/// process group of its own.
+fn helper_command(program: std::path::PathBuf) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd
 }

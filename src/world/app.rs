@@ -9,10 +9,11 @@
 //! loopback.
 
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::process::Child;
+use crate::sys::lifeline::ReapedProgram;
+use crate::sys::spawned::Spawned;
 use tokio::sync::oneshot;
 
 use crate::sys::process::{kill_group, spawn_capture, Capture};
@@ -37,7 +38,7 @@ pub struct AppProcess {
     label: String,
     url: String,
     pid: u32,
-    child: Option<Child>,
+    child: Option<Spawned>,
     stdout_log: PathBuf,
     stderr_log: PathBuf,
     logs: Vec<Capture>,
@@ -101,37 +102,42 @@ impl AppProcess {
         let stderr_file = create_log(&stderr_log)?;
 
         // Dies with the harness even when no destructor runs (SIGKILL): the reaper is
-        // told, and ends the app's whole tree.
-        let mut child = crate::sys::lifeline::spawn_reaped(binary, |cmd| {
-            // A scrubbed environment: the harness's holds the provider key in byok mode.
-            cmd.args(args)
-                .current_dir(cwd)
-                .env_clear()
-                .env("PATH", crate::spec::app::APP_PATH)
-                .env("LANG", "C.UTF-8")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0);
+        // told, and ends the app's whole tree. A scrubbed environment: the harness's
+        // holds the provider key in byok mode.
+        let reaped = crate::sys::lifeline::start_reaped(&ReapedProgram {
+            program: binary,
+            args,
+            cwd,
+            env: &[("PATH", crate::spec::app::APP_PATH), ("LANG", "C.UTF-8")],
         })
+        .await
         .map_err(|source| AppError::Spawn {
             path: binary.to_path_buf(),
             source,
         })?;
-        let pid = child.id().unwrap_or(0);
+        // An app reads no input: it gets end of input, as from /dev/null.
+        drop(reaped.stdin);
+        let mut child = reaped.process;
+        let pid = child.id();
 
         let (url_tx, mut url_rx) = oneshot::channel();
         let mut watcher = ListeningWatcher::new(url_tx);
         let logs = vec![
             spawn_capture(
-                child.stdout.take(),
+                child.stdout().map_err(|source| AppError::Spawn {
+                    path: binary.to_path_buf(),
+                    source,
+                })?,
                 stdout_file,
                 &stdout_log,
                 LOG_CAP,
                 move |chunk| watcher.feed(chunk),
             ),
             spawn_capture(
-                child.stderr.take(),
+                child.stderr().map_err(|source| AppError::Spawn {
+                    path: binary.to_path_buf(),
+                    source,
+                })?,
                 stderr_file,
                 &stderr_log,
                 LOG_CAP,
@@ -251,6 +257,7 @@ impl AppProcess {
         let paths = [self.stdout_log.clone(), self.stderr_log.clone()];
         let logs = self.logs.drain(..).map(Capture::finish);
         let done = futures_util::future::join_all(logs).await;
+        crate::sys::warm::REAPERS.replenish();
         done.into_iter()
             .zip(paths)
             .filter_map(|(c, path)| c.ok().map(|c| c.into_raw_file(&path, rel_base)))
@@ -289,6 +296,9 @@ impl Drop for AppProcess {
             // group kill now would kill the reaper before it found them). Dropping
             // `logs` cancels the copiers.
             self.terminate();
+        }
+        if let Some(child) = self.child.take() {
+            child.reap_when_ended();
         }
     }
 }

@@ -17,8 +17,9 @@
 //! with a scrubbed environment; it sees none of the test's files, so a CLI app that
 //! reads files named on its command line cannot be reached this way.
 
+use crate::sys::lifeline::ReapedProgram;
+use crate::sys::spawned::Spawned;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -152,20 +153,24 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         }
     });
     // Under the reaper: whatever the app starts ends with its run, or with the harness.
-    let child = crate::sys::lifeline::spawn_reaped(&binary, |cmd| {
-        cmd.args(&prefix)
-            .args(&args)
-            .current_dir(&cwd)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("LANG", "C.UTF-8")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+    let argv: Vec<String> = prefix.iter().chain(&args).cloned().collect();
+    let started = crate::sys::lifeline::start_reaped(&ReapedProgram {
+        program: &binary,
+        args: &argv,
+        cwd: &cwd,
+        env: &[
+            ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            ("LANG", "C.UTF-8"),
+        ],
+    })
+    .await;
+    let started = started.and_then(|mut r| {
+        let out = r.process.stdout()?;
+        let err = r.process.stderr()?;
+        Ok((r, out, err))
     });
-    let mut child = match child {
-        Ok(c) => c,
+    let (reaped, stdout, stderr) = match started {
+        Ok(started) => started,
         Err(e) => {
             let msg = format!("gauntlet-cli-relay: cannot run the app: {e}\n");
             let _ = frames.send((STDERR, msg.into_bytes())).await;
@@ -177,10 +182,9 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     };
     // An invocation dropped part-way (the relay stopped) asks the reaper to end the
     // app's tree: a SIGKILL of the reaper alone would orphan what the app started.
-    let mut stop = StopOnDrop(child.id());
-    let stdin = child.stdin.take();
+    let mut running = StopOnDrop(Some(reaped.process));
+    let mut stdin = reaped.stdin;
     let feed = tokio::spawn(async move {
-        let Some(mut stdin) = stdin else { return };
         while let Ok(Some((STDIN, chunk))) = read_frame(&mut rx).await {
             if chunk.is_empty() || stdin.write_all(&chunk).await.is_err() {
                 break;
@@ -188,11 +192,15 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         }
         // Dropping stdin closes it: the app sees end of input.
     });
-    let out = tokio::spawn(pump(child.stdout.take(), STDOUT, frames.clone()));
-    let err = tokio::spawn(pump(child.stderr.take(), STDERR, frames.clone()));
-    let status = child.wait().await;
-    // Ended and reaped: nothing left to stop, and its pid is no longer ours.
-    stop.0 = None;
+    let out = tokio::spawn(pump(stdout, STDOUT, frames.clone()));
+    let err = tokio::spawn(pump(stderr, STDERR, frames.clone()));
+    let status = match running.0.as_mut() {
+        Some(child) => child.wait().await,
+        None => Err(std::io::Error::other("no app to wait for")),
+    };
+    // Ended and reaped: nothing left to stop.
+    running.0 = None;
+    crate::sys::warm::REAPERS.replenish();
     let _ = tokio::join!(out, err);
     feed.abort();
     let code = match status {
@@ -209,25 +217,25 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     let _ = writer.await;
 }
 
-/// SIGTERM to the reaper of an app run that is still going when its invocation ends.
-struct StopOnDrop(Option<u32>);
+/// SIGTERM to the reaper of an app run that is still going when its invocation ends,
+/// which then ends in its own time (not killed: it ends the app's tree first).
+struct StopOnDrop(Option<Spawned>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        if let Some(pid) = self
-            .0
-            .and_then(|p| i32::try_from(p).ok())
-            .filter(|p| *p > 1)
-        {
-            // A reaper already gone is ESRCH, or (reaped, pid reused) a stranger: only
-            // signal a process that is still ours, in the group it leads.
-            if crate::sys::process::proc_stat(pid).is_some_and(|s| s.alive() && s.pgrp == pid) {
+        let Some(mut reaper) = self.0.take() else {
+            return;
+        };
+        // Not reaped yet, so its pid is still its own.
+        if let (Ok(None), Ok(pid)) = (reaper.try_wait(), i32::try_from(reaper.id())) {
+            if pid > 1 {
                 // SAFETY: kill has no memory-safety preconditions.
                 unsafe {
                     libc::kill(pid, libc::SIGTERM);
                 }
             }
         }
+        reaper.reap_when_ended();
     }
 }
 

@@ -478,3 +478,123 @@ async fn app_binary_missing_says_how_to_build() {
         "{msg}"
     );
 }
+
+/// A program started under a reaper from the pool gets exactly what it was given: its
+/// arguments (an empty one and one with spaces included), its working directory, its
+/// environment and nothing of the harness's, and the input written after it on the
+/// same pipe, to its end.
+#[tokio::test]
+async fn a_reaped_program_gets_exactly_its_arguments_directory_environment_and_input() {
+    use gauntlet::sys::lifeline::{start_reaped, ReapedProgram};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = r#"printf '[%s]' "$@"; echo; pwd; echo "FOO=$FOO HOME=${HOME-unset}"; cat"#;
+    let args: Vec<String> = ["-c", script, "sh", "", "a b", "--x=1"]
+        .map(String::from)
+        .to_vec();
+    let mut reaped = start_reaped(&ReapedProgram {
+        program: Path::new("/bin/sh"),
+        args: &args,
+        cwd: dir.path(),
+        env: &[("FOO", "bar baz"), ("PATH", "/usr/bin:/bin")],
+    })
+    .await
+    .expect("a reaper from the pool runs it");
+    let mut stdout = reaped
+        .process
+        .stdout()
+        .expect("stdout")
+        .expect("piped stdout");
+    reaped
+        .stdin
+        .write_all(b"line one\nline two\n")
+        .await
+        .expect("input");
+    drop(reaped.stdin);
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).await.expect("read");
+    let status = reaped.process.wait().await.expect("wait");
+    assert!(status.success(), "{status}: {out}");
+    let cwd = dir.path().canonicalize().expect("canonical");
+    assert_eq!(
+        out,
+        format!(
+            "[][a b][--x=1]\n{}\nFOO=bar baz HOME=unset\nline one\nline two\n",
+            cwd.display()
+        )
+    );
+}
+
+/// What a reaper reads on stdin, when it is not a program, is refused before anything
+/// runs: it says what was wrong and exits 127, like a program that cannot be run.
+#[test]
+fn a_reaper_refuses_a_malformed_program_on_stdin_naming_the_cause() {
+    use std::io::Write;
+    let reaper = crate::support::bin("gauntlet-reap");
+    let frame = |body: &[u8]| {
+        let mut f = (body.len() as u32).to_le_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("nothing", vec![], "no length"),
+        ("a length alone", vec![9, 0], "no length"),
+        (
+            "cut short",
+            frame(b"/\x001\x00/bin/true\x00")[..8].to_vec(),
+            "cut short",
+        ),
+        (
+            "over the limit",
+            (u32::MAX).to_le_bytes().to_vec(),
+            "over the limit",
+        ),
+        (
+            "no final NUL",
+            frame(b"/\x001\x00/bin/true"),
+            "does not end with a NUL",
+        ),
+        (
+            "no count",
+            frame(b"/\x00x\x00/bin/true\x00"),
+            "no argument count",
+        ),
+        (
+            "fewer arguments than counted",
+            frame(b"/\x003\x00/bin/true\x00"),
+            "1 of 3 arguments",
+        ),
+        ("no program", frame(b"/\x000\x00"), "0 of 0 arguments"),
+        (
+            "a bad variable",
+            frame(b"/\x001\x00/bin/true\x00NOEQUALS\x00"),
+            "NOEQUALS",
+        ),
+        (
+            "a missing directory",
+            frame(b"/nonexistent-dir\x001\x00/bin/true\x00"),
+            "/nonexistent-dir",
+        ),
+    ];
+    for (what, input, cause) in cases {
+        let mut child = std::process::Command::new(&reaper)
+            .arg("--from-stdin")
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the reaper starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        // A reaper that refused early closes its end: a broken pipe is no failure here.
+        let _ = stdin.write_all(&input);
+        drop(stdin);
+        let out = child.wait_with_output().expect("the reaper ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(127), "{what}: {stderr}");
+        assert!(
+            stderr.contains("the program on stdin") && stderr.contains(cause),
+            "{what}: the cause `{cause}` is named: {stderr}"
+        );
+    }
+}

@@ -1,6 +1,12 @@
 //! `gauntlet-reap --parent PID -- PROGRAM [ARGS…]`: runs one program outside any sandbox
 //! so that its whole process tree ends with it, or with the harness.
 //!
+//! `gauntlet-reap --parent PID --from-stdin` is the same, with the program to run read
+//! from standard input when it comes ([`read_program`]): the harness keeps such reapers
+//! started ahead of need (`src/sys/warm.rs`), so that what is left of starting an app is
+//! one fork and its exec. The program's standard input is what follows on the same
+//! pipe.
+//!
 //! The kernel's `PR_SET_PDEATHSIG` only reaches a direct child: an app started through
 //! a wrapper (`sh start.sh`, `npm start`), or one that forks helpers or detaches a
 //! daemon, would leave them running (and holding their ports) after the harness that
@@ -37,7 +43,7 @@ const KILL_ROUNDS: usize = 400;
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let (parent, program) = match parse(&args) {
+    let (parent, source) = match parse(&args) {
         Ok(p) => p,
         Err(why) => fail(&why),
     };
@@ -65,6 +71,15 @@ fn main() {
     if let Err(e) = nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&waited), None) {
         fail(&format!("sigprocmask: {e}"));
     }
+    // Waiting here for a program costs nothing: a harness that dies meanwhile closes the
+    // pipe, and the read ends.
+    let program = match source {
+        Source::Argv(program) => program.to_vec(),
+        Source::Stdin => match read_program() {
+            Ok(program) => program,
+            Err(why) => fail(&format!("the program on stdin: {why}")),
+        },
+    };
     let argv: Vec<CString> = match program
         .iter()
         .map(|a| CString::new(a.as_bytes()))
@@ -111,7 +126,8 @@ fn main() {
             Some(_) | None => {}
         }
     };
-    kill_tree();
+    // Told to stop, the program is still running; otherwise it was reaped above.
+    kill_tree(matches!(end, End::Stopped(_)).then_some(child));
     match end {
         End::Exited(code) => std::process::exit(code),
         // Ended as the program did, so the harness reads the same status it would have.
@@ -153,9 +169,82 @@ enum End {
     Stopped(Signal),
 }
 
-/// `--parent PID --` (optional) and the program's argv.
-fn parse(args: &[std::ffi::OsString]) -> Result<(Option<i32>, &[std::ffi::OsString]), String> {
-    let usage = "usage: gauntlet-reap [--parent PID] -- PROGRAM [ARGS...]";
+/// Where the program to run comes from.
+enum Source<'a> {
+    Argv(&'a [std::ffi::OsString]),
+    /// [`read_program`].
+    Stdin,
+}
+
+/// The largest program description accepted on stdin.
+const MAX_PROGRAM: usize = 1 << 20;
+
+/// Read the program from stdin: a 4-byte little-endian length, then that many bytes of
+/// NUL-terminated strings: the working directory, the count of what follows as the
+/// program's argv (in decimal), the program and its arguments, and the environment's
+/// `NAME=value` entries. Read unbuffered, so that nothing after it, which is the
+/// program's own input, is taken. Changes to the working directory and takes the
+/// environment (this process has none of its own), so that the program inherits both.
+fn read_program() -> Result<Vec<std::ffi::OsString>, String> {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStringExt;
+    // SAFETY: fd 0 is open for the life of the process; ManuallyDrop leaves it open.
+    let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    let mut len = [0u8; 4];
+    stdin
+        .read_exact(&mut len)
+        .map_err(|e| format!("no length: {e}"))?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_PROGRAM {
+        return Err(format!("{len} bytes, over the limit of {MAX_PROGRAM}"));
+    }
+    let mut bytes = vec![0u8; len];
+    stdin
+        .read_exact(&mut bytes)
+        .map_err(|e| format!("cut short: {e}"))?;
+    let Some(body) = bytes.strip_suffix(b"\0") else {
+        return Err("does not end with a NUL".into());
+    };
+    let mut strings = body.split(|b| *b == 0);
+    let cwd = strings.next().unwrap_or_default();
+    let argc = strings
+        .next()
+        .and_then(|s| std::str::from_utf8(s).ok())
+        .and_then(|s| s.parse::<usize>().ok())
+        .ok_or("no argument count")?;
+    let argv: Vec<std::ffi::OsString> = strings
+        .by_ref()
+        .take(argc)
+        .map(|s| std::ffi::OsString::from_vec(s.to_vec()))
+        .collect();
+    if argv.len() != argc || argc == 0 {
+        return Err(format!(
+            "{} of {argc} arguments, and a program is needed",
+            argv.len()
+        ));
+    }
+    std::env::set_current_dir(std::ffi::OsStr::from_bytes(cwd))
+        .map_err(|e| format!("working directory {}: {e}", String::from_utf8_lossy(cwd)))?;
+    for entry in strings {
+        let Some(eq) = entry.iter().position(|b| *b == b'=').filter(|&i| i > 0) else {
+            return Err(format!(
+                "environment entry {:?} is not NAME=value",
+                String::from_utf8_lossy(entry)
+            ));
+        };
+        // Single-threaded: nothing reads the environment meanwhile.
+        std::env::set_var(
+            std::ffi::OsStr::from_bytes(&entry[..eq]),
+            std::ffi::OsStr::from_bytes(&entry[eq + 1..]),
+        );
+    }
+    Ok(argv)
+}
+
+/// `--parent PID` (optional), then `--from-stdin` or `--` and the program's argv.
+fn parse(args: &[std::ffi::OsString]) -> Result<(Option<i32>, Source<'_>), String> {
+    let usage = "usage: gauntlet-reap [--parent PID] (--from-stdin | -- PROGRAM [ARGS...])";
     let mut i = 0;
     let mut parent = None;
     while i < args.len() {
@@ -169,12 +258,13 @@ fn parse(args: &[std::ffi::OsString]) -> Result<(Option<i32>, &[std::ffi::OsStri
                 parent = Some(pid);
                 i += 2;
             }
+            Some("--from-stdin") if i + 1 == args.len() => return Ok((parent, Source::Stdin)),
             Some("--") => {
                 let program = &args[i + 1..];
                 if program.is_empty() {
                     return Err(usage.into());
                 }
-                return Ok((parent, program));
+                return Ok((parent, Source::Argv(program)));
             }
             _ => return Err(usage.into()),
         }
@@ -197,7 +287,20 @@ fn reap(program: Pid) -> Option<End> {
 
 /// SIGKILL everything below this process or in its group, and reap it, until nothing
 /// is left: what is killed may orphan more, which then becomes ours.
-fn kill_tree() {
+///
+/// `running` is the program when it has not been reaped yet. It is killed first, and
+/// if that leaves this process with no child at all, nothing is left: everything in
+/// the tree descends from us (whatever it orphans becomes ours, as we are a subreaper),
+/// and so does everything in our group (only our descendants are born into it, and
+/// nothing outside our session may join it). Only a tree that forked something
+/// else is looked for in `/proc`, whose scans were most of an app's stop (3 ms).
+fn kill_tree(running: Option<Pid>) {
+    if let Some(program) = running {
+        let _ = nix::sys::signal::kill(program, Signal::SIGKILL);
+    }
+    if reap_program(running) == Left::Nothing {
+        return;
+    }
     let me = std::process::id() as i32;
     // Our group is the program's only if we lead it (the harness starts us in a group
     // of our own); never a group we merely belong to, such as the harness's.
@@ -223,6 +326,40 @@ fn kill_tree() {
         }
         settle();
     }
+}
+
+/// What is left below this process once its program has been reaped.
+#[derive(PartialEq)]
+enum Left {
+    Nothing,
+    /// Other children, or the program did not die within one settle round.
+    Unknown,
+}
+
+/// Reap `program` (killed, so waited for at most one settle round) and whatever else has
+/// ended; whether any child is left.
+fn reap_program(program: Option<Pid>) -> Left {
+    let step = std::time::Duration::from_micros(200);
+    let mut reaped = program.is_none();
+    for _ in 0..25 {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _)) => {
+                    reaped |= Some(pid) == program;
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(nix::errno::Errno::ECHILD) => return Left::Nothing,
+                Err(_) => return Left::Unknown,
+            }
+        }
+        // Children other than the program are alive: the scan finds them.
+        if reaped {
+            return Left::Unknown;
+        }
+        std::thread::sleep(step);
+    }
+    Left::Unknown
 }
 
 /// Reap what was killed, looking every 200 µs for at most one round (5 ms): a killed
