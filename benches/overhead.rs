@@ -7,7 +7,8 @@
 //! bench also does that work by hand in the same run, interleaved with the trials: the
 //! agent script and the claimed test, each run directly (a plain `fork`/`exec`, no
 //! sandbox, no proxy, no capture) against an api-ledger started for it. The overhead is
-//! the trial's wall-clock minus the agent by hand and N + 1 tests by hand: everything
+//! the trial's wall-clock minus the agent by hand and N + 1 tests by hand, done beside
+//! it in the same iteration (the median of those differences): everything
 //! the harness adds (workspace, proxy, app starts and stops, sandboxes, the gate's
 //! bookkeeping, scoring, the record), sandboxes of the agent's and the test's runs
 //! included. The parts are the trial's own phase marks ([`gauntlet::phases`]): busy
@@ -58,12 +59,14 @@ const PARTS: [Phase; 7] = [
 
 /// The agent's and the test's work, done by hand against a freshly started api-ledger:
 /// `sh honest-balance.sh` in an empty directory, then `sh check.sh` (the test it
-/// wrote) in its test directory, each a plain child with `APP_URL` and `PATH` only.
+/// wrote) `runs` times in its test directory, each a plain child with `APP_URL` and
+/// `PATH` only. Returns the agent's time and the tests' total.
 fn by_hand(
     rt: &tokio::runtime::Runtime,
     app: &gauntlet::spec::LoadedApp,
     agent: &Path,
     scratch: &Path,
+    runs: u32,
 ) -> (Duration, Duration) {
     let dir = tempfile::tempdir_in(scratch).expect("scratch dir");
     let (mut target, url) = rt.block_on(async {
@@ -104,7 +107,9 @@ fn by_hand(
     std::fs::create_dir_all(&workspace).expect("workspace");
     let agent_took = run("sh", agent, &workspace);
     let test_dir = workspace.join("balance-test");
-    let test_took = run("sh", Path::new("check.sh"), &test_dir);
+    let test_took = (0..runs)
+        .map(|_| run("sh", Path::new("check.sh"), &test_dir))
+        .sum();
     rt.block_on(target.stop(dir.path()));
     (agent_took, test_took)
 }
@@ -164,17 +169,24 @@ fn main() {
     // Warm-up: page cache, first process spawns, the sandbox probe.
     trial(&sealed_cfg, "warm-sealed".into());
     trial(&unsealed_cfg, "warm-unsealed".into());
-    by_hand(&rt, &app, &agent_script, out.path());
+    by_hand(&rt, &app, &agent_script, out.path(), n + 1);
 
-    // Interleaved, so that all three see the same machine.
+    // Interleaved, so that all three see the same machine; the overhead is taken per
+    // iteration, each trial against the work by hand done beside it, so that a slow
+    // minute of the machine weighs on both sides of one difference.
     let (mut sealed, mut unsealed) = (Vec::new(), Vec::new());
     let (mut agent_hand, mut test_hand) = (Vec::new(), Vec::new());
+    let (mut sealed_over, mut unsealed_over) = (Vec::new(), Vec::new());
     for i in 0..iters {
-        sealed.push(trial(&sealed_cfg, format!("s{i}")));
-        let (a, t) = by_hand(&rt, &app, &agent_script, out.path());
+        let s = trial(&sealed_cfg, format!("s{i}"));
+        let (a, t) = by_hand(&rt, &app, &agent_script, out.path(), n + 1);
+        let u = trial(&unsealed_cfg, format!("u{i}"));
+        sealed_over.push(s.total.as_secs_f64() - (a + t).as_secs_f64());
+        unsealed_over.push(u.total.as_secs_f64() - (a + t).as_secs_f64());
         agent_hand.push(a);
         test_hand.push(t);
-        unsealed.push(trial(&unsealed_cfg, format!("u{i}")));
+        sealed.push(s);
+        unsealed.push(u);
     }
 
     let mut bare = Vec::with_capacity(iters);
@@ -192,27 +204,31 @@ fn main() {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let b = ms(median(&mut bare));
     let a = ms(median(&mut agent_hand));
-    let t = ms(median(&mut test_hand));
-    let work = a + f64::from(n + 1) * t;
+    let tests = ms(median(&mut test_hand));
+    let t = tests / f64::from(n + 1);
     let med = |v: &[Sample], f: &dyn Fn(&Sample) -> Duration| {
         let mut d: Vec<Duration> = v.iter().map(f).collect();
         ms(median(&mut d))
     };
     let (st, ut) = (med(&sealed, &|s| s.total), med(&unsealed, &|s| s.total));
-    let (o, u) = (st - work, ut - work);
+    let median_ms = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2] * 1e3
+    };
+    let (o, u) = (median_ms(&mut sealed_over), median_ms(&mut unsealed_over));
     println!(
         "qa trial harness overhead (verified claim, N = {n} + mutant, {iters} iterations, interleaved; medians)"
     );
     println!("  bare libtest-mimic trial (baseline):        {b:>9.3} ms");
     println!("  by hand: the agent script, run directly:    {a:>9.3} ms");
     println!(
-        "  by hand: its test, run directly, once:      {t:>9.3} ms  (the gate runs it {} times)",
+        "  by hand: its test, run directly, {} times:   {tests:>9.3} ms  ({t:.3} ms a run)",
         n + 1
     );
     println!("  sealed trial, wall-clock:                   {st:>9.3} ms");
     println!("  unsealed trial, wall-clock:                 {ut:>9.3} ms");
     println!(
-        "  sealed overhead per trial (trial - agent - {} tests, by hand): {o:>9.3} ms  {:>8.0}x bare",
+        "  sealed overhead per trial (trial - agent - {} tests, by hand, beside it): {o:>9.3} ms  {:>8.0}x bare",
         n + 1,
         o / b.max(1e-9)
     );
@@ -227,10 +243,7 @@ fn main() {
             let m = med(runs, &|s| s.parts[i]);
             let note = match p {
                 Phase::Agent => format!("  (by hand: {a:.3} ms; the rest is the harness's)"),
-                Phase::Gate => format!(
-                    "  (by hand: {:.3} ms; the rest is the harness's)",
-                    f64::from(n + 1) * t
-                ),
+                Phase::Gate => format!("  (by hand: {tests:.3} ms; the rest is the harness's)"),
                 _ => String::new(),
             };
             println!("    {:<14} {m:>9.3} ms{note}", p.as_str());
