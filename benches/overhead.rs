@@ -6,13 +6,15 @@
 //! The work a trial measures is the agent's run and the N + 1 runs of its test. So the
 //! bench also does that work by hand in the same run, interleaved with the trials: the
 //! agent script and the claimed test, each run directly (a plain `fork`/`exec`, no
-//! sandbox, no proxy, no capture) against an api-ledger started for it. The overhead is
-//! the trial's wall-clock minus the agent by hand and N + 1 tests by hand, done beside
-//! it in the same iteration (the median of those differences): everything
-//! the harness adds (workspace, proxy, app starts and stops, sandboxes, the gate's
-//! bookkeeping, scoring, the record), sandboxes of the agent's and the test's runs
-//! included. The parts are the trial's own phase marks ([`gauntlet::phases`]): busy
-//! time per phase, so the agent's and the gate runs' parts hold the work by hand too.
+//! sandbox, no proxy, no capture), each against an api-ledger started for it alone, as
+//! every gate run's target is (the starts are not timed: they are the harness's part).
+//! The overhead is the trial's wall-clock minus the agent by hand and N + 1 tests by
+//! hand, done beside it in the same iteration (the median of those differences):
+//! everything the harness adds (workspace, proxy, app starts and stops, sandboxes, the
+//! gate's bookkeeping, scoring, the record), sandboxes of the agent's and the test's
+//! runs included. The parts are the trial's own phase marks ([`gauntlet::phases`]):
+//! busy time per phase, so the agent's and the gate runs' parts hold the work by hand
+//! too.
 //!
 //! A trial that is not `verified` aborts the benchmark: without a verified claim the
 //! gate never runs, and the figure would measure a cheaper trial than the one named.
@@ -57,10 +59,12 @@ const PARTS: [Phase; 7] = [
     Phase::Record,
 ];
 
-/// The agent's and the test's work, done by hand against a freshly started api-ledger:
-/// `sh honest-balance.sh` in an empty directory, then `sh check.sh` (the test it
-/// wrote) `runs` times in its test directory, each a plain child with `APP_URL` and
-/// `PATH` only. Returns the agent's time and the tests' total.
+/// The agent's and the test's work, done by hand, each against an api-ledger freshly
+/// started for it (as the gate's runs are; a fresh app's first requests cost more than
+/// a warm one's): `sh honest-balance.sh` in an empty directory, then `sh check.sh` (the
+/// test it wrote) `runs` times in its test directory, each a plain child with
+/// `APP_URL` and `PATH` only. Only the children are timed: the apps' starts and stops
+/// are the harness's part. Returns the agent's time and the tests' total.
 fn by_hand(
     rt: &tokio::runtime::Runtime,
     app: &gauntlet::spec::LoadedApp,
@@ -69,27 +73,32 @@ fn by_hand(
     runs: u32,
 ) -> (Duration, Duration) {
     let dir = tempfile::tempdir_in(scratch).expect("scratch dir");
-    let (mut target, url) = rt.block_on(async {
-        let target = gauntlet::world::target::Target::start(
-            &app.app,
-            None,
-            &dir.path().join("target"),
-            dir.path(),
-            "by-hand",
-        )
-        .await
-        .expect("api-ledger starts");
-        let url = target.host_env().get("APP_URL").cloned().expect("APP_URL");
-        (target, url)
-    });
-    let run = |program: &str, arg: &Path, cwd: &Path| -> Duration {
+    let mut starts = 0;
+    let mut fresh_app = || {
+        starts += 1;
+        let dir = dir.path();
+        rt.block_on(async {
+            let target = gauntlet::world::target::Target::start(
+                &app.app,
+                None,
+                &dir.join(format!("target-{starts}")),
+                dir,
+                &format!("by-hand-{starts}"),
+            )
+            .await
+            .expect("api-ledger starts");
+            let url = target.host_env().get("APP_URL").cloned().expect("APP_URL");
+            (target, url)
+        })
+    };
+    let run = |program: &str, arg: &Path, cwd: &Path, url: &str| -> Duration {
         let t = Instant::now();
         let status = Command::new(program)
             .arg(arg)
             .current_dir(cwd)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("APP_URL", &url)
+            .env("APP_URL", url)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -105,12 +114,17 @@ fn by_hand(
     };
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).expect("workspace");
-    let agent_took = run("sh", agent, &workspace);
+    let mut timed = |program: &str, arg: &Path, cwd: &Path| {
+        let (mut target, url) = fresh_app();
+        let took = run(program, arg, cwd, &url);
+        rt.block_on(target.stop(dir.path()));
+        took
+    };
+    let agent_took = timed("sh", agent, &workspace);
     let test_dir = workspace.join("balance-test");
     let test_took = (0..runs)
-        .map(|_| run("sh", Path::new("check.sh"), &test_dir))
+        .map(|_| timed("sh", Path::new("check.sh"), &test_dir))
         .sum();
-    rt.block_on(target.stop(dir.path()));
     (agent_took, test_took)
 }
 
