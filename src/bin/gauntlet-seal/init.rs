@@ -46,8 +46,29 @@ const DISK_POLL: Duration = Duration::from_millis(100);
 /// Exit code of the program's process when it could not be started (as `sh` does).
 const NOT_STARTED: i32 = 127;
 
-/// Largest go message (a status byte and the spec) accepted from the helper.
-const MAX_GO: u64 = (4 << 20) + 1;
+/// Largest spec accepted from the helper.
+const MAX_SPEC: usize = 4 << 20;
+
+/// Largest answer about the ports (a status byte and why they failed).
+const MAX_PORTS_ANSWER: u64 = 64 << 10;
+
+/// The spec, as the helper hands it on the go pipe: its length (4 bytes, little-endian),
+/// then its JSON.
+fn read_spec(mut go: &std::fs::File) -> Result<SealSpec, String> {
+    use std::io::Read;
+    let gone = |_| "the helper went away before the spec came".to_string();
+    let mut len = [0u8; 4];
+    go.read_exact(&mut len).map_err(gone)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_SPEC {
+        return Err(format!(
+            "the spec init was handed: {len} bytes, over the limit of {MAX_SPEC}"
+        ));
+    }
+    let mut json = vec![0u8; len];
+    go.read_exact(&mut json).map_err(gone)?;
+    serde_json::from_slice(&json).map_err(|e| format!("the spec init was handed: {e}"))
+}
 
 pub fn run(
     ready: std::fs::File,
@@ -118,20 +139,9 @@ fn sandbox(
     if let Err(e) = crate::root::stage() {
         return setup(e.to_string());
     }
-    // The helper opens the forwarded ports in this namespace before anything runs, so
-    // the program never finds its proxy refusing connections; then it sends the spec.
-    let mut answer = Vec::new();
-    let _ = (&go).take(MAX_GO).read_to_end(&mut answer);
-    let spec: SealSpec = match answer.split_first() {
-        Some((b'1', spec)) => match serde_json::from_slice(spec) {
-            Ok(spec) => spec,
-            Err(e) => return setup(format!("the spec init was handed: {e}")),
-        },
-        Some((_, why)) => {
-            let why = String::from_utf8_lossy(why).into_owned();
-            return setup(format!("forwarding the sandbox's ports: {why}"));
-        }
-        None => return setup("the helper went away before the spec came".into()),
+    let spec: SealSpec = match read_spec(&go) {
+        Ok(spec) => spec,
+        Err(why) => return setup(why),
     };
     // Init waits for signals synchronously: a SIGTERM (the deadline, or the helper's
     // death) or SIGCHLD that arrives at any moment is pending until `wait`, so none is
@@ -183,6 +193,19 @@ fn sandbox(
             Ok(fd) => fd,
             Err(e) => return setup(format!("signalfd in init: {e}")),
         };
+    // The helper opens the forwarded ports in this namespace while the root is built,
+    // and the program starts only once they are open, so that it never finds its proxy
+    // refusing connections.
+    let mut ports = Vec::new();
+    let _ = (&go).take(MAX_PORTS_ANSWER).read_to_end(&mut ports);
+    match ports.split_first() {
+        Some((b'1', _)) => {}
+        Some((_, why)) => {
+            let why = String::from_utf8_lossy(why).into_owned();
+            return setup(format!("forwarding the sandbox's ports: {why}"));
+        }
+        None => return setup("the helper went away before the ports were open".into()),
+    }
     // Watching starts before the fork, so the program's own exec is the first open seen.
     let mut observer =
         observation.map(|(file, roots)| crate::observe::Observer::start(file, roots));

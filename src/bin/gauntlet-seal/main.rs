@@ -134,7 +134,8 @@ struct Staged {
     report: File,
     /// Init → helper: its network namespace exists (or, end of file: init failed).
     ready: File,
-    /// Helper → init: `1` and the spec, or `0` and why the ports could not be forwarded.
+    /// Helper → init: the spec (its length, 4 bytes little-endian, then its JSON), then
+    /// `1`, or `0` and why the ports could not be forwarded.
     go: File,
 }
 
@@ -190,21 +191,26 @@ fn stage(parent: u32) -> Result<Staged, Failure> {
 }
 
 impl Staged {
-    /// Forward the spec's ports, hand init the spec, and wait for its report.
+    /// Hand init the spec, forward the spec's ports while init builds the root (init
+    /// starts the program only once they are open), and wait for its report.
     fn run(mut self, spec: &SealSpec) -> SealReport {
         let mut ready = [0u8; 1];
         // End of file instead: init failed before its network existed, and says why
         // in its report.
         if self.ready.read_exact(&mut ready).is_ok() {
-            let go = match forward::start(self.init.as_raw(), &spec.forward) {
-                Ok(()) => {
-                    let mut go = b"1".to_vec();
-                    go.extend(serde_json::to_vec(spec).unwrap_or_default());
-                    go
-                }
-                Err(e) => format!("0{e}").into_bytes(),
-            };
-            let _ = self.go.write_all(&go);
+            let json = serde_json::to_vec(spec).unwrap_or_default();
+            let mut frame = u32::try_from(json.len())
+                .unwrap_or(u32::MAX)
+                .to_le_bytes()
+                .to_vec();
+            frame.extend(json);
+            if self.go.write_all(&frame).is_ok() {
+                let ports = match forward::start(self.init.as_raw(), &spec.forward) {
+                    Ok(()) => b"1".to_vec(),
+                    Err(e) => format!("0{e}").into_bytes(),
+                };
+                let _ = self.go.write_all(&ports);
+            }
         }
         drop(self.go);
         let mut bytes = Vec::new();
