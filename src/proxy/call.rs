@@ -2,6 +2,8 @@
 //! envelope when forwarded), check the budget, then answer from the flow or forward to
 //! the provider, and record the call.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -18,7 +20,7 @@ use super::{messages, meter, script};
 
 pub(crate) async fn handle(
     state: &State,
-    lane: Option<&Lane>,
+    lane: Option<&Arc<Lane>>,
     protocol: Protocol,
     request: Request<Incoming>,
 ) -> Response<Body> {
@@ -32,7 +34,7 @@ pub(crate) async fn handle(
 
 async fn answer(
     state: &State,
-    lane: Option<&Lane>,
+    lane: Option<&Arc<Lane>>,
     protocol: Protocol,
     parts: hyper::http::request::Parts,
     incoming: Incoming,
@@ -100,7 +102,7 @@ async fn answer(
 /// passes the provider's answer through.
 pub(crate) async fn count_tokens(
     state: &State,
-    lane: Option<&Lane>,
+    lane: Option<&Arc<Lane>>,
     request: Request<Incoming>,
 ) -> Response<Body> {
     let protocol = Protocol::Messages;
@@ -117,7 +119,13 @@ pub(crate) async fn count_tokens(
         Mode::Byok(upstream) => {
             let path = upstream_path(&parts.uri);
             match upstream
-                .post(&path, raw, &parts.headers, protocol.auth(), lane)
+                .post(
+                    &path,
+                    raw,
+                    &parts.headers,
+                    protocol.auth(),
+                    lane.map(Arc::as_ref),
+                )
                 .await
             {
                 Ok(response) => {

@@ -16,7 +16,7 @@ use super::envelope::{self, Envelope};
 use super::log::{Pending, UsageLog};
 use super::peek;
 use super::relay::Relay;
-use super::upstream::{Lane, Upstream};
+use super::upstream::{Answer, Lane, Upstream};
 use super::wire::{self, ErrorKind, Protocol};
 
 /// Longest excerpt of an upstream error body kept in a usage entry.
@@ -67,7 +67,7 @@ impl Drop for InFlight<'_> {
 
 pub(crate) async fn forward(
     upstream: &Arc<Upstream>,
-    lane: Option<&Lane>,
+    lane: Option<&Arc<Lane>>,
     log: &Arc<UsageLog>,
     pending: Pending,
     call: Outgoing<'_>,
@@ -95,7 +95,7 @@ pub(crate) async fn forward(
             outgoing,
             call.client_headers,
             protocol.auth(),
-            lane,
+            lane.map(Arc::as_ref),
         )
         .await
     {
@@ -123,6 +123,10 @@ pub(crate) async fn forward(
         // separate write costs it a wake-up (measured: benches/proxy.rs).
         let mut response = response;
         let first = response.chunk().await.transpose();
+        // A lane's answer is decoded by this task's own polls of the lane (see `relay`).
+        let lane = matches!(response, Answer::Lane(_))
+            .then(|| lane.cloned())
+            .flatten();
         let mut pending = flight.take();
         pending.entry.source = "upstream".to_owned();
         let relay = Relay::new(
@@ -132,6 +136,7 @@ pub(crate) async fn forward(
             Arc::clone(log),
             pending,
             Arc::clone(upstream),
+            lane,
         );
         let mut streamed = body::sse(status, content_type, relay);
         streamed.headers_mut().extend(passed);

@@ -4,7 +4,7 @@
 //! stream's usage is only known at its end), so the snapshot sorts by sequence number to
 //! give arrival order regardless of which call finished first.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -27,6 +27,8 @@ pub(crate) struct UsageLog {
     /// standalone proxy's `--usage-log`), so a proxy killed mid-run loses no call that
     /// finished; the first failed write is kept to report at shutdown.
     sink: Mutex<Option<Sink>>,
+    /// Whether `sink` is set: a call's line is only built when it is written.
+    teeing: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -57,18 +59,26 @@ impl UsageLog {
             .input_tokens
             .unwrap_or(0)
             .saturating_add(entry.output_tokens.unwrap_or(0));
+        // Built and written outside the entries' lock, which every call's budget check,
+        // snapshot and record take: no call waits on another's file write. Written
+        // before the entry is pushed, so a snapshot (the summary on SIGTERM) never
+        // counts a call whose line is not yet in the file.
+        if self.teeing.load(Ordering::Acquire) {
+            let line = Sink::line(&entry);
+            if let Some(sink) = lock(&self.sink).as_mut() {
+                sink.write(&line);
+            }
+        }
         let mut entries = self.lock();
         // Under the lock, so a snapshot never shows entries the total does not count.
         self.metered.fetch_add(tokens, Ordering::SeqCst);
-        if let Some(sink) = lock(&self.sink).as_mut() {
-            sink.write(&entry);
-        }
         entries.push(entry);
     }
 
     /// From now on, also write every entry to `file` as one JSON line.
     pub(crate) fn tee_to(&self, file: std::fs::File) {
         *lock(&self.sink) = Some(Sink { file, error: None });
+        self.teeing.store(true, Ordering::Release);
     }
 
     /// The first write to the tee file that failed, if any.
@@ -119,16 +129,22 @@ impl UsageLog {
 }
 
 impl Sink {
-    fn write(&mut self, entry: &UsageEntry) {
+    /// `entry` as one JSON line.
+    fn line(entry: &UsageEntry) -> Vec<u8> {
+        // Plain data: serializing cannot fail.
+        let mut line = Vec::with_capacity(256);
+        let _ = serde_json::to_writer(&mut line, entry);
+        line.push(b'\n');
+        line
+    }
+
+    fn write(&mut self, line: &[u8]) {
         use std::io::Write;
         if self.error.is_some() {
             return;
         }
-        // Plain data: serializing cannot fail. One write per line, so lines never
-        // interleave.
-        let mut line = serde_json::to_vec(entry).unwrap_or_default();
-        line.push(b'\n');
-        if let Err(e) = self.file.write_all(&line) {
+        // One write per line, under the sink's lock, so lines never interleave.
+        if let Err(e) = self.file.write_all(line) {
             self.error = Some(e);
         }
     }

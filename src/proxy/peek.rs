@@ -31,6 +31,10 @@ struct Metered {
     error: Option<Value>,
 }
 
+/// The search for the word, built once rather than for each event of each stream.
+static USAGE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"usage"));
+
 /// The `type` of a stream event's data, when it is a JSON object with a string one.
 pub(crate) fn kind(data: &str) -> Option<Cow<'_, str>> {
     serde_json::from_str::<Kind<'_>>(data).ok()?.kind
@@ -43,7 +47,7 @@ pub(crate) fn kind(data: &str) -> Option<Cow<'_, str>> {
 /// is not parsed at all.
 pub(crate) fn has_usage(data: &str) -> bool {
     let bytes = data.as_bytes();
-    if memchr::memmem::find(bytes, b"usage").is_none() && memchr::memchr(b'\\', bytes).is_none() {
+    if USAGE.find(bytes).is_none() && memchr::memchr(b'\\', bytes).is_none() {
         return false;
     }
     serde_json::from_str::<HasUsage>(data).is_ok_and(|u| u.usage.is_some())

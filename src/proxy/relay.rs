@@ -18,7 +18,7 @@ use hyper::body::Frame;
 
 use super::log::{Pending, Tokens, UsageLog};
 use super::sse::{SseEvent, SseScanner};
-use super::upstream::Upstream;
+use super::upstream::{Lane, Upstream};
 
 /// What a wire protocol knows about its own stream.
 pub(crate) trait StreamMeter: Send + 'static {
@@ -49,10 +49,15 @@ pub(crate) struct Relay {
     held: Option<Polled>,
     /// Bytes for the agent not yet handed to hyper: a burst being gathered.
     out: BytesMut,
-    /// The upstream connection's turn to decode what has already arrived.
+    /// The upstream connection's turn to decode what has already arrived, when it is
+    /// another task's (the shared client's).
     turn: Turn,
-    /// Whether the first bytes went out.
-    started: bool,
+    /// The lane the stream comes on, whose connection this task drives itself: after
+    /// the relay polled it, a body with no new chunk has none until more bytes arrive,
+    /// so a burst is gathered without waiting for a turn of the runtime.
+    lane: Option<Arc<Lane>>,
+    /// The lane was polled since the last chunk.
+    driven: bool,
 }
 
 /// Giving every other ready task of the runtime (the upstream connection among them)
@@ -124,6 +129,7 @@ impl Relay {
         log: Arc<UsageLog>,
         pending: Pending,
         redactor: Arc<Upstream>,
+        lane: Option<Arc<Lane>>,
     ) -> Relay {
         Relay {
             upstream: response.into_stream(),
@@ -134,7 +140,8 @@ impl Relay {
             held: Some(first),
             out: BytesMut::new(),
             turn: Turn::default(),
-            started: false,
+            lane,
+            driven: false,
         }
     }
 
@@ -204,14 +211,29 @@ impl Stream for Relay {
             let item: Polled = match this.held.take() {
                 Some(item) => item,
                 None => match this.upstream.as_mut().poll_next(cx) {
-                    Poll::Ready(item) => item,
-                    // Nothing to send but, perhaps, the start of the key: wait for
-                    // the bytes that say whether it is.
-                    Poll::Pending if this.ready_len() == 0 => return Poll::Pending,
-                    Poll::Pending if this.out.len() < GATHER_LIMIT && this.turn.wait(cx) => {
-                        return Poll::Pending;
+                    Poll::Ready(item) => {
+                        this.driven = false;
+                        item
                     }
                     Poll::Pending => {
+                        if let Some(lane) = this.lane.as_ref().filter(|_| !this.driven) {
+                            // Let the lane decode what has arrived, then look again.
+                            this.driven = true;
+                            drop(lane.poll_connection(cx));
+                            continue;
+                        }
+                        this.driven = false;
+                        // Nothing to send but, perhaps, the start of the key: wait for
+                        // the bytes that say whether it is.
+                        if this.ready_len() == 0 {
+                            return Poll::Pending;
+                        }
+                        if this.lane.is_none()
+                            && this.out.len() < GATHER_LIMIT
+                            && this.turn.wait(cx)
+                        {
+                            return Poll::Pending;
+                        }
                         this.turn.reset();
                         return Poll::Ready(Some(Ok(this.flush(false))));
                     }
@@ -223,10 +245,9 @@ impl Stream for Relay {
                     let mut out = std::mem::take(&mut this.out);
                     this.take_chunk(chunk, &mut out);
                     this.out = out;
-                    // The first chunk goes out with the response head at once: it is
-                    // what the agent's first-token latency waits for.
-                    if !this.started && this.ready_len() > 0 {
-                        this.started = true;
+                    // The first chunk is gathered with those that arrived with it, like
+                    // every other: the head and the whole burst leave in one write.
+                    if this.out.len() >= GATHER_LIMIT && this.ready_len() > 0 {
                         return Poll::Ready(Some(Ok(this.flush(false))));
                     }
                 }

@@ -132,27 +132,45 @@ async fn connection(
         Mode::Byok(upstream) => upstream.lane().map(Arc::new),
         Mode::Scripted { .. } => None,
     };
+    let driven = lane.clone();
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
         let lane = lane.clone();
-        async move { Ok::<_, Infallible>(route(&state, lane.as_deref(), request).await) }
+        async move { Ok::<_, Infallible>(route(&state, lane.as_ref(), request).await) }
     });
     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
+    // The lane's connection is driven here, beside the agent's (see `Lane`); it never
+    // ends by itself, and is dropped with this task.
+    let drive = async {
+        match driven.as_deref() {
+            Some(lane) => lane.drive().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(drive);
     // Connection errors (the agent hung up) end this connection only; any call it was
     // making has already been recorded or records itself when its body is dropped.
+    // The agent's connection is polled first: a request it reads is handed to the lane
+    // and written upstream in the same turn of this task.
     tokio::select! {
+        biased;
         _ = conn.as_mut() => {}
         _ = stop.changed() => {
             conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+            tokio::select! {
+                biased;
+                _ = conn.as_mut() => {}
+                _ = drive.as_mut() => {}
+            }
         }
+        _ = drive.as_mut() => {}
     }
 }
 
 async fn route(
     state: &State,
-    lane: Option<&Lane>,
+    lane: Option<&Arc<Lane>>,
     request: Request<hyper::body::Incoming>,
 ) -> Response<Body> {
     let path = request.uri().path().to_owned();

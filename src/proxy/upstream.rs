@@ -4,6 +4,11 @@
 //! message that could reach a usage entry or a log line passes through
 //! [`Upstream::redact`] first, because provider errors sometimes echo the key back.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::MutexGuard;
+use std::task::{Context, Poll, Waker};
+
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
@@ -106,10 +111,79 @@ impl Answer {
 /// second at 64 connections go from 0.35x a byte relay's to 0.49x (1 KB bodies) and
 /// from 0.59x to 0.75x (75 KB). A provider across the network is reached through the
 /// shared client, which honours the environment's HTTP proxy and speaks TLS.
+///
+/// The lane's connection is driven by the agent connection's own task
+/// ([`Lane::drive`]), not a task of its own: the request, the answer and every chunk of
+/// a stream then pass between the two connections without waking another task (and,
+/// on a multi-threaded runtime, often another thread) each time.
 #[derive(Default)]
-pub(crate) struct Lane(tokio::sync::Mutex<Option<LaneSender>>);
+pub(crate) struct Lane {
+    sender: tokio::sync::Mutex<Option<LaneSender>>,
+    driver: std::sync::Mutex<Driver>,
+}
 
 type LaneSender = hyper::client::conn::http1::SendRequest<http_body_util::Full<Bytes>>;
+type LaneConnection = hyper::client::conn::http1::Connection<
+    hyper_util::rt::TokioIo<tokio::net::TcpStream>,
+    http_body_util::Full<Bytes>,
+>;
+
+/// The lane's open connection, and the task that drives it.
+#[derive(Default)]
+pub(crate) struct Driver {
+    connection: Option<Pin<Box<LaneConnection>>>,
+    task: Option<Waker>,
+}
+
+impl Lane {
+    /// Drive the lane's connection, whichever it is at the time; never ends. The agent
+    /// connection's task polls this beside the agent's own connection, so that a call
+    /// waiting on the provider makes progress; dropping it drops the open connection.
+    pub(crate) async fn drive(&self) {
+        std::future::poll_fn(|cx: &mut Context<'_>| {
+            let mut driver = self.poll_connection(cx);
+            if !driver
+                .task
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                driver.task = Some(cx.waker().clone());
+            }
+            Poll::<()>::Pending
+        })
+        .await
+    }
+
+    /// Let the lane's connection read, decode and write what it can now. Called by
+    /// [`Lane::drive`], and by a stream's relay, which runs in the same task: after it,
+    /// a body with no new chunk has none until more bytes arrive (see `relay`).
+    pub(crate) fn poll_connection(&self, cx: &mut Context<'_>) -> MutexGuard<'_, Driver> {
+        let mut driver = self
+            .driver
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(connection) = driver.connection.as_mut() {
+            // Ended: the provider hung up, or the sender was replaced. A call it was
+            // answering sees the end through its own response or body.
+            if connection.as_mut().poll(cx).is_ready() {
+                driver.connection = None;
+            }
+        }
+        driver
+    }
+
+    /// Hand a fresh connection to [`Lane::drive`] (the one it replaces is dropped).
+    fn install(&self, connection: LaneConnection) {
+        let mut driver = self
+            .driver
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        driver.connection = Some(Box::pin(connection));
+        if let Some(task) = &driver.task {
+            task.wake_by_ref();
+        }
+    }
+}
 
 pub(crate) struct Upstream {
     base: String,
@@ -117,6 +191,9 @@ pub(crate) struct Upstream {
     /// string parsed again (host, IDNA and all) on every call.
     url: Option<reqwest::Url>,
     api_key: String,
+    /// The search for the key in a provider's bytes, built once: every chunk the agent
+    /// gets is searched, and building the searcher cost as much as the search.
+    key_finder: memchr::memmem::Finder<'static>,
     /// The auth header values, built once (`None`: the key is not a valid header
     /// value, so each call builds it and fails as it always did).
     bearer: Option<HeaderValue>,
@@ -162,6 +239,7 @@ impl Upstream {
             x_api_key: sensitive(api_key.to_owned()),
             base,
             api_key: api_key.to_owned(),
+            key_finder: memchr::memmem::Finder::new(api_key.as_bytes()).into_owned(),
             client,
         })
     }
@@ -289,7 +367,7 @@ impl Upstream {
         let failed = |e: &dyn std::fmt::Display| {
             self.unreachable(format!("error sending request for url ({url}): {e}"))
         };
-        let mut slot = lane.0.lock().await;
+        let mut slot = lane.sender.lock().await;
         // A connection the provider closed between calls is replaced, and a call it
         // closed before the call was written is sent once more, on the new one.
         for fresh in [false, true] {
@@ -308,8 +386,9 @@ impl Upstream {
                     hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
                         .await
                         .map_err(|e| failed(&e))?;
-                // Ends when the lane drops the sender, or the provider hangs up.
-                tokio::spawn(connection);
+                // Driven by the agent connection's task; ends when the lane drops the
+                // sender, or the provider hangs up.
+                lane.install(connection);
                 *slot = Some(sender);
             }
             let Some(sender) = slot.as_mut() else {
@@ -359,12 +438,12 @@ impl Upstream {
     /// the proxy exists to keep it from). The body itself when it holds none: no copy.
     pub(crate) fn redact_bytes(&self, bytes: Bytes) -> Bytes {
         let key = self.api_key.as_bytes();
-        if key.is_empty() || memchr::memmem::find(&bytes, key).is_none() {
+        if key.is_empty() || self.key_finder.find(&bytes).is_none() {
             return bytes;
         }
         let mut out = Vec::with_capacity(bytes.len());
         let mut rest = &bytes[..];
-        while let Some(at) = memchr::memmem::find(rest, key) {
+        while let Some(at) = self.key_finder.find(rest) {
             out.extend_from_slice(&rest[..at]);
             out.extend_from_slice(REDACTED.as_bytes());
             rest = &rest[at + key.len()..];

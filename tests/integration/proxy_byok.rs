@@ -210,6 +210,44 @@ async fn every_event_reaches_the_agent_before_the_provider_sends_the_next() {
 }
 
 #[tokio::test]
+async fn an_agent_that_goes_away_mid_stream_is_metered_as_cut() {
+    // The provider's connection is driven by the agent connection's task, and ends with
+    // it: the call it was streaming must still be recorded, as cut, once.
+    let (proxy, fake) = byok().await;
+    for golden in ALL {
+        let mut response = send(&proxy, golden, &request(golden, "gated", true)).await;
+        let (first, _) = provider::split_first_event(golden.stream);
+        // The timeout only turns a would-be hang into a failure; nothing is timed.
+        tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            read_at_least(&mut response, first.len()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{}: the first event was held back", golden.protocol));
+        drop(response);
+        // Wait (not time) until the proxy saw the agent go.
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while !proxy.usage().iter().any(|e| e.protocol == golden.protocol) {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{}: the cut stream was never recorded", golden.protocol));
+        // Not released: the provider's connection went with the agent's, and a release
+        // no one waits for would let the next stream through unheld.
+    }
+    drop(fake);
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), ALL.len(), "{entries:?}");
+    for (entry, golden) in entries.iter().zip(ALL) {
+        assert_eq!(entry.protocol, golden.protocol);
+        assert_eq!((entry.source.as_str(), entry.stream), ("upstream", true));
+        let error = entry.error.as_deref().unwrap_or_default();
+        assert!(error.contains("stream cut before it ended"), "{entry:?}");
+    }
+}
+
+#[tokio::test]
 async fn the_provider_judges_a_request_the_proxy_need_not_understand() {
     // byok reads only the envelope (model, stream, usage options); a Responses call
     // without `input` is the provider's to refuse or answer, and passes unchanged.
