@@ -111,9 +111,7 @@ impl Spawned {
             ready.clear_ready();
         }
     }
-}
 
-impl Spawned {
     /// Let it end in its own time (a reaper told to stop, which ends its program's tree
     /// first), reaping it off the caller's thread; not killed, unlike a drop.
     pub fn reap_when_ended(mut self) {

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use crate::sys::lifeline::ReapedProgram;
-use crate::sys::spawned::Spawned;
 use tokio::sync::oneshot;
 
+use crate::sys::lifeline::ReapedProgram;
 use crate::sys::process::{kill_group, spawn_capture, Capture};
+use crate::sys::spawned::Spawned;
 
 /// How long a stopped app's reaper gets to end the tree before its group is killed.
 const REAPER_WAIT: Duration = Duration::from_secs(5);

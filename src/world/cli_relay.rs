@@ -17,14 +17,15 @@
 //! with a scrubbed environment; it sees none of the test's files, so a CLI app that
 //! reads files named on its command line cannot be reached this way.
 
-use crate::sys::lifeline::ReapedProgram;
-use crate::sys::spawned::Spawned;
 use std::path::{Path, PathBuf};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+use crate::sys::lifeline::ReapedProgram;
+use crate::sys::spawned::Spawned;
 
 /// The binary handed to tests as `APP_BIN`.
 pub const RELAY_BINARY: &str = "gauntlet-cli-relay";
