@@ -95,7 +95,7 @@ impl Warm {
 
     /// A started helper, waiting on its stdin.
     pub async fn take(&self) -> io::Result<Spawned> {
-        take(self.pool()).await
+        take(self.pool(), self.thread).await
     }
 
     /// Start helpers to replace those taken. Called when the process that took one has
@@ -108,7 +108,8 @@ impl Warm {
     }
 }
 
-async fn take(pool: &Pool) -> io::Result<Spawned> {
+/// A helper from `pool`, whose starter thread is `starter` (named in errors).
+async fn take(pool: &Pool, starter: &str) -> io::Result<Spawned> {
     loop {
         // Registered before looking, so a start between the look and the wait wakes us.
         let started = pool.started.notified();
@@ -116,7 +117,7 @@ async fn take(pool: &Pool) -> io::Result<Spawned> {
             let mut state = pool
                 .state
                 .lock()
-                .map_err(|_| io::Error::other("the sandbox helper pool is poisoned"))?;
+                .map_err(|_| io::Error::other(format!("the pool of {starter} is poisoned")))?;
             if let Some(e) = state.failed.take() {
                 // The starter waits until a taker has seen its error: wake it, or a
                 // second taker waiting for the same start would wait forever.
