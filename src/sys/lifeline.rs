@@ -10,7 +10,9 @@
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the
 //! process, and a trial's runtime threads come and go (one runtime per trial under
-//! libtest). So the fork happens on one thread that lives as long as the process.
+//! libtest). So the fork happens on one thread that lives as long as the process: the
+//! spawner thread here, or, for reapers, which are started ahead of need, their pool's
+//! starter thread ([`super::warm::REAPERS`]).
 
 use std::io;
 use std::path::Path;

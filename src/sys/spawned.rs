@@ -1,9 +1,9 @@
 //! A child process that any tokio runtime can wait for and read from.
 //!
 //! `tokio::process::Child` belongs to the runtime that spawned it: its pipes and its
-//! exit are watched by that runtime's driver. Sandbox helpers are started ahead of need
-//! on a thread of their own ([`super::warm`]) and used later by whichever trial takes
-//! them, so their handle must not be tied to a runtime: the exit is watched through a
+//! exit are watched by that runtime's driver. Sandbox helpers and reapers are started
+//! ahead of need on a thread of their own ([`super::warm`]) and used later by whichever
+//! trial takes them, so their handle must not be tied to a runtime: the exit is watched through a
 //! pidfd and the pipes are registered by the runtime that reads them, when it does.
 
 use std::io;
