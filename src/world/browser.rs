@@ -553,7 +553,7 @@ impl Browser {
     ///
     /// Badges are not in the DOM: they are read the way the extension itself would,
     /// with `chrome.action.getBadgeText({tabId})`, in the extension's service worker
-    /// ([`worker::WorkerSession`]). The tab id is found with `chrome.tabs.query`,
+    /// (`worker::WorkerSession`). The tab id is found with `chrome.tabs.query`,
     /// matching the tab's URL. The worker is attached at launch, which keeps it
     /// running; one that stopped all the same (and was started again by the
     /// extension's next event) is found again, once.
