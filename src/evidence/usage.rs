@@ -16,6 +16,8 @@ pub struct UsageEntry {
     /// Request path as received, e.g. `/v1/chat/completions`.
     pub path: String,
     pub model: Option<String>,
+    /// Whether the answer came as a stream; for a call that got no answer (refused,
+    /// cut, unreachable), whether its request may have asked for one.
     pub stream: bool,
     /// HTTP status returned to the agent.
     pub status: u16,

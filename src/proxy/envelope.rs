@@ -19,6 +19,7 @@ const BODY_EXCERPT_CHARS: usize = 120;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Envelope {
     pub(crate) model: Option<String>,
+    /// The provider may answer with a stream ([`may_stream`]).
     pub(crate) stream: bool,
     /// The client asked for a Chat stream's usage chunk itself
     /// (`stream_options.include_usage`).
@@ -65,13 +66,32 @@ impl Envelope {
                 Some(Value::String(model)) => Some(model),
                 _ => None,
             },
-            stream: stream.and_then(|s| s.as_bool()).unwrap_or(false),
+            stream: stream.as_ref().is_some_and(may_stream),
             usage_asked: options
                 .as_ref()
                 .and_then(|o| o.get("include_usage"))
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         }
+    }
+}
+
+/// Whether a provider may stream its answer to a request whose `stream` is `value`.
+///
+/// A strict provider streams for `true` alone, but a lax one reads more as true:
+/// pydantic's validation (behind local model servers such as vLLM) takes `1` and
+/// strings such as `"yes"` or `"True"`, and a JavaScript server takes any truthy value.
+/// A request read strictly would then stream unasked-for: a Chat stream without its
+/// usage chunk, whose tokens nobody meters. So every value that is not plainly false
+/// counts, and a Chat request gets its usage asked for; what the provider answered,
+/// stream or not, is then read as it came (see `forward`).
+pub(crate) fn may_stream(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
     }
 }
 
@@ -119,8 +139,30 @@ mod tests {
 
     #[test]
     fn odd_field_types_read_as_absent_as_the_whole_reading_does() {
-        let envelope = read(r#"{"model":7,"stream":"yes","stream_options":null}"#);
+        let envelope = read(r#"{"model":7,"stream":false,"stream_options":null}"#);
         assert_eq!(envelope, Ok(Envelope::default()));
+    }
+
+    #[test]
+    fn a_stream_is_expected_for_every_value_a_lax_provider_could_read_as_true() {
+        let stream = |spelled: &str| read(&format!(r#"{{"stream":{spelled}}}"#)).map(|e| e.stream);
+        for spelled in [
+            "true",
+            "1",
+            "-1",
+            "0.5",
+            r#""yes""#,
+            r#""True""#,
+            r#""no""#,
+            "[]",
+            "{}",
+        ] {
+            assert_eq!(stream(spelled), Ok(true), "{spelled}");
+        }
+        for spelled in ["false", "null", "0", "0.0", r#""""#] {
+            assert_eq!(stream(spelled), Ok(false), "{spelled}");
+        }
+        assert_eq!(read("{}").map(|e| e.stream), Ok(false));
     }
 
     #[test]

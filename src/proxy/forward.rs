@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hyper::header::CONTENT_TYPE;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 
@@ -113,11 +113,15 @@ pub(crate) async fn forward(
     let status = response.status();
     let content_type = response.headers().get(CONTENT_TYPE).cloned();
     let passed = passed_headers(response.headers());
+    // Read as what the provider sent, whatever the request seemed to ask for: a stream
+    // read whole meters nothing, and a whole answer read as a stream neither.
+    let streamed = status.is_success() && answers_a_stream(content_type.as_ref(), stream);
     if let Some(pending) = flight.pending.as_mut() {
         pending.entry.status = status.as_u16();
+        pending.entry.stream = streamed;
     }
 
-    if stream && status.is_success() {
+    if streamed {
         // Waiting for the first chunk before answering lets the response head and that
         // chunk leave in one write: the agent cannot act on the head alone, and a
         // separate write costs it a wake-up (measured: benches/proxy.rs).
@@ -182,6 +186,21 @@ pub(crate) async fn forward(
     whole
 }
 
+/// Whether a successful answer is a stream: the provider says so (`text/event-stream`),
+/// or the agent may have asked for one and the answer is not JSON (a provider that
+/// streams under another content type).
+fn answers_a_stream(content_type: Option<&HeaderValue>, asked: bool) -> bool {
+    let essence = content_type
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase());
+    match essence.as_deref() {
+        Some("text/event-stream") => true,
+        Some(json) if json == "application/json" || json.ends_with("+json") => false,
+        _ => asked,
+    }
+}
+
 /// The provider's headers an agent acts on (rate-limit backoff, request ids for
 /// support); everything else about the connection is the proxy's own.
 fn passed_headers(headers: &HeaderMap) -> HeaderMap {
@@ -209,4 +228,26 @@ fn error_summary(status: StatusCode, parsed: Option<&Value>, bytes: &[u8]) -> St
 
 fn excerpt(text: &str) -> String {
     text.chars().take(ERROR_EXCERPT_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_read_as_the_stream_or_the_body_the_provider_says_it_is() {
+        let is = |content_type: Option<&'static str>, asked| {
+            answers_a_stream(content_type.map(HeaderValue::from_static).as_ref(), asked)
+        };
+        for asked in [false, true] {
+            assert!(is(Some("text/event-stream"), asked));
+            assert!(is(Some("Text/Event-Stream; charset=utf-8"), asked));
+            assert!(!is(Some("application/json"), asked));
+            assert!(!is(Some("application/json; charset=utf-8"), asked));
+            assert!(!is(Some("application/problem+json"), asked));
+            // Nothing said, or something else: as the request may have asked.
+            assert_eq!(is(Some("text/plain"), asked), asked);
+            assert_eq!(is(None, asked), asked);
+        }
+    }
 }

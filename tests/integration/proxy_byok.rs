@@ -248,6 +248,60 @@ async fn an_agent_that_goes_away_mid_stream_is_metered_as_cut() {
 }
 
 #[tokio::test]
+async fn a_stream_asked_for_in_a_form_only_a_lax_provider_reads_is_still_metered() {
+    // A hostile agent spells `stream` so that the provider (a lax one, as local model
+    // servers are) streams while a strict reading of the request sees no stream: the
+    // proxy would neither ask a Chat stream for its usage nor read the answer as a
+    // stream, and the call's tokens would go unmetered, past any budget.
+    let (proxy, _fake) = byok().await;
+    let spellings = [json!(1), json!("yes"), json!("True")];
+    for golden in ALL {
+        for spelled in &spellings {
+            let mut body = request(golden, "golden", true);
+            body["stream"] = spelled.clone();
+            if let Some(body) = body.as_object_mut() {
+                body.remove("stream_options");
+            }
+            let response = send(&proxy, golden, &body).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                response.headers().get("content-type").map(|v| v.as_bytes()),
+                Some(&b"text/event-stream"[..]),
+                "{} with stream {spelled}",
+                golden.protocol
+            );
+            let text = response.text().await.expect("stream");
+            assert!(
+                !text.contains("\"choices\":[]"),
+                "{}: a usage chunk the agent did not ask for reached it: {text}",
+                golden.protocol
+            );
+        }
+        // A falsy spelling is no stream, to a lax provider and to the proxy alike.
+        let mut body = request(golden, "golden", false);
+        body["stream"] = json!("no");
+        let response = send(&proxy, golden, &body).await;
+        assert_eq!(response.text().await.expect("body"), golden.whole);
+    }
+    let entries = proxy.shutdown().await;
+    assert_eq!(entries.len(), ALL.len() * (spellings.len() + 1));
+    for (entry, golden) in entries.iter().zip(ALL.iter().flat_map(|g| [g; 4])) {
+        assert_eq!(
+            (
+                entry.protocol.as_str(),
+                entry.status,
+                entry.error.as_deref()
+            ),
+            (golden.protocol, 200, None),
+            "{entry:?}"
+        );
+        assert_eq!(tokens(entry), golden.tokens, "{entry:?}");
+    }
+    let streamed: Vec<bool> = entries.iter().map(|e| e.stream).collect();
+    assert_eq!(streamed, [true, true, true, false].repeat(ALL.len()));
+}
+
+#[tokio::test]
 async fn the_provider_judges_a_request_the_proxy_need_not_understand() {
     // byok reads only the envelope (model, stream, usage options); a Responses call
     // without `input` is the provider's to refuse or answer, and passes unchanged.

@@ -147,6 +147,22 @@ fn golden_for(path: &str) -> &'static Golden {
     }
 }
 
+/// Whether `value` reads as true the way a lax validator reads a boolean field
+/// (pydantic's, which local model servers such as vLLM answer through): `true`, `1`,
+/// and the strings `1`, `on`, `t`, `true`, `y`, `yes` in any case. A strict provider
+/// refuses all but `true`; a lax one streams for any of them.
+fn lax_true(value: &Value) -> bool {
+    match value {
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() == Some(1.0),
+        Value::String(s) => matches!(
+            s.to_ascii_lowercase().as_str(),
+            "1" | "on" | "t" | "true" | "y" | "yes"
+        ),
+        _ => false,
+    }
+}
+
 /// The first event of a stream, and the rest.
 pub fn split_first_event(stream: &str) -> (&str, &str) {
     let end = stream.find("\n\n").map(|i| i + 2).unwrap_or(stream.len());
@@ -198,7 +214,7 @@ async fn reply(request: Request<Incoming>, provider: Arc<Provider>) -> Response<
     }
     let golden = golden_for(&path);
     let model = body["model"].as_str().unwrap_or_default();
-    let stream = body["stream"] == Value::Bool(true);
+    let stream = lax_true(&body["stream"]);
     match model {
         // A provider still thinking: not even the response head until released.
         "held" => {
