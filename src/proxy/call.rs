@@ -13,6 +13,7 @@ use super::body::{self, Body};
 use super::envelope::{self, Envelope};
 use super::forward::{self, Outgoing};
 use super::log::Pending;
+use super::relay::Leftovers;
 use super::server::{Mode, State};
 use super::upstream::Lane;
 use super::wire::{CallError, ErrorKind, Protocol};
@@ -21,6 +22,7 @@ use super::{messages, meter, script};
 pub(crate) async fn handle(
     state: &State,
     lane: Option<&Arc<Lane>>,
+    leftovers: &Leftovers,
     protocol: Protocol,
     request: Request<Incoming>,
 ) -> Response<Body> {
@@ -28,13 +30,14 @@ pub(crate) async fn handle(
     let path = parts.uri.path().to_owned();
     let pending = state.log.begin(protocol.name(), &path);
     let seq = pending.entry.seq;
-    let response = answer(state, lane, protocol, parts, incoming, pending).await;
+    let response = answer(state, lane, leftovers, protocol, parts, incoming, pending).await;
     state.calls.tee(seq, response)
 }
 
 async fn answer(
     state: &State,
     lane: Option<&Arc<Lane>>,
+    leftovers: &Leftovers,
     protocol: Protocol,
     parts: hyper::http::request::Parts,
     incoming: Incoming,
@@ -92,7 +95,7 @@ async fn answer(
                 raw,
                 envelope,
             };
-            forward::forward(upstream, lane, &state.log, pending, call).await
+            forward::forward(upstream, lane, leftovers, &state.log, pending, call).await
         }
     }
 }

@@ -15,7 +15,7 @@ use super::body::{self, Body};
 use super::envelope::{self, Envelope};
 use super::log::{Pending, UsageLog};
 use super::peek;
-use super::relay::Relay;
+use super::relay::{Leftovers, Relay};
 use super::upstream::{Answer, Lane, Upstream};
 use super::wire::{self, ErrorKind, Protocol};
 
@@ -68,6 +68,7 @@ impl Drop for InFlight<'_> {
 pub(crate) async fn forward(
     upstream: &Arc<Upstream>,
     lane: Option<&Arc<Lane>>,
+    leftovers: &Leftovers,
     log: &Arc<UsageLog>,
     pending: Pending,
     call: Outgoing<'_>,
@@ -137,10 +138,10 @@ pub(crate) async fn forward(
             response,
             first,
             protocol.stream_meter(injected),
-            Arc::clone(log),
-            pending,
+            (Arc::clone(log), pending),
             Arc::clone(upstream),
             lane,
+            leftovers.clone(),
         );
         let mut streamed = body::sse(status, content_type, relay);
         streamed.headers_mut().extend(passed);

@@ -90,6 +90,7 @@ pub struct Proxy {
     addr: SocketAddr,
     log: Arc<log::UsageLog>,
     calls: Arc<calls::Calls>,
+    left_by_agents: Arc<std::sync::atomic::AtomicUsize>,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
 }
@@ -125,12 +126,14 @@ impl Proxy {
         let log = Arc::new(log::UsageLog::default());
         let calls = Arc::new(calls::Calls::default());
         let state = server::State::new(mode, Arc::clone(&log), Arc::clone(&calls), budget)?;
+        let left_by_agents = Arc::clone(&state.left_by_agents);
         let (stop, stopped) = watch::channel(false);
         let accept = tokio::spawn(server::serve(listener, Arc::new(state), stopped));
         Ok(Proxy {
             addr,
             log,
             calls,
+            left_by_agents,
             stop,
             accept,
         })
@@ -150,6 +153,14 @@ impl Proxy {
     /// Snapshot of every call metered so far, in arrival order.
     pub fn usage(&self) -> Vec<UsageEntry> {
         self.log.snapshot()
+    }
+
+    /// Streams whose agent hung up before their end that are still being read from the
+    /// provider for their usage; each is in [`Proxy::usage`] once read (or cut by the
+    /// shutdown).
+    pub fn streams_left_by_agents(&self) -> usize {
+        self.left_by_agents
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// From now on, also write every metered call to `file` as one JSON line (a

@@ -4,16 +4,23 @@
 //! nothing is buffered beyond one unfinished event); chunks that have already arrived
 //! together (a burst in the upstream connection's buffer) go out in one write. Each
 //! event is shown to a protocol-specific [`StreamMeter`]; the entry is recorded exactly
-//! once, when the stream ends, breaks, or is dropped because the agent went away.
+//! once, when the stream ends or breaks.
+//!
+//! An agent that hangs up mid-stream does not end the call: the provider has been
+//! asked, bills the whole answer it goes on writing, and sends the usage last (Chat,
+//! Responses) or in part last (Messages). Cutting every stream just before its usage
+//! would otherwise make an agent look cheaper than it is. So the rest of the stream is
+//! read for its usage on the agent connection's task ([`Leftovers`]), and only a proxy
+//! shutting down cuts it.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use bytes::{Bytes, BytesMut};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use hyper::body::Frame;
 
 use super::log::{Pending, Tokens, UsageLog};
@@ -58,6 +65,74 @@ pub(crate) struct Relay {
     lane: Option<Arc<Lane>>,
     /// The lane was polled since the last chunk.
     driven: bool,
+    /// Where the rest of the stream goes to be read if the agent hangs up; `None` once
+    /// it is being read there.
+    leftovers: Option<Leftovers>,
+}
+
+/// Streams whose agent hung up before their end, still to be read for their usage: one
+/// set per agent connection, read by the connection's task once the agent's side is
+/// over (so the proxy's shutdown grace bounds it, and a shutdown past it cuts them).
+#[derive(Clone, Default)]
+pub(crate) struct Leftovers {
+    streams: Arc<Mutex<Vec<Relay>>>,
+    /// Streams being read this way, proxy-wide.
+    reading: Arc<AtomicUsize>,
+}
+
+impl Leftovers {
+    /// One agent connection's set, counted in `reading`.
+    pub(crate) fn counted_in(reading: &Arc<AtomicUsize>) -> Leftovers {
+        Leftovers {
+            streams: Arc::default(),
+            reading: Arc::clone(reading),
+        }
+    }
+
+    fn keep(&self, relay: Relay) {
+        self.reading.fetch_add(1, Ordering::SeqCst);
+        self.streams
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(relay);
+    }
+
+    /// Read every kept stream to its end (the relay records it), discarding what the
+    /// agent is no longer there to get.
+    pub(crate) async fn read_to_end(&self) {
+        loop {
+            let next = self
+                .streams
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .pop();
+            let Some(mut relay) = next else {
+                return;
+            };
+            while relay.next().await.is_some() {}
+            // Recorded by now: the relay's last poll or its drop does it.
+            drop(relay);
+            self.reading.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The meter left in a relay whose stream went to be read elsewhere.
+struct Spent;
+
+impl StreamMeter for Spent {
+    fn observe(&mut self, _: &str) -> bool {
+        false
+    }
+    fn filters(&self) -> bool {
+        false
+    }
+    fn tokens(&self) -> Tokens {
+        Tokens::default()
+    }
+    fn complete(&self) -> bool {
+        false
+    }
 }
 
 /// Giving every other ready task of the runtime (the upstream connection among them)
@@ -126,30 +201,59 @@ impl Relay {
         response: super::upstream::Answer,
         first: Polled,
         meter: Box<dyn StreamMeter>,
-        log: Arc<UsageLog>,
-        pending: Pending,
+        finish: (Arc<UsageLog>, Pending),
         redactor: Arc<Upstream>,
         lane: Option<Arc<Lane>>,
+        leftovers: Leftovers,
     ) -> Relay {
         Relay {
             upstream: response.into_stream(),
             scanner: SseScanner::default(),
             meter,
-            finish: Some((log, pending)),
+            finish: Some(finish),
             redactor,
             held: Some(first),
             out: BytesMut::new(),
             turn: Turn::default(),
             lane,
             driven: false,
+            leftovers: Some(leftovers),
         }
     }
 
     fn record(&mut self, error: Option<String>) {
         if let Some((log, mut pending)) = self.finish.take() {
             pending.set_tokens(self.meter.tokens());
+            // Read to its end without the agent: it got only the start.
+            let error = error.or_else(|| {
+                self.leftovers.is_none().then(|| {
+                    "the agent hung up mid-stream; the rest was read from the provider for its usage"
+                        .to_owned()
+                })
+            });
             pending.entry.error = error.map(|e| self.redactor.redact(&e));
             log.record(pending);
+        }
+    }
+
+    /// The stream from here on, to be read for its usage without the agent: this
+    /// relay keeps nothing of it (what it gathered for the agent is dropped).
+    fn rest(&mut self) -> Relay {
+        Relay {
+            upstream: std::mem::replace(
+                &mut self.upstream,
+                Box::pin(futures_util::stream::empty()),
+            ),
+            scanner: std::mem::take(&mut self.scanner),
+            meter: std::mem::replace(&mut self.meter, Box::new(Spent)),
+            finish: self.finish.take(),
+            redactor: Arc::clone(&self.redactor),
+            held: self.held.take(),
+            out: BytesMut::new(),
+            turn: Turn::default(),
+            lane: self.lane.take(),
+            driven: false,
+            leftovers: None,
         }
     }
 
@@ -285,9 +389,15 @@ impl Stream for Relay {
 }
 
 impl Drop for Relay {
-    /// The agent closed its connection, or the proxy shut down, mid-stream.
+    /// The agent closed its connection mid-stream: the rest goes to be read for its
+    /// usage. Or the proxy shut down while it was being read: it is recorded as cut.
     fn drop(&mut self) {
-        if self.finish.is_some() {
+        if self.finish.is_none() {
+            return;
+        }
+        if let Some(leftovers) = self.leftovers.take() {
+            leftovers.keep(self.rest());
+        } else {
             let error = self.meter.problem().or_else(|| {
                 (!self.meter.complete()).then(|| {
                     "stream cut before it ended: the agent went away or the proxy shut down"

@@ -4,6 +4,7 @@
 //! not protocol-specific (`/v1/models`, `HEAD /`, unknown paths) is answered here.
 
 use std::convert::Infallible;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use tokio::task::JoinSet;
 use super::body::{self, Body};
 use super::call;
 use super::log::UsageLog;
+use super::relay::Leftovers;
 use super::upstream::{Lane, Upstream};
 use super::wire::{ErrorKind, Protocol};
 use super::{Budget, ProxyMode};
@@ -42,6 +44,8 @@ pub(crate) struct State {
     /// tool never runs the step (and which asks for it again and again) is told the
     /// script is over instead of looping until its deadline.
     pub(crate) issued: std::sync::Mutex<std::collections::HashMap<usize, u32>>,
+    /// Streams whose agent hung up, still being read for their usage ([`Leftovers`]).
+    pub(crate) left_by_agents: Arc<AtomicUsize>,
 }
 
 impl State {
@@ -63,6 +67,7 @@ impl State {
             calls,
             budget,
             issued: Default::default(),
+            left_by_agents: Arc::default(),
         })
     }
 
@@ -133,56 +138,66 @@ async fn connection(
         Mode::Scripted { .. } => None,
     };
     let driven = lane.clone();
+    let leftovers = Leftovers::counted_in(&state.left_by_agents);
+    let left = leftovers.clone();
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
         let lane = lane.clone();
-        async move { Ok::<_, Infallible>(route(&state, lane.as_ref(), request).await) }
+        let leftovers = leftovers.clone();
+        async move { Ok::<_, Infallible>(route(&state, lane.as_ref(), &leftovers, request).await) }
     });
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(conn);
-    // The lane's connection is driven here, beside the agent's (see `Lane`); it never
-    // ends by itself, and is dropped with this task.
-    let drive = async {
-        match driven.as_deref() {
-            Some(lane) => lane.drive().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(drive);
-    // Connection errors (the agent hung up) end this connection only; any call it was
-    // making has already been recorded or records itself when its body is dropped.
-    // The agent's connection is polled first: a request it reads is handed to the lane
-    // and written upstream in the same turn of this task.
-    tokio::select! {
-        biased;
-        _ = conn.as_mut() => {}
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            tokio::select! {
-                biased;
-                _ = conn.as_mut() => {}
-                _ = drive.as_mut() => {}
+    {
+        let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(conn);
+        // The lane's connection is driven here, beside the agent's (see `Lane`), for as
+        // long as the agent's lasts; it never ends by itself.
+        let drive = async {
+            match driven.as_deref() {
+                Some(lane) => lane.drive().await,
+                None => std::future::pending().await,
             }
+        };
+        tokio::pin!(drive);
+        // Connection errors (the agent hung up) end this connection only; any call it was
+        // making has already been recorded, or is handed on when its body is dropped.
+        // The agent's connection is polled first: a request it reads is handed to the lane
+        // and written upstream in the same turn of this task.
+        tokio::select! {
+            biased;
+            _ = conn.as_mut() => {}
+            _ = stop.changed() => {
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    biased;
+                    _ = conn.as_mut() => {}
+                    _ = drive.as_mut() => {}
+                }
+            }
+            _ = drive.as_mut() => {}
         }
-        _ = drive.as_mut() => {}
     }
+    // Dropped by now, the agent's connection dropped the body of any stream it was
+    // sending; a stream the agent hung up on is read to its end for its usage (see
+    // `relay`).
+    left.read_to_end().await;
 }
 
 async fn route(
     state: &State,
     lane: Option<&Arc<Lane>>,
+    leftovers: &Leftovers,
     request: Request<hyper::body::Incoming>,
 ) -> Response<Body> {
     let path = request.uri().path().to_owned();
     match (request.method(), path.as_str()) {
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
-            call::handle(state, lane, Protocol::Chat, request).await
+            call::handle(state, lane, leftovers, Protocol::Chat, request).await
         }
         (&Method::POST, "/v1/responses" | "/responses") => {
-            call::handle(state, lane, Protocol::Responses, request).await
+            call::handle(state, lane, leftovers, Protocol::Responses, request).await
         }
         (&Method::POST, "/v1/messages" | "/messages") => {
-            call::handle(state, lane, Protocol::Messages, request).await
+            call::handle(state, lane, leftovers, Protocol::Messages, request).await
         }
         (&Method::POST, "/v1/messages/count_tokens" | "/messages/count_tokens") => {
             call::count_tokens(state, lane, request).await

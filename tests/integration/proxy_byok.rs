@@ -209,39 +209,74 @@ async fn every_event_reaches_the_agent_before_the_provider_sends_the_next() {
     }
 }
 
+/// Start a held stream of `golden`, read its first event, and hang up, as an agent that
+/// cuts every stream short of its usage would; return once the proxy has seen it go.
+async fn hang_up_after_the_first_event(proxy: &Proxy, golden: &Golden, left_before: usize) {
+    let mut response = send(proxy, golden, &request(golden, "gated", true)).await;
+    let (first, _) = provider::split_first_event(golden.stream);
+    // The timeouts only turn a would-be hang into a failure; nothing is timed.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        read_at_least(&mut response, first.len()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{}: the first event was held back", golden.protocol));
+    drop(response);
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while proxy.streams_left_by_agents() == left_before {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{}: the proxy never saw the agent go", golden.protocol));
+}
+
 #[tokio::test]
-async fn an_agent_that_goes_away_mid_stream_is_metered_as_cut() {
-    // The provider's connection is driven by the agent connection's task, and ends with
-    // it: the call it was streaming must still be recorded, as cut, once.
+async fn an_agent_that_hangs_up_mid_stream_is_still_metered_to_the_streams_end() {
+    // The provider goes on with a stream whose agent hung up, and bills all of it; the
+    // usage comes last. An agent that cut every stream just short of it would look
+    // cheaper than it is, so the proxy reads the rest for the usage.
     let (proxy, fake) = byok().await;
     for golden in ALL {
-        let mut response = send(&proxy, golden, &request(golden, "gated", true)).await;
-        let (first, _) = provider::split_first_event(golden.stream);
-        // The timeout only turns a would-be hang into a failure; nothing is timed.
-        tokio::time::timeout(
-            std::time::Duration::from_secs(60),
-            read_at_least(&mut response, first.len()),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{}: the first event was held back", golden.protocol));
-        drop(response);
-        // Wait (not time) until the proxy saw the agent go.
+        hang_up_after_the_first_event(&proxy, golden, 0).await;
+        fake.release.notify_one();
         tokio::time::timeout(std::time::Duration::from_secs(60), async {
-            while !proxy.usage().iter().any(|e| e.protocol == golden.protocol) {
+            while proxy.streams_left_by_agents() > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
         })
         .await
-        .unwrap_or_else(|_| panic!("{}: the cut stream was never recorded", golden.protocol));
-        // Not released: the provider's connection went with the agent's, and a release
-        // no one waits for would let the next stream through unheld.
+        .unwrap_or_else(|_| panic!("{}: the rest was never read", golden.protocol));
     }
-    drop(fake);
     let entries = proxy.shutdown().await;
     assert_eq!(entries.len(), ALL.len(), "{entries:?}");
     for (entry, golden) in entries.iter().zip(ALL) {
         assert_eq!(entry.protocol, golden.protocol);
         assert_eq!((entry.source.as_str(), entry.stream), ("upstream", true));
+        assert_eq!(tokens(entry), golden.tokens, "{entry:?}");
+        let error = entry.error.as_deref().unwrap_or_default();
+        assert!(error.contains("the agent hung up mid-stream"), "{entry:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_its_agent_hung_up_on_is_recorded_as_cut_when_the_proxy_stops_first() {
+    // The provider never goes on: the proxy's shutdown ends the reading after its
+    // grace, and each call is still recorded once, as cut, with what was seen of it.
+    let (proxy, fake) = byok().await;
+    for (left, golden) in ALL.iter().enumerate() {
+        hang_up_after_the_first_event(&proxy, golden, left).await;
+    }
+    let entries = proxy.shutdown().await;
+    drop(fake);
+    assert_eq!(entries.len(), ALL.len(), "{entries:?}");
+    for golden in ALL {
+        let entry = entries
+            .iter()
+            .find(|e| e.protocol == golden.protocol)
+            .unwrap_or_else(|| panic!("{}: not recorded", golden.protocol));
+        assert_eq!((entry.source.as_str(), entry.stream), ("upstream", true));
+        assert_eq!(tokens(entry), golden.first_event_tokens, "{entry:?}");
         let error = entry.error.as_deref().unwrap_or_default();
         assert!(error.contains("stream cut before it ended"), "{entry:?}");
     }
