@@ -1,7 +1,8 @@
 //! Off only on purpose, and the sandbox's own evidence: an unsealed trial says so in its
 //! record, its summary line and on the results page; a harness that cannot seal refuses
 //! the trial naming the cause; a sealed trial's record hashes the app's and every
-//! mutant's logs, so an edited log fails rescore.
+//! mutant's logs, so an edited log fails rescore; and the loopback ports a sealed
+//! program is handed are relayed byte for byte, half-closes and refusals included.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -370,4 +371,201 @@ print("add_key", r, ctypes.get_errno())
     assert!(stdout.contains("add_key -1 38"), "{stdout}");
     assert!(stdout.contains("init-hidden"), "{stdout}");
     assert!(stdout.contains("self-seen"), "{stdout}");
+}
+
+/// A host loopback server for the forwarding tests: each connection is handed to
+/// `answer` on a thread of its own; the count is of connections accepted. It lives as
+/// long as the test process.
+fn serve(answer: fn(std::net::TcpStream)) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+            std::thread::spawn(move || answer(stream));
+        }
+    });
+    (port, accepted)
+}
+
+/// Run the Python `script` sealed, with `env` added to the program's environment (a
+/// `127.0.0.1:<port>` there is what forwards that port): its outcome, stdout and stderr.
+fn run_sealed_python(
+    dir: &Path,
+    name: &str,
+    script: &str,
+    env: &[(&str, String)],
+) -> (gauntlet::sys::process::ProcessOutcome, String, String) {
+    std::fs::write(dir.join(format!("{name}.py")), script).expect("script");
+    let mut spec = sealed_sh(
+        dir,
+        name,
+        &format!("exec python3 {name}.py"),
+        Default::default(),
+    );
+    for (key, value) in env {
+        spec.env.insert((*key).to_string(), value.clone());
+    }
+    let outcome = runtime()
+        .block_on(gauntlet::sys::process::run(spec))
+        .expect("sealed run");
+    let read =
+        |ext: &str| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default();
+    (outcome, read("stdout"), read("stderr"))
+}
+
+/// Every byte a sealed program sends through a forwarded port comes back, whatever the
+/// connection's size or company: 50 connections one after another (empty, around the
+/// relay's 64 KiB buffer, 1 MiB, and 8 MiB read only after a pause, so that every
+/// buffer on the way fills; to `::1` too where the host has it) and 20 of 1 MiB at
+/// once, each echoed by a host server while it is still being sent.
+#[test]
+fn a_forwarded_port_relays_many_connections_in_turn_and_at_once_byte_for_byte() {
+    let (port, accepted) = serve(|mut stream| {
+        let _ = std::io::copy(&mut stream.try_clone().expect("clone"), &mut stream);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    });
+    let v6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (outcome, stdout, stderr) = run_sealed_python(
+        dir.path(),
+        "echo",
+        r#"
+import os, random, socket, sys, threading, time
+port = int(os.environ["ECHO"].rsplit(":", 1)[1])
+hosts = ["127.0.0.1"] + (["::1"] if os.environ["V6"] == "1" else [])
+
+def exchange(i, size, pause=0):
+    payload = random.Random(i).randbytes(size)
+    host = hosts[i % len(hosts)]
+    with socket.create_connection((host, port), timeout=30) as s:
+        def send():
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+        sender = threading.Thread(target=send)
+        sender.start()
+        time.sleep(pause)
+        got = bytearray()
+        while chunk := s.recv(1 << 16):
+            got += chunk
+        sender.join()
+    if got != payload:
+        raise SystemExit(f"connection {i} to {host}: sent {size} bytes, got {len(got)} back, not the same")
+
+sizes = [0, 1, 1000, 65535, 65536, 65537, 1 << 20, 8 << 20]
+for i in range(50):
+    size = sizes[i % len(sizes)]
+    # More than the sockets on the way hold, read only after a while: the relay
+    # must stop reading, hold what it has, and go on where it stopped.
+    exchange(i, size, pause=0.2 if size > 1 << 20 else 0)
+print("in turn: 50")
+failures = []
+def at_once(i):
+    try:
+        exchange(100 + i, (1 << 20) + i)
+    except BaseException as e:
+        failures.append(repr(e))
+threads = [threading.Thread(target=at_once, args=(i,)) for i in range(20)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+if failures:
+    raise SystemExit("; ".join(failures))
+print("at once: 20")
+"#,
+        &[
+            ("ECHO", format!("127.0.0.1:{port}")),
+            ("V6", if v6 { "1" } else { "0" }.to_string()),
+        ],
+    );
+    assert_eq!(outcome.end.exit_code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("in turn: 50"), "{stdout}");
+    assert!(stdout.contains("at once: 20"), "{stdout}");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        70,
+        "each connection inside is one on the host"
+    );
+}
+
+/// A client that sends its request and then shuts down its write side (as `nc -N`, or
+/// an HTTP/1.0 client, does) must still read the whole answer: the host server sees the
+/// end of the request only through the relay, and answers only after it.
+#[test]
+fn a_client_that_half_closes_after_its_request_still_reads_the_whole_answer() {
+    use sha2::Digest;
+    use std::io::{Read, Write};
+    let (port, _) = serve(|mut stream| {
+        let mut request = Vec::new();
+        let head = match stream.read_to_end(&mut request) {
+            Ok(n) => format!("{n} {:x}\n", sha2::Sha256::digest(&request)),
+            Err(e) => format!("no end of request: {e}\n"),
+        };
+        let body: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(&body);
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (outcome, stdout, stderr) = run_sealed_python(
+        dir.path(),
+        "half",
+        r#"
+import hashlib, os, random, socket
+port = int(os.environ["SERVER"].rsplit(":", 1)[1])
+request = random.Random(7).randbytes(200_000)
+with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+    s.sendall(request)
+    s.shutdown(socket.SHUT_WR)
+    got = bytearray()
+    while chunk := s.recv(1 << 16):
+        got += chunk
+head, _, body = bytes(got).partition(b"\n")
+expected = f"{len(request)} {hashlib.sha256(request).hexdigest()}".encode()
+if head != expected:
+    raise SystemExit(f"the server read {head!r}, not {expected!r}")
+if body != bytes(range(256)) * 4096:
+    raise SystemExit(f"answer: {len(body)} bytes of 1048576, or not the ones sent")
+print("whole answer")
+"#,
+        &[("SERVER", format!("127.0.0.1:{port}"))],
+    );
+    assert_eq!(outcome.end.exit_code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("whole answer"), "{stdout}");
+}
+
+/// A named port nothing listens on in the host: the connection inside is accepted (the
+/// sandbox's listener cannot know) and then closed at once, as a refusal, never left
+/// open for a client to wait on.
+#[test]
+fn a_connection_the_host_refuses_is_closed_inside_not_left_open() {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        probe.local_addr().expect("addr").port()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (outcome, stdout, stderr) = run_sealed_python(
+        dir.path(),
+        "refused",
+        r#"
+import os, socket
+port = int(os.environ["NOBODY"].rsplit(":", 1)[1])
+for _ in range(3):
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        try:
+            got = s.recv(1)
+        except ConnectionResetError:
+            got = b""
+        except TimeoutError:
+            raise SystemExit("left open")
+    assert got == b"", got
+print("closed")
+"#,
+        &[("NOBODY", format!("127.0.0.1:{port}"))],
+    );
+    assert_eq!(outcome.end.exit_code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("closed"), "{stdout}");
 }

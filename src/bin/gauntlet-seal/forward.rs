@@ -6,12 +6,15 @@
 //!
 //! The helper holds both ends: it enters the sandbox's network namespace only long
 //! enough to open the listening sockets there (a socket stays in the namespace it was
-//! made in), returns to the host's, and relays each connection from a thread.
+//! made in), returns to the host's, and relays every connection from one thread of its
+//! own ([`relay`]).
+
+mod pipe;
+mod relay;
 
 use crate::failure::{At, Failure};
 use std::fs::File;
-use std::io::ErrorKind;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::TcpListener;
 
 use nix::sched::CloneFlags;
 
@@ -73,40 +76,10 @@ pub fn start(pid: i32, ports: &[u16]) -> Result<(), Failure> {
     if let Some(failed) = failed {
         return failed;
     }
-    for (listener, port) in listeners {
-        std::thread::spawn(move || accept(listener, port));
-    }
+    let relay = relay::Relay::new(listeners).at("watching the sandbox's ports")?;
+    std::thread::Builder::new()
+        .name("relay".into())
+        .spawn(move || relay.run())
+        .at("starting the port relay")?;
     Ok(())
-}
-
-fn accept(listener: TcpListener, port: u16) {
-    loop {
-        match listener.accept() {
-            Ok((inside, _)) => {
-                std::thread::spawn(move || relay(inside, port));
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        }
-    }
-}
-
-fn relay(inside: TcpStream, port: u16) {
-    let Ok(outside) = TcpStream::connect(("127.0.0.1", port)) else {
-        // Refused on the host: refuse inside too, by closing.
-        return;
-    };
-    let _ = inside.set_nodelay(true);
-    let _ = outside.set_nodelay(true);
-    let (Ok(mut in_r), Ok(mut out_r)) = (inside.try_clone(), outside.try_clone()) else {
-        return;
-    };
-    let (mut in_w, mut out_w) = (inside, outside);
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut in_r, &mut out_w);
-        let _ = out_w.shutdown(Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut out_r, &mut in_w);
-    let _ = in_w.shutdown(Shutdown::Write);
-    let _ = up.join();
 }

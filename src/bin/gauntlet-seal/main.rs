@@ -172,8 +172,8 @@ fn stage(parent: u32) -> Result<Staged, Failure> {
         Ok(ForkResult::Parent { child }) => {
             drop((report_tx, ready_tx, go_rx));
             // Back to our own PID namespace for children: the kernel refuses threads
-            // to a process whose children would be born elsewhere, and the port relays
-            // are threads.
+            // to a process whose children would be born elsewhere, and the port relay
+            // is a thread.
             if let Err(e) = nix::sched::setns(&own_pid_ns, CloneFlags::CLONE_NEWPID) {
                 let _ = signal::kill(child, Signal::SIGKILL);
                 return Err(e).at("setns back to the helper's PID namespace");
