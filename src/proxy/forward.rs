@@ -116,13 +116,13 @@ pub(crate) async fn forward(
     let passed = passed_headers(response.headers());
     // Read as what the provider sent, whatever the request seemed to ask for: a stream
     // read whole meters nothing, and a whole answer read as a stream neither.
-    let streamed = status.is_success() && answers_a_stream(content_type.as_ref(), stream);
+    let a_stream = status.is_success() && answers_a_stream(content_type.as_ref(), stream);
     if let Some(pending) = flight.pending.as_mut() {
         pending.entry.status = status.as_u16();
-        pending.entry.stream = streamed;
+        pending.entry.stream = a_stream;
     }
 
-    if streamed {
+    if a_stream {
         // Waiting for the first chunk before answering lets the response head and that
         // chunk leave in one write: the agent cannot act on the head alone, and a
         // separate write costs it a wake-up (measured: benches/proxy.rs).
