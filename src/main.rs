@@ -147,6 +147,10 @@ enum Command {
         /// Refuse every call once this many input + output tokens were metered.
         #[arg(long)]
         max_tokens: Option<u64>,
+        /// Threads that serve agents' connections (default: one per core); each
+        /// connection stays on one.
+        #[arg(long)]
+        threads: Option<std::num::NonZeroUsize>,
     },
     /// Merge partitions of one run (nextest --partition) into a new run directory;
     /// refuses runs made with different configs or specs.
@@ -312,7 +316,8 @@ fn main() -> ExitCode {
             listen,
             usage_log,
             max_tokens,
-        } => proxy(mode, flow, upstream, listen, usage_log, max_tokens),
+            threads,
+        } => proxy(mode, flow, upstream, listen, usage_log, max_tokens, threads),
         Command::Merge {
             run_dirs,
             out,
@@ -808,6 +813,7 @@ fn proxy(
     listen: std::net::SocketAddr,
     usage_log: Option<PathBuf>,
     max_tokens: Option<u64>,
+    threads: Option<std::num::NonZeroUsize>,
 ) -> ExitCode {
     use gauntlet::proxy::{Budget, Proxy, ProxyMode};
     let cfg = match Config::from_env() {
@@ -849,7 +855,11 @@ fn proxy(
         },
         None => None,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+    let threads = threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
+    });
+    // Accepting and waiting for a signal only: the proxy serves on threads of its own.
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -865,7 +875,7 @@ fn proxy(
         ) else {
             return error("cannot listen for SIGINT and SIGTERM");
         };
-        let p = match Proxy::start_on(listen, mode, Budget { max_tokens }).await {
+        let p = match Proxy::start_on(listen, mode, Budget { max_tokens }, threads).await {
             Ok(p) => p,
             Err(e) => return error(format!("--listen {listen}: {e}")),
         };
@@ -883,8 +893,8 @@ fn proxy(
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
-        let (usage, log_error) = p.shutdown_with_log_error().await;
-        print!("{}", gauntlet::evidence::usage::summary(&usage));
+        let (totals, log_error) = p.shutdown_with_totals().await;
+        print!("{totals}");
         if let Some(f) = &usage_log {
             println!("usage log: {}", f.display());
         }

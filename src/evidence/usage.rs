@@ -168,45 +168,104 @@ pub fn budget_hit(entries: &[UsageEntry]) -> Option<String> {
 /// A usage log in a few lines: calls (streamed, failed, refused by the budget) and
 /// tokens, in all and per model. What the standalone proxy prints when it stops.
 pub fn summary(entries: &[UsageEntry]) -> String {
-    use std::collections::BTreeMap;
-    #[derive(Default)]
-    struct Sum {
-        calls: usize,
-        input: u64,
-        output: u64,
-        cached: u64,
-    }
-    let add = |s: &mut Sum, e: &UsageEntry| {
-        s.calls += 1;
-        s.input = s.input.saturating_add(e.input_tokens.unwrap_or(0));
-        s.output = s.output.saturating_add(e.output_tokens.unwrap_or(0));
-        s.cached = s.cached.saturating_add(e.cached_input_tokens.unwrap_or(0));
-    };
-    let mut all = Sum::default();
-    let mut by_model: BTreeMap<&str, Sum> = BTreeMap::new();
+    let mut totals = Totals::default();
     for e in entries {
-        add(&mut all, e);
-        add(
-            by_model
-                .entry(e.model.as_deref().unwrap_or("(no model)"))
-                .or_default(),
-            e,
-        );
+        totals.add(e);
     }
-    let streamed = entries.iter().filter(|e| e.stream).count();
-    let failed = entries.iter().filter(|e| e.error.is_some()).count();
-    let refused = entries.iter().filter(|e| e.source == "budget").count();
-    let mut out = format!(
-        "{} calls ({streamed} streamed, {failed} with an error, {refused} refused by the token budget); tokens in / out / cached: {} / {} / {}\n",
-        all.calls, all.input, all.output, all.cached
-    );
-    for (model, s) in &by_model {
-        out.push_str(&format!(
-            "  {model}: {} calls, tokens in / out / cached: {} / {} / {}\n",
-            s.calls, s.input, s.output, s.cached
-        ));
+    totals.to_string()
+}
+
+/// How many models [`Totals`] counts apart; calls to any further model are counted
+/// together. The model name is the agent's to choose, so a hostile agent naming a new
+/// one in every call would otherwise grow the totals with its calls.
+const MODELS_APART: usize = 64;
+
+/// What [`summary`] prints, added up call by call: kept instead of the entries by a
+/// proxy that may run for days, so that its memory does not grow with its calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    all: Sum,
+    streamed: usize,
+    failed: usize,
+    refused: usize,
+    by_model: std::collections::BTreeMap<String, Sum>,
+    /// Calls to models beyond the first [`MODELS_APART`].
+    other_models: Option<Sum>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Sum {
+    calls: usize,
+    input: u64,
+    output: u64,
+    cached: u64,
+}
+
+impl Sum {
+    fn add(&mut self, e: &UsageEntry) {
+        self.calls += 1;
+        self.input = self.input.saturating_add(e.input_tokens.unwrap_or(0));
+        self.output = self.output.saturating_add(e.output_tokens.unwrap_or(0));
+        self.cached = self
+            .cached
+            .saturating_add(e.cached_input_tokens.unwrap_or(0));
     }
-    out
+}
+
+impl Totals {
+    pub fn add(&mut self, e: &UsageEntry) {
+        self.all.add(e);
+        self.streamed += usize::from(e.stream);
+        self.failed += usize::from(e.error.is_some());
+        self.refused += usize::from(e.source == "budget");
+        let model = e.model.as_deref().unwrap_or("(no model)");
+        if let Some(sum) = self.by_model.get_mut(model) {
+            sum.add(e);
+        } else if self.by_model.len() < MODELS_APART {
+            self.by_model.entry(model.to_owned()).or_default().add(e);
+        } else {
+            self.other_models.get_or_insert_with(Sum::default).add(e);
+        }
+    }
+
+    /// Calls added so far.
+    pub fn calls(&self) -> usize {
+        self.all.calls
+    }
+}
+
+impl std::fmt::Display for Totals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Totals {
+            all,
+            streamed,
+            failed,
+            refused,
+            ..
+        } = self;
+        writeln!(
+            f,
+            "{} calls ({streamed} streamed, {failed} with an error, {refused} refused by the token budget); tokens in / out / cached: {} / {} / {}",
+            all.calls, all.input, all.output, all.cached
+        )?;
+        let other = self
+            .other_models
+            .as_ref()
+            .map(|s| (format!("(other models beyond the first {MODELS_APART})"), s));
+        for (model, s) in self
+            .by_model
+            .iter()
+            .map(|(m, s)| (m.clone(), s))
+            .chain(other)
+        {
+            writeln!(
+                f,
+                "  {model}: {} calls, tokens in / out / cached: {} / {} / {}",
+                s.calls, s.input, s.output, s.cached
+            )?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -296,6 +355,26 @@ mod tests {
         assert!(s.starts_with("3 calls (0 streamed, 1 with an error, 1 refused by the token budget); tokens in / out / cached: 15 / 3 / 0"), "{s}");
         assert!(
             s.contains("  a: 2 calls, tokens in / out / cached: 10 / 1 / 0"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn totals_count_a_flood_of_model_names_together_past_a_bound() {
+        let mut totals = Totals::default();
+        for i in 0..1000 {
+            totals.add(&UsageEntry {
+                model: Some(format!("model-{i:04}")),
+                input_tokens: Some(1),
+                ..UsageEntry::default()
+            });
+        }
+        let s = totals.to_string();
+        assert_eq!(totals.calls(), 1000);
+        assert!(s.starts_with("1000 calls"), "{s}");
+        assert_eq!(s.lines().count(), 1 + MODELS_APART + 1, "{s}");
+        assert!(
+            s.contains("(other models beyond the first 64): 936 calls, tokens in / out / cached: 936 / 0 / 0"),
             "{s}"
         );
     }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::UsageEntry;
+use crate::evidence::usage::Totals;
 
 #[derive(Debug, Default)]
 pub(crate) struct UsageLog {
@@ -18,7 +19,7 @@ pub(crate) struct UsageLog {
     /// Input plus output tokens of every recorded call: what a token budget is
     /// checked against, kept apart so the check does not walk the log.
     metered: AtomicU64,
-    entries: Mutex<Vec<UsageEntry>>,
+    entries: Mutex<Entries>,
     /// Request bodies by sequence number, kept only once [`UsageLog::keep_bodies`] was
     /// called (tests that check what an agent sent, e.g. a resumed conversation);
     /// `None`, the default, keeps nothing, so a trial's memory does not grow with them.
@@ -29,6 +30,15 @@ pub(crate) struct UsageLog {
     sink: Mutex<Option<Sink>>,
     /// Whether `sink` is set: a call's line is only built when it is written.
     teeing: AtomicBool,
+}
+
+/// The recorded calls, and their totals.
+#[derive(Debug, Default)]
+struct Entries {
+    kept: Vec<UsageEntry>,
+    totals: Totals,
+    /// Set by [`UsageLog::keep_totals_only`]: entries are added to the totals only.
+    totals_only: bool,
 }
 
 #[derive(Debug)]
@@ -72,7 +82,21 @@ impl UsageLog {
         let mut entries = self.lock();
         // Under the lock, so a snapshot never shows entries the total does not count.
         self.metered.fetch_add(tokens, Ordering::SeqCst);
-        entries.push(entry);
+        entries.totals.add(&entry);
+        if !entries.totals_only {
+            entries.kept.push(entry);
+        }
+    }
+
+    /// From now on, keep no entries, only their [`Totals`] (and the tee file's lines):
+    /// for a proxy that may run for days, whose memory must not grow with its calls.
+    pub(crate) fn keep_totals_only(&self) {
+        self.lock().totals_only = true;
+    }
+
+    /// Every call recorded so far, added up (kept entries or not).
+    pub(crate) fn totals(&self) -> Totals {
+        self.lock().totals.clone()
     }
 
     /// From now on, also write every entry to `file` as one JSON line.
@@ -116,14 +140,14 @@ impl UsageLog {
     }
 
     pub(crate) fn snapshot(&self) -> Vec<UsageEntry> {
-        let mut entries = self.lock().clone();
+        let mut entries = self.lock().kept.clone();
         entries.sort_by_key(|e| e.seq);
         entries
     }
 
     /// A panic while holding the lock cannot leave a half-written entry (pushes are
     /// atomic), so a poisoned lock is still safe to use: never lose the other entries.
-    fn lock(&self) -> MutexGuard<'_, Vec<UsageEntry>> {
+    fn lock(&self) -> MutexGuard<'_, Entries> {
         lock(&self.entries)
     }
 }
@@ -186,6 +210,33 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_keeping_totals_only_keeps_no_entry_and_still_counts_every_call() {
+        let log = UsageLog::default();
+        let call = |tokens: u64| {
+            let mut pending = log.begin("chat", "/v1/chat/completions");
+            pending.set_tokens(Tokens {
+                input: Some(tokens),
+                ..Tokens::default()
+            });
+            log.record(pending);
+        };
+        call(5);
+        log.keep_totals_only();
+        call(7);
+        call(11);
+        assert_eq!(log.snapshot().len(), 1, "entries kept after totals only");
+        assert_eq!(log.totals().calls(), 3);
+        assert_eq!(log.metered(), 23, "the budget's count missed a call");
+        assert!(
+            log.totals()
+                .to_string()
+                .contains("tokens in / out / cached: 23 / 0 / 0"),
+            "{}",
+            log.totals()
+        );
+    }
 
     #[test]
     fn bodies_are_kept_only_once_asked_and_in_arrival_order() {

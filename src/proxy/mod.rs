@@ -13,7 +13,8 @@
 //! what every call shares: the call itself ([`call`]), byok forwarding ([`forward`],
 //! [`upstream`]) with the metered pass-through of streams ([`relay`], [`sse`]), the
 //! protocol-neutral choice of the scripted reply ([`script`], [`mapping`], [`meter`]),
-//! and the usage log ([`log`]) that a token budget is checked against.
+//! and the usage log ([`log`]) that a token budget is checked against; the threads
+//! connections are served on ([`workers`]).
 
 mod body;
 mod call;
@@ -33,8 +34,10 @@ mod server;
 mod sse;
 mod upstream;
 mod wire;
+mod workers;
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -96,22 +99,33 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Bind 127.0.0.1 port 0 and serve on the calling tokio runtime, without limits.
+    /// Bind 127.0.0.1 port 0 and serve on one thread of its own, without limits.
     pub async fn start(mode: ProxyMode) -> std::io::Result<Proxy> {
         Proxy::start_with_budget(mode, Budget::default()).await
     }
 
     /// [`Proxy::start`], refusing calls once `budget` is spent.
     pub async fn start_with_budget(mode: ProxyMode, budget: Budget) -> std::io::Result<Proxy> {
-        Proxy::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), mode, budget).await
+        Proxy::start_on(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            mode,
+            budget,
+            NonZeroUsize::MIN,
+        )
+        .await
     }
 
     /// Bind `listen`, which must be a loopback address: the proxy holds the provider
     /// key and answers anyone who connects, so it is never reachable from elsewhere.
+    ///
+    /// Connections are served on `threads` threads of the proxy's own, one runtime
+    /// each (see `proxy::workers`); one is enough for a trial's agent, a proxy that
+    /// many agents share wants one per core.
     pub async fn start_on(
         listen: SocketAddr,
         mode: ProxyMode,
         budget: Budget,
+        threads: NonZeroUsize,
     ) -> std::io::Result<Proxy> {
         if !listen.ip().is_loopback() {
             return Err(std::io::Error::new(
@@ -127,8 +141,9 @@ impl Proxy {
         let calls = Arc::new(calls::Calls::default());
         let state = server::State::new(mode, Arc::clone(&log), Arc::clone(&calls), budget)?;
         let left_by_agents = Arc::clone(&state.left_by_agents);
+        let workers = workers::Workers::start("gauntlet-proxy", threads)?;
         let (stop, stopped) = watch::channel(false);
-        let accept = tokio::spawn(server::serve(listener, Arc::new(state), stopped));
+        let accept = tokio::spawn(server::serve(listener, Arc::new(state), workers, stopped));
         Ok(Proxy {
             addr,
             log,
@@ -169,12 +184,20 @@ impl Proxy {
         self.log.tee_to(file);
     }
 
-    /// From now on, keep no request or response bodies for
-    /// [`Proxy::shutdown_with_calls`] (it returns none): for a proxy that only meters,
-    /// such as the standalone command, so that relaying costs nothing for a transcript
-    /// no one reads, and a proxy that runs for days does not grow with its calls.
+    /// From now on, keep neither the request and response bodies for
+    /// [`Proxy::shutdown_with_calls`] nor the usage entries for [`Proxy::usage`] and
+    /// [`Proxy::shutdown`]; only their [`Proxy::totals`] and the usage-log file's lines.
+    /// For a proxy that only meters, such as the standalone command, so that relaying
+    /// costs nothing for a transcript no one reads, and a proxy that runs for days does
+    /// not grow with its calls.
     pub fn keep_no_calls(&self) {
         self.calls.keep_none();
+        self.log.keep_totals_only();
+    }
+
+    /// Calls and tokens metered so far, added up: whether entries are kept or not.
+    pub fn totals(&self) -> crate::evidence::usage::Totals {
+        self.log.totals()
     }
 
     /// From now on, keep the request body of every model call, for
@@ -199,11 +222,12 @@ impl Proxy {
         self.shutdown_with_calls().await.0
     }
 
-    /// [`Proxy::shutdown`], and why writing the usage-log file failed, if it did.
-    pub async fn shutdown_with_log_error(self) -> (Vec<UsageEntry>, Option<String>) {
+    /// Stop as [`Proxy::shutdown`] does; return the final [`Proxy::totals`] and why
+    /// writing the usage-log file failed, if it did.
+    pub async fn shutdown_with_totals(self) -> (crate::evidence::usage::Totals, Option<String>) {
         let log = Arc::clone(&self.log);
-        let usage = self.shutdown().await;
-        (usage, log.tee_error())
+        self.shutdown().await;
+        (log.totals(), log.tee_error())
     }
 
     /// [`Proxy::shutdown`], and what it relayed: one JSON line per model call, its

@@ -23,6 +23,7 @@ use super::log::UsageLog;
 use super::relay::Leftovers;
 use super::upstream::{Lane, Upstream};
 use super::wire::{ErrorKind, Protocol};
+use super::workers::Workers;
 use super::{Budget, ProxyMode};
 use crate::spec::Flow;
 
@@ -96,6 +97,7 @@ impl State {
 pub(crate) async fn serve(
     listener: TcpListener,
     state: Arc<State>,
+    workers: Workers,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
@@ -106,7 +108,16 @@ pub(crate) async fn serve(
                     // Streamed events are small writes: without this, Nagle's algorithm
                     // holds each back until the agent acknowledges the last one.
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(connection(stream, Arc::clone(&state), stop.clone()));
+                    // Taken off this runtime's reactor, to be registered with the
+                    // serving thread's own: otherwise every read and write of the
+                    // connection would be signalled here and handed across threads.
+                    let Ok(stream) = stream.into_std() else {
+                        continue;
+                    };
+                    workers.spawn(
+                        &mut connections,
+                        connection(stream, Arc::clone(&state), stop.clone()),
+                    );
                 }
                 // Out of file descriptors and the like: back off instead of spinning.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -124,13 +135,18 @@ pub(crate) async fn serve(
         // Aborting drops the in-flight bodies; a cut stream records itself on drop.
         connections.shutdown().await;
     }
+    // Every connection has ended; the threads they ran on end with `workers`.
 }
 
 async fn connection(
-    stream: tokio::net::TcpStream,
+    stream: std::net::TcpStream,
     state: Arc<State>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // Still non-blocking, as the listener gave it.
+    let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+        return;
+    };
     // The agent's calls on this connection reach a loopback provider on a connection
     // of their own (`Lane`).
     let lane = match &state.mode {
