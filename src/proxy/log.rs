@@ -4,8 +4,8 @@
 //! stream's usage is only known at its end), so the snapshot sorts by sequence number to
 //! give arrival order regardless of which call finished first.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -26,10 +26,8 @@ pub(crate) struct UsageLog {
     bodies: Mutex<Option<Vec<(u64, Bytes)>>>,
     /// Where each entry is also written as one JSON line the moment its call ends (the
     /// standalone proxy's `--usage-log`), so a proxy killed mid-run loses no call that
-    /// finished; the first failed write is kept to report at shutdown.
-    sink: Mutex<Option<Sink>>,
-    /// Whether `sink` is set: a call's line is only built when it is written.
-    teeing: AtomicBool,
+    /// finished; a call's line is only built when there is a file.
+    sink: OnceLock<Sink>,
 }
 
 /// The recorded calls, and their totals.
@@ -41,10 +39,18 @@ struct Entries {
     totals_only: bool,
 }
 
+/// The usage-log file, opened for appending, and the first write that failed (after
+/// which nothing more is written: a log with a hole would read as complete).
+///
+/// Lines are written without a lock: a call's line is one `write` to a file opened
+/// with `O_APPEND`, which the kernel places at the end as a whole, so the lines of
+/// calls ending at once on different threads never interleave. A lock around the write
+/// made those threads wait on each other's system call, which cost the standalone
+/// proxy a fifth of its calls per second at 64 connections.
 #[derive(Debug)]
 struct Sink {
     file: std::fs::File,
-    error: Option<std::io::Error>,
+    error: OnceLock<std::io::Error>,
 }
 
 impl UsageLog {
@@ -73,11 +79,8 @@ impl UsageLog {
         // snapshot and record take: no call waits on another's file write. Written
         // before the entry is pushed, so a snapshot (the summary on SIGTERM) never
         // counts a call whose line is not yet in the file.
-        if self.teeing.load(Ordering::Acquire) {
-            let line = Sink::line(&entry);
-            if let Some(sink) = lock(&self.sink).as_mut() {
-                sink.write(&line);
-            }
+        if let Some(sink) = self.sink.get() {
+            sink.write(&Sink::line(&entry));
         }
         let mut entries = self.lock();
         // Under the lock, so a snapshot never shows entries the total does not count.
@@ -99,17 +102,20 @@ impl UsageLog {
         self.lock().totals.clone()
     }
 
-    /// From now on, also write every entry to `file` as one JSON line.
+    /// From now on, also write every entry to `file`, opened for appending, as one
+    /// JSON line; only the first file given is written.
     pub(crate) fn tee_to(&self, file: std::fs::File) {
-        *lock(&self.sink) = Some(Sink { file, error: None });
-        self.teeing.store(true, Ordering::Release);
+        let _ = self.sink.set(Sink {
+            file,
+            error: OnceLock::new(),
+        });
     }
 
     /// The first write to the tee file that failed, if any.
     pub(crate) fn tee_error(&self) -> Option<String> {
-        lock(&self.sink)
-            .as_ref()
-            .and_then(|s| s.error.as_ref().map(|e| e.to_string()))
+        self.sink
+            .get()
+            .and_then(|s| s.error.get().map(|e| e.to_string()))
     }
 
     /// Input plus output tokens of every call recorded so far.
@@ -162,15 +168,22 @@ impl Sink {
         line
     }
 
-    fn write(&mut self, line: &[u8]) {
+    fn write(&self, line: &[u8]) {
         use std::io::Write;
-        if self.error.is_some() {
+        if self.error.get().is_some() {
             return;
         }
-        // One write per line, under the sink's lock, so lines never interleave.
-        if let Err(e) = self.file.write_all(line) {
-            self.error = Some(e);
-        }
+        // One write per line; a short one (a full disk) ends the log rather than
+        // finishing the line in a second write another thread's line could precede.
+        let failed = match (&self.file).write(line) {
+            Ok(n) if n == line.len() => return,
+            Ok(n) => std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                format!("only {n} of a line's {} bytes were written", line.len()),
+            ),
+            Err(e) => e,
+        };
+        let _ = self.error.set(failed);
     }
 }
 
@@ -236,6 +249,50 @@ mod tests {
             "{}",
             log.totals()
         );
+    }
+
+    #[test]
+    fn lines_written_from_many_threads_at_once_never_interleave() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("usage.jsonl");
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let log = std::sync::Arc::new(UsageLog::default());
+        log.tee_to(file);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let log = std::sync::Arc::clone(&log);
+                std::thread::spawn(move || {
+                    for _ in 0..500 {
+                        // Long enough lines that a torn write would show.
+                        let mut pending = log.begin("chat", &"/v1/chat/completions".repeat(40));
+                        pending.set_tokens(Tokens {
+                            input: Some(3),
+                            ..Tokens::default()
+                        });
+                        log.record(pending);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(log.tee_error(), None);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut seqs: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<UsageEntry>(l)
+                    .unwrap_or_else(|e| panic!("a torn line ({e}): {l}"))
+                    .seq
+            })
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (0..4000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -179,7 +179,8 @@ impl Proxy {
     }
 
     /// From now on, also write every metered call to `file` as one JSON line (a
-    /// [`UsageEntry`]) the moment it ends.
+    /// [`UsageEntry`]) the moment it ends. Open `file` for appending: each line is one
+    /// write at the end of the file, with no lock between the proxy's threads.
     pub fn log_usage_to(&self, file: std::fs::File) {
         self.log.tee_to(file);
     }
