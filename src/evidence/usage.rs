@@ -180,6 +180,10 @@ pub fn summary(entries: &[UsageEntry]) -> String {
 /// one in every call would otherwise grow the totals with its calls.
 const MODELS_APART: usize = 64;
 
+/// How much of a model's name [`Totals`] keeps, for the same reason: names longer than
+/// this are counted under their start.
+const MODEL_NAME_CHARS: usize = 120;
+
 /// What [`summary`] prints, added up call by call: kept instead of the entries by a
 /// proxy that may run for days, so that its memory does not grow with its calls.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -219,10 +223,14 @@ impl Totals {
         self.failed += usize::from(e.error.is_some());
         self.refused += usize::from(e.source == "budget");
         let model = e.model.as_deref().unwrap_or("(no model)");
-        if let Some(sum) = self.by_model.get_mut(model) {
+        let model = match model.char_indices().nth(MODEL_NAME_CHARS) {
+            Some((cut, _)) => std::borrow::Cow::Owned(format!("{}…", &model[..cut])),
+            None => std::borrow::Cow::Borrowed(model),
+        };
+        if let Some(sum) = self.by_model.get_mut(model.as_ref()) {
             sum.add(e);
         } else if self.by_model.len() < MODELS_APART {
-            self.by_model.entry(model.to_owned()).or_default().add(e);
+            self.by_model.entry(model.into_owned()).or_default().add(e);
         } else {
             self.other_models.get_or_insert_with(Sum::default).add(e);
         }
@@ -375,6 +383,22 @@ mod tests {
         assert_eq!(s.lines().count(), 1 + MODELS_APART + 1, "{s}");
         assert!(
             s.contains("(other models beyond the first 64): 936 calls, tokens in / out / cached: 936 / 0 / 0"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn totals_keep_only_the_start_of_a_long_model_name() {
+        let mut totals = Totals::default();
+        for tail in ["a", "b"] {
+            totals.add(&UsageEntry {
+                model: Some(format!("{}{tail}", "é".repeat(MODEL_NAME_CHARS))),
+                ..UsageEntry::default()
+            });
+        }
+        let s = totals.to_string();
+        assert!(
+            s.contains(&format!("  {}…: 2 calls", "é".repeat(MODEL_NAME_CHARS))),
             "{s}"
         );
     }
