@@ -165,16 +165,6 @@ pub fn budget_hit(entries: &[UsageEntry]) -> Option<String> {
     })
 }
 
-/// A usage log in a few lines: calls (streamed, failed, refused by the budget) and
-/// tokens, in all and per model. What the standalone proxy prints when it stops.
-pub fn summary(entries: &[UsageEntry]) -> String {
-    let mut totals = Totals::default();
-    for e in entries {
-        totals.add(e);
-    }
-    totals.to_string()
-}
-
 /// How many models [`Totals`] counts apart; calls to any further model are counted
 /// together. The model name is the agent's to choose, so a hostile agent naming a new
 /// one in every call would otherwise grow the totals with its calls.
@@ -184,8 +174,10 @@ const MODELS_APART: usize = 64;
 /// this are counted under their start.
 const MODEL_NAME_CHARS: usize = 120;
 
-/// What [`summary`] prints, added up call by call: kept instead of the entries by a
-/// proxy that may run for days, so that its memory does not grow with its calls.
+/// A usage log in a few lines, added up call by call: calls (streamed, failed, refused
+/// by the budget) and tokens, in all and per model. What the standalone proxy prints
+/// when it stops; kept instead of the entries by a proxy that may run for days, so that
+/// its memory does not grow with its calls.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Totals {
     all: Sum,
@@ -355,11 +347,15 @@ mod tests {
             error: (source == "budget").then(|| "token budget spent".into()),
             ..UsageEntry::default()
         };
-        let s = summary(&[
+        let mut totals = Totals::default();
+        for entry in [
             e("a", 10, 1, "upstream"),
             e("b", 5, 2, "upstream"),
             e("a", 0, 0, "budget"),
-        ]);
+        ] {
+            totals.add(&entry);
+        }
+        let s = totals.to_string();
         assert!(s.starts_with("3 calls (0 streamed, 1 with an error, 1 refused by the token budget); tokens in / out / cached: 15 / 3 / 0"), "{s}");
         assert!(
             s.contains("  a: 2 calls, tokens in / out / cached: 10 / 1 / 0"),
