@@ -6,15 +6,23 @@
 //! The work a trial measures is the agent's run and the N + 1 runs of its test. So the
 //! bench also does that work by hand in the same run, interleaved with the trials: the
 //! agent script and the claimed test, each run directly (a plain `fork`/`exec`, no
-//! sandbox, no proxy, no capture), each against an api-ledger started for it alone, as
-//! every gate run's target is (the starts are not timed: they are the harness's part).
-//! The overhead is the trial's wall-clock minus the agent by hand and N + 1 tests by
-//! hand, done beside it in the same iteration (the median of those differences):
-//! everything the harness adds (workspace, proxy, app starts and stops, sandboxes, the
-//! gate's bookkeeping, scoring, the record), sandboxes of the agent's and the test's
-//! runs included. The parts are the trial's own phase marks ([`gauntlet::phases`]):
-//! busy time per phase, so the agent's and the gate runs' parts hold the work by hand
-//! too.
+//! sandbox, no proxy, no capture), each against an api-ledger started by hand for it
+//! alone, as every gate run's target is. The starts are not part of the work: they are
+//! the harness's part (a trial's target starts). The overhead is the trial's
+//! wall-clock minus the agent by hand and N + 1 tests by hand, done beside it in the
+//! same iteration (the median of those differences): everything the harness adds
+//! (workspace, proxy, app starts and stops, sandboxes, the gate's bookkeeping, scoring,
+//! the record), sandboxes of the agent's and the test's runs included. The parts are
+//! the trial's own phase marks ([`gauntlet::phases`]): busy time per phase, so the
+//! agent's and the gate runs' parts hold the work by hand too.
+//!
+//! A floor under the overhead is measured by hand as well: the app's own starts (spawn
+//! to its `listening on` line), N + 2 of them (the agent's target, N app runs, the
+//! mutant). Every run gets a freshly started target (DESIGN.md, "Sealed trials"), and
+//! none is started before the run before it has ended (the gate, `suites/qa/gate.rs`:
+//! a target's age would carry the previous run's length), so whatever the harness
+//! does, a sealed trial waits for these one after another; the bench also reports the
+//! overhead beyond them.
 //!
 //! A trial that is not `verified` aborts the benchmark: without a verified claim the
 //! gate never runs, and the figure would measure a cheaper trial than the one named.
@@ -59,52 +67,98 @@ const PARTS: [Phase; 7] = [
     Phase::Record,
 ];
 
+/// What the work by hand took: the agent, its test's runs, and the apps' own starts.
+struct ByHand {
+    agent: Duration,
+    tests: Duration,
+    /// Each app's own start, from its spawn to its `listening on` line: what no
+    /// harness that gives every run a fresh app can avoid.
+    app_starts: Duration,
+}
+
+/// An api-ledger started by hand, killed when dropped. Its stdout stays open while it
+/// runs: an app that writes to a closed pipe would die in the middle of the work.
+struct AppByHand {
+    child: std::process::Child,
+    _stdout: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    url: String,
+    /// From its spawn to its `listening on` line.
+    started: Duration,
+}
+
+impl Drop for AppByHand {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start an api-ledger by hand: a plain child in a fresh directory, timed from its spawn
+/// to its `listening on http://127.0.0.1:<port>` line.
+fn app_by_hand(binary: &Path, args: &[String], dir: &Path) -> AppByHand {
+    use std::io::BufRead;
+    std::fs::create_dir_all(dir).expect("app dir");
+    let t = Instant::now();
+    let mut child = Command::new(binary)
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", gauntlet::spec::app::APP_PATH)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("api-ledger spawns");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("api-ledger announced its port")
+            .expect("api-ledger's stdout reads");
+        if let Some(url) = line.strip_prefix("listening on ") {
+            break url.trim().to_string();
+        }
+    };
+    AppByHand {
+        started: t.elapsed(),
+        child,
+        _stdout: lines,
+        url,
+    }
+}
+
 /// The agent's and the test's work, done by hand, each against an api-ledger freshly
 /// started for it (as the gate's runs are; a fresh app's first requests cost more than
 /// a warm one's): `sh honest-balance.sh` in an empty directory, then `sh check.sh` (the
 /// test it wrote) `runs` times in its test directory, each a plain child with
-/// `APP_URL` and `PATH` only. Only the children are timed: the apps' starts and stops
-/// are the harness's part. Returns the agent's time and the tests' total.
-fn by_hand(
-    rt: &tokio::runtime::Runtime,
-    app: &gauntlet::spec::LoadedApp,
-    agent: &Path,
-    scratch: &Path,
-    runs: u32,
-) -> (Duration, Duration) {
+/// `APP_URL` and `PATH` only. The apps are started by hand too, each a plain child;
+/// their starts are timed apart from the work: the overhead counts them as the
+/// harness's part (a trial's target starts), and the bench reports how much of it the
+/// app's own start is.
+fn by_hand(app: &gauntlet::spec::LoadedApp, agent: &Path, scratch: &Path, runs: u32) -> ByHand {
     let dir = tempfile::tempdir_in(scratch).expect("scratch dir");
+    let (binary, args) = app.app.start_command();
+    let mut app_starts = Duration::ZERO;
     let mut starts = 0;
-    let mut fresh_app = || {
+    let mut timed = |program: &str, arg: &Path, cwd: &Path| -> Duration {
         starts += 1;
-        let dir = dir.path();
-        rt.block_on(async {
-            let target = gauntlet::world::target::Target::start(
-                &app.app,
-                None,
-                &dir.join(format!("target-{starts}")),
-                dir,
-                &format!("by-hand-{starts}"),
-            )
-            .await
-            .expect("api-ledger starts");
-            let url = target.host_env().get("APP_URL").cloned().expect("APP_URL");
-            (target, url)
-        })
-    };
-    let run = |program: &str, arg: &Path, cwd: &Path, url: &str| -> Duration {
+        let server = app_by_hand(&binary, &args, &dir.path().join(format!("app-{starts}")));
+        app_starts += server.started;
         let t = Instant::now();
         let status = Command::new(program)
             .arg(arg)
             .current_dir(cwd)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("APP_URL", url)
+            .env("APP_URL", &server.url)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .expect("runs");
         let took = t.elapsed();
+        drop(server);
         assert!(
             status.success(),
             "{program} {} failed by hand: {status}",
@@ -114,18 +168,16 @@ fn by_hand(
     };
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).expect("workspace");
-    let mut timed = |program: &str, arg: &Path, cwd: &Path| {
-        let (mut target, url) = fresh_app();
-        let took = run(program, arg, cwd, &url);
-        rt.block_on(target.stop(dir.path()));
-        took
-    };
-    let agent_took = timed("sh", agent, &workspace);
+    let agent = timed("sh", agent, &workspace);
     let test_dir = workspace.join("balance-test");
-    let test_took = (0..runs)
+    let tests = (0..runs)
         .map(|_| timed("sh", Path::new("check.sh"), &test_dir))
         .sum();
-    (agent_took, test_took)
+    ByHand {
+        agent,
+        tests,
+        app_starts,
+    }
 }
 
 fn main() {
@@ -183,22 +235,28 @@ fn main() {
     // Warm-up: page cache, first process spawns, the sandbox probe.
     trial(&sealed_cfg, "warm-sealed".into());
     trial(&unsealed_cfg, "warm-unsealed".into());
-    by_hand(&rt, &app, &agent_script, out.path(), n + 1);
+    by_hand(&app, &agent_script, out.path(), n + 1);
 
     // Interleaved, so that all three see the same machine; the overhead is taken per
     // iteration, each trial against the work by hand done beside it, so that a slow
     // minute of the machine weighs on both sides of one difference.
     let (mut sealed, mut unsealed) = (Vec::new(), Vec::new());
-    let (mut agent_hand, mut test_hand) = (Vec::new(), Vec::new());
+    let (mut agent_hand, mut test_hand, mut starts_hand) = (Vec::new(), Vec::new(), Vec::new());
     let (mut sealed_over, mut unsealed_over) = (Vec::new(), Vec::new());
+    let (mut sealed_beyond, mut unsealed_beyond) = (Vec::new(), Vec::new());
     for i in 0..iters {
         let s = trial(&sealed_cfg, format!("s{i}"));
-        let (a, t) = by_hand(&rt, &app, &agent_script, out.path(), n + 1);
+        let hand = by_hand(&app, &agent_script, out.path(), n + 1);
         let u = trial(&unsealed_cfg, format!("u{i}"));
-        sealed_over.push(s.total.as_secs_f64() - (a + t).as_secs_f64());
-        unsealed_over.push(u.total.as_secs_f64() - (a + t).as_secs_f64());
-        agent_hand.push(a);
-        test_hand.push(t);
+        let work = (hand.agent + hand.tests).as_secs_f64();
+        let starts = hand.app_starts.as_secs_f64();
+        sealed_over.push(s.total.as_secs_f64() - work);
+        unsealed_over.push(u.total.as_secs_f64() - work);
+        sealed_beyond.push(s.total.as_secs_f64() - work - starts);
+        unsealed_beyond.push(u.total.as_secs_f64() - work - starts);
+        agent_hand.push(hand.agent);
+        test_hand.push(hand.tests);
+        starts_hand.push(hand.app_starts);
         sealed.push(s);
         unsealed.push(u);
     }
@@ -230,6 +288,11 @@ fn main() {
         v[v.len() / 2] * 1e3
     };
     let (o, u) = (median_ms(&mut sealed_over), median_ms(&mut unsealed_over));
+    let (ob, ub) = (
+        median_ms(&mut sealed_beyond),
+        median_ms(&mut unsealed_beyond),
+    );
+    let starts = ms(median(&mut starts_hand));
     println!(
         "qa trial harness overhead (verified claim, N = {n} + mutant, {iters} iterations, interleaved; medians)"
     );
@@ -238,6 +301,11 @@ fn main() {
     println!(
         "  by hand: its test, run directly, {} times:   {tests:>9.3} ms  ({t:.3} ms a run)",
         n + 1
+    );
+    println!(
+        "  by hand: the app's own start, {} times:     {starts:>9.3} ms  ({:.3} ms a start)",
+        n + 2,
+        starts / f64::from(n + 2)
     );
     println!("  sealed trial, wall-clock:                   {st:>9.3} ms");
     println!("  unsealed trial, wall-clock:                 {ut:>9.3} ms");
@@ -251,6 +319,9 @@ fn main() {
         u / b.max(1e-9),
         o / u.max(1e-9)
     );
+    println!(
+        "  overhead beyond the app's own starts:  sealed {ob:>9.3} ms   unsealed {ub:>9.3} ms"
+    );
     for (label, runs) in [("sealed", &sealed), ("unsealed", &unsealed)] {
         println!("  {label} trial by part (busy time per phase, medians; parts may overlap):");
         for (i, p) in PARTS.iter().enumerate() {
@@ -258,6 +329,7 @@ fn main() {
             let note = match p {
                 Phase::Agent => format!("  (by hand: {a:.3} ms; the rest is the harness's)"),
                 Phase::Gate => format!("  (by hand: {tests:.3} ms; the rest is the harness's)"),
+                Phase::Target => format!("  (the app's own, by hand: {starts:.3} ms)"),
                 _ => String::new(),
             };
             println!("    {:<14} {m:>9.3} ms{note}", p.as_str());
