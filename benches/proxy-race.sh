@@ -3,6 +3,15 @@
 # relay, LiteLLM's proxy and `gauntlet proxy --mode byok`, all in front of the same fake
 # OpenAI-compatible provider, sent the same request bodies by the same wrk.
 #
+# Two more targets show how much of each ratio is left for metering: `hyper`, a
+# pass-through made of the parts gauntlet's proxy is made of (hyper on both sides, a
+# single-threaded runtime per core, a provider connection per client connection driven
+# by that client connection's task, a stream's chunks that arrived together written
+# together) that does nothing else, and `hyper+json`, the same reading each request body as JSON
+# (serde_json) before sending it on. A proxy of these parts that meters does all that
+# `hyper+json` does and more: it must read what it forwards, as a streamed call is
+# metered only if the proxy knows that it streams and asks for its usage.
+#
 #   benches/proxy-race.sh            (root, or wrk already installed; needs python3 + venv)
 #
 # It installs wrk (apt) when missing and a pinned LiteLLM proxy into a scratch virtual
@@ -127,6 +136,10 @@ start upstream "$HELPER" upstream
 up_addr=$(wait_line upstream "$LAST_PID" "^listening on " 10 | sed 's/^listening on //')
 start relay "$HELPER" relay "$up_addr"
 relay_addr=$(wait_line relay "$LAST_PID" "^listening on " 10 | sed 's/^listening on //')
+start pass "$HELPER" pass "$up_addr"
+pass_addr=$(wait_line pass "$LAST_PID" "^listening on " 10 | sed 's/^listening on //')
+start pass-json "$HELPER" pass "$up_addr" json
+pass_json_addr=$(wait_line pass-json "$LAST_PID" "^listening on " 10 | sed 's/^listening on //')
 
 RACE_KEY=race-upstream-key GAUNTLET_API_KEY_ENV=RACE_KEY \
     start gauntlet "$GAUNTLET" proxy --mode byok --upstream "http://$up_addr/v1" \
@@ -137,9 +150,11 @@ gauntlet_base=$(wait_line gauntlet "$GAUNTLET_PID" "^OPENAI_BASE_URL=" 10 | sed 
 declare -A URL=(
     [direct]="http://$up_addr/v1/chat/completions"
     [relay]="http://$relay_addr/v1/chat/completions"
+    [hyper]="http://$pass_addr/v1/chat/completions"
+    [hyper+json]="http://$pass_json_addr/v1/chat/completions"
     [gauntlet]="$gauntlet_base/chat/completions"
 )
-TARGETS=(direct relay gauntlet)
+TARGETS=(direct relay hyper hyper+json gauntlet)
 
 if [ "$SKIP_LITELLM" != 1 ]; then
     litellm_port=$("$HELPER" free-port) || die "no free port for litellm"
@@ -171,7 +186,7 @@ EOF
         sleep 0.1
     done
     URL[litellm]="http://127.0.0.1:$litellm_port/v1/chat/completions"
-    TARGETS=(direct relay litellm gauntlet)
+    TARGETS=(direct relay hyper hyper+json litellm gauntlet)
 fi
 
 # --- bodies and a first call through each target ----------------------------------
@@ -305,7 +320,7 @@ def med(case, kind, target, i):
 
 cases = ["1KB non-stream", "1KB stream", "75KB non-stream", "75KB stream"]
 litellm = any(k[2] == "litellm" for k in rows)
-others = ["relay", "gauntlet"] + (["litellm"] if litellm else [])
+others = ["relay", "hyper", "hyper+json", "gauntlet"] + (["litellm"] if litellm else [])
 rounds = max(len(v) for v in rows.values())
 
 def fmt(x, sign=True):
@@ -315,7 +330,7 @@ print()
 print(f"latency, 1 connection: ms, median of {rounds} rounds; added = minus direct")
 head = f"{'case':<16} {'direct p50':>10} {'p99':>7} |"
 for t in others:
-    head += f" {t + ' +p50':>14} {'+p99':>7} |"
+    head += f" {t + ' +p50':>15} {'+p99':>7} |"
 head += f" {'gauntlet-relay p50':>18} {'p99':>7}"
 if litellm:
     head += f" | {'litellm/gauntlet added p50':>26} {'p99':>6}"
@@ -329,7 +344,7 @@ for case in cases:
         a50 = med(case, "latency", t, 0) - d50
         a99 = med(case, "latency", t, 1) - d99
         added[t] = (a50, a99)
-        line += f" {a50:>+14.3f} {a99:>+7.3f} |"
+        line += f" {a50:>+15.3f} {a99:>+7.3f} |"
     g50 = added["gauntlet"][0] - added["relay"][0]
     g99 = added["gauntlet"][1] - added["relay"][1]
     line += f" {g50:>+18.3f} {g99:>+7.3f}"
@@ -347,20 +362,17 @@ for case in cases:
 
 print()
 print(f"throughput, 64 connections: calls/s, median of {rounds} rounds")
-head = f"{'case':<16} {'direct':>9} {'relay':>9} {'gauntlet':>9}"
-if litellm:
-    head += f" {'litellm':>9}"
-head += f" | {'gauntlet/relay':>14} {'relay/direct':>12}"
+head = f"{'case':<16}" + "".join(f" {t:>10}" for t in ["direct"] + others)
+head += f" | {'relay/direct':>12} {'hyper/relay':>11} {'hyper+json/relay':>16} {'gauntlet/relay':>14}"
 if litellm:
     head += f" {'gauntlet/litellm':>16}"
 print(head)
 for case in cases:
     r = {t: med(case, "throughput", t, 2) for t in ["direct"] + others}
-    line = f"{case:<16} {r['direct']:>9.0f} {r['relay']:>9.0f} {r['gauntlet']:>9.0f}"
-    if litellm:
-        line += f" {r['litellm']:>9.0f}"
+    line = f"{case:<16}" + "".join(f" {r[t]:>10.0f}" for t in ["direct"] + others)
     ratio = r["gauntlet"] / r["relay"]
-    line += f" | {ratio:>13.2f}x {r['relay'] / r['direct']:>11.2f}x"
+    line += (f" | {r['relay'] / r['direct']:>11.2f}x {r['hyper'] / r['relay']:>10.2f}x"
+             f" {r['hyper+json'] / r['relay']:>15.2f}x {ratio:>13.2f}x")
     if litellm:
         line += (f" {r['gauntlet'] / r['litellm']:>15.1f}x" if r["litellm"] > 0
                  else f" {'(none done)':>16}")
