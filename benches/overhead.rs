@@ -329,7 +329,9 @@ fn main() {
             let note = match p {
                 Phase::Agent => format!("  (by hand: {a:.3} ms; the rest is the harness's)"),
                 Phase::Gate => format!("  (by hand: {tests:.3} ms; the rest is the harness's)"),
-                Phase::Target => format!("  (the app's own, by hand: {starts:.3} ms)"),
+                Phase::Target => {
+                    format!("  (starts and stops; the app's own starts, by hand: {starts:.3} ms)")
+                }
                 _ => String::new(),
             };
             println!("    {:<14} {m:>9.3} ms{note}", p.as_str());
