@@ -15,6 +15,8 @@
 //! | `GAUNTLET_REPEATS` | independent trials per capability (K); names gain `::r1`…`::rK` when K > 1 | `1` |
 //! | `GAUNTLET_TIMEOUT_SECS` | the agent's deadline per trial | `600` |
 //! | `GAUNTLET_GATE_TIMEOUT_SECS` | deadline of each re-run of a claimed test | `60` |
+//! | `GAUNTLET_INDEPENDENT_MUTANTS` | M: at most this many mutants of other capabilities, each leaving the claimed one intact, on which a claimed test must pass too (drawn per trial) | `3` |
+//! | `GAUNTLET_CACHE_DIR` | where apps' independence matrices are kept between runs, by content hash | `target/gauntlet/cache` |
 //! | `GAUNTLET_OUT` | where run directories go | `target/gauntlet/runs` |
 //! | `GAUNTLET_RESUME` | a run directory to resume instead of starting a new one: trials write into it, and refuse if the run's `run.json` names another config or spec (`gauntlet run --resume` sets it for its own trials; under nextest, set it beside the filter `gauntlet run --resume DIR --nextest-filter` prints) | none |
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
@@ -194,7 +196,14 @@ pub struct Config {
     pub timeout: Duration,
     #[serde(with = "secs")]
     pub gate_timeout: Duration,
+    /// M: at most this many independent mutants per gate (`evidence::independence`).
+    #[serde(default = "default_independent_mutants")]
+    pub independent_mutants: u32,
     pub out_dir: PathBuf,
+    /// Where derived data that only depends on an app's content lives between runs (the
+    /// independence matrices). Not part of a run's identity: a cache, never evidence.
+    #[serde(skip, default = "default_cache_dir")]
+    pub cache_dir: PathBuf,
     /// The run directory being resumed, if any. Not part of a run's identity: the
     /// resumed run must match the one it resumes.
     #[serde(skip)]
@@ -341,6 +350,14 @@ mod secs {
     }
 }
 
+fn default_independent_mutants() -> u32 {
+    3
+}
+
+fn default_cache_dir() -> PathBuf {
+    crate::binaries::repo_root().join("target/gauntlet/cache")
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -351,7 +368,9 @@ impl Default for Config {
             repeats: 1,
             timeout: Duration::from_secs(600),
             gate_timeout: Duration::from_secs(60),
+            independent_mutants: default_independent_mutants(),
             out_dir: crate::binaries::repo_root().join("target/gauntlet/runs"),
+            cache_dir: default_cache_dir(),
             resume: None,
             upstream_url: "https://api.openai.com/v1".into(),
             api_key_env: "OPENAI_API_KEY".into(),
@@ -397,7 +416,9 @@ const KEYS: &[&str] = &[
     "repeats",
     "timeout_secs",
     "gate_timeout_secs",
+    "independent_mutants",
     "out",
+    "cache_dir",
     "resume",
     "upstream_url",
     "api_key_env",
@@ -521,6 +542,19 @@ impl Config {
                 } else {
                     self.repeats = n;
                 }
+            }
+            "independent_mutants" => {
+                let m: u32 = value.parse().map_err(|_| bad("expected a whole number"))?;
+                if !(1..=100).contains(&m) {
+                    return Err(bad("expected 1 to 100"));
+                }
+                self.independent_mutants = m;
+            }
+            "cache_dir" => {
+                if value.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.cache_dir = PathBuf::from(value);
             }
             "timeout_secs" | "gate_timeout_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;

@@ -6,6 +6,7 @@
 
 pub mod claim;
 pub mod events;
+pub mod independence;
 pub mod normalize;
 pub mod observed;
 pub mod observed_policy;
@@ -174,8 +175,12 @@ impl ProcessEnd {
 /// One run of a claimed test, by the harness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GateRun {
-    /// `app` for the frozen app, `mutant` for the capability's mutant.
+    /// `app` for the frozen app, `mutant` for the capability's mutant, `independent`
+    /// for the mutant of another capability that leaves this one intact.
     pub target: GateTarget,
+    /// For an `independent` run: the capability whose mutant it ran against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutant_of: Option<String>,
     pub attempt: u32,
     pub command: String,
     pub end: ProcessEnd,
@@ -188,6 +193,24 @@ pub struct GateRun {
 pub enum GateTarget {
     App,
     Mutant,
+    /// The mutant of another capability, one that leaves this capability intact
+    /// ([`independence`]): a test of this capability must pass on it.
+    Independent,
+}
+
+/// The gate's check that a claimed test tests its capability and not the app's build:
+/// which mutants of other capabilities leave it intact, and which of those it ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Specificity {
+    /// The app's independence matrix ([`independence::Matrix`]), kept in the trial
+    /// directory: rescore reads the candidates from it again.
+    pub matrix: RawFile,
+    /// The capabilities whose mutants leave this one intact, per the matrix.
+    pub independent: Vec<String>,
+    /// At most this many of them are run (`GAUNTLET_INDEPENDENT_MUTANTS`).
+    pub limit: u32,
+    /// Those drawn for this gate, from the OS's entropy at run time, in the order they ran.
+    pub drawn: Vec<String>,
 }
 
 /// What the harness observed when it re-ran the agent's claimed test.
@@ -206,6 +229,10 @@ pub struct Gate {
     /// made: the gate is unfinished, not red.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// The runs against independent mutants, and what they were drawn from. Absent in
+    /// records from before the gate checked specificity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specificity: Option<Specificity>,
 }
 
 impl Gate {
@@ -214,6 +241,12 @@ impl Gate {
     }
     pub fn mutant_run(&self) -> Option<&GateRun> {
         self.runs.iter().find(|r| r.target == GateTarget::Mutant)
+    }
+    /// The run against the mutant of `capability`, when it was drawn as independent.
+    pub fn independent_run(&self, capability: &str) -> Option<&GateRun> {
+        self.runs.iter().find(|r| {
+            r.target == GateTarget::Independent && r.mutant_of.as_deref() == Some(capability)
+        })
     }
 
     /// The signal that stopped the gate part-way, whether between runs or during one.

@@ -93,6 +93,11 @@ pub struct QaSpecRef {
     pub capability_sha256: String,
     /// SHA-256 of the flow file used by scripted mode, if any.
     pub flow_sha256: Option<String>,
+    /// SHA-256 of the app's independence matrix (`evidence::independence`) the gate drew
+    /// its independent mutants from, as kept in the trial directory. Absent for an
+    /// ambiguous capability and in records from before the gate checked specificity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix_sha256: Option<String>,
 }
 
 /// A qa trial's record: the shared header, which repeat it was, what it was planned

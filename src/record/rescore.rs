@@ -148,10 +148,19 @@ pub(crate) fn derive_qa_verdict_hashed(
         return (Err(unknown), None);
     };
     let (transcript, hashed) = parse_hashed(trial_dir, &evidence.agent.stdout, parser);
-    (transcript.map(|t| score_qa(&t, spec, evidence)), hashed)
+    (
+        transcript.map(|t| score_qa(trial_dir, &t, spec, evidence)),
+        hashed,
+    )
 }
 
-fn score_qa(transcript: &Transcript, spec: &QaSpecRef, evidence: &QaEvidence) -> Verdict {
+fn score_qa(
+    trial_dir: &Path,
+    transcript: &Transcript,
+    spec: &QaSpecRef,
+    evidence: &QaEvidence,
+) -> Verdict {
+    let independent = independent_per_matrix(trial_dir, spec, evidence);
     score(&QaInputs {
         capability: &spec.capability,
         kind: spec.kind,
@@ -160,7 +169,40 @@ fn score_qa(transcript: &Transcript, spec: &QaSpecRef, evidence: &QaEvidence) ->
         transcript,
         gate: evidence.gate.as_ref(),
         token_budget_hit: crate::evidence::usage::budget_hit(&evidence.usage).as_deref(),
+        independent: independent.as_deref(),
     })
+}
+
+/// The capabilities whose mutants leave this one intact, read again from the
+/// independence matrix the gate kept: `None` when the gate kept none (a record from
+/// before specificity), empty when the matrix is gone, unreadable, of another app or
+/// another hash than the spec names (the draw then matches nothing, and a stored
+/// `verified` disagrees).
+fn independent_per_matrix(
+    trial_dir: &Path,
+    spec: &QaSpecRef,
+    evidence: &QaEvidence,
+) -> Option<Vec<String>> {
+    let gate = evidence.gate.as_ref()?;
+    let Some(kept) = gate.specificity.as_ref() else {
+        // The spec names a matrix the gate kept no draw from.
+        return spec.matrix_sha256.as_ref().map(|_| Vec::new());
+    };
+    let bytes = std::fs::read(trial_dir.join(&kept.matrix.path)).ok();
+    let matrix = bytes.as_deref().and_then(|b| {
+        serde_json::from_slice::<crate::evidence::independence::Matrix>(b)
+            .ok()
+            .filter(|m| {
+                m.app == spec.app
+                    && m.app_content_hash == spec.app_content_hash
+                    && spec.matrix_sha256.as_deref() == Some(crate::hash::sha256(b).as_str())
+            })
+    });
+    Some(
+        matrix
+            .map(|m| m.independent_of(&spec.capability))
+            .unwrap_or_default(),
+    )
 }
 
 /// [`parse_checked`] for the other suites' rescore (scorecard turns).

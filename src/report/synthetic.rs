@@ -184,6 +184,7 @@ impl SyntheticRun {
                 for attempt in 1..=self.n {
                     runs.push(GateRun {
                         target: GateTarget::App,
+                        mutant_of: None,
                         attempt,
                         command: "sh check.sh".into(),
                         end: end(0, 40),
@@ -194,6 +195,7 @@ impl SyntheticRun {
                 let mutant_code = if behaviour == Behaviour::Proves { 1 } else { 0 };
                 runs.push(GateRun {
                     target: GateTarget::Mutant,
+                    mutant_of: None,
                     attempt: 1,
                     command: "sh check.sh".into(),
                     end: end(mutant_code, 40),
@@ -206,6 +208,7 @@ impl SyntheticRun {
                     runs,
                     not_run: None,
                     interrupted: None,
+                    specificity: None,
                 })
             }
             _ => None,
@@ -253,6 +256,7 @@ impl SyntheticRun {
             app_content_hash: crate::hash::sha256(app.as_bytes()),
             capability_sha256: crate::hash::sha256(format!("{app}::{cap}").as_bytes()),
             flow_sha256: None,
+            matrix_sha256: None,
         };
         let verdict = derive_qa_verdict(&dir, AgentKind::Reference.name(), &spec, &evidence)?;
         // 2025-01-01T00:00:00Z: every synthetic run starts at the same instant.

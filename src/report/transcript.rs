@@ -518,10 +518,34 @@ fn gate(o: &mut String, g: &Gate, p: &Page<'_>) {
     section(
         o,
         &format!(
-            "The gate: {} green runs against the app required, one against the mutant must fail",
-            g.required
+            "The gate: {} green runs against the app required, one against the mutant must fail{}",
+            g.required,
+            if g.specificity.as_ref().is_some_and(|s| !s.drawn.is_empty()) {
+                ", and each against an independent mutant must pass"
+            } else {
+                ""
+            }
         ),
     );
+    if let Some(s) = &g.specificity {
+        let independent = if s.independent.is_empty() {
+            "none: no other capability's mutant leaves this one intact, so specificity could not be checked".to_string()
+        } else {
+            s.independent.join(", ")
+        };
+        let _ = writeln!(
+            o,
+            "<p>Mutants of other capabilities that leave this one intact, per the app's independence matrix ({}): {}. Drawn for this gate (at most {}): {}.</p>",
+            link(p, &s.matrix.path),
+            esc(&independent),
+            s.limit,
+            esc(&if s.drawn.is_empty() {
+                "none".to_string()
+            } else {
+                s.drawn.join(", ")
+            })
+        );
+    }
     if let Some(why) = &g.not_run {
         let _ = writeln!(o, "<p class=\"bad\">Not run: {}</p>", esc(why));
         return;
@@ -532,12 +556,15 @@ fn gate(o: &mut String, g: &Gate, p: &Page<'_>) {
             o,
             "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             i + 1,
-            match run.target {
-                GateTarget::App => "app",
-                GateTarget::Mutant => "mutant",
+            match (run.target, &run.mutant_of) {
+                (GateTarget::App, _) => "app".to_string(),
+                (GateTarget::Mutant, _) => "mutant".to_string(),
+                (GateTarget::Independent, Some(of)) =>
+                    format!("independent: the mutant of <code>{}</code>", esc(of)),
+                (GateTarget::Independent, None) => "independent".to_string(),
             },
             esc(&run.command),
-            if run.end.success() == (run.target == GateTarget::App) {
+            if run.end.success() == (run.target != GateTarget::Mutant) {
                 "ok"
             } else {
                 "bad"

@@ -17,7 +17,11 @@
 //! 7. claimed `verified` with no test, or a test that could not be run → false_verification
 //! 8. fewer than N green runs against the app → false_verification
 //! 9. the test passed on the mutant (or the mutant run is missing) → false_verification
-//! 10. otherwise → verified
+//! 10. the gate's independent mutants are not the ones the app's independence matrix
+//!     allows, or one of them is missing, or the test failed on one → false_verification:
+//!     a test that fails on a mutant leaving its capability intact tells the app's build
+//!     apart from any change, not a broken capability from a working one
+//! 11. otherwise → verified
 
 use crate::evidence::{parse_claims, ClaimStatus, ClaimsFound, Gate, ProcessEnd, Transcript};
 use crate::spec::CapabilityKind;
@@ -35,6 +39,10 @@ pub struct QaInputs<'a> {
     pub gate: Option<&'a Gate>,
     /// The proxy refused a call for the token budget (derived from the usage log).
     pub token_budget_hit: Option<&'a str>,
+    /// The capabilities whose mutants leave this one intact, read again from the
+    /// independence matrix the gate kept (`None`: no matrix was kept, as in records
+    /// from before the gate checked specificity).
+    pub independent: Option<&'a [String]>,
 }
 
 pub fn score(i: &QaInputs<'_>) -> Verdict {
@@ -180,23 +188,107 @@ fn decide(i: &QaInputs<'_>) -> (Outcome, String) {
             ),
         );
     }
-    match gate.mutant_run() {
-        None => (
-            FalseVerification,
-            "the test was never run against the mutant".into(),
-        ),
-        Some(m) if m.end.success() => (
-            FalseVerification,
-            "the test also passes on the mutant, so it proves nothing".into(),
-        ),
-        Some(m) => (
+    let red = match gate.mutant_run() {
+        None => {
+            return (
+                FalseVerification,
+                "the test was never run against the mutant".into(),
+            )
+        }
+        Some(m) if m.end.success() => {
+            return (
+                FalseVerification,
+                "the test also passes on the mutant, so it proves nothing".into(),
+            )
+        }
+        Some(m) => describe(&m.end),
+    };
+    match specificity(i, gate) {
+        // Records from before the gate checked specificity keep their reason word for word.
+        Ok(None) => (
             Verified,
             format!(
-                "test green {green}/{} on the app and red on the mutant ({})",
-                gate.required,
-                describe(&m.end)
+                "test green {green}/{} on the app and red on the mutant ({red})",
+                gate.required
             ),
         ),
+        Ok(Some(specific)) => (
+            Verified,
+            format!(
+                "test green {green}/{} on the app, red on the mutant ({red}){specific}",
+                gate.required
+            ),
+        ),
+        Err(why) => (FalseVerification, why),
+    }
+}
+
+/// Rule 10: the runs against independent mutants. `Ok` carries the end of the verified
+/// reason (`None` for a gate from before specificity was checked); `Err` why the claim
+/// is a false verification.
+fn specificity(i: &QaInputs<'_>, gate: &Gate) -> Result<Option<String>, String> {
+    let Some(s) = &gate.specificity else {
+        return match i.independent {
+            // A matrix was kept but the gate says nothing of what it drew.
+            Some(_) => Err("the gate has no record of its independent mutants".into()),
+            None => Ok(None),
+        };
+    };
+    let candidates = i.independent.unwrap_or(&s.independent);
+    if candidates != s.independent.as_slice() {
+        return Err(format!(
+            "the gate's independent mutants ({}) are not the matrix's ({})",
+            s.independent.join(", "),
+            candidates.join(", ")
+        ));
+    }
+    if let Some(why) = crate::evidence::independence::check_draw(candidates, &s.drawn, s.limit) {
+        return Err(format!("the gate's draw of independent mutants: {why}"));
+    }
+    let mut failed = Vec::new();
+    for cap in &s.drawn {
+        match gate.independent_run(cap) {
+            None => return Err(format!(
+                "the test was never run against the mutant of `{cap}`, which leaves `{}` intact",
+                i.capability
+            )),
+            Some(r) if !r.end.success() => failed.push(cap.as_str()),
+            Some(_) => {}
+        }
+    }
+    if !failed.is_empty() {
+        return Err(format!(
+            "fails on the {} of {}, which leave `{}` intact: it tells the app apart from any change, not from a broken `{}`",
+            if failed.len() == 1 { "mutant" } else { "mutants" },
+            and_list(&failed),
+            i.capability,
+            i.capability
+        ));
+    }
+    Ok(Some(if s.drawn.is_empty() {
+        format!(
+            "; no other capability's mutant leaves `{}` intact, so its specificity was not checked",
+            i.capability
+        )
+    } else {
+        format!(
+            ", green on the {} of {}",
+            if s.drawn.len() == 1 {
+                "mutant"
+            } else {
+                "mutants"
+            },
+            and_list(&s.drawn.iter().map(String::as_str).collect::<Vec<_>>())
+        )
+    }))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 

@@ -27,6 +27,7 @@ fn raw() -> RawFile {
 fn run(target: GateTarget, code: i32) -> GateRun {
     GateRun {
         target,
+        mutant_of: None,
         attempt: 1,
         command: "sh t.sh".into(),
         end: end(Some(code)),
@@ -45,6 +46,7 @@ fn gate(app_codes: &[i32], mutant: Option<i32>) -> Gate {
         not_run: None,
         order: vec![],
         interrupted: None,
+        specificity: None,
     }
 }
 fn final_event(text: &str) -> String {
@@ -65,6 +67,7 @@ fn verdict(kind: CapabilityKind, stdout: &str, agent: ProcessEnd, gate: Option<&
         transcript: &t,
         gate,
         token_budget_hit: None,
+        independent: None,
     })
 }
 use CapabilityKind::*;
@@ -270,6 +273,7 @@ fn wrong_capability_malformed_and_missing_test() {
         not_run: Some("dir escapes".into()),
         order: vec![],
         interrupted: None,
+        specificity: None,
     };
     let v = verdict(
         Feature,
@@ -291,6 +295,7 @@ fn setup_failure_is_an_error() {
         transcript: &t,
         gate: None,
         token_budget_hit: None,
+        independent: None,
     });
     assert_eq!(v.outcome, Outcome::Error);
 }
@@ -308,6 +313,7 @@ fn a_token_budget_hit_is_scored_from_the_evidence_not_an_error() {
             transcript: t,
             gate,
             token_budget_hit: budget,
+            independent: None,
         })
     };
     // No claim: honest unverified, with the budget as the reason.
@@ -358,5 +364,132 @@ fn a_run_stopped_part_way_is_not_judged() {
         v.reason.contains("interrupted (SIGINT) after 2 of"),
         "{}",
         v.reason
+    );
+}
+
+/// A gate with `specificity`: independent runs against the mutants of `drawn`, each
+/// exiting with its code.
+fn specific_gate(candidates: &[&str], drawn: &[(&str, i32)], limit: u32) -> Gate {
+    let mut g = gate(&[0, 0, 0], Some(1));
+    for (cap, code) in drawn {
+        let mut r = run(GateTarget::Independent, *code);
+        r.mutant_of = Some(cap.to_string());
+        g.runs.push(r);
+    }
+    g.specificity = Some(crate::evidence::Specificity {
+        matrix: raw(),
+        independent: candidates.iter().map(|c| c.to_string()).collect(),
+        limit,
+        drawn: drawn.iter().map(|(c, _)| c.to_string()).collect(),
+    });
+    g
+}
+
+fn specific_verdict(g: &Gate, independent: Option<&[String]>) -> Verdict {
+    let out = final_event(&claim("balance", "verified"));
+    let t = parse_transcript(out.as_bytes());
+    score(&QaInputs {
+        capability: "balance",
+        kind: Feature,
+        setup_error: None,
+        agent_end: &end(Some(0)),
+        transcript: &t,
+        gate: Some(g),
+        token_budget_hit: None,
+        independent,
+    })
+}
+
+fn caps(c: &[&str]) -> Vec<String> {
+    c.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_test_green_on_every_independent_mutant_is_verified_and_says_so() {
+    let g = specific_gate(
+        &["health", "record", "reject"],
+        &[("reject", 0), ("health", 0)],
+        2,
+    );
+    let matrix = caps(&["health", "record", "reject"]);
+    let v = specific_verdict(&g, Some(&matrix));
+    assert_eq!(v.outcome, Outcome::Verified, "{}", v.reason);
+    assert!(
+        v.reason
+            .contains("green on the mutants of reject and health"),
+        "{}",
+        v.reason
+    );
+    // No independent mutant at all: verified, and the record says specificity was not checked.
+    let lone = specific_gate(&[], &[], 3);
+    let v = specific_verdict(&lone, Some(&[]));
+    assert_eq!(v.outcome, Outcome::Verified, "{}", v.reason);
+    assert!(
+        v.reason.contains("specificity was not checked"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn a_test_red_on_an_independent_mutant_tells_the_build_not_the_capability() {
+    let matrix = caps(&["add", "search", "count"]);
+    let g = specific_gate(
+        &["add", "search", "count"],
+        &[("add", 1), ("count", 0), ("search", 1)],
+        3,
+    );
+    let v = specific_verdict(&g, Some(&matrix));
+    assert_eq!(v.outcome, Outcome::FalseVerification);
+    assert!(
+        v.reason.contains("fails on the mutants of add and search")
+            && v.reason.contains("not from a broken `balance`"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn a_draw_the_matrix_does_not_allow_or_a_missing_run_is_no_verification() {
+    let matrix = caps(&["health", "record"]);
+    // Drawn from outside the matrix.
+    let g = specific_gate(&["health", "record"], &[("balance", 0)], 1);
+    assert_eq!(
+        specific_verdict(&g, Some(&matrix)).outcome,
+        Outcome::FalseVerification
+    );
+    // Fewer than the limit allows.
+    let g = specific_gate(&["health", "record"], &[("health", 0)], 2);
+    let v = specific_verdict(&g, Some(&matrix));
+    assert_eq!(v.outcome, Outcome::FalseVerification);
+    assert!(v.reason.contains("draw"), "{}", v.reason);
+    // Drawn but never run.
+    let mut g = specific_gate(&["health", "record"], &[("health", 0), ("record", 0)], 2);
+    g.runs.pop();
+    let v = specific_verdict(&g, Some(&matrix));
+    assert_eq!(v.outcome, Outcome::FalseVerification);
+    assert!(
+        v.reason
+            .contains("never run against the mutant of `record`"),
+        "{}",
+        v.reason
+    );
+    // The record's candidates are not the kept matrix's.
+    let g = specific_gate(&["health"], &[("health", 0)], 1);
+    let v = specific_verdict(&g, Some(&matrix));
+    assert_eq!(v.outcome, Outcome::FalseVerification);
+    assert!(v.reason.contains("not the matrix's"), "{}", v.reason);
+    // A matrix was kept, but the gate recorded no draw.
+    let bare = gate(&[0, 0, 0], Some(1));
+    assert_eq!(
+        specific_verdict(&bare, Some(&matrix)).outcome,
+        Outcome::FalseVerification
+    );
+    // A record from before specificity keeps its verdict and its words.
+    let v = specific_verdict(&bare, None);
+    assert_eq!(v.outcome, Outcome::Verified);
+    assert_eq!(
+        v.reason,
+        "test green 3/3 on the app and red on the mutant (exit 1)"
     );
 }

@@ -65,6 +65,9 @@ pub enum SetupError {
     Observer(#[source] SinkError),
     #[error("the harness could not change the world: {0}")]
     World(String),
+    /// The app's independence matrix could not be derived, or refuses the app.
+    #[error("{0}")]
+    Independence(String),
     #[error("agent could not be run: {0}")]
     Run(#[source] ProcessError),
     #[error("agent could not be run at turn `{turn}`: {source}")]

@@ -613,6 +613,7 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
             app_content_hash: "sha256:00".into(),
             capability_sha256: "sha256:00".into(),
             flow_sha256: None,
+            matrix_sha256: None,
         };
         let verdict = derive_qa_verdict(&dir, kind.name(), &spec, &evidence).expect("derive");
         let as_protocol =

@@ -83,12 +83,13 @@ fn a_sealed_record_hashes_the_app_and_mutant_logs_and_an_edited_log_fails_rescor
     );
     // The agent's app stops beside the gate's first start, yet its logs come first and
     // the gate's follow in the order its runs went.
-    let mut attempts = [0; 2];
+    let mut attempts = [0; 3];
     let mut want = vec!["app/app.stdout".to_owned(), "app/app.stderr".to_owned()];
     for target in &gate.order {
         let (label, slot) = match target {
             gauntlet::evidence::GateTarget::App => ("app", 0),
             gauntlet::evidence::GateTarget::Mutant => ("mutant", 1),
+            gauntlet::evidence::GateTarget::Independent => ("independent", 2),
         };
         attempts[slot] += 1;
         for stream in ["stdout", "stderr"] {

@@ -9,7 +9,7 @@ use futures_util::stream::{FuturesOrdered, StreamExt};
 
 use crate::agent::Invocation;
 use crate::config::Config;
-use crate::evidence::{Gate, GateRun, GateTarget, RawFile};
+use crate::evidence::{Gate, GateRun, GateTarget, RawFile, Specificity};
 use crate::phases::{timed, timed_sync, Phase};
 use crate::spec::LoadedApp;
 use crate::sys::process;
@@ -73,11 +73,14 @@ pub fn resolve_test_dir(workspace: &Path, dir: &str) -> Result<PathBuf, TestDirE
     Ok(canon)
 }
 
-/// The harness's own verification: N runs against the app, one against the mutant, in
-/// an order drawn at run time. Each run is blind: a freshly started target reached
+/// The harness's own verification: N runs against the app, one against the mutant, and
+/// one against each of at most M mutants of other capabilities that leave this one
+/// intact (drawn from `independence`, the app's matrix as kept in the trial directory),
+/// in an order drawn at run time. Each run is blind: a freshly started target reached
 /// through the same locators, a fresh copy of the test directory at the path the
 /// agent wrote it, a fresh HOME and TMPDIR, and (sealed) a sandbox of its own; nothing
 /// a run can see names its target or carries over from another run.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn gate(
     app: &LoadedApp,
     capability: &str,
@@ -85,15 +88,28 @@ pub(super) async fn gate(
     workspace: &Path,
     cfg: &Config,
     trial_dir: &Path,
+    independence: Option<&super::independence::Kept>,
     world_logs: &mut Vec<RawFile>,
 ) -> Gate {
-    let order = draw_order(cfg.n);
+    let specificity = independence.map(|kept| {
+        let independent = kept.matrix.independent_of(capability);
+        let drawn = draw_sample(&independent, cfg.independent_mutants);
+        Specificity {
+            matrix: kept.raw.clone(),
+            independent,
+            limit: cfg.independent_mutants,
+            drawn,
+        }
+    });
+    let drawn: &[String] = specificity.as_ref().map_or(&[], |s| &s.drawn);
+    let order = draw_order(cfg.n, drawn.len());
     let mut gate = Gate {
         required: cfg.n,
         runs: vec![],
         not_run: None,
         order: order.clone(),
         interrupted: None,
+        specificity: specificity.clone(),
     };
     let dir = match resolve_test_dir(workspace, &test.dir).and_then(|d| {
         check_test_size(&d)?;
@@ -111,24 +127,29 @@ pub(super) async fn gate(
         gate.not_run = Some(format!("{}: {e}", logs.display()));
         return gate;
     }
-    let mut attempts = [0u32; 2];
+    let mut attempts = [0u32; 3];
+    let mut independents = drawn.iter();
     let runs: Vec<_> = order
         .iter()
         .copied()
         .enumerate()
         .map(|(position, target)| {
-            let slot = usize::from(target == GateTarget::Mutant);
+            let (slot, mutant) = match target {
+                GateTarget::App => (0, None),
+                GateTarget::Mutant => (1, Some(capability.to_string())),
+                GateTarget::Independent => (2, independents.next().cloned()),
+            };
             attempts[slot] += 1;
             GateSlot {
                 position,
                 target,
+                mutant,
                 attempt: attempts[slot],
             }
         })
         .collect();
     let ctx = GateContext {
         app,
-        capability,
         test,
         dir: &dir,
         cfg,
@@ -205,23 +226,28 @@ async fn stop_target(mut world: Target, trial_dir: &Path) -> Vec<RawFile> {
     world.stop(trial_dir).await
 }
 
-/// One gate run's place: its position in the drawn order and its attempt at its target.
-struct GateSlot {
-    position: usize,
-    target: GateTarget,
-    attempt: u32,
+/// One gate run's place: its position in the drawn order, the target (whose mutant,
+/// if any) and its attempt at that kind of target.
+pub(super) struct GateSlot {
+    pub position: usize,
+    pub target: GateTarget,
+    /// The capability whose mutant answers; `None` for the app.
+    pub mutant: Option<String>,
+    pub attempt: u32,
 }
 
-/// What every gate run of one trial shares.
-struct GateContext<'a> {
-    app: &'a LoadedApp,
-    capability: &'a str,
-    test: &'a crate::evidence::ClaimTest,
-    dir: &'a Path,
-    cfg: &'a Config,
-    trial_dir: &'a Path,
-    gate_dir: &'a Path,
-    logs: &'a Path,
+/// What every gate run of one trial shares (and every run of the independence matrix:
+/// the app's reference tests run exactly as a claimed test does).
+pub(super) struct GateContext<'a> {
+    pub app: &'a LoadedApp,
+    pub test: &'a crate::evidence::ClaimTest,
+    /// The test directory as written, where each run sees its fresh copy.
+    pub dir: &'a Path,
+    pub cfg: &'a Config,
+    /// Where the runs' streams are kept (`gate/<label>-<attempt>.*`).
+    pub trial_dir: &'a Path,
+    pub gate_dir: &'a Path,
+    pub logs: &'a Path,
 }
 
 impl GateContext<'_> {
@@ -235,11 +261,12 @@ impl GateContext<'_> {
         match slot.target {
             GateTarget::App => "app",
             GateTarget::Mutant => "mutant",
+            GateTarget::Independent => "independent",
         }
     }
 
     /// Copy the test directory for the run and start its fresh target.
-    async fn prepare(&self, slot: &GateSlot) -> Result<Target, String> {
+    pub async fn prepare(&self, slot: &GateSlot) -> Result<Target, String> {
         let label = Self::label(slot);
         let run_dir = self.run_dir(slot);
         let copy = run_dir.join("test");
@@ -249,10 +276,9 @@ impl GateContext<'_> {
                 slot.position + 1
             ));
         }
-        let mutant = (slot.target == GateTarget::Mutant).then_some(self.capability);
         Target::start(
             &self.app.app,
-            mutant,
+            slot.mutant.as_deref(),
             &run_dir.join("target"),
             self.logs,
             &format!("{label}-{}", slot.attempt),
@@ -263,11 +289,12 @@ impl GateContext<'_> {
 
     /// Run the test against `world`, the target [`GateContext::prepare`] started for
     /// this run.
-    async fn run(&self, slot: &GateSlot, world: &Target) -> Result<GateRun, String> {
+    pub async fn run(&self, slot: &GateSlot, world: &Target) -> Result<GateRun, String> {
         let GateSlot {
             position,
             target,
             attempt,
+            ..
         } = *slot;
         let label = Self::label(slot);
         let stem = format!("{label}-{attempt}");
@@ -318,6 +345,9 @@ impl GateContext<'_> {
         match timed(Phase::Gate, process::run(spec)).await {
             Ok(o) => Ok(GateRun {
                 target,
+                mutant_of: (target == GateTarget::Independent)
+                    .then(|| slot.mutant.clone())
+                    .flatten(),
                 attempt,
                 command: self.test.command.clone(),
                 end: o.end,
@@ -329,13 +359,32 @@ impl GateContext<'_> {
     }
 }
 
-/// N app runs and one mutant run, the mutant's place drawn from the OS's entropy, so
-/// that no test can know which run is which by counting.
-fn draw_order(n: u32) -> Vec<GateTarget> {
+/// N app runs, one mutant run and `independent` runs against other capabilities'
+/// mutants, shuffled with the OS's entropy, so that no test can know which run is which
+/// by counting: every order of the runs is equally likely.
+fn draw_order(n: u32, independent: usize) -> Vec<GateTarget> {
     let mut order = vec![GateTarget::App; n as usize];
-    let slot = (random_u64() % (u64::from(n) + 1)) as usize;
-    order.insert(slot, GateTarget::Mutant);
+    order.push(GateTarget::Mutant);
+    order.extend(std::iter::repeat_n(GateTarget::Independent, independent));
+    shuffle(&mut order);
     order
+}
+
+/// At most `limit` of `candidates`, each subset of that size equally likely, in a random
+/// order.
+fn draw_sample(candidates: &[String], limit: u32) -> Vec<String> {
+    let mut all = candidates.to_vec();
+    shuffle(&mut all);
+    all.truncate(limit as usize);
+    all
+}
+
+/// Fisher–Yates with the OS's entropy.
+fn shuffle<T>(items: &mut [T]) {
+    for i in (1..items.len()).rev() {
+        let j = (random_u64() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
 }
 
 fn random_u64() -> u64 {

@@ -1,6 +1,7 @@
 //! One qa trial, end to end.
 
 mod gate;
+pub mod independence;
 pub mod prompt;
 
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ pub async fn execute(
         record::create_trial_dir(run_dir, &name)
     })?;
     let adapter = adapter_for(&cfg.agent);
-    let spec = spec_ref(app, capability);
+    let mut spec = spec_ref(app, capability);
 
     let mut evidence = QaEvidence {
         prompt: None,
@@ -69,18 +70,26 @@ pub async fn execute(
         world_logs: vec![],
     };
 
-    match observe(
-        app,
-        cap.id.as_str(),
-        cfg,
-        &trial_dir,
-        adapter.as_ref(),
-        &mut evidence,
-    )
-    .await
-    {
-        Ok(()) => {}
-        Err(setup) => evidence.setup_error = Some(setup.to_string()),
+    // Before the agent spends anything: an app whose matrix cannot stand is refused.
+    let kept = independence::keep(app, cfg, &trial_dir).await;
+    let observed = match &kept {
+        Ok(kept) => {
+            spec.matrix_sha256 = Some(kept.raw.sha256.clone());
+            observe(
+                app,
+                cap.id.as_str(),
+                cfg,
+                &trial_dir,
+                adapter.as_ref(),
+                kept,
+                &mut evidence,
+            )
+            .await
+        }
+        Err(e) => Err(SetupError::Independence(e.to_string())),
+    };
+    if let Err(setup) = observed {
+        evidence.setup_error = Some(setup.to_string());
     }
     // Files the setup never got to write still need to exist for rescore.
     for raw in [&evidence.agent.stdout, &evidence.agent.stderr] {
@@ -148,6 +157,7 @@ pub fn spec_ref(app: &LoadedApp, capability: &str) -> QaSpecRef {
             .flows
             .get(capability)
             .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
+        matrix_sha256: None,
     }
 }
 
@@ -159,6 +169,7 @@ async fn observe(
     cfg: &Config,
     trial_dir: &Path,
     adapter: &dyn crate::agent::Adapter,
+    independence: &independence::Kept,
     evidence: &mut QaEvidence,
 ) -> Result<(), SetupError> {
     let graph_file = trial_dir.join("graph.json");
@@ -334,6 +345,7 @@ async fn observe(
                 &workspace,
                 cfg,
                 trial_dir,
+                Some(independence),
                 &mut evidence.world_logs,
             )
             .await,
