@@ -107,7 +107,10 @@ impl Suites {
 
     /// Whether any trial of `suite` drives a browser.
     fn needs_browser(&self, suite: Option<Suite>) -> bool {
-        let qa = self.apps.iter().any(|a| needs_browser(a.app.modality));
+        let qa = self
+            .apps
+            .iter()
+            .any(|a| a.app.superseded_by.is_none() && needs_browser(a.app.modality));
         let ch = self.challenges.needs_browser();
         match suite {
             None => qa || ch,
@@ -147,9 +150,16 @@ pub fn plan(
 }
 
 /// The qa plan: every capability of every app, in corpus order, apps sorted by name,
-/// each repeated K times (stable names `::r1`…`::rK` when K > 1).
+/// each repeated K times (stable names `::r1`…`::rK` when K > 1). A superseded app
+/// (`superseded_by`) is planned no more: its newer version's trials take its place,
+/// while the app itself still loads for the records of its runs and for challenges.
 pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
-    let trials: usize = apps.iter().map(|a| a.corpus.capabilities.len()).sum();
+    let planned = |a: &&LoadedApp| a.app.superseded_by.is_none();
+    let trials: usize = apps
+        .iter()
+        .filter(planned)
+        .map(|a| a.corpus.capabilities.len())
+        .sum();
     let mut out = Vec::with_capacity(trials * cfg.repeats.max(1) as usize);
     let repeats: Vec<Option<u32>> = if cfg.repeats > 1 {
         (1..=cfg.repeats).map(Some).collect()
@@ -157,6 +167,9 @@ pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Ve
         vec![None]
     };
     for (i, app) in apps.iter().enumerate() {
+        if !planned(&app) {
+            continue;
+        }
         for cap in &app.corpus.capabilities {
             let skip = (cfg.mode == Mode::Scripted && !app.flows.contains_key(&cap.id))
                 .then(|| {

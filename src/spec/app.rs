@@ -40,6 +40,11 @@ pub struct AppManifest {
     pub content: Vec<String>,
     pub content_hash: String,
     pub capabilities: Vec<String>,
+    /// The app's newer version, when one replaces it. A superseded app still loads
+    /// (records of its runs rescore, challenges may act on it) but the qa suite plans
+    /// its trials no more: they are the newer app's now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 /// A validated app manifest plus where it lives.
@@ -54,6 +59,10 @@ pub struct AppSpec {
     pub content: Vec<String>,
     pub content_hash: String,
     pub capabilities: Vec<String>,
+    /// The app that replaces this one in the qa suite (`app.json` `superseded_by`): an
+    /// id other than the app's own name; [`crate::spec::load_apps`] checks it is loaded
+    /// beside it.
+    pub superseded_by: Option<String>,
 }
 
 /// How the app is started; either way it prints the same port line and takes the same
@@ -157,6 +166,16 @@ impl AppSpec {
                 ));
             }
         }
+        if let Some(newer) = &m.superseded_by {
+            check_id(&file, "superseded_by", newer)?;
+            if *newer == m.name {
+                return Err(SpecError::invalid(
+                    &file,
+                    "superseded_by",
+                    format!("`{newer}` is the app itself"),
+                ));
+            }
+        }
         let start = match (m.binary, m.command) {
             (Some(b), None) => AppStart::Binary(b),
             (None, Some(c)) => {
@@ -190,6 +209,7 @@ impl AppSpec {
             content: m.content,
             content_hash: m.content_hash,
             capabilities: m.capabilities,
+            superseded_by: m.superseded_by,
         })
     }
 

@@ -106,7 +106,7 @@ impl LoadedApp {
 }
 
 /// Load every app under `apps_dir` (each `apps/*/app.json`), sorted by name so that
-/// listing is deterministic.
+/// listing is deterministic. An app's `superseded_by` must name one of them.
 pub fn load_apps(apps_dir: &Path) -> Result<Vec<LoadedApp>, SpecError> {
     let entries = std::fs::read_dir(apps_dir).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
@@ -125,7 +125,22 @@ pub fn load_apps(apps_dir: &Path) -> Result<Vec<LoadedApp>, SpecError> {
         .filter(|p| p.join("app.json").is_file())
         .collect();
     dirs.sort();
-    dirs.iter().map(|d| load_app(d)).collect()
+    let apps: Vec<LoadedApp> = dirs.iter().map(|d| load_app(d)).collect::<Result<_, _>>()?;
+    for a in &apps {
+        if let Some(newer) = &a.app.superseded_by {
+            if !apps.iter().any(|b| b.app.name == *newer) {
+                return Err(SpecError::invalid(
+                    &a.app.dir.join("app.json"),
+                    "superseded_by",
+                    format!(
+                        "names `{newer}`, which is not an app under {}",
+                        apps_dir.display()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(apps)
 }
 
 /// Load one app directory: app.json, corpus.json and flows/, cross-checked.

@@ -201,3 +201,138 @@ fn repeats_give_one_stable_trial_per_repeat() {
         18
     );
 }
+
+/// `cli-tally` is superseded by `cli-tally-2`: it still loads (published runs and the
+/// challenge `tally-report` act on it), but the qa suite plans the newer version's
+/// trials in its place, so the suite keeps its 23 trials.
+#[test]
+fn a_superseded_app_loads_but_its_newer_version_is_planned_in_its_place() {
+    let apps = load_apps_checked(&root().join("apps")).expect("apps load");
+    let superseded_by = |name: &str| {
+        apps.iter()
+            .find(|a| a.app.name == name)
+            .unwrap_or_else(|| panic!("{name} is not loaded"))
+            .app
+            .superseded_by
+            .clone()
+    };
+    assert_eq!(superseded_by("cli-tally"), Some("cli-tally-2".into()));
+    assert_eq!(superseded_by("cli-tally-2"), None);
+    let names: Vec<String> = plan_qa(&apps, &Config::default(), None)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names.len(), 23, "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("qa::cli-tally::")),
+        "{names:?}"
+    );
+    let tally: Vec<&str> = names
+        .iter()
+        .filter(|n| n.starts_with("qa::cli-tally-2::"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tally,
+        [
+            "qa::cli-tally-2::version",
+            "qa::cli-tally-2::sum",
+            "qa::cli-tally-2::stats",
+            "qa::cli-tally-2::json-output",
+            "qa::cli-tally-2::reject-non-numeric",
+            "qa::cli-tally-2::pleasant-output",
+        ]
+    );
+    // The challenge on the superseded app is still planned on it.
+    let challenges =
+        gauntlet::plan::challenge::load(&root().join("challenges"), &root().join("apps"))
+            .expect("challenges load");
+    let tally_report: Vec<_> =
+        gauntlet::plan::challenge::plan(&challenges, &Config::default(), None)
+            .into_iter()
+            .filter(|t| t.name.starts_with("challenge::tally-report::"))
+            .collect();
+    assert_eq!(tally_report.len(), 3);
+    for t in &tally_report {
+        assert!(
+            !t.skip.as_deref().unwrap_or("").contains("is not under"),
+            "{}: {:?}",
+            t.name,
+            t.skip
+        );
+    }
+}
+
+/// Rewrite `field` of `<dir>/<app>/app.json` (`None`: remove it).
+fn set_manifest_field(dir: &Path, app: &str, field: &str, value: Option<serde_json::Value>) {
+    let file = dir.join(app).join("app.json");
+    let text = std::fs::read_to_string(&file).expect("app.json");
+    let mut m: serde_json::Value = serde_json::from_str(&text).expect("app.json is JSON");
+    let obj = m.as_object_mut().expect("an object");
+    match value {
+        Some(v) => obj.insert(field.into(), v),
+        None => obj.remove(field),
+    };
+    std::fs::write(&file, serde_json::to_string_pretty(&m).expect("json")).expect("write");
+}
+
+#[test]
+fn superseded_by_names_another_app_that_is_loaded_beside_it() {
+    for (value, says) in [
+        ("api-ledger", "the app itself"),
+        ("Api Ledger", "is not an id"),
+        ("api-ledger-2", "which is not an app under"),
+    ] {
+        let dir = temp_apps();
+        set_manifest_field(
+            dir.path(),
+            "api-ledger",
+            "superseded_by",
+            Some(value.into()),
+        );
+        let err = load_apps_checked(dir.path()).expect_err(value).to_string();
+        assert!(
+            err.contains("api-ledger/app.json")
+                && err.contains("superseded_by")
+                && err.contains(says),
+            "{value}: {err}"
+        );
+    }
+    // Not a string.
+    let dir = temp_apps();
+    set_manifest_field(dir.path(), "api-ledger", "superseded_by", Some(2.into()));
+    let err = load_apps_checked(dir.path())
+        .expect_err("a number")
+        .to_string();
+    assert!(err.contains("api-ledger/app.json"), "{err}");
+
+    // The superseded app alone, without its newer version, is refused; with it, only
+    // the newer version is planned.
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(
+        &root().join("apps/cli-tally"),
+        &dir.path().join("cli-tally"),
+    );
+    let err = load_apps_checked(dir.path())
+        .expect_err("no cli-tally-2")
+        .to_string();
+    assert!(
+        err.contains("cli-tally/app.json")
+            && err.contains("superseded_by")
+            && err.contains("`cli-tally-2`"),
+        "{err}"
+    );
+    copy_dir(
+        &root().join("apps/cli-tally-2"),
+        &dir.path().join("cli-tally-2"),
+    );
+    let apps = load_apps_checked(dir.path()).expect("both versions load");
+    assert_eq!(apps.len(), 2);
+    let plan = plan_qa(&apps, &Config::default(), None);
+    assert_eq!(plan.len(), 6);
+    assert!(plan.iter().all(|t| t.name.starts_with("qa::cli-tally-2::")));
+    // Without the field, both versions are planned.
+    set_manifest_field(dir.path(), "cli-tally", "superseded_by", None);
+    let apps = load_apps_checked(dir.path()).expect("both versions load");
+    assert_eq!(plan_qa(&apps, &Config::default(), None).len(), 12);
+}
