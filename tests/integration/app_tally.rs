@@ -4,6 +4,10 @@
 //! the harness hands them (`world::target::Target`: the CLI relay, the same bytes for
 //! the app and every mutant, which runs the real app with or without `--mutant`),
 //! through `APP_BIN`.
+//!
+//! `cli-tally` is superseded by `cli-tally-2` (the same tool, whose mutants no usage line
+//! names): the checks here take the app's name, and `app_tally2` runs them on the newer
+//! version as well.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -15,11 +19,12 @@ use super::app_notes::{assert_refused, claimed_files, describe, load_frozen};
 
 /// The app's binary, found at run time (in an extracted nextest archive, when run
 /// from one), never at a path fixed when this test was built.
-static BIN: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| crate::support::bin("cli-tally").display().to_string());
+pub fn bin(app: &str) -> String {
+    crate::support::bin(app).display().to_string()
+}
 
-/// Capabilities that have a mutant, in corpus order.
-const MUTANTS: [&str; 5] = [
+/// Capabilities that have a mutant, in corpus order (the same in both versions).
+pub const MUTANTS: [&str; 5] = [
     "version",
     "sum",
     "stats",
@@ -47,9 +52,9 @@ fn runtime() -> tokio::runtime::Runtime {
     }
 }
 
-/// The binary the harness hands a test for `mutant` (none: the real app).
-fn app_bin(rt: &tokio::runtime::Runtime, mutant: Option<&str>, dir: &Path) -> Handed {
-    let loaded = load_frozen("cli-tally", Modality::Cli);
+/// The binary the harness hands a test of `app` for `mutant` (none: the real app).
+fn app_bin(rt: &tokio::runtime::Runtime, app: &str, mutant: Option<&str>, dir: &Path) -> Handed {
+    let loaded = load_frozen(app, Modality::Cli);
     let label = mutant.unwrap_or("app");
     let locators = dir.join(format!("{label}-target"));
     let target = match rt.block_on(Target::start(&loaded.app, mutant, &locators, dir, label)) {
@@ -79,9 +84,10 @@ fn sh(dir: &Path, command: &str, app: &Handed) -> Output {
         .unwrap_or_else(|e| panic!("cannot run sh -c {command:?}: {e}"))
 }
 
-fn tally(args: &[&str], stdin: &str) -> Output {
+/// Run `bin args` on `stdin`, as the CLI relay runs the app (with its own arguments).
+pub fn tally(bin: &str, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
-    let mut child = match Command::new(&*BIN)
+    let mut child = match Command::new(bin)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -89,7 +95,7 @@ fn tally(args: &[&str], stdin: &str) -> Output {
         .spawn()
     {
         Ok(c) => c,
-        Err(e) => panic!("cannot run {}: {e}", &*BIN),
+        Err(e) => panic!("cannot run {bin}: {e}"),
     };
     if let Some(mut input) = child.stdin.take() {
         if let Err(e) = input.write_all(stdin.as_bytes()) {
@@ -98,13 +104,17 @@ fn tally(args: &[&str], stdin: &str) -> Output {
     }
     match child.wait_with_output() {
         Ok(o) => o,
-        Err(e) => panic!("wait {}: {e}", &*BIN),
+        Err(e) => panic!("wait {bin}: {e}"),
     }
 }
 
 #[test]
 fn loader_accepts_cli_tally_and_its_flows_claim_shell_tests() {
-    let loaded = load_frozen("cli-tally", Modality::Cli);
+    loader_accepts_it_and_its_flows_claim_shell_tests("cli-tally");
+}
+
+pub fn loader_accepts_it_and_its_flows_claim_shell_tests(app: &str) {
+    let loaded = load_frozen(app, Modality::Cli);
     let ids: Vec<&str> = loaded
         .corpus
         .capabilities
@@ -127,22 +137,26 @@ fn loader_accepts_cli_tally_and_its_flows_claim_shell_tests() {
 /// would: on the real app twice and on every mutant, each through the relay.
 #[test]
 fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
-    let loaded = load_frozen("cli-tally", Modality::Cli);
+    every_flow_proves_its_capability_on("cli-tally");
+}
+
+pub fn every_flow_proves_its_capability_on(app: &str) {
+    let loaded = load_frozen(app, Modality::Cli);
     let bins_dir = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => panic!("tempdir: {e}"),
     };
     let rt = runtime();
-    let real = app_bin(&rt, None, bins_dir.path());
+    let real = app_bin(&rt, app, None, bins_dir.path());
     let mutants: Vec<(&str, Handed)> = MUTANTS
         .iter()
-        .map(|m| (*m, app_bin(&rt, Some(m), bins_dir.path())))
+        .map(|m| (*m, app_bin(&rt, app, Some(m), bins_dir.path())))
         .collect();
     // Blind: the app and every mutant are the same file name and the same bytes (the
     // relay), so a test can tell them apart only by how they behave.
     let bytes = |h: &Handed| {
         let bin = h.env.get("APP_BIN").cloned().unwrap_or_default();
-        assert!(bin.ends_with("/cli-tally"), "{bin}");
+        assert!(bin.ends_with(&format!("/{app}")), "{bin}");
         std::fs::read(&bin).unwrap_or_else(|e| panic!("{bin}: {e}"))
     };
     let real_bytes = bytes(&real);
@@ -232,8 +246,13 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
 
 #[test]
 fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
+    mutant_flags_are_accepted_and_the_ambiguous_one_refused_by("cli-tally");
+}
+
+pub fn mutant_flags_are_accepted_and_the_ambiguous_one_refused_by(app: &str) {
+    let bin = bin(app);
     for m in MUTANTS {
-        let out = tally(&["--mutant", m, "sum", "1", "2"], "");
+        let out = tally(&bin, &["--mutant", m, "sum", "1", "2"], "");
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -249,14 +268,19 @@ fn mutant_flags_are_accepted_and_the_ambiguous_one_refused() {
         &[],
         &["sum", "-x"],
     ] {
-        assert_refused(&BIN, args);
+        assert_refused(&bin, args);
     }
 }
 
 #[test]
 fn the_tool_does_what_the_corpus_says() {
+    the_tool_does_what_the_corpus_says_in("cli-tally");
+}
+
+pub fn the_tool_does_what_the_corpus_says_in(app: &str) {
+    let bin = bin(app);
     let ok = |args: &[&str], stdin: &str, want: &str| {
-        let out = tally(args, stdin);
+        let out = tally(&bin, args, stdin);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
         assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{args:?}");
         assert!(out.stderr.is_empty(), "{args:?}: {}", describe(&out));
@@ -277,7 +301,7 @@ fn the_tool_does_what_the_corpus_says() {
         &["--json", "stats", "4", "1", "7"][..],
         &["stats", "4", "1", "--json", "7"],
     ] {
-        let out = tally(args, "");
+        let out = tally(&bin, args, "");
         let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
             Ok(v) => v,
             Err(e) => panic!("{args:?}: not JSON: {e}: {}", describe(&out)),
@@ -293,7 +317,7 @@ fn the_tool_does_what_the_corpus_says() {
         (&["sum"], "1 x2 3", "x2"),
         (&["stats"], "", "at least one number"),
     ] {
-        let out = tally(args, stdin);
+        let out = tally(&bin, args, stdin);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
         assert!(out.stdout.is_empty(), "{args:?}: {}", describe(&out));
         assert!(

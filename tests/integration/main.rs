@@ -4,6 +4,7 @@ mod app_ledger;
 mod app_notes;
 mod app_python;
 mod app_tally;
+mod app_tally2;
 mod app_wordbadge;
 mod archive;
 mod bad_agents;
