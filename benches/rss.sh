@@ -1,7 +1,7 @@
 #!/bin/sh
 # Peak RSS of `gauntlet run` over 1,008 qa trials, beside `gauntlet list` of the same
 # plan (the baseline: the same binary with the suites loaded and planned, nothing run).
-# Apps api-ledger and cli-tally (12 capabilities) x K = 84, the honest-balance command
+# Apps api-ledger and cli-tally-2 (12 capabilities) x K = 84, the honest-balance command
 # agent (a verified claim of `balance`: those trials run the gate; the rest end fast).
 #
 #   cargo build --release --bins && sh benches/rss.sh [target/release/gauntlet]
@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/apps"
 ln -s "$repo/apps/api-ledger" "$work/apps/api-ledger"
-ln -s "$repo/apps/cli-tally" "$work/apps/cli-tally"
+ln -s "$repo/apps/cli-tally-2" "$work/apps/cli-tally-2"
 export GAUNTLET_APPS_DIR="$work/apps" GAUNTLET_REPEATS=84 GAUNTLET_OUT="$work/out"
 export GAUNTLET_AGENT=command GAUNTLET_AGENT_CMD="sh $repo/tests/fixtures/agents/honest-balance.sh"
 cd "$repo"

@@ -425,9 +425,9 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
         (
             "cli under gauntlet run",
             Box::new(|out| Case {
-                harness: gauntlet_run(out, "qa::cli-tally::sum"),
+                harness: gauntlet_run(out, "qa::cli-tally-2::sum"),
                 wait_for: &["gauntlet-agent"],
-                trial: "qa::cli-tally::sum",
+                trial: "qa::cli-tally-2::sum",
                 resume: false,
             }),
         ),

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 
 /// The trials both machines share out: some of every suite, none needing a browser
 /// (the browser's own partitioning is the same code path, and minutes slower).
-const FILTER: &str = "(binary(qa) & test(/^qa::(api-ledger|cli-tally)::/)) \
+const FILTER: &str = "(binary(qa) & test(/^qa::(api-ledger|cli-tally-2)::/)) \
     | (binary(challenge) & test(/^challenge::(ledger-reconcile|tally-report)::/)) \
     | (binary(scorecard) & test(/^scorecard::(memory|initiative|world)::/))";
 

@@ -73,7 +73,7 @@ const CASES: [Case; 6] = [
         stream: true,
     },
     Case {
-        trial: "qa::cli-tally::sum",
+        trial: "qa::cli-tally-2::sum",
         agent: AgentKind::Reference,
         stream: false,
     },
