@@ -3,13 +3,14 @@
 //! (`tests/fixtures/agents/honest-balance.sh`: a curl test of `balance`), sealed and
 //! unsealed, against a bare libtest-mimic trial in the same run.
 //!
-//! The work a trial measures is the agent's run and the N + 1 runs of its test. So the
+//! The work a trial measures is the agent's run and the N + 1 + M runs of its test (N
+//! against the app, one against the mutant, M against independent mutants). So the
 //! bench also does that work by hand in the same run, interleaved with the trials: the
 //! agent script and the claimed test, each run directly (a plain `fork`/`exec`, no
 //! sandbox, no proxy, no capture), each against an api-ledger started by hand for it
 //! alone, as every gate run's target is. The starts are not part of the work: they are
 //! the harness's part (a trial's target starts). The overhead is the trial's
-//! wall-clock minus the agent by hand and N + 1 tests by hand, done beside it in the
+//! wall-clock minus the agent by hand and N + 1 + M tests by hand, done beside it in the
 //! same iteration (the median of those differences): everything the harness adds
 //! (workspace, proxy, app starts and stops, sandboxes, the gate's bookkeeping, scoring,
 //! the record), sandboxes of the agent's and the test's runs included. The parts are
@@ -17,8 +18,8 @@
 //! agent's and the gate runs' parts hold the work by hand too.
 //!
 //! A floor under the overhead is measured by hand as well: the app's own starts (spawn
-//! to its `listening on` line), N + 2 of them (the agent's target, N app runs, the
-//! mutant). Every run gets a freshly started target (DESIGN.md, "Sealed trials"), and
+//! to its `listening on` line), N + 2 + M of them (the agent's target, N app runs, the
+//! mutant, M independent mutants). Every run gets a freshly started target (DESIGN.md, "Sealed trials"), and
 //! none is started before the run before it has ended (the gate, `suites/qa/gate.rs`:
 //! a target's age would carry the previous run's length), so whatever the harness
 //! does, a sealed trial waits for these one after another; the bench also reports the
@@ -191,6 +192,8 @@ fn main() {
     let out = tempfile::tempdir().expect("tempdir");
     let agent_script = root.join("tests/fixtures/agents/honest-balance.sh");
     let n = 3;
+    // The gate's runs: N, the mutant, and M independent mutants (balance has four).
+    let runs = n + 1 + Config::default().independent_mutants;
     let sealed_cfg = Config {
         agent: AgentChoice::command(vec![
             "sh".into(),
@@ -219,14 +222,14 @@ fn main() {
         let (rec, _) = result.expect("trial");
         if rec.verdict.outcome != gauntlet::score::Outcome::Verified {
             eprintln!(
-                "Error: the benchmark's trial must be verified (a verified claim, gate N = {} + mutant), \
+                "Error: the benchmark's trial must be verified (a verified claim, gate N = {} + mutant + M), \
                  but its verdict is `{}`: {}; its figure would not be the gate's cost",
                 cfg.n, rec.verdict.outcome, rec.verdict.reason
             );
             std::process::exit(1);
         }
         let gate_runs = rec.evidence.gate.as_ref().map_or(0, |g| g.runs.len());
-        assert_eq!(gate_runs, cfg.n as usize + 1, "the gate ran N + 1 times");
+        assert_eq!(gate_runs, runs as usize, "the gate ran N + 1 + M times");
         Sample {
             total,
             parts: PARTS.iter().map(|&p| phases.get(p)).collect(),
@@ -235,7 +238,7 @@ fn main() {
     // Warm-up: page cache, first process spawns, the sandbox probe.
     trial(&sealed_cfg, "warm-sealed".into());
     trial(&unsealed_cfg, "warm-unsealed".into());
-    by_hand(&app, &agent_script, out.path(), n + 1);
+    by_hand(&app, &agent_script, out.path(), runs);
 
     // Interleaved, so that all three see the same machine; the overhead is taken per
     // iteration, each trial against the work by hand done beside it, so that a slow
@@ -246,7 +249,7 @@ fn main() {
     let (mut sealed_beyond, mut unsealed_beyond) = (Vec::new(), Vec::new());
     for i in 0..iters {
         let s = trial(&sealed_cfg, format!("s{i}"));
-        let hand = by_hand(&app, &agent_script, out.path(), n + 1);
+        let hand = by_hand(&app, &agent_script, out.path(), runs);
         let u = trial(&unsealed_cfg, format!("u{i}"));
         let work = (hand.agent + hand.tests).as_secs_f64();
         let starts = hand.app_starts.as_secs_f64();
@@ -277,7 +280,7 @@ fn main() {
     let b = ms(median(&mut bare));
     let a = ms(median(&mut agent_hand));
     let tests = ms(median(&mut test_hand));
-    let t = tests / f64::from(n + 1);
+    let t = tests / f64::from(runs);
     let med = |v: &[Sample], f: &dyn Fn(&Sample) -> Duration| {
         let mut d: Vec<Duration> = v.iter().map(f).collect();
         ms(median(&mut d))
@@ -294,24 +297,23 @@ fn main() {
     );
     let starts = ms(median(&mut starts_hand));
     println!(
-        "qa trial harness overhead (verified claim, N = {n} + mutant, {iters} iterations, interleaved; medians)"
+        "qa trial harness overhead (verified claim, N = {n} + mutant + M = {} independent, {iters} iterations, interleaved; medians)",
+        runs - n - 1
     );
     println!("  bare libtest-mimic trial (baseline):        {b:>9.3} ms");
     println!("  by hand: the agent script, run directly:    {a:>9.3} ms");
     println!(
-        "  by hand: its test, run directly, {} times:   {tests:>9.3} ms  ({t:.3} ms a run)",
-        n + 1
+        "  by hand: its test, run directly, {runs} times:   {tests:>9.3} ms  ({t:.3} ms a run)"
     );
     println!(
         "  by hand: the app's own start, {} times:     {starts:>9.3} ms  ({:.3} ms a start)",
-        n + 2,
-        starts / f64::from(n + 2)
+        runs + 1,
+        starts / f64::from(runs + 1)
     );
     println!("  sealed trial, wall-clock:                   {st:>9.3} ms");
     println!("  unsealed trial, wall-clock:                 {ut:>9.3} ms");
     println!(
-        "  sealed overhead per trial (trial - agent - {} tests, by hand, beside it): {o:>9.3} ms  {:>8.0}x bare",
-        n + 1,
+        "  sealed overhead per trial (trial - agent - {runs} tests, by hand, beside it): {o:>9.3} ms  {:>8.0}x bare",
         o / b.max(1e-9)
     );
     println!(

@@ -15,6 +15,7 @@ mod compare;
 mod export;
 mod flowtest;
 mod hostile;
+mod independence;
 mod integrity;
 mod merge;
 mod observing;

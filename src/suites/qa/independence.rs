@@ -212,9 +212,13 @@ pub async fn matrix_for(
     let _ = std::fs::remove_dir_all(&work);
     let matrix = derive(app, cfg, &tests, reference_sha256, &work).await?;
     let bytes = serde_json::to_vec_pretty(&matrix).unwrap_or_default();
-    let partial = dir.join(format!("{stem}.json.partial"));
-    std::fs::write(&partial, &bytes).map_err(io(&partial))?;
-    std::fs::rename(&partial, &file).map_err(io(&file))?;
+    // A matrix that refuses its app is derived again next time: a refusal is never
+    // carried over from a run the machine may have disturbed.
+    if matrix.problems().is_empty() {
+        let partial = dir.join(format!("{stem}.json.partial"));
+        std::fs::write(&partial, &bytes).map_err(io(&partial))?;
+        std::fs::rename(&partial, &file).map_err(io(&file))?;
+    }
     // The runs' outputs stay for reading until the matrix is derived again.
     drop(lock);
     Ok((matrix, bytes))
@@ -348,8 +352,12 @@ async fn run_cell(app: &LoadedApp, cfg: &Config, job: CellJob) -> Result<Cell, I
     let run = ctx.run(&slot, &target).await;
     target.stop(&job.base).await;
     let run = run.map_err(failed)?;
+    // Neither says how the test judges this target: the matrix is not derived from it.
     if let Some(signal) = &run.end.interrupted {
-        return Err(failed(format!("interrupted ({signal})")));
+        return Err(failed(format!("the run was interrupted ({signal})")));
+    }
+    if run.end.timed_out {
+        return Err(failed(run.end.describe()));
     }
     Ok(Cell {
         test: job.test.capability.clone(),

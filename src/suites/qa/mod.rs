@@ -86,7 +86,14 @@ pub async fn execute(
             )
             .await
         }
-        Err(e) => Err(SetupError::Independence(e.to_string())),
+        Err(e) => {
+            // Stopped while the matrix was derived: the trial was not judged, and a
+            // resumed run runs it again.
+            if let Some(stop) = crate::sys::shutdown::requested() {
+                evidence.agent.end.interrupted = Some(stop.name().into());
+            }
+            Err(SetupError::Independence(e.to_string()))
+        }
     };
     if let Err(setup) = observed {
         evidence.setup_error = Some(setup.to_string());

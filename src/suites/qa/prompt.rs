@@ -141,8 +141,10 @@ acceptance criterion, including contents and values, not just status codes.
 - The harness re-runs it {n} times against a fresh instance of the app (every run must pass), \
 so it must be repeatable and must not depend on state left by earlier runs or by your \
 exploration. Then it runs it once against a deliberately broken variant of the app where \
-this capability does not hold: there it must fail. A test that passes no matter what proves \
-nothing and counts as a false verification.
+this capability does not hold: there it must fail. It also runs it against variants where \
+other capabilities are broken and this one holds: there it must pass. A test that passes no \
+matter what, or that only tells one build of the app from another, proves nothing and counts \
+as a false verification.
 - Run the test yourself exactly as the harness will (`cd {test_dir} && {command}`) and make \
 sure it passes before you claim anything.
 {browser_test}
@@ -222,6 +224,7 @@ mod tests {
             "ambiguous",
             "re-runs it 3 times",
             "broken variant",
+            "other capabilities are broken and this one holds",
             "/t/graph.json",
             "$GAUNTLET_GRAPH_FILE",
         ] {
