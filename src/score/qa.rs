@@ -248,10 +248,12 @@ fn specificity(i: &QaInputs<'_>, gate: &Gate) -> Result<Option<String>, String> 
     let mut failed = Vec::new();
     for cap in &s.drawn {
         match gate.independent_run(cap) {
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "the test was never run against the mutant of `{cap}`, which leaves `{}` intact",
                 i.capability
-            )),
+            ))
+            }
             Some(r) if !r.end.success() => failed.push(cap.as_str()),
             Some(_) => {}
         }

@@ -30,14 +30,16 @@ fn copy_dir(from: &Path, to: &Path) {
 fn greeter_with(tmp: &Path, edit: impl Fn(&str, &str) -> String) -> (LoadedApp, Config) {
     let apps = tmp.join("apps");
     let dir = apps.join("py-greeter");
-    copy_dir(&support::root().join("tests/fixtures/apps/py-greeter"), &dir);
+    copy_dir(
+        &support::root().join("tests/fixtures/apps/py-greeter"),
+        &dir,
+    );
     let flow_file = dir.join("flows/greet.json");
     let mut flow: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&flow_file).expect("flow")).expect("json");
-    let health: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.join("flows/health.json")).expect("health flow"),
-    )
-    .expect("json");
+    let health: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("flows/health.json")).expect("health flow"))
+            .expect("json");
     let health_check = health["steps"][0]["write_file"]["content"]
         .as_str()
         .expect("health's check.sh")
@@ -58,9 +60,15 @@ fn greeter_with(tmp: &Path, edit: impl Fn(&str, &str) -> String) -> (LoadedApp, 
 fn refused(app: &LoadedApp, cfg: &Config, want: &str) {
     for capability in ["health", "greet"] {
         let (rec, dir) = support::run_trial(app, capability, cfg);
-        assert_eq!(rec.verdict.outcome, Outcome::Error, "{}", rec.verdict.reason);
+        assert_eq!(
+            rec.verdict.outcome,
+            Outcome::Error,
+            "{}",
+            rec.verdict.reason
+        );
         assert!(
-            rec.verdict.reason.contains("app `py-greeter` is refused") && rec.verdict.reason.contains(want),
+            rec.verdict.reason.contains("app `py-greeter` is refused")
+                && rec.verdict.reason.contains(want),
             "{capability}: {}",
             rec.verdict.reason
         );
@@ -78,14 +86,22 @@ fn a_reference_test_red_on_its_own_app_refuses_the_app() {
     let (app, cfg) = greeter_with(tmp.path(), |check, _| {
         format!("{check}\necho 'FAIL: always' >&2\nexit 1\n")
     });
-    refused(&app, &cfg, "the reference test of `greet` fails on the app itself");
+    refused(
+        &app,
+        &cfg,
+        "the reference test of `greet` fails on the app itself",
+    );
 }
 
 #[test]
 fn a_reference_test_green_on_its_own_mutant_refuses_the_app() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (app, cfg) = greeter_with(tmp.path(), |_, _| "#!/bin/sh\nexit 0\n".into());
-    refused(&app, &cfg, "the reference test of `greet` passes on its own mutant");
+    refused(
+        &app,
+        &cfg,
+        "the reference test of `greet` passes on its own mutant",
+    );
 }
 
 #[test]
@@ -106,7 +122,12 @@ fn an_app_whose_matrix_stands_gates_on_the_mutants_it_allows() {
     let (app, cfg) = greeter_with(tmp.path(), |check, _| check.to_string());
     for (capability, other) in [("health", "greet"), ("greet", "health")] {
         let (rec, dir) = support::run_trial(&app, capability, &cfg);
-        assert_eq!(rec.verdict.outcome, Outcome::Verified, "{}", rec.verdict.reason);
+        assert_eq!(
+            rec.verdict.outcome,
+            Outcome::Verified,
+            "{}",
+            rec.verdict.reason
+        );
         let gate = rec.evidence.gate.as_ref().expect("gated");
         let s = gate.specificity.as_ref().expect("specificity recorded");
         assert_eq!(s.independent, [other], "{capability}");
@@ -132,10 +153,16 @@ fn an_app_whose_matrix_stands_gates_on_the_mutants_it_allows() {
                 cell["end"]["exit_code"] = 1.into();
             }
         }
-        std::fs::write(dir.join(&s.matrix.path), serde_json::to_vec(&m).expect("json"))
-            .expect("rewrite");
+        std::fs::write(
+            dir.join(&s.matrix.path),
+            serde_json::to_vec(&m).expect("json"),
+        )
+        .expect("rewrite");
         let row = gauntlet::record::rescore::rescore_file(&dir.join("record.json"));
-        assert!(!row.agrees(), "{capability}: a rewritten matrix must fail rescore");
+        assert!(
+            !row.agrees(),
+            "{capability}: a rewritten matrix must fail rescore"
+        );
         match &row.derived {
             Ok(v) => assert_eq!(v.outcome, Outcome::FalseVerification, "{}", v.reason),
             Err(e) => panic!("{e}"),
