@@ -120,13 +120,18 @@ fn a_planned_run_rescores_against_its_manifest_and_its_printed_digest() {
     // streams, every gate run's, and the app's logs.
     let rec: QaRecord = gauntlet::record::load(&run.join(R1).join("record.json")).expect("record");
     let gate = rec.evidence.gate.as_ref().expect("a gate ran");
-    assert_eq!(gate.runs.len(), 3);
+    // N = 2 app runs, the mutant, and three of balance's four independent mutants.
+    let drawn = gate.specificity.as_ref().expect("specificity").drawn.len();
+    assert_eq!(drawn, 3);
+    assert_eq!(gate.runs.len(), 3 + drawn);
     // The app's logs of the agent's session and of each gate run's target, too.
     assert_eq!(rec.evidence.world_logs.len(), 2 * (1 + gate.runs.len()));
     assert!(rec.evidence.prompt.is_some());
     // ... and what the proxy relayed.
     assert!(rec.evidence.calls.is_some());
-    let per_trial = 1 + 2 + 1 + 2 * gate.runs.len() + rec.evidence.world_logs.len();
+    // The prompt, the agent's streams, the calls, the gate runs' streams, the app's logs
+    // and the independence matrix the gate drew from.
+    let per_trial = 1 + 2 + 1 + 2 * gate.runs.len() + rec.evidence.world_logs.len() + 1;
     assert!(
         out.contains(&format!("{} raw files verified", 2 * per_trial)),
         "{out}"
