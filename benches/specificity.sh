@@ -11,12 +11,16 @@
 #   (cd /tmp/base && CARGO_TARGET_DIR=/tmp/base/target cargo build --release --bins)
 #   cargo build --release --bins && sh benches/specificity.sh /tmp/base [rounds]
 #
-# The base may predate cli-tally-2: its CLI trial runs cli-tally, the same tool.
+# Each side runs the newest version of each app it plans (cli-tally or cli-tally-2,
+# ext-wordbadge or ext-wordbadge-2: the same tool, the same extension).
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:?usage: specificity.sh BASE_CHECKOUT [rounds]}
 rounds=${2:-3}
-new_bin=$repo/target/release/gauntlet
+# The checkout measured against the base: this one, or NEW_CHECKOUT (a worktree of its
+# own, so that its release build does not hold this target directory's lock).
+new=${NEW_CHECKOUT:-$repo}
+new_bin=$new/target/release/gauntlet
 base_bin=$base/target/release/gauntlet
 for b in "$new_bin" "$base_bin"; do
   [ -x "$b" ] || { echo "error: $b is not built (cargo build --release --bins)" >&2; exit 2; }
@@ -24,15 +28,27 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cache="$work/cache"
-base_cli=cli-tally
-[ -d "$base/apps/cli-tally-2" ] && base_cli=cli-tally-2
-trials="api-ledger::balance api-ledger::record-transaction CLI::sum CLI::stats browser-notes::add-note browser-notes::search ext-wordbadge::exact-count ext-wordbadge::live-update"
+# The newest version of an app each checkout plans (a superseded one is not planned).
+pick() {
+  dir=$1; shift
+  for a in "$@"; do
+    if [ -d "$dir/apps/$a" ] && ! grep -q superseded_by "$dir/apps/$a/app.json"; then
+      echo "$a"; return
+    fi
+  done
+  echo "error: none of $* is planned in $dir" >&2; exit 2
+}
+base_cli=$(pick "$base" cli-tally-2 cli-tally)
+new_cli=$(pick "$new" cli-tally-2 cli-tally)
+base_ext=$(pick "$base" ext-wordbadge-2 ext-wordbadge)
+new_ext=$(pick "$new" ext-wordbadge-2 ext-wordbadge)
+trials="api-ledger::balance api-ledger::record-transaction CLI::sum CLI::stats browser-notes::add-note browser-notes::search EXT::exact-count EXT::live-update"
 uptime
 # A cold cache: what deriving each app's matrix costs, once.
-for app in api-ledger cli-tally-2 browser-notes ext-wordbadge; do
+for app in api-ledger "$new_cli" browser-notes "$new_ext"; do
   start=$(date +%s%N)
-  GAUNTLET_CACHE_DIR="$cache" GAUNTLET_OUT="$work/warm" "$new_bin" run --filter "qa::$app::" --serial \
-    > "$work/log" 2>&1 || { cat "$work/log"; exit 1; }
+  (cd "$new" && GAUNTLET_CACHE_DIR="$cache" GAUNTLET_OUT="$work/warm" "$new_bin" run --filter "qa::$app::" --serial \
+    > "$work/log" 2>&1) || { cat "$work/log"; exit 1; }
   end=$(date +%s%N)
   echo "cold cache: qa::$app:: (every trial of the app, matrix derived first) $(( (end - start) / 1000000 )) ms"
 done
@@ -41,13 +57,13 @@ while [ "$round" -le "$rounds" ]; do
   for config in base new; do
     for t in $trials; do
       if [ "$config" = base ]; then
-        bin=$base_bin; cli=$base_cli
+        dir=$base; bin=$base_bin; cli=$base_cli; ext=$base_ext
       else
-        bin=$new_bin; cli=cli-tally-2
+        dir=$new; bin=$new_bin; cli=$new_cli; ext=$new_ext
       fi
-      filter="qa::$(echo "$t" | sed "s/^CLI::/$cli::/")"
+      filter="qa::$(echo "$t" | sed -e "s/^CLI::/$cli::/" -e "s/^EXT::/$ext::/")"
       out="$work/$config/$round"
-      (cd "$(dirname "$bin")/../.." && GAUNTLET_CACHE_DIR="$cache" GAUNTLET_OUT="$out" \
+      (cd "$dir" && GAUNTLET_CACHE_DIR="$cache" GAUNTLET_OUT="$out" \
         "$bin" run --filter "$filter" --serial > "$work/log" 2>&1) || { cat "$work/log"; exit 1; }
     done
   done
@@ -64,11 +80,13 @@ for config in ("base", "new"):
         gate = (r.get("evidence") or {}).get("gate") or {}
         if r["verdict"]["outcome"] != "verified":
             sys.exit(f"error: {f}: {r['verdict']['outcome']}: {r['verdict']['reason']}")
-        name = os.path.basename(os.path.dirname(f)).replace("cli-tally-2", "CLI").replace("cli-tally", "CLI")
+        name = os.path.basename(os.path.dirname(f))
+        for old, new in (("cli-tally-2", "CLI"), ("cli-tally", "CLI"), ("ext-wordbadge-2", "EXT"), ("ext-wordbadge", "EXT")):
+            name = name.replace(old, new)
         walls.setdefault((config, name), []).append(r["wall_ms"])
         runs[(config, name)] = len(gate.get("runs", []))
 print(f"{'trial':34} {'base':>8} {'new':>8} {'ratio':>6}  gate runs base -> new")
-modality = {"api-ledger": "http-api", "CLI": "cli", "browser-notes": "browser-flow", "ext-wordbadge": "browser-extension"}
+modality = {"api-ledger": "http-api", "CLI": "cli", "browser-notes": "browser-flow", "EXT": "browser-extension"}
 per = {}
 for n in sorted({n for (_, n) in walls}):
     b = statistics.median(walls[("base", n)])

@@ -88,20 +88,11 @@ pub(super) async fn gate(
     workspace: &Path,
     cfg: &Config,
     trial_dir: &Path,
-    independence: Option<&super::independence::Kept>,
+    independence: &super::independence::Kept,
     world_logs: &mut Vec<RawFile>,
 ) -> Gate {
-    let specificity = independence.map(|kept| {
-        let independent = kept.matrix.independent_of(capability);
-        let drawn = draw_sample(&independent, cfg.independent_mutants);
-        Specificity {
-            matrix: kept.raw.clone(),
-            independent,
-            limit: cfg.independent_mutants,
-            drawn,
-        }
-    });
-    let drawn: &[String] = specificity.as_ref().map_or(&[], |s| &s.drawn);
+    let independent = independence.matrix.independent_of(capability);
+    let drawn = draw_sample(&independent, cfg.independent_mutants);
     let order = draw_order(cfg.n, drawn.len());
     let mut gate = Gate {
         required: cfg.n,
@@ -109,7 +100,12 @@ pub(super) async fn gate(
         not_run: None,
         order: order.clone(),
         interrupted: None,
-        specificity: specificity.clone(),
+        specificity: Some(Specificity {
+            matrix: independence.raw.clone(),
+            independent,
+            limit: cfg.independent_mutants,
+            drawn: drawn.clone(),
+        }),
     };
     let dir = match resolve_test_dir(workspace, &test.dir).and_then(|d| {
         check_test_size(&d)?;

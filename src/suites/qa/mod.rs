@@ -352,7 +352,7 @@ async fn observe(
                 &workspace,
                 cfg,
                 trial_dir,
-                Some(independence),
+                independence,
                 &mut evidence.world_logs,
             )
             .await,
