@@ -34,5 +34,7 @@ mod scorecard;
 mod sealing;
 mod sessions;
 mod sinks;
+mod specificity;
 mod support;
+mod tells;
 mod transcript;
