@@ -36,5 +36,4 @@ mod sessions;
 mod sinks;
 mod specificity;
 mod support;
-mod tells;
 mod transcript;
