@@ -151,6 +151,7 @@ fn problems(label: &str, rec: &QaRecord, dir: &Path, outcome: Outcome, want: Wan
             Want::AlsoPassesOnMutant => {
                 Some("the test also passes on the mutant, so it proves nothing".to_string())
             }
+            // The failed mutants are named sorted: a draw's order is random.
             Want::FailsOnEveryDrawn => Some(format!(
                 "fails on the {} of {}, which leave `{cap}` intact",
                 if drawn.len() == 1 {
@@ -158,16 +159,21 @@ fn problems(label: &str, rec: &QaRecord, dir: &Path, outcome: Outcome, want: Wan
                 } else {
                     "mutants"
                 },
-                and_list(&drawn)
+                and_list(&{
+                    let mut sorted = drawn.clone();
+                    sorted.sort();
+                    sorted
+                })
             )),
+            // A verified reason counts the drawn mutants; the record names them.
             Want::VerifiedSpecific => Some(format!(
-                ", green on the {} of {}",
+                ", green on {} independent {}",
+                drawn.len(),
                 if drawn.len() == 1 {
                     "mutant"
                 } else {
                     "mutants"
-                },
-                and_list(&drawn)
+                }
             )),
             Want::AnyFalse => None,
             Want::Says(text) => Some(text.to_string()),
