@@ -152,14 +152,13 @@ pub struct Kept {
     pub raw: RawFile,
 }
 
-/// The app's matrix (from the cache, or derived now), refused if it cannot stand, and
-/// copied into `trial_dir` as [`MATRIX_FILE`].
-pub async fn keep(
+/// The app's matrix ([`matrix_for`]), refused if it cannot stand, and copied into
+/// `trial_dir` as [`MATRIX_FILE`].
+pub fn keep(
     app: &LoadedApp,
-    cfg: &Config,
+    (matrix, bytes): (Matrix, Vec<u8>),
     trial_dir: &Path,
 ) -> Result<Kept, IndependenceError> {
-    let (matrix, bytes) = matrix_for(app, cfg).await?;
     let problems = matrix.problems();
     if !problems.is_empty() {
         return Err(IndependenceError::Refused {

@@ -50,6 +50,11 @@ pub async fn execute(
             app: app.app.name.clone(),
             capability: capability.into(),
         })?;
+    // The app's independence matrix comes first, before the trial exists: it belongs
+    // to the app's content, not to this trial (derived once, then read from the cache),
+    // and a harness killed while deriving it leaves a planned trial with no directory,
+    // which rescore names and a resumed run runs.
+    let derived = independence::matrix_for(app, cfg).await;
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
     let trial_dir = timed_sync(Phase::Workspace, || {
@@ -71,7 +76,7 @@ pub async fn execute(
     };
 
     // Before the agent spends anything: an app whose matrix cannot stand is refused.
-    let kept = independence::keep(app, cfg, &trial_dir).await;
+    let kept = derived.and_then(|derived| independence::keep(app, derived, &trial_dir));
     let observed = match &kept {
         Ok(kept) => {
             spec.matrix_sha256 = Some(kept.raw.sha256.clone());
