@@ -196,6 +196,36 @@ enum Command {
         #[arg(long)]
         note: String,
     },
+    /// Find tells: start each app R times and each of its mutants once, as the gate
+    /// starts a target, probe each from inside the gate's sandbox (CLI output, HTTP
+    /// answers and headers, artifacts, environment, /proc, timing), and print every
+    /// difference between the app and a mutant beyond the app's own run-to-run spread
+    /// (docs/adding-an-app.md, "Finding tells"). Exit 1 when an app has a tell, 2 when
+    /// an app could not be probed.
+    Tells {
+        /// Apps to probe (default: every app of the apps dir that is not superseded).
+        apps: Vec<String>,
+        /// Runs of each app: what varies between them is volatile, not a tell.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Write every finding (and the timing samples) to this JSON file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
+    /// The tell finder's probe, run inside a gate sandbox: print one JSON object of
+    /// what a test can observe about APP_URL / APP_BIN / the locator mount.
+    #[command(hide = true)]
+    TellsProbe {
+        /// A documented request, `METHOD /path` or `/path`; repeatable.
+        #[arg(long)]
+        endpoint: Vec<String>,
+        /// A subcommand word of a CLI app; repeatable.
+        #[arg(long)]
+        word: Vec<String>,
+        /// The target's locator mount, whose files are artifacts.
+        #[arg(long)]
+        artifacts: Option<PathBuf>,
+    },
     /// Print an app's content hash (and with --check, compare it with app.json).
     HashApp {
         dir: PathBuf,
@@ -325,6 +355,16 @@ fn main() -> ExitCode {
         } => merge(&run_dirs, &out, allow_missing),
         Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
+        Command::Tells { apps, runs, json } => tells(&apps, runs, json.as_deref()),
+        Command::TellsProbe {
+            endpoint,
+            word,
+            artifacts,
+        } => gauntlet::suites::tells::probe::main(&gauntlet::suites::tells::probe::ProbeArgs {
+            endpoints: endpoint,
+            words: word,
+            artifacts,
+        }),
         Command::Challenge {
             command: ChallengeCommand::List,
         } => challenge_list(),
@@ -952,6 +992,46 @@ fn hash_app(dir: &std::path::Path, check: bool) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+fn tells(names: &[String], runs: u32, json: Option<&std::path::Path>) -> ExitCode {
+    use gauntlet::suites::tells;
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    let apps = match gauntlet::plan::load_apps_checked(&cfg.apps_dir) {
+        Ok(a) => a,
+        Err(e) => return error(e),
+    };
+    let apps = match tells::select(apps, names) {
+        Ok(a) => a,
+        Err(e) => return error(e),
+    };
+    if let Err(e) = build_siblings() {
+        return error(e);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return error(format!("tokio runtime: {e}")),
+    };
+    let report = rt.block_on(tells::find(&apps, &cfg, runs));
+    print!("{}", tells::render_table(&report));
+    for (app, why) in report.errors() {
+        eprintln!("error: app `{app}`: {why}");
+    }
+    if let Some(file) = json {
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(file, bytes));
+        if let Err(e) = written {
+            return error(format!("--json {}: {e}", file.display()));
+        }
+    }
+    ExitCode::from(report.exit_code())
 }
 
 /// Under `cargo run`, build the apps and the reference agent too, so that the binaries
