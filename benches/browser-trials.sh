@@ -1,10 +1,10 @@
 #!/bin/sh
-# Wall-clock of every scripted browser trial (browser-notes, ext-wordbadge), one trial
+# Wall-clock of every scripted browser trial (browser-notes, ext-wordbadge-2), one trial
 # at a time, beside the same trials with every page in Debian's full Chromium (the
 # baseline: GAUNTLET_CHROMIUM names it, so pages without an extension do not get the
 # headless shell), rounds taking turns. Prints each trial's median wall, its agent run
 # and gate runs, and the ratio to the baseline; targets: browser-notes <= 3 s,
-# ext-wordbadge <= 6 s.
+# ext-wordbadge-2 <= 6 s.
 #
 #   cargo build --release --bins && sh benches/browser-trials.sh [rounds]
 set -eu
@@ -18,7 +18,7 @@ uptime
 round=1
 while [ "$round" -le "$rounds" ]; do
   for config in shipped full-chromium; do
-    for app in browser-notes ext-wordbadge; do
+    for app in browser-notes ext-wordbadge-2; do
       out="$work/$config/$round-$app"
       if [ "$config" = full-chromium ]; then
         GAUNTLET_CHROMIUM=/usr/lib/chromium/chromium GAUNTLET_OUT="$out" \
@@ -57,7 +57,7 @@ for n in names:
     b = statistics.median(walls.get(("full-chromium", n), [0]))
     agent, apps, mutant = parts[n][-1]
     print(f"{n:38} {a/1000:6.2f}s {b/1000:13.2f}s {a/b if b else 0:5.2f}x  {agent} / {apps} / {mutant}")
-for app, target in (("browser-notes", 3.0), ("ext-wordbadge", 6.0)):
+for app, target in (("browser-notes", 3.0), ("ext-wordbadge-2", 6.0)):
     worst = max(statistics.median(walls[("shipped", n)]) for n in names if app in n) / 1000
     print(f"{app}: slowest trial {worst:.2f}s (target {target:.0f} s): {'met' if worst <= target else 'missed'}")
 EOF

@@ -447,10 +447,10 @@ fn a_killed_harness_leaves_no_process_behind_in_any_modality() {
         cases.push((
             "browser extension under gauntlet run",
             Box::new(|out| Case {
-                harness: gauntlet_run(out, "qa::ext-wordbadge::exact-count"),
+                harness: gauntlet_run(out, "qa::ext-wordbadge-2::exact-count"),
                 // A renderer: the browser is up with a page, its helpers started.
                 wait_for: &["--type=renderer"],
-                trial: "qa::ext-wordbadge::exact-count",
+                trial: "qa::ext-wordbadge-2::exact-count",
                 resume: false,
             }),
         ));

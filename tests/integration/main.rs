@@ -6,6 +6,7 @@ mod app_python;
 mod app_tally;
 mod app_tally2;
 mod app_wordbadge;
+mod app_wordbadge2;
 mod archive;
 mod bad_agents;
 mod browser;

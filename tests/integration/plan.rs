@@ -204,7 +204,8 @@ fn repeats_give_one_stable_trial_per_repeat() {
 
 /// `cli-tally` is superseded by `cli-tally-2`: it still loads (published runs and the
 /// challenge `tally-report` act on it), but the qa suite plans the newer version's
-/// trials in its place, so the suite keeps its 23 trials.
+/// trials in its place, so the suite keeps its 23 trials. So is `ext-wordbadge`, by
+/// `ext-wordbadge-2`.
 #[test]
 fn a_superseded_app_loads_but_its_newer_version_is_planned_in_its_place() {
     let apps = load_apps_checked(&root().join("apps")).expect("apps load");
@@ -218,13 +219,28 @@ fn a_superseded_app_loads_but_its_newer_version_is_planned_in_its_place() {
     };
     assert_eq!(superseded_by("cli-tally"), Some("cli-tally-2".into()));
     assert_eq!(superseded_by("cli-tally-2"), None);
+    assert_eq!(
+        superseded_by("ext-wordbadge"),
+        Some("ext-wordbadge-2".into())
+    );
+    assert_eq!(superseded_by("ext-wordbadge-2"), None);
     let names: Vec<String> = plan_qa(&apps, &Config::default(), None)
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert_eq!(names.len(), 23, "{names:?}");
     assert!(
-        !names.iter().any(|n| n.starts_with("qa::cli-tally::")),
+        !names
+            .iter()
+            .any(|n| n.starts_with("qa::cli-tally::") || n.starts_with("qa::ext-wordbadge::")),
+        "{names:?}"
+    );
+    assert_eq!(
+        names
+            .iter()
+            .filter(|n| n.starts_with("qa::ext-wordbadge-2::"))
+            .count(),
+        5,
         "{names:?}"
     );
     let tally: Vec<&str> = names
