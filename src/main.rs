@@ -360,7 +360,7 @@ fn main() -> ExitCode {
             endpoint,
             word,
             artifacts,
-        } => gauntlet::suites::tells::probe::main(&gauntlet::suites::tells::probe::ProbeArgs {
+        } => gauntlet::suites::qa::tells::probe::main(&gauntlet::suites::qa::tells::probe::ProbeArgs {
             endpoints: endpoint,
             words: word,
             artifacts,
@@ -995,7 +995,7 @@ fn hash_app(dir: &std::path::Path, check: bool) -> ExitCode {
 }
 
 fn tells(names: &[String], runs: u32, json: Option<&std::path::Path>) -> ExitCode {
-    use gauntlet::suites::tells;
+    use gauntlet::suites::qa::tells;
     let cfg = match Config::from_env() {
         Ok(c) => c,
         Err(e) => return error(e),

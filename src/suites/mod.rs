@@ -6,6 +6,3 @@
 pub mod challenge;
 pub mod qa;
 pub mod scorecard;
-
-/// The tell finder (`gauntlet tells`), declared within `qa` beside the gate it runs through.
-pub use qa::prompt::tells;

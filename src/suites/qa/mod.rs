@@ -3,6 +3,7 @@
 mod gate;
 pub mod independence;
 pub mod prompt;
+pub mod tells;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -273,11 +273,3 @@ mod tests {
         }
     }
 }
-
-// The tell finder (`gauntlet tells`) lives beside the gate, whose `GateContext` it runs
-// its probes through; it is declared here, the one file of `suites::qa` not being edited
-// by others while it was added, and re-exported as `crate::suites::tells`. Its place is a
-// `pub mod tells;` in `qa/mod.rs`.
-#[doc(hidden)]
-#[path = "tells/mod.rs"]
-pub mod tells;
