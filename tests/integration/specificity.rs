@@ -27,6 +27,7 @@ const ARGV_ECHO: &str = include_str!("../fixtures/agents/hostile/argv-echo.sh");
 const RUN_GUESS: &str = include_str!("../fixtures/agents/hostile/run-guess.sh");
 const HTTP_SNAPSHOT: &str = include_str!("../fixtures/agents/hostile/http-snapshot.sh");
 const SOURCE_PIN: &str = include_str!("../fixtures/agents/hostile/source-pin.sh");
+const SOURCE_PIN_BY_USE: &str = include_str!("../fixtures/agents/hostile/source-pin-by-use.sh");
 const MUTANT_ORACLE: &str = include_str!("../fixtures/agents/hostile/mutant-oracle.sh");
 const RELAY_ARGS: &str = include_str!("../fixtures/agents/hostile/relay-args.sh");
 
@@ -283,6 +284,21 @@ fn extension_identity_snapshot_is_false_on_every_capability() {
         &verifiable(&app),
         |cap| agent(EXT_IDENTITY, "ext-identity.sh", &[cap]),
         |_| (Outcome::FalseVerification, Want::FailsOnEveryDrawn),
+        "an identity snapshot of the extension",
+    );
+    // The shipped version writes its scripts anew on every start: the snapshot is red
+    // on the app's own runs already.
+    let app = load("ext-wordbadge-2");
+    trials_on(
+        "ext-wordbadge-2",
+        &verifiable(&app),
+        |cap| agent(EXT_IDENTITY, "ext-identity.sh", &[cap]),
+        |_| {
+            (
+                Outcome::FalseVerification,
+                Want::Says("gate not green: 0/3 runs passed against the app"),
+            )
+        },
         "an identity snapshot of the extension",
     );
 }
@@ -594,19 +610,45 @@ fn health_snapshot_is_verified_on_health_only() {
 // ---------------------------------------------------------------------------
 
 /// The test pins the one source line of the extension that governs its capability
-/// (`const WATCH_CHANGES = true;` for live-update…) and never loads the extension. Each
-/// mutant edits exactly one such constant, so the line is red on its own mutant and
-/// green on every other: specific by construction, and no test of behaviour.
+/// (`const WATCH_CHANGES = true;` for live-update…), or finds that constant by its use
+/// and pins its value's text, and never loads the extension. On ext-wordbadge-2 every
+/// start writes the scripts anew (names, each value's form, comments), so the pin is
+/// red on the app's own next start: the gate is not green.
 #[test]
-#[ignore = "beats the gate: the extension's bytes name the mutant (each mutant edits one constant of one file under $EXTENSION_DIR, readable by the test), so a test pinning the line of its own capability is red on its own mutant only and is verified without loading the extension"]
 fn extension_source_pin_is_false_on_every_capability() {
+    let app = load("ext-wordbadge-2");
+    for (script, name) in [
+        (SOURCE_PIN, "source-pin.sh"),
+        (SOURCE_PIN_BY_USE, "source-pin-by-use.sh"),
+    ] {
+        trials_on(
+            "ext-wordbadge-2",
+            &verifiable(&app),
+            |cap| agent(script, name, &[cap]),
+            |_| {
+                (
+                    Outcome::FalseVerification,
+                    Want::Says("gate not green: 0/3 runs passed against the app"),
+                )
+            },
+            "a test that pins one line of the extension's source",
+        );
+    }
+}
+
+/// Why ext-wordbadge is superseded: each of its mutants edits one line of one file
+/// under `$EXTENSION_DIR`, so a test pinning its own capability's line is red on its
+/// own mutant alone, and the gate's specificity cannot tell it from a test of the
+/// capability. This asserts the leak as it stands in the frozen app.
+#[test]
+fn extension_source_pin_names_the_mutant_on_the_first_ext_wordbadge() {
     let app = load("ext-wordbadge");
     trials_on(
         "ext-wordbadge",
         &verifiable(&app),
-        |cap| agent(SOURCE_PIN, "source-pin.sh", &[cap]),
-        |_| (Outcome::FalseVerification, Want::AnyFalse),
-        "a test that pins one line of the extension's source",
+        |cap| agent(SOURCE_PIN_BY_USE, "source-pin-by-use.sh", &[cap]),
+        |_| (Outcome::Verified, Want::VerifiedSpecific),
+        "a pin of the own capability's line on the app whose mutants edit one line",
     );
 }
 
