@@ -65,20 +65,21 @@ pub struct CliRelay {
 }
 
 impl CliRelay {
-    /// Listen on `socket` and run `binary prefix... <args>` per connection, in scratch
-    /// directories under `logs/<label>.cwd`.
+    /// Listen on `socket` and run `binary prefix... <args>` per connection, in the
+    /// scratch directory `scratch`. The app can print its working directory, so its
+    /// path must say no more about the target than the locators do: never a label such
+    /// as `mutant-1`.
     pub async fn start(
         binary: &Path,
         prefix: &[String],
         socket: &Path,
-        logs: &Path,
-        label: &str,
+        scratch: &Path,
     ) -> Result<CliRelay, RelayError> {
         let reaper = crate::binaries::bin_path(crate::sys::lifeline::REAPER);
         if !reaper.is_file() {
             return Err(RelayError::NoReaper { path: reaper });
         }
-        let scratch = logs.join(format!("{label}.cwd"));
+        let scratch = scratch.to_path_buf();
         std::fs::create_dir_all(&scratch).map_err(|source| RelayError::Dir {
             path: scratch.clone(),
             source,

@@ -130,8 +130,11 @@ impl Target {
                 }
                 std::os::unix::fs::symlink(&relay_bin, bin_dir.join(&name))
                     .map_err(io(&bin_dir.join(&name)))?;
+                // The app's working directory sits beside the locator directory, named
+                // as blindly as it is (a run's position, never its target).
+                let scratch = dir.with_extension("cwd");
                 target.relay =
-                    Some(CliRelay::start(&binary, &args, &dir.join(SOCKET), logs, label).await?);
+                    Some(CliRelay::start(&binary, &args, &dir.join(SOCKET), &scratch).await?);
                 target.bin_name = Some(name);
             }
             Modality::HttpApi | Modality::BrowserFlow | Modality::BrowserExtension => {

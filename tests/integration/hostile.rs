@@ -651,6 +651,16 @@ fn locator_test_is_not_verified_on_ext_wordbadge() {
     locators_on("ext-wordbadge", "exact-count");
 }
 
+#[test]
+fn locator_test_is_not_verified_on_cli_tally_2() {
+    locators_on("cli-tally-2", "sum");
+}
+
+#[test]
+fn locator_test_is_not_verified_on_ext_wordbadge_2() {
+    locators_on("ext-wordbadge-2", "exact-count");
+}
+
 // ---------------------------------------------------------------------------
 // 3. A claimed test that counts its runs
 // ---------------------------------------------------------------------------
@@ -689,7 +699,14 @@ fn state_leaving_test_is_not_verified() {
 // ---------------------------------------------------------------------------
 
 /// The frozen apps' binaries: a process running one of them is an app (or a mutant).
-const APP_BINARIES: [&str; 4] = ["api-ledger", "browser-notes", "cli-tally", "ext-wordbadge"];
+const APP_BINARIES: [&str; 6] = [
+    "api-ledger",
+    "browser-notes",
+    "cli-tally",
+    "cli-tally-2",
+    "ext-wordbadge",
+    "ext-wordbadge-2",
+];
 
 /// Whether `pid` is a process a trial under `out` started for the agent, or an app the
 /// harness started (it runs a frozen app's binary in the process group its

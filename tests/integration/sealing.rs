@@ -570,3 +570,67 @@ print("closed")
     assert_eq!(outcome.end.exit_code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("closed"), "{stdout}");
 }
+
+/// A CLI app reached through the relay can print its working directory: that path
+/// must say no more than the locators do. It once ended in `<label>.cwd`, where the
+/// label was the gate's `app-1`, `mutant-1` or `independent-2`, so a test could read
+/// its target from `pwd`. The tell finder found it (`gauntlet tells`, a CLI app that
+/// prints its directory).
+#[test]
+fn a_cli_app_behind_the_relay_works_in_a_directory_that_names_no_target() {
+    use gauntlet::spec::app::AppStart;
+    use gauntlet::spec::{AppSpec, Modality};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let app = AppSpec {
+        dir: tmp.path().to_path_buf(),
+        name: "pwd-app".into(),
+        modality: Modality::Cli,
+        description: "prints its working directory".into(),
+        start: AppStart::Command(vec!["sh".into(), "-c".into(), "pwd".into()]),
+        frozen: false,
+        content: vec![],
+        content_hash: String::new(),
+        capabilities: vec![],
+        superseded_by: None,
+    };
+    let rt = runtime();
+    let mut seen = Vec::new();
+    for (label, mutant) in [
+        ("app-1", None),
+        ("mutant-1", Some("x")),
+        ("independent-1", Some("y")),
+    ] {
+        let run = tmp.path().join(format!("run-{}", seen.len() + 1));
+        let logs = tmp.path().join("logs");
+        let mut target = rt
+            .block_on(gauntlet::world::target::Target::start(
+                &app,
+                mutant,
+                &run.join("target"),
+                &logs,
+                label,
+            ))
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let env = target.host_env();
+        let out = Command::new(&env["APP_BIN"])
+            .env_clear()
+            .env("GAUNTLET_APP_SOCKET", &env["GAUNTLET_APP_SOCKET"])
+            .output()
+            .expect("the relay runs");
+        rt.block_on(target.stop(tmp.path()));
+        let cwd = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(out.status.success(), "{label}: {out:?}");
+        assert!(
+            !cwd.contains(label) && !cwd.contains("mutant") && !cwd.contains("independent"),
+            "{label}: the app works in {cwd}"
+        );
+        // Relative to its run's directory (which says only the run's position), every
+        // target's directory is the same.
+        let rel = cwd
+            .strip_prefix(run.to_string_lossy().as_ref())
+            .unwrap_or_else(|| panic!("{label}: {cwd} is not under {}", run.display()))
+            .to_string();
+        seen.push(rel);
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+}
