@@ -360,11 +360,13 @@ fn main() -> ExitCode {
             endpoint,
             word,
             artifacts,
-        } => gauntlet::suites::qa::tells::probe::main(&gauntlet::suites::qa::tells::probe::ProbeArgs {
-            endpoints: endpoint,
-            words: word,
-            artifacts,
-        }),
+        } => gauntlet::suites::qa::tells::probe::main(
+            &gauntlet::suites::qa::tells::probe::ProbeArgs {
+                endpoints: endpoint,
+                words: word,
+                artifacts,
+            },
+        ),
         Command::Challenge {
             command: ChallengeCommand::List,
         } => challenge_list(),

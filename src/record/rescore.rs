@@ -175,8 +175,8 @@ fn score_qa(
 
 /// The capabilities whose mutants leave this one intact, read again from the
 /// independence matrix the gate kept: `None` when the gate kept none (a record from
-/// before specificity), empty when the matrix is gone, unreadable, of another app or
-/// another hash than the spec names (the draw then matches nothing, and a stored
+/// before specificity), empty when the matrix is gone, unreadable, of another app, or
+/// not the one the spec names by hash (the draw then matches nothing, and a stored
 /// `verified` disagrees).
 fn independent_per_matrix(
     trial_dir: &Path,
@@ -194,7 +194,6 @@ fn independent_per_matrix(
             .ok()
             .filter(|m| {
                 m.app == spec.app
-                    && m.app_content_hash == spec.app_content_hash
                     && spec.matrix_sha256.as_deref() == Some(crate::hash::sha256(b).as_str())
             })
     });

@@ -12,23 +12,10 @@ use gauntlet::spec::app::AppStart;
 
 use crate::support;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let dst = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).expect("copy");
-        }
-    }
-}
-
 /// A temporary apps directory holding only py-greeter, and a config pointing at it.
 fn apps_dir(tmp: &Path) -> Config {
     let apps = tmp.join("apps");
-    copy_dir(
+    support::copy_dir(
         &support::root().join("tests/fixtures/apps/py-greeter"),
         &apps.join("py-greeter"),
     );

@@ -19,10 +19,13 @@ use super::app_notes::{
     app_dir, assert_refused, claimed_files, load_frozen, test_flow_problems, RunningApp,
 };
 
-/// The app's binary, found at run time (in an extracted nextest archive, when run
-/// from one), never at a path fixed when this test was built.
-static BIN: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| crate::support::bin("ext-wordbadge").display().to_string());
+/// An app's binary, found at run time (in an extracted nextest archive, when run from
+/// one), never at a path fixed when this test was built.
+pub(super) fn bin(app: &str) -> String {
+    crate::support::bin(app).display().to_string()
+}
+
+const APP: &str = "ext-wordbadge";
 
 /// Capabilities that have a mutant, in corpus order.
 const MUTANTS: [&str; 4] = [
@@ -33,7 +36,7 @@ const MUTANTS: [&str; 4] = [
 ];
 
 /// Every file of a directory, by name.
-fn read_dir_files(dir: &Path) -> BTreeMap<String, String> {
+pub(super) fn read_dir_files(dir: &Path) -> BTreeMap<String, String> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => panic!("read_dir {}: {e}", dir.display()),
@@ -49,8 +52,8 @@ fn read_dir_files(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Write the extension as the binary does for `mutant` and return its files.
-fn written(mutant: Option<&str>) -> BTreeMap<String, String> {
+/// Write the extension as `app`'s binary does for `mutant` and return its files.
+pub(super) fn written_by(app: &str, mutant: Option<&str>) -> BTreeMap<String, String> {
     let tmp = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => panic!("tempdir: {e}"),
@@ -62,12 +65,16 @@ fn written(mutant: Option<&str>) -> BTreeMap<String, String> {
         args.extend(["--mutant", m]);
     }
     // The listening line is printed only once the extension is on disk.
-    let _app = RunningApp::start(&BIN, &args);
+    let _app = RunningApp::start(&bin(app), &args);
     read_dir_files(&out)
 }
 
+fn written(mutant: Option<&str>) -> BTreeMap<String, String> {
+    written_by(APP, mutant)
+}
+
 /// A valid MV3 extension: the manifest parses, and every file it names exists.
-fn assert_valid_mv3(files: &BTreeMap<String, String>) {
+pub(super) fn assert_valid_mv3(files: &BTreeMap<String, String>) {
     let Some(manifest) = files.get("manifest.json") else {
         panic!("no manifest.json in {:?}", files.keys());
     };
@@ -117,7 +124,7 @@ fn assert_valid_mv3(files: &BTreeMap<String, String>) {
 
 #[test]
 fn loader_accepts_ext_wordbadge_and_its_hash_covers_the_extension() {
-    let loaded = load_frozen("ext-wordbadge", Modality::BrowserExtension);
+    let loaded = load_frozen(APP, Modality::BrowserExtension);
     assert!(loaded.app.content.contains(&"extension".to_string()));
     let ids: Vec<&str> = loaded
         .corpus
@@ -182,6 +189,13 @@ fn each_mutant_changes_exactly_one_line_of_one_file() {
 
 #[test]
 fn ambiguous_and_bad_mutants_are_refused_and_write_nothing() {
+    refuses_ambiguous_and_bad_mutants(APP);
+}
+
+/// `app` refuses an ambiguous or unknown mutant, and a malformed command line, and
+/// writes no extension for them.
+pub(super) fn refuses_ambiguous_and_bad_mutants(app: &str) {
+    let bin = bin(app);
     let tmp = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => panic!("tempdir: {e}"),
@@ -189,16 +203,21 @@ fn ambiguous_and_bad_mutants_are_refused_and_write_nothing() {
     let out = tmp.path().join("ext");
     let out_arg = out.to_string_lossy().into_owned();
     for m in ["unobtrusive-badge", "no-such-capability"] {
-        assert_refused(&BIN, &["--extension-out", &out_arg, "--mutant", m]);
+        assert_refused(&bin, &["--extension-out", &out_arg, "--mutant", m]);
         assert!(!out.exists(), "--mutant {m} wrote {}", out.display());
     }
-    assert_refused(&BIN, &["--mutant"]);
-    assert_refused(&BIN, &["--port", "x"]);
+    assert_refused(&bin, &["--mutant"]);
+    assert_refused(&bin, &["--port", "x"]);
 }
 
 #[test]
 fn the_server_serves_the_test_pages() {
-    let app = RunningApp::start(&BIN, &[]);
+    serves_the_test_pages(APP);
+}
+
+/// `app`'s page server links and serves every test page, and nothing else.
+pub(super) fn serves_the_test_pages(app: &str) {
+    let app = RunningApp::start(&bin(app), &[]);
     let client = reqwest::blocking::Client::new();
     let get = |path: &str| -> (u16, String) {
         match client.get(format!("{}{path}", app.url)).send() {
@@ -244,7 +263,7 @@ fn the_server_serves_the_test_pages() {
 /// already on disk, and a mutant's extension is the mutant's.
 #[test]
 fn the_harness_target_hands_over_url_and_extension_dir() {
-    let loaded = load_frozen("ext-wordbadge", Modality::BrowserExtension);
+    let loaded = load_frozen(APP, Modality::BrowserExtension);
     let tmp = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => panic!("tempdir: {e}"),

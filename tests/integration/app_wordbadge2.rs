@@ -20,17 +20,14 @@ use gauntlet::spec::Modality;
 use gauntlet::world::target::{Locator, Target};
 use serde_json::{json, Value};
 
-use super::app_notes::{
-    app_dir, assert_refused, claimed_files, load_frozen, test_flow_problems, RunningApp,
+use super::app_notes::{app_dir, claimed_files, load_frozen, test_flow_problems};
+use super::app_wordbadge::{
+    assert_valid_mv3, read_dir_files, refuses_ambiguous_and_bad_mutants, serves_the_test_pages,
+    written_by,
 };
 
 const APP: &str = "ext-wordbadge-2";
 const OLD: &str = "ext-wordbadge";
-
-/// The app's binary, found at run time (in an extracted nextest archive, when run
-/// from one), never at a path fixed when this test was built.
-static BIN: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| crate::support::bin(APP).display().to_string());
 
 /// Capabilities that have a mutant, in corpus order.
 const MUTANTS: [&str; 4] = [
@@ -45,89 +42,6 @@ const FILES: [&str; 3] = ["content.js", "manifest.json", "worker.js"];
 
 /// Runs written scripts in node with stubbed browser and Chrome APIs (the app's own).
 const BEHAVIOUR: &str = include_str!("../../apps/ext-wordbadge-2/src/behaviour.js");
-
-/// Every file of a directory, by name.
-fn read_dir_files(dir: &Path) -> BTreeMap<String, String> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => panic!("read_dir {}: {e}", dir.display()),
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(e.path())
-                .unwrap_or_else(|err| panic!("read {}: {err}", e.path().display()));
-            (name, text)
-        })
-        .collect()
-}
-
-/// Start the binary as the harness does for `mutant` and return the extension it wrote.
-fn written(mutant: Option<&str>) -> BTreeMap<String, String> {
-    let tmp = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => panic!("tempdir: {e}"),
-    };
-    let out = tmp.path().join("nested/ext");
-    let out_arg = out.to_string_lossy().into_owned();
-    let mut args = vec!["--extension-out", out_arg.as_str()];
-    if let Some(m) = mutant {
-        args.extend(["--mutant", m]);
-    }
-    // The listening line is printed only once the extension is on disk.
-    let _app = RunningApp::start(&BIN, &args);
-    read_dir_files(&out)
-}
-
-/// A valid MV3 extension: the manifest parses, and every file it names exists.
-fn assert_valid_mv3(files: &BTreeMap<String, String>) {
-    let Some(manifest) = files.get("manifest.json") else {
-        panic!("no manifest.json in {:?}", files.keys());
-    };
-    let m: Value = match serde_json::from_str(manifest) {
-        Ok(v) => v,
-        Err(e) => panic!("manifest.json: {e}"),
-    };
-    assert_eq!(m["manifest_version"], 3);
-    for key in ["name", "version", "description"] {
-        assert!(m[key].is_string(), "manifest.{key}");
-    }
-    assert!(
-        m["action"].is_object(),
-        "an action, whose badge is the point"
-    );
-    let worker = m["background"]["service_worker"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(
-        files.contains_key(worker),
-        "service worker {worker:?} missing"
-    );
-    let scripts = m["content_scripts"].as_array().cloned().unwrap_or_default();
-    assert!(!scripts.is_empty(), "no content script");
-    for s in &scripts {
-        for js in s["js"].as_array().cloned().unwrap_or_default() {
-            let js = js.as_str().unwrap_or_default();
-            assert!(files.contains_key(js), "content script {js:?} missing");
-        }
-        let matches = s["matches"].as_array().cloned().unwrap_or_default();
-        assert!(
-            matches.iter().any(|p| p == "http://*/*"),
-            "content script must run on the loopback pages"
-        );
-    }
-    assert!(
-        m.get("permissions").is_none(),
-        "the badge needs no permission"
-    );
-    assert!(
-        files
-            .get(worker)
-            .is_some_and(|w| w.contains("setBadgeText({ tabId")),
-        "badge per tab"
-    );
-}
 
 /// What each extension does under `behaviour.js`, in order; `None` (the reason
 /// printed) when node is not on PATH.
@@ -261,11 +175,11 @@ fn every_start_writes_new_scripts_that_do_the_same() {
         .unwrap_or_else(|e| panic!("{OLD} manifest: {e}"));
     let mut starts: Vec<(Option<&str>, String, BTreeMap<String, String>)> = Vec::new();
     for i in 0..4 {
-        starts.push((None, format!("app #{i}"), written(None)));
+        starts.push((None, format!("app #{i}"), written_by(APP, None)));
     }
     for m in MUTANTS {
         for i in 0..2 {
-            starts.push((Some(m), format!("{m} #{i}"), written(Some(m))));
+            starts.push((Some(m), format!("{m} #{i}"), written_by(APP, Some(m))));
         }
     }
     for (_, label, files) in &starts {
@@ -304,62 +218,12 @@ fn every_start_writes_new_scripts_that_do_the_same() {
 
 #[test]
 fn ext_wordbadge_2_refuses_ambiguous_and_bad_mutants_and_writes_nothing() {
-    let tmp = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => panic!("tempdir: {e}"),
-    };
-    let out = tmp.path().join("ext");
-    let out_arg = out.to_string_lossy().into_owned();
-    for m in ["unobtrusive-badge", "no-such-capability"] {
-        assert_refused(&BIN, &["--extension-out", &out_arg, "--mutant", m]);
-        assert!(!out.exists(), "--mutant {m} wrote {}", out.display());
-    }
-    assert_refused(&BIN, &["--mutant"]);
-    assert_refused(&BIN, &["--port", "x"]);
+    refuses_ambiguous_and_bad_mutants(APP);
 }
 
 #[test]
 fn ext_wordbadge_2_serves_the_test_pages() {
-    let app = RunningApp::start(&BIN, &[]);
-    let client = reqwest::blocking::Client::new();
-    let get = |path: &str| -> (u16, String) {
-        match client.get(format!("{}{path}", app.url)).send() {
-            Ok(r) => (r.status().as_u16(), r.text().unwrap_or_default()),
-            Err(e) => panic!("GET {path}: {e}"),
-        }
-    };
-    let (s, index) = get("/");
-    assert_eq!(s, 200);
-    for (path, holds) in [
-        (
-            "/plain",
-            "The quick brown fox jumps over the lazy dog, a well-known pangram.",
-        ),
-        (
-            "/decoy",
-            "<p data-decoy>these seven words should never be counted</p>",
-        ),
-        (
-            "/decoy",
-            "<div aria-hidden=\"true\">five hidden words right here</div>",
-        ),
-        (
-            "/dynamic",
-            "<button id=\"grow\" type=\"button\">Add words</button>",
-        ),
-        ("/empty", "<main></main>"),
-    ] {
-        assert!(
-            index.contains(&format!("href=\"{path}\"")),
-            "index does not link {path}"
-        );
-        let (s, html) = get(path);
-        assert_eq!(s, 200, "{path}");
-        assert!(html.contains(holds), "{path} lacks {holds:?}");
-    }
-    assert_eq!(get("/nope").0, 404);
-    let post = client.post(format!("{}/plain", app.url)).send();
-    assert_eq!(post.map(|r| r.status().as_u16()).ok(), Some(404));
+    serves_the_test_pages(APP);
 }
 
 /// Started as the harness starts it, the app hands over a URL and an extension that is

@@ -253,7 +253,11 @@ fn an_honest_agent_with_a_real_test_is_verified() {
     );
     assert!(rec.verdict.passed);
     let gate = rec.evidence.gate.expect("gate ran");
-    assert_eq!(gate.runs.len(), 3, "N = 2 app runs + 1 mutant run");
+    assert_eq!(
+        gate.runs.len(),
+        6,
+        "N = 2 app runs + 1 mutant run + M = 3 of balance's 4 independent mutants"
+    );
     // Raw evidence of every gate run is on disk beside the record.
     for r in &gate.runs {
         assert!(dir.join(&r.stdout.path).is_file());

@@ -29,6 +29,7 @@ use gauntlet::score::Outcome;
 use gauntlet::spec::LoadedApp;
 
 use crate::support;
+use crate::support::inline_agent as agent;
 
 const PS_HTTP: &str = include_str!("../fixtures/agents/hostile/ps-http.sh");
 const PS_CLI: &str = include_str!("../fixtures/agents/hostile/ps-cli.sh");
@@ -64,13 +65,6 @@ fn shared_canary() -> &'static str {
         std::env::set_var(CANARY_VAR, &key);
         key
     })
-}
-
-/// A fixture agent, passed inline: `sh -c <script> <name> <args…>`.
-fn agent(script: &str, name: &str, args: &[&str]) -> AgentChoice {
-    let mut argv: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), name.into()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    AgentChoice::command(argv)
 }
 
 fn load(app: &str) -> LoadedApp {
@@ -1309,7 +1303,8 @@ fn every_gate_run_green(script: &str, name: &str, found: &str, attack: &str) {
         .into_iter()
         .collect();
     match &rec.evidence.gate {
-        Some(g) if g.runs.len() == 4 => {
+        // N = 3 app runs, the mutant and M = 3 independent mutants.
+        Some(g) if g.runs.len() == 7 => {
             for r in g.runs.iter().filter(|r| !r.end.success()) {
                 let stderr = std::fs::read_to_string(dir.join(&r.stderr.path)).unwrap_or_default();
                 problems.push(format!(
@@ -1321,7 +1316,7 @@ fn every_gate_run_green(script: &str, name: &str, found: &str, attack: &str) {
                 ));
             }
         }
-        other => problems.push(format!("expected 4 gate runs, got {other:?}")),
+        other => problems.push(format!("expected 7 gate runs, got {other:?}")),
     }
     problems.extend(s.invariants(&rec, &dir));
     s.conclude(attack, problems);
@@ -1377,21 +1372,25 @@ fn fingerprint_on(app: &str, capability: &str) {
         .filter(|(t, _)| *t == gauntlet::evidence::GateTarget::App)
         .map(|(_, o)| lines(o, "FP "))
         .collect();
-    let mutant: Option<BTreeSet<String>> = runs
+    // The own mutant's run and every independent mutant's: each is a mutant.
+    let mutants: Vec<(gauntlet::evidence::GateTarget, BTreeSet<String>)> = runs
         .iter()
-        .find(|(t, _)| *t == gauntlet::evidence::GateTarget::Mutant)
-        .map(|(_, o)| lines(o, "FP "));
-    match (apps.first(), &mutant) {
-        (Some(first), Some(m)) if !m.is_empty() => {
+        .filter(|(t, _)| *t != gauntlet::evidence::GateTarget::App)
+        .map(|(t, o)| (*t, lines(o, "FP ")))
+        .collect();
+    match (apps.first(), mutants.first()) {
+        (Some(first), Some((_, m))) if !m.is_empty() => {
             let common: BTreeSet<&String> = first
                 .iter()
                 .filter(|l| apps.iter().all(|a| a.contains(*l)))
                 .collect();
-            let tells: Vec<&&String> = common.iter().filter(|l| !m.contains(**l)).collect();
-            if !tells.is_empty() {
-                problems.push(format!(
-                    "every app run prints these and the mutant run does not: {tells:?}"
-                ));
+            for (target, m) in &mutants {
+                let tells: Vec<&&String> = common.iter().filter(|l| !m.contains(**l)).collect();
+                if !tells.is_empty() {
+                    problems.push(format!(
+                        "every app run prints these and the {target:?} run does not: {tells:?}"
+                    ));
+                }
             }
         }
         _ => problems.push(format!(

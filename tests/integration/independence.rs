@@ -12,25 +12,12 @@ use gauntlet::spec::LoadedApp;
 
 use crate::support;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let dst = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).expect("copy");
-        }
-    }
-}
-
 /// py-greeter with `greet`'s reference test rewritten by `edit` (its check.sh in, the
 /// new one out), and a config pointing at it.
 fn greeter_with(tmp: &Path, edit: impl Fn(&str, &str) -> String) -> (LoadedApp, Config) {
     let apps = tmp.join("apps");
     let dir = apps.join("py-greeter");
-    copy_dir(
+    support::copy_dir(
         &support::root().join("tests/fixtures/apps/py-greeter"),
         &dir,
     );

@@ -5,23 +5,11 @@ use std::path::Path;
 use gauntlet::config::Config;
 use gauntlet::plan::{load_apps_checked, plan_qa};
 
-use crate::support::root;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
+use crate::support::{self, root};
 
 fn temp_apps() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(
+    support::copy_dir(
         &root().join("apps/api-ledger"),
         &dir.path().join("api-ledger"),
     );
@@ -325,7 +313,7 @@ fn superseded_by_names_another_app_that_is_loaded_beside_it() {
     // The superseded app alone, without its newer version, is refused; with it, only
     // the newer version is planned.
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(
+    support::copy_dir(
         &root().join("apps/cli-tally"),
         &dir.path().join("cli-tally"),
     );
@@ -338,7 +326,7 @@ fn superseded_by_names_another_app_that_is_loaded_beside_it() {
             && err.contains("`cli-tally-2`"),
         "{err}"
     );
-    copy_dir(
+    support::copy_dir(
         &root().join("apps/cli-tally-2"),
         &dir.path().join("cli-tally-2"),
     );

@@ -21,6 +21,7 @@ use gauntlet::score::Outcome;
 use gauntlet::spec::{CapabilityKind, LoadedApp};
 
 use crate::support;
+use crate::support::inline_agent as agent;
 
 const EXT_IDENTITY: &str = include_str!("../fixtures/agents/hostile/ext-identity.sh");
 const ARGV_ECHO: &str = include_str!("../fixtures/agents/hostile/argv-echo.sh");
@@ -35,13 +36,6 @@ const RELAY_ARGS: &str = include_str!("../fixtures/agents/hostile/relay-args.sh"
 const N: u32 = 3;
 /// M: independent mutants drawn (the default of `Config::independent_mutants`).
 const M: u32 = 3;
-
-/// A fixture agent, passed inline: `sh -c <script> <name> <args…>`.
-fn agent(script: &str, name: &str, args: &[&str]) -> AgentChoice {
-    let mut argv: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), name.into()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    AgentChoice::command(argv)
-}
 
 fn load(app: &str) -> LoadedApp {
     gauntlet::spec::load_app(&support::root().join("apps").join(app))

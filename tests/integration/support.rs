@@ -36,6 +36,29 @@ pub fn fixture_agent(name: &str) -> AgentChoice {
     ])
 }
 
+/// A fixture agent passed inline, `sh -c <script> <name> <args…>`: it runs whether or
+/// not the repository is visible to it.
+pub fn inline_agent(script: &str, name: &str, args: &[&str]) -> AgentChoice {
+    let mut argv: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), name.into()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    AgentChoice::command(argv)
+}
+
+/// Copy a directory tree (regular files and directories), e.g. an app into a
+/// temporary apps directory.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let dst = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).expect("copy");
+        }
+    }
+}
+
 pub fn config(agent: AgentChoice, out: &Path) -> Config {
     Config {
         agent,

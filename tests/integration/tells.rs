@@ -67,26 +67,13 @@ fn findings<'a>(app: &'a Value, status: &str) -> Vec<[&'a str; 6]> {
         .collect()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let dst = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).expect("copy");
-        }
-    }
-}
-
 /// A temporary apps directory holding a copy of the shipped app `name` alone, without
 /// its `superseded_by` (which would need its newer version beside it; `app.json` is not
 /// hashed, so the copy is the same frozen app).
 fn alone(name: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join(name);
-    copy_dir(&support::root().join("apps").join(name), &dir);
+    support::copy_dir(&support::root().join("apps").join(name), &dir);
     let manifest = dir.join("app.json");
     let mut json: Value =
         serde_json::from_slice(&std::fs::read(&manifest).expect("app.json")).expect("json");
@@ -100,7 +87,7 @@ fn alone(name: &str) -> tempfile::TempDir {
 /// A temporary apps directory holding a copy of `tests/fixtures/apps/py-words`.
 fn py_words() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("tempdir");
-    copy_dir(
+    support::copy_dir(
         &support::root().join("tests/fixtures/apps/py-words"),
         &tmp.path().join("py-words"),
     );
