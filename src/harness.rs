@@ -673,6 +673,28 @@ pub async fn run_all(
         };
         lanes.entry(lane).or_default().push((index, t.clone()));
     }
+    // Each planned qa app's independence matrix is derived at once, side by side, rather
+    // than by its first trial in its lane's turn (a browser app's is a few dozen browser
+    // runs): the trials wait for it on its lock and read it from the cache. A failure is
+    // the trial's to report, deriving it again.
+    if let Jobs::PerLane(_) = jobs {
+        let apps: std::collections::BTreeSet<usize> = trials
+            .iter()
+            .filter(|t| t.skip.is_none())
+            .filter_map(|t| match t.unit {
+                Unit::Qa { app, .. } => Some(app),
+                _ => None,
+            })
+            .collect();
+        for app in apps {
+            let (suites, cfg) = (Arc::clone(&suites), Arc::clone(&cfg));
+            tokio::spawn(async move {
+                if let Some(app) = suites.apps.get(app) {
+                    let _ = crate::suites::qa::independence::matrix_for(app, &cfg).await;
+                }
+            });
+        }
+    }
     // One dispatcher per lane starts its trials in plan order as permits free up: the
     // order is the plan's, not whichever task the runtime polls first, and a trial's
     // future exists only once it may start (a 1,000-trial run holds no 1,000 futures).
