@@ -117,6 +117,7 @@ pub fn run_identity(
     }
     specs.insert("challenges".into(), dir_digest(&cfg.challenges_dir)?);
     specs.insert("scorecard".into(), dir_digest(&cfg.scorecard_dir)?);
+    specs.extend(crate::record::identity::trial_specs(suites));
     let mut harness = std::collections::BTreeMap::new();
     harness.insert(
         "commit".into(),

@@ -51,6 +51,16 @@ pub struct Placement {
 }
 
 impl RunIdentity {
+    /// Whether this identity pins each trial's own spec ([`trial_specs`]), not only
+    /// each app's (a `run.json` written before it did).
+    pub fn pins_trials(&self) -> bool {
+        self.specs.keys().any(|k| {
+            [QA_KEY, CHALLENGE_KEY, PROBE_KEY]
+                .iter()
+                .any(|p| k.starts_with(p))
+        })
+    }
+
     /// The first place where `now` differs from this recorded identity, as
     /// "`field`: recorded vs now", or `None` when the two are the same.
     pub fn difference(&self, now: &RunIdentity) -> Option<String> {
@@ -73,6 +83,151 @@ impl RunIdentity {
         map_difference("specs", &self.specs, &other.specs, labels)
             .or_else(|| map_difference("harness", &self.harness, &other.harness, labels))
     }
+}
+
+/// The `specs` entries that pin each trial's own spec, as its record names it, so
+/// that rescore can tell a record from the run's plan (see [`check_record`]):
+///
+/// - `qa:<app>::<capability>`: `<kind> <capability_sha256> <flow_sha256 or ->`, as
+///   [`crate::suites::qa::spec_ref`] computes them for the record;
+/// - `challenge:<id>`: the SHA-256 of `challenge.yaml`;
+/// - `probe:<dimension>::<id>`: the SHA-256 of the probe file.
+///
+/// The app itself is pinned by `app:<name>` (its content hash, then the hash of its
+/// corpus and flows). Runs made before these entries existed have only `app:<name>`,
+/// `challenges` and `scorecard`: their records are checked against what those pin.
+pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for app in &suites.apps {
+        for cap in &app.corpus.capabilities {
+            let r = crate::suites::qa::spec_ref(app, &cap.id);
+            out.insert(format!("{QA_KEY}{}::{}", r.app, r.capability), qa_value(&r));
+        }
+    }
+    for c in &suites.challenges.challenges.list {
+        out.insert(
+            format!("{CHALLENGE_KEY}{}", c.manifest.id),
+            c.manifest_sha256.clone(),
+        );
+    }
+    for p in &suites.scorecard.probes {
+        out.insert(
+            format!("{PROBE_KEY}{}::{}", p.probe.dimension, p.probe.id),
+            p.sha256.clone(),
+        );
+    }
+    out
+}
+
+const QA_KEY: &str = "qa:";
+const CHALLENGE_KEY: &str = "challenge:";
+const PROBE_KEY: &str = "probe:";
+
+fn kind_name(kind: crate::spec::CapabilityKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn qa_value(r: &super::QaSpecRef) -> String {
+    format!(
+        "{} {} {}",
+        kind_name(r.kind),
+        r.capability_sha256,
+        r.flow_sha256.as_deref().unwrap_or("-")
+    )
+}
+
+/// Where a record's spec disagrees with what the run planned in `run.json`: one line
+/// per field, naming it, the record's value and the planned one. A record moved,
+/// copied or relabelled from another trial (another capability, app, challenge or
+/// probe) names a spec the run did not plan for the trial it now stands for.
+///
+/// What an old `run.json` (before [`trial_specs`]) lacks is not checked: its qa records
+/// are checked against the app's content hash only.
+pub fn check_record(planned: &RunIdentity, rec: &super::any::AnyRecord) -> Vec<String> {
+    use super::any::AnyRecord;
+    let has = |prefix: &str| planned.specs.keys().any(|k| k.starts_with(prefix));
+    let mut out = Vec::new();
+    let mut differs = |field: &str, recorded: &str, want: &str, key: &str| {
+        out.push(format!(
+            "`{field}` is `{recorded}` in the record, but the run planned `{want}` ({IDENTITY_FILE} `specs.{key}`)"
+        ));
+    };
+    match rec {
+        AnyRecord::Qa(r) => {
+            let s = &r.spec;
+            let app_key = format!("app:{}", s.app);
+            match planned.specs.get(&app_key) {
+                None => differs("spec.app", &s.app, "no such app", &app_key),
+                Some(v) => {
+                    let want = v.split(' ').next().unwrap_or_default();
+                    if want != s.app_content_hash {
+                        differs("spec.app_content_hash", &s.app_content_hash, want, &app_key);
+                    }
+                }
+            }
+            let key = format!("{QA_KEY}{}::{}", s.app, s.capability);
+            match planned.specs.get(&key) {
+                Some(v) => {
+                    let mut want = v.split(' ');
+                    let have = [
+                        ("spec.kind", kind_name(s.kind)),
+                        ("spec.capability_sha256", s.capability_sha256.clone()),
+                        (
+                            "spec.flow_sha256",
+                            s.flow_sha256.clone().unwrap_or("-".into()),
+                        ),
+                    ];
+                    for (field, have) in have {
+                        let w = want.next().unwrap_or_default();
+                        if w != have {
+                            differs(field, &have, w, &key);
+                        }
+                    }
+                }
+                None if has(QA_KEY) => {
+                    differs("spec.capability", &s.capability, "no such capability", &key)
+                }
+                None => {}
+            }
+        }
+        AnyRecord::Challenge(r) => {
+            let p = &r.provenance;
+            let key = format!("{CHALLENGE_KEY}{}", p.challenge_id);
+            match planned.specs.get(&key) {
+                Some(want) if *want != p.manifest_sha256 => {
+                    differs("provenance.manifest_sha256", &p.manifest_sha256, want, &key)
+                }
+                Some(_) => {}
+                None if has(CHALLENGE_KEY) => differs(
+                    "provenance.challenge_id",
+                    &p.challenge_id,
+                    "no such challenge",
+                    &key,
+                ),
+                None => {}
+            }
+        }
+        AnyRecord::Scorecard(r) => {
+            let key = format!(
+                "{PROBE_KEY}{}::{}",
+                r.probe.probe.dimension, r.probe.probe.id
+            );
+            match planned.specs.get(&key) {
+                Some(want) if *want != r.probe.sha256 => {
+                    differs("probe.sha256", &r.probe.sha256, want, &key)
+                }
+                Some(_) => {}
+                None if has(PROBE_KEY) => {
+                    differs("probe.probe.id", &r.probe.probe.id, "no such probe", &key)
+                }
+                None => {}
+            }
+        }
+    }
+    out
 }
 
 /// The first key whose value differs between two maps, as "`name.key`: a recorded vs b now".
@@ -191,6 +346,60 @@ mod tests {
                 .compare(&id("b", "h"), "in p1", "in p2")
                 .as_deref(),
             Some("`config.model`: \"a\" in p1 vs \"b\" in p2")
+        );
+    }
+
+    #[test]
+    fn a_record_is_checked_against_the_spec_its_run_planned() {
+        use crate::record::any::{load_any, AnyRecord};
+        let dir = tempfile::tempdir().unwrap();
+        crate::report::synthetic::SyntheticRun::fixed()
+            .write(dir.path())
+            .unwrap();
+        let file = crate::record::find_records(dir.path()).unwrap().remove(0);
+        let rec = load_any(&file).unwrap();
+        let AnyRecord::Qa(q) = &rec else {
+            panic!("a qa record")
+        };
+        let s = &q.spec;
+        let app = format!("app:{}", s.app);
+        let cap = format!("qa:{}::{}", s.app, s.capability);
+        let mut planned = id("a", "h");
+        planned.specs = [(app.clone(), format!("{} sha256:corpus", s.app_content_hash))].into();
+        // A run.json from before trials' specs were kept pins the app only.
+        assert!(!planned.pins_trials());
+        assert_eq!(check_record(&planned, &rec), Vec::<String>::new());
+        planned.specs.insert(cap.clone(), qa_value(s));
+        assert!(planned.pins_trials());
+        assert_eq!(check_record(&planned, &rec), Vec::<String>::new());
+        // The spec of another capability, carried by a relabelled record.
+        planned
+            .specs
+            .insert(cap.clone(), format!("{} sha256:other -", kind_name(s.kind)));
+        let found = check_record(&planned, &rec);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0],
+            format!(
+                "`spec.capability_sha256` is `{}` in the record, but the run planned `sha256:other` (run.json `specs.{cap}`)",
+                s.capability_sha256
+            )
+        );
+        // A capability the run never planned.
+        planned.specs.remove(&cap);
+        planned
+            .specs
+            .insert("qa:other::cap".into(), "feature sha256:x -".into());
+        let found = check_record(&planned, &rec);
+        assert!(found[0].starts_with("`spec.capability` is `"), "{found:?}");
+        // Another build of the app.
+        planned
+            .specs
+            .insert(app, "sha256:other sha256:corpus".into());
+        let found = check_record(&planned, &rec);
+        assert!(
+            found[0].starts_with("`spec.app_content_hash` is `"),
+            "{found:?}"
         );
     }
 

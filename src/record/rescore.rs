@@ -304,6 +304,12 @@ pub struct RunRescore {
     pub findings: Vec<super::manifest::Finding>,
     /// [`super::digest::run_digest`] over every record found.
     pub digest: String,
+    /// For a run directory, what every record's spec was checked against
+    /// ([`super::identity::check_record`]): `None` when it has no `run.json`,
+    /// `Some(false)` when its `run.json` is from before trials' own specs were kept in
+    /// it (apps' content hashes only), `Some(true)` when it pins every trial's spec.
+    /// `None` for a record or a trial directory.
+    pub planned: Option<Option<bool>>,
 }
 
 impl RunRescore {
@@ -362,7 +368,19 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     // stopped is checked like any, and counted as no finished record.
     let mut found: Vec<super::manifest::Found> = Vec::with_capacity(files.len());
     let mut stopped: Vec<(String, String)> = Vec::new();
-    for (f, checked) in files.iter().zip(super::any::check_all(&files)) {
+    // What the run planned (`run.json`): each record's spec is checked against it.
+    let planned = if is_run {
+        super::identity::read(path)?
+    } else {
+        None
+    };
+    for (f, mut checked) in files.iter().zip(super::any::check_all(&files)) {
+        if let (Some(id), Some(rec)) = (&planned, &checked.record) {
+            let at = format!("{}/{}", dir_of(f), super::RECORD_FILE);
+            for problem in super::identity::check_record(id, rec) {
+                checked.row.raw_problems.push(format!("{at}: {problem}"));
+            }
+        }
         let signal = checked
             .record
             .as_ref()
@@ -431,6 +449,11 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
         manifest,
         findings,
         digest,
+        planned: is_run.then(|| {
+            planned
+                .as_ref()
+                .map(super::identity::RunIdentity::pins_trials)
+        }),
     })
 }
 
@@ -447,6 +470,21 @@ pub fn render_run(r: &RunRescore) -> String {
         ManifestState::Present { attempts, trials } => out.push_str(&format!(
             "manifest: {trials} planned trials ({attempts} attempts)\n"
         )),
+    }
+    let plan = super::identity::IDENTITY_FILE;
+    match r.planned {
+        Some(Some(true)) => out.push_str(&format!(
+            "plan: every record's spec checked against {plan}\n"
+        )),
+        Some(Some(false)) => out.push_str(&format!(
+            "plan: records' apps checked against {plan}, which is from before it kept each trial's spec \
+             (capability, flow, challenge and probe hashes are not checked)\n"
+        )),
+        Some(None) => out.push_str(&format!(
+            "plan: none ({plan} absent: a run made before it existed, or by a caller that plans nothing); \
+             records' specs are not checked against a plan\n"
+        )),
+        None => {}
     }
     for f in &r.findings {
         out.push_str(&format!("{f}\n"));

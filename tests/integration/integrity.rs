@@ -387,3 +387,109 @@ fn a_run_without_a_manifest_still_rescores_and_says_so() {
         "a wrong digest fails even without a manifest"
     );
 }
+
+const INVALID: &str = "qa.api-ledger.reject-invalid-amount";
+const UNKNOWN: &str = "qa.api-ledger.reject-unknown-id";
+
+/// A real run of two capabilities, made once: `gauntlet run` over
+/// `api-ledger::reject-*` (reject-invalid-amount and reject-unknown-id) with the
+/// reference agent and the scripted model.
+fn two_capabilities() -> &'static PathBuf {
+    static RUN: OnceLock<PathBuf> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let out = tempfile::tempdir().expect("tempdir").keep();
+        let run = Command::new(crate::support::bin("gauntlet"))
+            .args(["run", "--filter", "qa::api-ledger::reject-", "--jobs", "2"])
+            .env_remove("CARGO")
+            .env_remove("GAUNTLET_CONFIG")
+            .env("GAUNTLET_OUT", &out)
+            .env("GAUNTLET_AGENT", "reference")
+            .env("GAUNTLET_MODE", "scripted")
+            .env("GAUNTLET_REPEATS", "1")
+            .env("GAUNTLET_N", "2")
+            .output()
+            .expect("gauntlet runs");
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{}\n{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+            .expect("out")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "one run directory: {dirs:?}");
+        let run = dirs[0].clone();
+        for d in [INVALID, UNKNOWN] {
+            assert!(run.join(d).join("record.json").is_file(), "{d}");
+        }
+        run
+    })
+}
+
+#[test]
+fn a_record_copied_over_another_capabilitys_trial_is_named_against_the_plan() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    copy_tree(two_capabilities(), &run).expect("copy");
+
+    // reject-invalid-amount's record and raw files, copied over reject-unknown-id's
+    // trial directory and relabelled as its trial: trial name, directory and the
+    // spec's capability agree; the verdict is the one the copied evidence gives under
+    // the new label; and the manifest's line names the new record.
+    let target = run.join(UNKNOWN);
+    let was = std::fs::read(target.join("record.json")).expect("record");
+    let genuine: QaRecord = serde_json::from_slice(&was).expect("record");
+    std::fs::remove_dir_all(&target).expect("rm");
+    copy_tree(&run.join(INVALID), &target).expect("copy trial");
+    let file = target.join("record.json");
+    let mut rec: QaRecord = gauntlet::record::load(&file).expect("record");
+    assert_eq!(rec.spec.capability, "reject-invalid-amount");
+    rec.header.trial = genuine.header.trial.clone();
+    rec.spec.capability = genuine.spec.capability.clone();
+    rec.spec.kind = genuine.spec.kind;
+    rec.verdict = gauntlet::record::rescore::derive_qa_verdict(
+        &target,
+        &rec.header.config.agent,
+        &rec.spec,
+        &rec.evidence,
+    )
+    .expect("derives");
+    let bytes = gauntlet::record::digest::record_bytes(&rec).expect("json");
+    rewrite(&file, &bytes);
+    let manifest = run.join("manifest.jsonl");
+    let lines = std::fs::read_to_string(&manifest).expect("manifest");
+    let old = gauntlet::hash::sha256(&was);
+    assert!(lines.contains(&old), "{lines}");
+    rewrite(
+        &manifest,
+        lines
+            .replace(&old, &gauntlet::hash::sha256(&bytes))
+            .as_bytes(),
+    );
+
+    let (code, out) = rescore(&run, None);
+    assert_eq!(code, Some(1), "a copied record passed: {out}");
+    let named = format!(
+        "{UNKNOWN}/record.json: `spec.capability_sha256` is `{}` in the record, but the run planned `{}`",
+        rec.spec.capability_sha256, genuine.spec.capability_sha256
+    );
+    assert!(out.contains(&named), "{out}");
+    assert!(out.contains("qa::api-ledger::reject-unknown-id"), "{out}");
+    // The run as it was agrees with its plan.
+    let (code, pristine) = rescore(two_capabilities(), None);
+    assert_eq!(code, Some(0), "{pristine}");
+    assert!(
+        pristine.contains("plan: every record's spec checked against run.json"),
+        "{pristine}"
+    );
+    // The untouched record still agrees.
+    assert!(
+        out.lines().any(
+            |l| l.starts_with("qa::api-ledger::reject-invalid-amount") && l.ends_with("agrees")
+        ),
+        "{out}"
+    );
+}
