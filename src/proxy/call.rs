@@ -133,9 +133,13 @@ pub(crate) async fn count_tokens(
             {
                 Ok(response) => {
                     let status = response.status();
-                    let content_type = response.headers().get(hyper::header::CONTENT_TYPE).cloned();
+                    // Not a model call, and no less the provider's words: redacted.
+                    let content_type = response
+                        .headers()
+                        .get(hyper::header::CONTENT_TYPE)
+                        .map(|v| upstream.redact_header(v));
                     match response.bytes().await {
-                        Ok(bytes) => body::bytes(status, content_type, bytes),
+                        Ok(bytes) => body::bytes(status, content_type, upstream.redact_body(bytes)),
                         Err(e) => protocol.error(
                             ErrorKind::Upstream,
                             &upstream.redact(&format!("upstream token count cut: {e}")),

@@ -112,8 +112,12 @@ pub(crate) async fn forward(
         }
     };
     let status = response.status();
-    let content_type = response.headers().get(CONTENT_TYPE).cloned();
-    let passed = passed_headers(response.headers());
+    // The provider's words reach the agent redacted, its headers as its body.
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|v| upstream.redact_header(v));
+    let passed = upstream.redact_headers(passed_headers(response.headers()));
     // Read as what the provider sent, whatever the request seemed to ask for: a stream
     // read whole meters nothing, and a whole answer read as a stream neither.
     let a_stream = status.is_success() && answers_a_stream(content_type.as_ref(), stream);
@@ -182,7 +186,7 @@ pub(crate) async fn forward(
     }
     .map(|e| upstream.redact(&e));
     log.record(pending);
-    let mut whole = body::bytes(status, content_type, upstream.redact_bytes(bytes));
+    let mut whole = body::bytes(status, content_type, upstream.redact_body(bytes));
     whole.headers_mut().extend(passed);
     whole
 }

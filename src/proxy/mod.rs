@@ -22,6 +22,7 @@ mod calls;
 mod chat;
 mod envelope;
 mod forward;
+mod guard;
 mod log;
 mod mapping;
 mod messages;

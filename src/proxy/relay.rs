@@ -1,10 +1,11 @@
 //! Passing an upstream SSE stream through to the agent while metering it.
 //!
-//! Chunks go to the agent as they arrive (the relay is the response body itself, so
-//! nothing is buffered beyond one unfinished event); chunks that have already arrived
-//! together (a burst in the upstream connection's buffer) go out in one write. Each
-//! event is shown to a protocol-specific [`StreamMeter`]; the entry is recorded exactly
-//! once, when the stream ends or breaks.
+//! Events go to the agent as they complete (the relay is the response body itself, so
+//! nothing is buffered beyond one unfinished event, and one whose text could begin the
+//! API key: see [`TextGuard`]); events that have already arrived together (a burst in
+//! the upstream connection's buffer) go out in one write. Each event is shown to a
+//! protocol-specific [`StreamMeter`]; the entry is recorded exactly once, when the
+//! stream ends or breaks.
 //!
 //! An agent that hangs up mid-stream does not end the call: the provider has been
 //! asked, bills the whole answer it goes on writing, and sends the usage last (Chat,
@@ -23,6 +24,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use hyper::body::Frame;
 
+use super::guard::TextGuard;
 use super::log::{Pending, Tokens, UsageLog};
 use super::sse::{SseEvent, SseScanner};
 use super::upstream::{Lane, Upstream};
@@ -31,9 +33,6 @@ use super::upstream::{Lane, Upstream};
 pub(crate) trait StreamMeter: Send + 'static {
     /// Look at one event's data; return `false` to keep the event from the agent.
     fn observe(&mut self, data: &str) -> bool;
-    /// Whether [`StreamMeter::observe`] may drop events. When not, chunks are forwarded
-    /// byte for byte as received rather than event by event.
-    fn filters(&self) -> bool;
     /// The usage seen so far (all `None` when none was seen; never invented).
     fn tokens(&self) -> Tokens;
     /// Whether the protocol's end-of-stream marker was seen.
@@ -51,6 +50,8 @@ pub(crate) struct Relay {
     /// Where the entry goes; `None` once recorded.
     finish: Option<(Arc<UsageLog>, Pending)>,
     redactor: Arc<Upstream>,
+    /// The key kept out of the decoded text too, where deltas spell it across events.
+    guard: TextGuard,
     /// A poll of the upstream stream not yet handled: the first chunk (awaited by
     /// `forward`), or a break seen while bytes were still waiting to go out.
     held: Option<Polled>,
@@ -122,9 +123,6 @@ struct Spent;
 
 impl StreamMeter for Spent {
     fn observe(&mut self, _: &str) -> bool {
-        false
-    }
-    fn filters(&self) -> bool {
         false
     }
     fn tokens(&self) -> Tokens {
@@ -211,6 +209,7 @@ impl Relay {
             scanner: SseScanner::default(),
             meter,
             finish: Some(finish),
+            guard: TextGuard::new(Arc::clone(&redactor)),
             redactor,
             held: Some(first),
             out: BytesMut::new(),
@@ -248,6 +247,7 @@ impl Relay {
             meter: std::mem::replace(&mut self.meter, Box::new(Spent)),
             finish: self.finish.take(),
             redactor: Arc::clone(&self.redactor),
+            guard: TextGuard::new(Arc::clone(&self.redactor)),
             held: self.held.take(),
             out: BytesMut::new(),
             turn: Turn::default(),
@@ -257,12 +257,13 @@ impl Relay {
         }
     }
 
-    /// Show `events` to the meter; return the bytes of those to forward.
+    /// Show `events` to the meter; return the bytes of those to forward, as the
+    /// [`TextGuard`] lets them go (an event whose text could begin the key waits).
     fn pass(&mut self, events: Vec<SseEvent>) -> Vec<u8> {
         let mut out = Vec::new();
         for event in events {
             if self.meter.observe(&event.data) {
-                out.extend_from_slice(&event.raw);
+                self.guard.push(&event.data, event.raw, &mut out);
             }
         }
         out
@@ -291,15 +292,20 @@ impl Relay {
         self.out.len() - self.redactor.key_start_at_end(&self.out)
     }
 
-    /// Meter one upstream chunk; append what the agent gets to `out`.
+    /// Meter one upstream chunk; append what the agent gets to `out`: whole events
+    /// only, since whether an event's text may go depends on all of it (and, when it
+    /// could begin the key, on the next).
     fn take_chunk(&mut self, chunk: Bytes, out: &mut BytesMut) {
         let events = self.scanner.push(&chunk);
-        if self.meter.filters() {
-            out.extend_from_slice(&self.pass(events));
-        } else {
-            self.pass(events);
-            out.extend_from_slice(&chunk);
-        }
+        out.extend_from_slice(&self.pass(events));
+    }
+
+    /// The event held back by the guard, gathered to go out: the stream ends or
+    /// breaks, so nothing follows it.
+    fn release(&mut self) {
+        let mut tail = Vec::new();
+        self.guard.flush(&mut tail);
+        self.out.extend_from_slice(&tail);
     }
 }
 
@@ -355,12 +361,13 @@ impl Stream for Relay {
                         return Poll::Ready(Some(Ok(this.flush(false))));
                     }
                 }
-                Some(Err(e)) if !this.out.is_empty() => {
-                    // What arrived before the break reaches the agent first.
-                    this.held = Some(Some(Err(e)));
-                    return Poll::Ready(Some(Ok(this.flush(true))));
-                }
                 Some(Err(e)) => {
+                    this.release();
+                    if !this.out.is_empty() {
+                        // What arrived before the break reaches the agent first.
+                        this.held = Some(Some(Err(e)));
+                        return Poll::Ready(Some(Ok(this.flush(true))));
+                    }
                     let message = this.redactor.redact(&format!("upstream stream cut: {e}"));
                     this.record(Some(message.clone()));
                     // Failing the body makes hyper cut the agent's stream too, so the
@@ -369,13 +376,9 @@ impl Stream for Relay {
                 }
                 None => {
                     let rest = this.scanner.finish();
-                    if this.meter.filters() {
-                        let tail = this.pass(rest.into_iter().collect());
-                        this.out.extend_from_slice(&tail);
-                    } else {
-                        // Unfiltered bytes were all gathered as they came.
-                        this.pass(rest.into_iter().collect());
-                    }
+                    let tail = this.pass(rest.into_iter().collect());
+                    this.out.extend_from_slice(&tail);
+                    this.release();
                     let error = this.meter.problem().or_else(|| {
                         (!this.meter.complete())
                             .then(|| "upstream stream ended before its end marker".to_owned())

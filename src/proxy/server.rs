@@ -253,9 +253,13 @@ async fn models(state: &State) -> Response<Body> {
         Mode::Byok(upstream) => match upstream.get("models").await {
             Ok(response) => {
                 let status = response.status();
-                let content_type = response.headers().get(hyper::header::CONTENT_TYPE).cloned();
+                // Not a model call, and no less the provider's words: redacted as one.
+                let content_type = response
+                    .headers()
+                    .get(hyper::header::CONTENT_TYPE)
+                    .map(|v| upstream.redact_header(v));
                 match response.bytes().await {
-                    Ok(bytes) => body::bytes(status, content_type, bytes),
+                    Ok(bytes) => body::bytes(status, content_type, upstream.redact_body(bytes)),
                     Err(e) => Protocol::Chat.error(
                         ErrorKind::Upstream,
                         &upstream.redact(&format!("upstream model list cut: {e}")),

@@ -452,6 +452,85 @@ impl Upstream {
         Bytes::from(out)
     }
 
+    /// A provider's whole body as the agent may see it: [`Upstream::redact_bytes`],
+    /// and, for a JSON body whose strings spell the key with escapes (`\u0073k-…`),
+    /// those strings redacted as decoded (the body then re-serialized).
+    pub(crate) fn redact_body(&self, bytes: Bytes) -> Bytes {
+        let bytes = self.redact_bytes(bytes);
+        if self.api_key.is_empty() || memchr::memchr(b'\\', &bytes).is_none() {
+            return bytes;
+        }
+        match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(mut value) => {
+                if self.redact_value(&mut value) {
+                    Bytes::from(value.to_string())
+                } else {
+                    bytes
+                }
+            }
+            Err(_) => bytes,
+        }
+    }
+
+    /// Redact every string of `value` (keys of objects included) as decoded; whether
+    /// any held the key.
+    pub(crate) fn redact_value(&self, value: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        if self.api_key.is_empty() {
+            return false;
+        }
+        match value {
+            Value::String(text) if text.contains(&self.api_key) => {
+                *text = self.redact(text);
+                true
+            }
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |found, item| self.redact_value(item) | found),
+            Value::Object(map) => {
+                let mut found = false;
+                if map.keys().any(|k| k.contains(&self.api_key)) {
+                    let old = std::mem::take(map);
+                    for (k, v) in old {
+                        map.insert(self.redact(&k), v);
+                    }
+                    found = true;
+                }
+                map.values_mut()
+                    .fold(found, |found, item| self.redact_value(item) | found)
+            }
+            _ => false,
+        }
+    }
+
+    /// A provider's header value as the agent may see it.
+    pub(crate) fn redact_header(&self, value: &HeaderValue) -> HeaderValue {
+        let key = self.api_key.as_bytes();
+        if key.is_empty() || self.key_finder.find(value.as_bytes()).is_none() {
+            return value.clone();
+        }
+        let redacted = self.redact_bytes(Bytes::copy_from_slice(value.as_bytes()));
+        HeaderValue::from_maybe_shared(redacted)
+            .unwrap_or_else(|_| HeaderValue::from_static(REDACTED))
+    }
+
+    /// A provider's headers as the agent may see them: every value with the key in it
+    /// redacted (a header named with the key is dropped).
+    pub(crate) fn redact_headers(&self, headers: HeaderMap) -> HeaderMap {
+        let key = self.api_key.as_bytes();
+        if key.is_empty() {
+            return headers;
+        }
+        let mut out = HeaderMap::with_capacity(headers.len());
+        for (name, value) in headers.iter() {
+            if self.key_finder.find(name.as_str().as_bytes()).is_some() {
+                continue;
+            }
+            out.append(name.clone(), self.redact_header(value));
+        }
+        out
+    }
+
     /// How many of the last bytes of `bytes` could be the start of the key: a stream
     /// holds them back until the next bytes show whether the key follows.
     pub(crate) fn key_start_at_end(&self, bytes: &[u8]) -> usize {

@@ -26,6 +26,7 @@ mod proxy;
 mod proxy_budget;
 mod proxy_byok;
 mod proxy_cli;
+mod proxy_leak;
 mod proxy_provider;
 mod proxy_wire;
 mod reference_agent;

@@ -64,10 +64,6 @@ impl StreamMeter for ChatStreamMeter {
         !(self.injected && no_choices)
     }
 
-    fn filters(&self) -> bool {
-        self.injected
-    }
-
     fn tokens(&self) -> Tokens {
         self.seen.unwrap_or_default()
     }

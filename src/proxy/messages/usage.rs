@@ -106,10 +106,6 @@ impl StreamMeter for StreamUsage {
         true
     }
 
-    fn filters(&self) -> bool {
-        false
-    }
-
     fn tokens(&self) -> Tokens {
         self.raw.tokens()
     }

@@ -74,10 +74,6 @@ impl StreamMeter for StreamUsage {
         true
     }
 
-    fn filters(&self) -> bool {
-        false
-    }
-
     fn tokens(&self) -> Tokens {
         self.seen.unwrap_or_default()
     }
