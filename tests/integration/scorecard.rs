@@ -405,3 +405,118 @@ fn a_scripted_step_whose_tool_failed_is_an_error_not_a_low_score() {
         assert!(gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees());
     }
 }
+
+const READS_LEFTOVERS: &str = include_str!("../fixtures/agents/hostile/reads-leftovers.sh");
+
+/// Issue 45: a stateless agent (a `command` script that never writes its state
+/// directory) reads every file it can reach under `$HOME`, `$TMPDIR`, its workspace,
+/// its cwd, their parents and `/tmp` each turn and answers with what they say. The
+/// harness leaves nothing of an earlier turn or session there (HOME and TMPDIR are
+/// fresh per turn and removed after it; the workspace holds only what the agent
+/// writes), so it recalls nothing: no memory recall (P1.1–P1.3, P2.2's goals), no
+/// prior thread (P4.2).
+#[test]
+fn a_stateless_agent_reading_what_the_harness_left_recalls_nothing() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        agent: AgentChoice::command(vec![
+            "sh".into(),
+            "-c".into(),
+            READS_LEFTOVERS.into(),
+            "reads-leftovers.sh".into(),
+        ]),
+        timeout: Duration::from_secs(30),
+        ..cfg("stub", out.path())
+    };
+    let ids = ["p1-1", "p1-2", "p1-3", "p2-2", "p4-2"];
+    let run_dir = out.path().join("run");
+    let recs = runtime().block_on(async {
+        let runs = ids.iter().map(|id| {
+            let (suite, cfg, run_dir) = (&suite, &cfg, &run_dir);
+            async move {
+                let probe = suite.probe(id).expect("probe");
+                execute(suite, probe, cfg, run_dir, &ExecOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("{id}: {e}"))
+            }
+        });
+        futures_util::future::join_all(runs).await
+    });
+    let mut problems = Vec::new();
+    for (id, (rec, trial)) in ids.iter().zip(&recs) {
+        // Every turn ran and answered: a zero here is the agent's, not a broken run.
+        if let Some(e) = &rec.evidence.setup_error {
+            problems.push(format!("{id}: setup error {e}"));
+        }
+        if rec.evidence.turns.iter().any(|t| t.reply.is_none()) {
+            problems.push(format!("{id}: a turn without a reply"));
+        }
+        let spec = serde_json::to_value(&rec.probe.probe).expect("probe json");
+        let kind_of = |oid: &str| -> String {
+            spec["observations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|o| o["id"] == oid)
+                .and_then(|o| o["kind"].as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        for o in &rec.result.observations {
+            let kind = kind_of(&o.id);
+            let memory = ["recall", "prior_thread", "goals_stated", "priority_order"];
+            if o.holds && memory.contains(&kind.as_str()) {
+                problems.push(format!(
+                    "{id}: `{}` ({kind}) holds for a stateless agent: {}",
+                    o.id,
+                    o.audit
+                        .as_deref()
+                        .unwrap_or("")
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                ));
+            }
+        }
+        if rec.result.recall_score > 0 || rec.result.passed {
+            problems.push(format!(
+                "{id}: scored (recall_score {}, passed {})",
+                rec.result.recall_score, rec.result.passed
+            ));
+        }
+        // It never wrote its state directory, and the harness wrote nothing into it or
+        // into the workspace (a world sink: only the agent's writes belong there).
+        for sub in ["state", "workspace"] {
+            let left: Vec<String> = walkdir_files(&trial.join(sub));
+            if !left.is_empty() {
+                problems.push(format!("{id}: {sub} holds {left:?}"));
+            }
+        }
+        // Every turn's scratch HOME and TMPDIR is gone once the turn is over.
+        let scratch = walkdir_files(&trial.join("scratch"));
+        if !scratch.is_empty() {
+            problems.push(format!("{id}: scratch left behind: {scratch:?}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every file under `dir` (relative paths), none when it does not exist.
+fn walkdir_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap_or(&p);
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -11,7 +11,7 @@ use crate::proxy::Proxy;
 use crate::sys::process::{self, ProcessOutcome};
 use crate::trial::{SetupError, Streams};
 
-use super::driver::Driver;
+use super::driver::{Driver, Scratch};
 use crate::record::scorecard::ProcessRaw;
 
 /// What starting the background mode needs.
@@ -30,6 +30,9 @@ pub struct Running {
     task: tokio::task::JoinHandle<Result<ProcessOutcome, process::ProcessError>>,
     proxy: Option<Proxy>,
     trial_dir: std::path::PathBuf,
+    /// Its own HOME and TMPDIR, removed once it is stopped (nothing of it reaches the
+    /// turns after the block).
+    scratch: Scratch,
 }
 
 impl Running {
@@ -41,6 +44,9 @@ impl Running {
     /// return its raw evidence and the proxy's metering.
     pub async fn stop(self) -> (Option<ProcessRaw>, Vec<UsageEntry>) {
         let outcome = self.task.await;
+        // Dropped, it is removed as well; an error here leaves the next turn's scratch
+        // fresh all the same (each process has its own).
+        let _ = self.scratch.remove();
         let (usage, calls) = match self.proxy {
             Some(p) => crate::trial::finish_proxy(&self.trial_dir, p, &self.label).await,
             None => (vec![], None),
@@ -67,12 +73,13 @@ impl Running {
 /// none (it is then simply left idle).
 pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, SetupError> {
     let d = run.driver;
-    let Some((launch, proxy)) = launch_for(run).await? else {
+    let scratch = d.scratch("background")?;
+    let Some((launch, proxy)) = launch_for(run, &scratch).await? else {
         return Ok(None);
     };
     let proxy_url = proxy.as_ref().map(|p| p.base_url());
     let command = launch.invocation.command_line();
-    let kernel = d.kernel();
+    let kernel = d.kernel(&scratch);
     let env = kernel.env(launch.env, d.agent_env(), proxy_url.as_deref());
     let streams = Streams {
         stem: "background",
@@ -84,7 +91,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
         &streams,
         run.duration,
         d.cfg.output_cap_bytes,
-        d.view(),
+        d.view(&scratch),
     );
     Ok(Some(Running {
         label: "background".into(),
@@ -92,6 +99,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
         task: tokio::spawn(process::run(spec)),
         proxy,
         trial_dir: d.trial_dir.to_path_buf(),
+        scratch,
     }))
 }
 
@@ -101,6 +109,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
 /// daemon calls none).
 async fn launch_for(
     run: &BackgroundRun<'_, '_>,
+    scratch: &Scratch,
 ) -> Result<Option<(Launch, Option<Proxy>)>, SetupError> {
     let d = run.driver;
     let config = d.profile.and_then(|p| p.daemon_config());
@@ -116,7 +125,9 @@ async fn launch_for(
         state_dir: d.state_dir.to_path_buf(),
         config,
     };
-    let launch = d.kernel().prepare_daemon(d.adapter, &run, &proxy_url);
+    let launch = d
+        .kernel(scratch)
+        .prepare_daemon(d.adapter, &run, &proxy_url);
     match launch {
         Ok(Some(l)) => Ok(Some((l, Some(proxy)))),
         Ok(None) => {

@@ -10,6 +10,17 @@
 //! agent's background mode, when it has one, runs through it unprompted and the sinks
 //! keep observing; an agent without one is simply left alone and scores what it does.
 //! The harness changes the world between windows (P3.3) through the sinks' mutation API.
+//!
+//! What outlives a turn is the agent's own: its state directory, and the workspace (a
+//! world sink: a file written there is a side effect the probe observes, P5.4 re-runs
+//! a write against it). Everything else a process of the probe can write or read is
+//! [`Scratch`]: a fresh HOME and TMPDIR per turn (and per background run), where the
+//! adapter puts the turn's prompt file and config, removed when the process is over.
+//! The harness writes nothing into the workspace or the state directory for a
+//! `command` or `reference` agent, and its own files (streams, proxy calls, sink logs)
+//! lie outside every directory a sealed process sees: a stateless agent that reads
+//! every file it can reach finds nothing of an earlier turn (issue 45,
+//! `scorecard::a_stateless_agent_reading_what_the_harness_left_recalls_nothing`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,8 +57,8 @@ pub struct Driver<'a> {
     pub profile: Option<&'a LoadedProfile>,
     pub trial_dir: &'a Path,
     pub workspace: &'a Path,
-    pub home: &'a Path,
-    pub tmp: &'a Path,
+    /// Where each turn's (and background run's) [`Scratch`] is made and removed.
+    pub scratch: &'a Path,
     pub state_dir: &'a Path,
     pub sinks: &'a Sinks,
     pub trial: &'a str,
@@ -164,34 +175,44 @@ impl Driver<'_> {
             .collect()
     }
 
-    /// The kernel of the probe's processes: its trial directory, scratch HOME and
-    /// TMPDIR, started in its workspace.
-    pub(crate) fn kernel(&self) -> Context<'_> {
+    /// The kernel of one of the probe's processes: its trial directory, the
+    /// process's own scratch HOME and TMPDIR, started in the workspace.
+    pub(crate) fn kernel<'s>(&'s self, scratch: &'s Scratch) -> Context<'s> {
         Context {
             cfg: self.cfg,
             trial_dir: self.trial_dir,
-            home: self.home,
-            tmp: self.tmp,
+            home: &scratch.home,
+            tmp: &scratch.tmp,
             cwd: self.workspace,
         }
     }
 
+    /// A fresh scratch HOME and TMPDIR for the process named `stem`.
+    pub(crate) fn scratch(&self, stem: &str) -> Result<Scratch, SetupError> {
+        Scratch::new(self.scratch, stem)
+    }
+
     pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, SetupError> {
-        Ok(self
-            .kernel()
-            .proxy(flow, &format!("no flow for {what}"))
-            .await?)
+        // The proxy runs in the harness: no process, no scratch of its own.
+        let none = Context {
+            cfg: self.cfg,
+            trial_dir: self.trial_dir,
+            home: self.scratch,
+            tmp: self.scratch,
+            cwd: self.workspace,
+        };
+        Ok(none.proxy(flow, &format!("no flow for {what}")).await?)
     }
 
     /// The sandbox of every process the probe runs for the agent (turns and its
-    /// background mode): its workspace, HOME, TMPDIR and state directory writable;
-    /// `None` when the run is unsealed.
-    pub fn view(&self) -> Option<crate::sys::sandbox::View> {
+    /// background mode): its workspace, the process's own HOME and TMPDIR, and the
+    /// state directory writable; `None` when the run is unsealed.
+    pub fn view(&self, scratch: &Scratch) -> Option<crate::sys::sandbox::View> {
         self.cfg.sandbox.sealed().then(|| {
             crate::sys::sandbox::View::new()
                 .write(self.workspace)
-                .write(self.home)
-                .write(self.tmp)
+                .write(&scratch.home)
+                .write(&scratch.tmp)
                 .write(self.state_dir)
         })
     }
@@ -251,6 +272,16 @@ impl Driver<'_> {
                 return Err(e);
             }
         };
+        let stem = format!("turn-{turn_no:02}-{label}");
+        let scratch = match self.scratch(&stem) {
+            Ok(s) => s,
+            Err(e) => {
+                obs.usage.extend(proxy.shutdown().await);
+                t.problem = Some(e.to_string());
+                obs.evidence.turns.push(t);
+                return Err(e);
+            }
+        };
         let proxy_url = proxy.base_url();
         let run = PromptRun {
             title: self.trial.to_string(),
@@ -263,7 +294,7 @@ impl Driver<'_> {
             }),
         };
         let launch = self
-            .kernel()
+            .kernel(&scratch)
             .prepare(self.adapter, Job::Prompt(&run), &proxy_url);
         let launch = match launch {
             Ok(l) => l,
@@ -275,17 +306,23 @@ impl Driver<'_> {
                 return Err(e);
             }
         };
-        let stem = format!("turn-{turn_no:02}-{label}");
         let command = launch.invocation.command_line();
         let streams = Streams {
             stem: &stem,
             tag: Some(&stem),
         };
-        let spec =
-            self.kernel()
-                .agent_spec(launch, self.agent_env(), &proxy_url, &streams, self.view());
+        let spec = self.kernel(&scratch).agent_spec(
+            launch,
+            self.agent_env(),
+            &proxy_url,
+            &streams,
+            self.view(&scratch),
+        );
         let outcome = process::run(spec).await;
-        let (usage, calls) = self.kernel().finish_proxy(proxy, &stem).await;
+        // The turn is over (its process group with it): nothing of its HOME or TMPDIR,
+        // the prompt file included, is left for a later turn to read.
+        let cleared = scratch.remove();
+        let (usage, calls) = crate::trial::finish_proxy(self.trial_dir, proxy, &stem).await;
         let ended_cleanly = outcome.as_ref().is_ok_and(|o| o.end.success());
         t.script_failure = tool_steps
             .filter(|_| ended_cleanly)
@@ -306,6 +343,11 @@ impl Driver<'_> {
             t.script_failure = crate::score::scorecard::unwritten(&writes, &t.files_after);
         }
         *snapshot = after;
+        if let Err(e) = cleared {
+            t.problem = Some(e.to_string());
+            obs.evidence.turns.push(t);
+            return Err(e);
+        }
         let outcome = match outcome {
             Ok(o) => o,
             Err(source) => {
@@ -497,8 +539,72 @@ pub fn planted_entries(state_dir: &Path) -> Vec<String> {
     out
 }
 
-/// The trial's directories: workspace, scratch HOME, TMPDIR and the agent's state.
-pub fn trial_dirs(trial_dir: &Path) -> Result<[PathBuf; 4], SetupError> {
+/// The trial's directories: workspace, where each process's scratch is made, and the
+/// agent's state.
+pub fn trial_dirs(trial_dir: &Path) -> Result<[PathBuf; 3], SetupError> {
     let mk = |name: &str| mkdir(&trial_dir.join(name));
-    Ok([mk("workspace")?, mk("home")?, mk("tmp")?, mk("state")?])
+    Ok([mk("workspace")?, mk("scratch")?, mk("state")?])
+}
+
+/// One process's scratch HOME and TMPDIR (`scratch/<stem>/home`, `…/tmp`), new and empty
+/// when it starts and removed when it is over ([`Scratch::remove`], or on drop when a
+/// turn ends early): what the harness writes there for a turn (the prompt file, an
+/// adapter's config) and what the agent leaves there never reach a later turn.
+pub struct Scratch {
+    root: PathBuf,
+    pub home: PathBuf,
+    pub tmp: PathBuf,
+    removed: bool,
+}
+
+impl Scratch {
+    fn new(parent: &Path, stem: &str) -> Result<Scratch, SetupError> {
+        let root = parent.join(stem);
+        // `create_dir`, not `create_dir_all`: a directory already there is not fresh.
+        std::fs::create_dir(&root).map_err(SetupError::io(&root))?;
+        let home = mkdir(&root.join("home"))?;
+        let tmp = mkdir(&root.join("tmp"))?;
+        Ok(Scratch {
+            root,
+            home,
+            tmp,
+            removed: false,
+        })
+    }
+
+    /// Remove it all; an error when something of it is left.
+    pub fn remove(mut self) -> Result<(), SetupError> {
+        self.removed = true;
+        remove_tree(&self.root).map_err(SetupError::io(&self.root))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.removed {
+            let _ = remove_tree(&self.root);
+        }
+    }
+}
+
+/// `remove_dir_all`, and when that fails (an agent that ran as the harness's user may
+/// have taken its own permissions off a directory), again after giving every directory
+/// back to its owner. Symlinks are removed, never followed.
+fn remove_tree(root: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(root) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(_) => {}
+    }
+    fn reopen(dir: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                reopen(&e.path());
+            }
+        }
+    }
+    reopen(root);
+    std::fs::remove_dir_all(root)
 }

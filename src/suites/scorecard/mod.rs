@@ -85,7 +85,7 @@ pub async fn execute(
             ),
             Mode::Byok => None,
         };
-        let [workspace, home, tmp, state] = trial_dirs(&trial_dir)?;
+        let [workspace, scratch, state] = trial_dirs(&trial_dir)?;
         if let Some(src) = &opts.plant_state_from {
             copy_dir(src, &state).map_err(|source| SetupError::Plant {
                 from: src.clone(),
@@ -105,8 +105,7 @@ pub async fn execute(
             profile: profile.as_ref(),
             trial_dir: &trial_dir,
             workspace: &workspace,
-            home: &home,
-            tmp: &tmp,
+            scratch: &scratch,
             state_dir: &state,
             sinks: &sinks,
             trial: &name,
