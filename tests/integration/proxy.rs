@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{self, StreamExt};
 
+use crate::support::client;
 use bytes::Bytes;
 use gauntlet::proxy::{Proxy, ProxyMode, UsageEntry};
 use gauntlet::spec::{Flow, FlowStep};
@@ -44,13 +45,6 @@ async fn scripted(flow: Flow) -> Proxy {
     })
     .await
     .expect("proxy starts")
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("http client")
 }
 
 fn tool(name: &str) -> Value {

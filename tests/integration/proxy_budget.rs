@@ -8,6 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::proxy_provider::{self as provider, ALL, KEY};
+use crate::support::client;
 
 fn flow() -> Flow {
     Flow {
@@ -16,13 +17,6 @@ fn flow() -> Flow {
             text: "nothing to do".into(),
         }],
     }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("http client")
 }
 
 fn request(protocol: &str, model: &str, stream: bool) -> Value {

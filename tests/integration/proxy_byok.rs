@@ -10,6 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::proxy_provider::{self as provider, Golden, Tokens, ALL, KEY};
+use crate::support::client;
 
 async fn byok() -> (Proxy, std::sync::Arc<provider::Provider>) {
     let (upstream, fake) = provider::start().await;
@@ -20,13 +21,6 @@ async fn byok() -> (Proxy, std::sync::Arc<provider::Provider>) {
     .await
     .expect("proxy starts");
     (proxy, fake)
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("http client")
 }
 
 /// A minimal request of `golden`'s protocol for `model`.

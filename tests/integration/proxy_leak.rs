@@ -10,6 +10,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::proxy_provider::KEY;
+use crate::support::client;
 
 /// Where the key is split inside the streamed text.
 const SPLIT: usize = 11;
@@ -209,13 +210,6 @@ async fn hostile() -> Proxy {
     })
     .await
     .expect("proxy starts")
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("http client")
 }
 
 /// Everything the agent-side client received: status line, headers, body.

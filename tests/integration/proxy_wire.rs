@@ -3,6 +3,7 @@
 //! step maps onto the tool the request offers, tool results advance the flow, streamed
 //! replies reassemble to the whole ones, and side requests advance nothing.
 
+use crate::support::client;
 use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::spec::{Flow, FlowStep};
 use reqwest::StatusCode;
@@ -36,13 +37,6 @@ async fn scripted() -> Proxy {
     })
     .await
     .expect("proxy starts")
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("http client")
 }
 
 async fn post(url: &str, body: &Value) -> (StatusCode, String) {

@@ -59,6 +59,15 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// An HTTP client that ignores `http_proxy` (the harness's own loopback servers are
+/// reached directly).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("http client")
+}
+
 pub fn config(agent: AgentChoice, out: &Path) -> Config {
     Config {
         agent,
