@@ -124,7 +124,13 @@ pub(super) fn assert_valid_mv3(files: &BTreeMap<String, String>) {
 
 #[test]
 fn loader_accepts_ext_wordbadge_and_its_hash_covers_the_extension() {
-    let loaded = load_frozen(APP, Modality::BrowserExtension);
+    loads_with_its_extension_hashed(APP);
+}
+
+/// `app` loads as frozen with its extension in the content hash, its capabilities are
+/// the extension's, and every flow's test drives the badge in a browser.
+pub(super) fn loads_with_its_extension_hashed(app: &str) {
+    let loaded = load_frozen(app, Modality::BrowserExtension);
     assert!(loaded.app.content.contains(&"extension".to_string()));
     let ids: Vec<&str> = loaded
         .corpus

@@ -20,10 +20,10 @@ use gauntlet::spec::Modality;
 use gauntlet::world::target::{Locator, Target};
 use serde_json::{json, Value};
 
-use super::app_notes::{app_dir, claimed_files, load_frozen, test_flow_problems};
+use super::app_notes::{app_dir, load_frozen};
 use super::app_wordbadge::{
-    assert_valid_mv3, read_dir_files, refuses_ambiguous_and_bad_mutants, serves_the_test_pages,
-    written_by,
+    assert_valid_mv3, loads_with_its_extension_hashed, read_dir_files,
+    refuses_ambiguous_and_bad_mutants, serves_the_test_pages, written_by,
 };
 
 const APP: &str = "ext-wordbadge-2";
@@ -120,25 +120,7 @@ fn expected_behaviour(mutant: Option<&str>) -> Value {
 
 #[test]
 fn loader_accepts_ext_wordbadge_2_and_its_hash_covers_the_extension() {
-    let loaded = load_frozen(APP, Modality::BrowserExtension);
-    assert!(loaded.app.content.contains(&"extension".to_string()));
-    let ids: Vec<&str> = loaded
-        .corpus
-        .capabilities
-        .iter()
-        .map(|c| c.id.as_str())
-        .collect();
-    let mut expected = MUTANTS.to_vec();
-    expected.push("unobtrusive-badge");
-    assert_eq!(ids, expected);
-    for (cap, text) in claimed_files(&loaded, "gauntlet flow run check.json") {
-        let problems = test_flow_problems(&text);
-        assert!(problems.is_empty(), "{cap}: {problems:?}");
-        assert!(
-            text.contains("\"badge\""),
-            "{cap}: an extension's test reads its badge"
-        );
-    }
+    loads_with_its_extension_hashed(APP);
 }
 
 /// The corpus the agent is shown is the first version's, but for the app's name; so are
