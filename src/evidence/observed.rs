@@ -1,10 +1,13 @@
-//! Observed opens: what a sealed trial's processes were seen by the kernel to open,
-//! as the sandbox's init recorded it (`gauntlet-seal`, fanotify), and the pure parser
-//! that reads the record back.
+//! Observed opens and execs: what a sealed trial's processes were seen by the kernel
+//! to open (fanotify) and to execute (a seccomp notification of every `execve` and
+//! `execveat`, answered by init once it has read the call's arguments), as the
+//! sandbox's init recorded it (`gauntlet-seal`), and the pure parser that reads the
+//! record back.
 //!
 //! The file is JSON lines written only by init, outside the sandbox's view: a `start`
 //! line naming what is watched and what is not, one `open` line per distinct path and
-//! access (the first time it was seen), and an `end` line with the counts. A file
+//! access (the first time it was seen), one `exec` line per program executed (every
+//! one, in order, up to a bound), and an `end` line with the counts. A file
 //! without its `end` line (init was killed), with an overflow, with dropped entries or
 //! with lines that do not parse is an *incomplete* observation: what it holds still
 //! counts, but it cannot show that nothing else was opened.
@@ -63,10 +66,48 @@ pub enum Line {
         /// Mount points not watched, and why (`/proc`, `/sys`, `/dev`: nothing of the
         /// product lives there).
         unwatched: Vec<String>,
+        /// Whether every exec is seen ([`Line::Exec`]); `false` in files written before
+        /// execs were observed, and when init could not install its notification.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        execs: bool,
     },
     Open(Open),
+    Exec(Exec),
     End(End),
 }
+
+/// One program a process of the sandbox asked the kernel to execute, read by init
+/// from the process's memory while the call waited for init's answer. Whether the
+/// exec then succeeded is not known here: the file it ran shows as an `exec` open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Exec {
+    /// Milliseconds since the program started, when init read the call.
+    pub ms: u64,
+    /// The calling process, as numbered in the sandbox's PID namespace.
+    pub pid: i32,
+    /// The program's path as the call named it, made absolute against the caller's
+    /// working directory (or the directory descriptor `execveat` was given).
+    pub path: String,
+    /// The arguments, `argv[0]` first, each cut at [`MAX_ARG_BYTES`], at most
+    /// [`MAX_ARGS`] of them (non-UTF-8 bytes replaced).
+    pub argv: Vec<String>,
+    /// Arguments or bytes past the bounds were left out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub argv_cut: bool,
+    /// Why the call's path or arguments could not be read (the process went away, or
+    /// passed a pointer it does not own); what could be read is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+/// The most arguments of one exec recorded.
+pub const MAX_ARGS: usize = 64;
+
+/// The most bytes of one argument (or of the path) recorded.
+pub const MAX_ARG_BYTES: usize = 1024;
+
+/// The most exec lines init writes; the rest are counted.
+pub const MAX_EXECS: u64 = 20_000;
 
 /// A path first seen opened in a given way.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -117,6 +158,15 @@ pub struct End {
     /// Opens through the agent's own mounts whose real path could not be found.
     #[serde(default)]
     pub unresolved: u64,
+    /// Exec calls seen, written or not.
+    #[serde(default)]
+    pub execs: u64,
+    /// Exec calls past [`MAX_EXECS`], counted but not written.
+    #[serde(default)]
+    pub execs_dropped: u64,
+    /// Why execs stopped being seen, or never were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_error: Option<String>,
     /// Why observing stopped or never started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -134,7 +184,12 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 pub struct Observation {
     pub watched: Vec<String>,
     pub unwatched: Vec<String>,
+    /// Whether init saw every exec ([`Line::Start`]'s `execs`).
+    #[serde(default)]
+    pub execs_watched: bool,
     pub opens: Vec<Open>,
+    #[serde(default)]
+    pub execs: Vec<Exec>,
     pub end: Option<End>,
     /// Lines that did not parse or came out of order (1-based line numbers, bounded).
     pub bad_lines: Vec<u64>,
@@ -189,6 +244,29 @@ impl Observation {
         }
         None
     }
+
+    /// Why this observation cannot show every program that was executed; `None` when
+    /// it can. Execs are read from the same file as opens, so a file cut short, with
+    /// lines that do not parse or without its end is incomplete for both.
+    pub fn execs_incomplete(&self) -> Option<String> {
+        if !self.execs_watched {
+            return Some("execs were not observed".into());
+        }
+        if self.cut || !self.bad_lines.is_empty() || self.end.is_none() {
+            return self.incomplete();
+        }
+        let end = self.end.as_ref()?;
+        if let Some(e) = &end.exec_error {
+            return Some(format!("observing execs failed: {e}"));
+        }
+        if end.execs_dropped > 0 {
+            return Some(format!(
+                "{} execs past the bound of {MAX_EXECS} were not recorded",
+                end.execs_dropped
+            ));
+        }
+        None
+    }
 }
 
 /// Parse an observation file. Never fails: what does not parse is kept as a bad line
@@ -218,11 +296,17 @@ pub fn parse(reader: &mut dyn BufRead) -> Observation {
         }
         let started = !o.watched.is_empty() || !o.unwatched.is_empty();
         match serde_json::from_slice::<Line>(&buf) {
-            Ok(Line::Start { watched, unwatched }) if !started && o.opens.is_empty() => {
+            Ok(Line::Start {
+                watched,
+                unwatched,
+                execs,
+            }) if !started && o.opens.is_empty() && o.execs.is_empty() => {
                 o.watched = watched;
                 o.unwatched = unwatched;
+                o.execs_watched = execs;
             }
             Ok(Line::Open(open)) if o.end.is_none() => o.opens.push(open),
+            Ok(Line::Exec(exec)) if o.end.is_none() && o.execs_watched => o.execs.push(exec),
             Ok(Line::End(end)) if o.end.is_none() => o.end = Some(end),
             _ => {
                 if o.bad_lines.len() < 100 {
@@ -266,7 +350,69 @@ mod tests {
         Line::Start {
             watched: vec!["/".into()],
             unwatched: vec!["/proc".into()],
+            execs: true,
         }
+    }
+
+    fn exec(path: &str, argv: &[&str]) -> Line {
+        Line::Exec(Exec {
+            ms: 3,
+            pid: 4,
+            path: path.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            argv_cut: false,
+            unreadable: None,
+        })
+    }
+
+    #[test]
+    fn execs_are_kept_in_order_and_their_completeness_is_their_own() {
+        let bytes = file(&[
+            start(),
+            exec("/bin/sh", &["sh", "-c", "ls"]),
+            open("/a"),
+            exec("/bin/ls", &["ls"]),
+            Line::End(End {
+                execs: 2,
+                ..End::default()
+            }),
+        ]);
+        let o = parse(&mut &bytes[..]);
+        assert_eq!(o.execs.len(), 2);
+        assert_eq!(o.execs[1].argv, ["ls"]);
+        assert_eq!((o.incomplete(), o.execs_incomplete()), (None, None));
+        // Dropped execs or a failed notification leave the opens complete.
+        for end in [
+            End {
+                execs_dropped: 1,
+                ..End::default()
+            },
+            End {
+                exec_error: Some("seccomp: EBUSY".into()),
+                ..End::default()
+            },
+        ] {
+            let bytes = file(&[start(), Line::End(end)]);
+            let o = parse(&mut &bytes[..]);
+            assert_eq!(o.incomplete(), None);
+            assert!(o.execs_incomplete().is_some());
+        }
+        // A file from before execs were observed says so, and an exec line in a file
+        // whose start did not announce them is garbage, not evidence.
+        let old = br#"{"kind":"start","watched":["/"],"unwatched":[]}
+{"kind":"end","events":0,"distinct":0,"dropped":0,"overflow":false,"read_errors":0}
+"#;
+        let o = parse(&mut &old[..]);
+        assert_eq!(o.incomplete(), None);
+        assert_eq!(
+            o.execs_incomplete().as_deref(),
+            Some("execs were not observed")
+        );
+        let mut forged = old[..old.iter().position(|b| *b == b'\n').unwrap_or(0) + 1].to_vec();
+        forged.extend(file(&[exec("/x", &["x"]), Line::End(End::default())]));
+        let o = parse(&mut &forged[..]);
+        assert!(o.execs.is_empty());
+        assert_eq!(o.bad_lines, [2]);
     }
 
     #[test]

@@ -189,3 +189,69 @@ fn descriptors_left_open_by_the_launcher_do_not_reach_the_program() {
     );
     assert_eq!(std::fs::read(ws.join("got.txt")).unwrap_or_default(), b"");
 }
+
+fn ran(o: &Observation, path_end: &str, args: &[&str]) -> bool {
+    o.execs.iter().any(|e| {
+        e.path.ends_with(path_end) && e.argv.len() > args.len() && e.argv[1..=args.len()] == *args
+    })
+}
+
+#[test]
+fn every_exec_is_seen_with_its_arguments_however_short_lived_or_hidden() {
+    let (dir, product, ws) = tree();
+    let script = r#"set -e
+/bin/true short lived
+sh -c 'exec /bin/echo "two words" > /dev/null'
+python3 -c 'import os; os.execv("/bin/true", ["true", "--from-python"])'
+python3 -c 'import os; fd = os.open("/bin/true", os.O_RDONLY); os.execve(fd, ["true", "--by-descriptor"], {})'
+(setsid sh -c '/bin/true detached; echo done > detached.txt' &)
+unshare -Urm /bin/true nested || echo "no user namespace" >&2
+cp /bin/true ./mine
+mkdir -p sub && cd sub && ../mine relative && cd ..
+/bin/true $(seq 100) > /dev/null
+python3 -c '
+import ctypes, ctypes.util, os
+libc = ctypes.CDLL(None, use_errno=True)
+argv = (ctypes.c_char_p * 3)(b"true", b"--x32", None)
+r = libc.syscall(0x40000000 | 59, b"/bin/true", argv, None)
+print("x32", r, ctypes.get_errno())
+' > x32.txt
+for i in $(seq 50); do [ -f detached.txt ] && break; sleep 0.1; done
+"#;
+    let (o, stderr) = observe(dir.path(), &product, &ws, script);
+    assert_eq!(o.execs_incomplete(), None, "{o:?}");
+    assert!(ran(&o, "/bin/true", &["short", "lived"]), "{:#?}", o.execs);
+    assert!(ran(&o, "/bin/echo", &["two words"]), "{:#?}", o.execs);
+    assert!(ran(&o, "/bin/true", &["--from-python"]), "{:#?}", o.execs);
+    assert!(ran(&o, "/bin/true", &["--by-descriptor"]), "{:#?}", o.execs);
+    assert!(ran(&o, "/bin/true", &["detached"]), "{:#?}", o.execs);
+    if !stderr.contains("no user namespace") {
+        assert!(ran(&o, "/bin/true", &["nested"]), "{:#?}", o.execs);
+    }
+    // A relative path is named from the caller's working directory.
+    let mine = ws.join("sub/../mine").to_string_lossy().into_owned();
+    assert!(
+        o.execs
+            .iter()
+            .any(|e| e.path == mine && e.argv[1..] == ["relative"]),
+        "{mine}: {:#?}",
+        o.execs
+    );
+    // Arguments past the bound are cut, and say so.
+    let long = o
+        .execs
+        .iter()
+        .find(|e| e.argv.get(1).map(String::as_str) == Some("1"))
+        .expect("the long exec");
+    assert!(
+        long.argv_cut && long.argv.len() == observed::MAX_ARGS,
+        "{long:?}"
+    );
+    // The x32 door around the filter is shut: its exec fails and runs nothing.
+    let x32 = std::fs::read_to_string(ws.join("x32.txt")).unwrap_or_default();
+    assert_eq!(x32.trim(), format!("x32 -1 {}", libc::ENOSYS), "{x32}");
+    assert!(!ran(&o, "/bin/true", &["--x32"]), "{:#?}", o.execs);
+    // In the order they were asked for, the shell first.
+    assert_eq!(o.execs[0].path, "/bin/sh", "{:#?}", o.execs[0]);
+    assert!(o.execs.windows(2).all(|w| w[0].ms <= w[1].ms));
+}

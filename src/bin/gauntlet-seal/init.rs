@@ -271,6 +271,8 @@ fn wait_for(
         }
         if observed {
             if let Some(o) = observer.as_deref_mut() {
+                // Execs first: their callers wait for the answer.
+                o.drain_execs();
                 o.drain();
             }
         }
@@ -296,14 +298,16 @@ fn wait_ready(
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
     let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-    if let Some(fd) = observer.and_then(|o| o.fd()) {
-        fds.push(PollFd::new(fd, PollFlags::POLLIN));
+    if let Some(o) = observer {
+        for fd in [o.fd(), o.exec_fd()].into_iter().flatten() {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
+        }
     }
     let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
     match poll(&mut fds, PollTimeout::from(ms)) {
         Ok(n) if n > 0 => {
             let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-            (ready(&fds[0]), fds.get(1).is_some_and(ready))
+            (ready(&fds[0]), fds[1..].iter().any(ready))
         }
         // A timeout, or EINTR: look again.
         _ => (false, false),

@@ -23,6 +23,7 @@
 //! The helper exits as the program did (same code, or the same signal), and writes a
 //! [`SealReport`] to the spec's report path.
 
+mod execs;
 mod failure;
 mod forward;
 mod init;

@@ -31,7 +31,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Instant;
 
-use gauntlet::evidence::observed::{self, End, Line, Open, OpenAccess, MAX_OPENS};
+use gauntlet::evidence::observed::{self, End, Line, Open, OpenAccess, MAX_EXECS, MAX_OPENS};
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags};
@@ -120,6 +120,8 @@ pub struct Observer {
     /// The program each PID last executed (its loader aside): who opened a file, when
     /// the process is gone before init can ask it. Bounded by the PID space.
     programs: HashMap<i32, String>,
+    /// Every exec, seen as it is asked for ([`crate::execs`]).
+    execs: Option<crate::execs::Listener>,
     start: Instant,
     flushed: Instant,
     end: End,
@@ -138,6 +140,7 @@ impl Observer {
             out: BufWriter::new(out),
             seen: HashSet::new(),
             programs: HashMap::new(),
+            execs: None,
             start: Instant::now(),
             flushed: Instant::now(),
             end: End::default(),
@@ -195,13 +198,54 @@ impl Observer {
                 o.fan = Some(fan);
             }
         }
-        o.write(&Line::Start { watched, unwatched });
+        // Installed last, on init itself: from here on init executes nothing.
+        match crate::execs::sizes_fit().and_then(|()| crate::execs::install()) {
+            Ok(fd) => o.execs = Some(crate::execs::Listener::new(fd, o.start)),
+            Err(e) => o.end.exec_error = Some(e),
+        }
+        o.write(&Line::Start {
+            watched,
+            unwatched,
+            execs: o.execs.is_some(),
+        });
         let _ = o.out.flush();
         o
     }
 
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.fan.as_ref().map(|f| f.as_fd())
+    }
+
+    /// The exec listener, whose calls wait for init: read before anything else.
+    pub fn exec_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.execs.as_ref().map(|l| l.fd())
+    }
+
+    /// Answer the execs waiting, at most [`BUDGET`], writing each.
+    pub fn drain_execs(&mut self) {
+        use crate::execs::Received;
+        for _ in 0..BUDGET {
+            let Some(listener) = &self.execs else { return };
+            if !readable(listener.fd()) {
+                return;
+            }
+            match listener.receive() {
+                Received::Nothing => {}
+                Received::Broken(why) => {
+                    self.end.exec_error.get_or_insert(why);
+                    self.execs = None;
+                    return;
+                }
+                Received::Exec(exec) => {
+                    self.end.execs += 1;
+                    if self.end.execs > MAX_EXECS {
+                        self.end.execs_dropped += 1;
+                    } else {
+                        self.write(&Line::Exec(exec));
+                    }
+                }
+            }
+        }
     }
 
     /// Read what is queued, at most [`BUDGET`] events, and write what is new.
@@ -410,6 +454,16 @@ impl Observer {
                 .get_or_insert_with(|| "writing the observation file failed".into());
         }
     }
+}
+
+/// Whether `fd` has something to read right now.
+fn readable(fd: BorrowedFd<'_>) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLIN))
 }
 
 /// The largest file handle the kernel makes (`MAX_HANDLE_SZ`).
