@@ -4,6 +4,7 @@
 //! let it see exactly these paths" into Linux namespaces (see `docs/sealing.md`).
 
 pub mod beneath;
+pub mod cgroup;
 pub mod lifeline;
 pub mod nextest;
 pub mod process;
