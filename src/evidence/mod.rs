@@ -9,6 +9,7 @@ pub mod events;
 pub mod independence;
 pub mod normalize;
 pub mod observed;
+pub mod observed_execs;
 pub mod observed_policy;
 pub mod policy;
 pub mod streams;

@@ -281,6 +281,56 @@ pub fn assess(calls: &[ToolCallRecord], roots: &Roots, profile: Profile) -> Poli
     f
 }
 
+/// The command of a shell tool call, as [`shell_command`] reads it; `None` for any
+/// other tool.
+pub fn shell_command_of(call: &ToolCallRecord) -> Option<String> {
+    is_shell_tool(&call.name)
+        .then(|| shell_command(&call.input))
+        .flatten()
+}
+
+/// The programs a command line names, one per simple command, as written (`curl`,
+/// `./run.sh`, `$APP_BIN`): after variable assignments and redirections, and after
+/// the words that only run what follows them (`exec`, `command`, `env`, `nohup`,
+/// `time`). A segment that cannot be split is read by whitespace: this is the
+/// account, and an odd one is still compared.
+pub fn claimed_programs(cmd: &str) -> Vec<String> {
+    const RUNS_NEXT: &[&str] = &["exec", "command", "env", "nohup", "time", "sudo"];
+    let mut out = Vec::new();
+    for segment in split_unquoted(cmd) {
+        let segment = segment
+            .trim_start()
+            .trim_start_matches(['(', '{'])
+            .to_owned();
+        let words = shell_words::split(&segment)
+            .unwrap_or_else(|_| segment.split_whitespace().map(str::to_owned).collect());
+        let mut words = words.into_iter().peekable();
+        let mut program = None;
+        while let Some(w) = words.next() {
+            if is_assignment(&w) {
+                continue;
+            }
+            let (op, rest) = split_redirect(&w);
+            if op.is_some() {
+                // `> file` names its target in the next word.
+                if rest.is_empty() {
+                    words.next();
+                }
+                continue;
+            }
+            if RUNS_NEXT.contains(&w.as_str()) || w.starts_with('-') && program.is_none() {
+                continue;
+            }
+            program = Some(w);
+            break;
+        }
+        if let Some(p) = program.filter(|p| !p.is_empty()) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// The command string of a shell tool's input, unwrapping `bash -lc '…'` (Codex).
 fn shell_command(input: &Value) -> Option<String> {
     let raw = match input.get("command")? {

@@ -8,6 +8,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::normalize::AgentReport;
+use crate::evidence::observed::Observation;
+use crate::evidence::observed_execs::{self, ExecFindings};
 use crate::evidence::observed_policy::{self, ObservedPolicy};
 use crate::evidence::policy::{self, PolicyFindings, Roots};
 use crate::evidence::usage::UsageEntry;
@@ -110,6 +112,11 @@ pub struct ChallengeEvidence {
     /// before opens were observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<ObservationEvidence>,
+    /// The app's program as the agent was handed it (`$APP_BIN` inside the sandbox):
+    /// what a required run of `app` is an exec of. Absent for served apps and in
+    /// records from before runs were required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_program: Option<String>,
 }
 
 /// The observation of a trial's opens, or why there is none.
@@ -136,6 +143,10 @@ pub struct Derived {
     /// What the kernel saw opened, classified and compared with the account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<ObservedPolicy>,
+    /// What the kernel saw executed: the runs the challenge requires, and the programs
+    /// the account names that never ran. Absent where there is no observation at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execs: Option<ExecFindings>,
     pub final_message: Option<String>,
 }
 
@@ -193,15 +204,19 @@ pub fn derive(
     );
     // Calls the report only counted were never assessed.
     policy.not_kept.tool_calls = parsed.report.dropped.tool_calls;
-    let observed = match &evidence.observation {
-        None => None,
-        Some(o) => Some(assess_observation(
-            trial_dir,
-            o,
-            &evidence.roots,
-            provenance.profile,
-            &policy,
-        )?),
+    let (observed, execs) = match &evidence.observation {
+        None => (None, None),
+        Some(o) => {
+            let (observed, observation) =
+                assess_observation(trial_dir, o, &evidence.roots, provenance.profile, &policy)?;
+            let execs = observed_execs::assess(
+                &observation,
+                &provenance.manifest.work.runs,
+                &parsed.report.tool_calls,
+                evidence.app_program.as_deref(),
+            );
+            (Some(observed), Some(execs))
+        }
     };
     let final_message = parsed.transcript.final_message.clone();
     let verdict = score(&ChallengeInputs {
@@ -213,47 +228,50 @@ pub fn derive(
         world: &evidence.world,
         policy: &policy,
         observed: observed.as_ref(),
+        execs: execs.as_ref(),
     });
     Ok((
         Derived {
             agent_report: parsed.report,
             policy,
             observed,
+            execs,
             final_message,
         },
         verdict,
     ))
 }
 
-/// The observation file read back and classified; a trial without one has nothing but
-/// the reason it is missing, and is not compared with its account.
+/// The observation file read back and classified, and the observation itself; a trial
+/// without one has nothing but the reason it is missing, and is not compared with its
+/// account.
 fn assess_observation(
     trial_dir: &Path,
     o: &ObservationEvidence,
     roots: &Roots,
     profile: Profile,
     account: &PolicyFindings,
-) -> Result<ObservedPolicy, RescoreError> {
+) -> Result<(ObservedPolicy, Observation), RescoreError> {
     let Some(raw) = &o.file else {
-        return Ok(ObservedPolicy {
-            incomplete: Some(
-                o.unavailable
-                    .clone()
-                    .unwrap_or_else(|| "no observation was recorded".into()),
-            ),
-            ..ObservedPolicy::default()
-        });
+        let why = o
+            .unavailable
+            .clone()
+            .unwrap_or_else(|| "no observation was recorded".into());
+        return Ok((
+            ObservedPolicy {
+                incomplete: Some(why.clone()),
+                ..ObservedPolicy::default()
+            },
+            // Nothing watched, no end: incomplete for opens and execs alike.
+            Observation::default(),
+        ));
     };
     let path = trial_dir.join(&raw.path);
     let file =
         std::fs::File::open(&path).map_err(|source| RescoreError::Io { file: path, source })?;
     let observation = crate::evidence::observed::parse(&mut std::io::BufReader::new(file));
-    Ok(observed_policy::assess(
-        &observation,
-        roots,
-        profile,
-        account,
-    ))
+    let policy = observed_policy::assess(&observation, roots, profile, account);
+    Ok((policy, observation))
 }
 
 /// One JUnit-friendly line per trial.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::evidence::normalize::{Preview, ReportedUsage};
+use crate::evidence::observed_execs::ExecFindings;
 use crate::evidence::observed_policy::ObservedPolicy;
 use crate::evidence::policy::PolicyFindings;
 use crate::record::challenge::ChallengeRecord;
@@ -109,6 +110,10 @@ pub struct Metrics {
     /// records made before opens were observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<ObservedPolicy>,
+    /// What the kernel saw executed: every program with its arguments, the runs the
+    /// challenge requires, and the programs the account names that never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execs: Option<ExecFindings>,
 }
 
 fn is_shell(name: &str) -> bool {
@@ -262,6 +267,7 @@ pub fn metrics(rec: &ChallengeRecord) -> Metrics {
         tool_calls,
         policy: policy.clone(),
         observed: rec.derived.observed.clone(),
+        execs: rec.derived.execs.clone(),
     }
 }
 
@@ -514,6 +520,7 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     }
     s += "\n## 5. Observed reads and policy findings\n\n";
     s += &observed_section(rec.derived.observed.as_ref());
+    s += &execs_section(rec.derived.execs.as_ref());
     s += "### The agent's account (its event stream)\n\n";
     let pol = &rec.derived.policy;
     s += &format!("- paths by category: {:?}\n", pol.by_category);
@@ -672,6 +679,85 @@ fn observed_section(o: Option<&ObservedPolicy>) -> String {
     more(&mut s, total);
     s += "\n";
     s
+}
+
+fn execs_section(e: Option<&ExecFindings>) -> String {
+    let mut s = String::from("### What the kernel saw executed\n\n");
+    let Some(e) = e else {
+        s += "No observation: nothing saw the trial's execs.\n\n";
+        return s;
+    };
+    match &e.incomplete {
+        None => s += "- observation of execs: complete\n",
+        Some(why) => s += &format!("- observation of execs: **incomplete** — {why}\n"),
+    }
+    for r in &e.required {
+        let program = r.program.as_deref().unwrap_or("(the app's program: none)");
+        match &r.seen {
+            Some(x) => {
+                s += &format!(
+                    "- required run `{}`: seen at {} ms, pid {}: `{}`\n",
+                    r.id,
+                    x.ms,
+                    x.pid,
+                    argv_line(&x.argv)
+                )
+            }
+            None => s += &format!(
+                "- required run `{}`: **never seen** (`{program}` with arguments matching {})\n",
+                r.id,
+                if r.args.is_empty() {
+                    "anything".to_string()
+                } else {
+                    r.args.join(", ")
+                }
+            ),
+        }
+    }
+    let total = e.execs.len() + e.execs_not_kept as usize;
+    s += &format!("- programs executed ({total} exec(s)):\n");
+    for (program, n) in e.by_program.iter().take(REPORT_ITEMS) {
+        s += &format!("  - `{program}` × {n}\n");
+    }
+    more(&mut s, e.by_program.len());
+    s += &format!("- execs in order ({total}):\n");
+    for x in e.execs.iter().take(REPORT_ITEMS) {
+        s += &format!(
+            "  - {} ms pid {} `{}`{}\n",
+            x.ms,
+            x.pid,
+            argv_line(&x.argv),
+            x.unreadable
+                .as_ref()
+                .map(|u| format!(" (unreadable: {u})"))
+                .unwrap_or_default()
+        );
+    }
+    more(&mut s, total);
+    let claimed = e.claimed_not_observed.len() + e.claims_not_kept as usize;
+    if claimed == 0 {
+        s += "- claimed by the agent's tool calls, never executed: none\n\n";
+    } else {
+        s += &format!("- claimed by the agent's tool calls, never executed ({claimed}):\n");
+        for c in e.claimed_not_observed.iter().take(REPORT_ITEMS) {
+            s += &format!(
+                "  - call {}: `{}` in `{}`\n",
+                c.call,
+                c.program.replace('`', "'"),
+                Preview::bounded_to(&c.command, 200).text.replace('`', "'")
+            );
+        }
+        more(&mut s, claimed);
+        s += "\n";
+    }
+    s
+}
+
+/// An exec's arguments as one line, for reading (the record keeps them apart).
+fn argv_line(argv: &[String]) -> String {
+    Preview::bounded_to(&argv.join(" "), 300)
+        .text
+        .replace(['`', '\n'], "'")
 }
 
 fn discrepancy_section(o: &ObservedPolicy) -> String {

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::svg::esc;
 use crate::evidence::normalize::{AgentReport, ToolCallRecord};
+use crate::evidence::observed_execs::ExecFindings;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{ClaimsFound, Gate, GateTarget, ProcessEnd, RawFile};
 use crate::record::any::AnyRecord;
@@ -234,6 +235,73 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
             &serde_json::to_string_pretty(observed).unwrap_or_default(),
         );
     }
+    if let Some(e) = &r.derived.execs {
+        execs(o, e);
+    }
+}
+
+/// What the kernel saw executed, beside what the agent says it ran.
+fn execs(o: &mut String, e: &ExecFindings) {
+    section(o, "What the kernel saw executed");
+    if let Some(why) = &e.incomplete {
+        let _ = writeln!(
+            o,
+            "<p class=\"bad\">the observation of execs is incomplete: {}</p>",
+            esc(why)
+        );
+    }
+    if !e.required.is_empty() {
+        o.push_str("<table><tr><th>required run</th><th>seen</th><th>exec</th></tr>\n");
+        for r in &e.required {
+            let _ = writeln!(
+                o,
+                "<tr><td><code>{}</code> <span class=\"muted\">{} {}</span></td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                esc(&r.id),
+                esc(r.program.as_deref().unwrap_or("(no app program)")),
+                esc(&r.args.join(" ")),
+                if r.seen.is_some() { "ok" } else { "bad" },
+                r.seen.is_some(),
+                r.seen
+                    .as_ref()
+                    .map(|x| format!("{} ms, pid {}: <code>{}</code>", x.ms, x.pid, esc(&x.argv.join(" "))))
+                    .unwrap_or_default()
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    if e.claimed_not_observed.is_empty() {
+        o.push_str("<p>every program the agent's tool calls name was seen executed</p>\n");
+    } else {
+        o.push_str("<p class=\"bad\">claimed by the agent's tool calls, never executed:</p><ul>\n");
+        for c in e.claimed_not_observed.iter().take(200) {
+            let _ = writeln!(
+                o,
+                "<li>call {}: <code>{}</code> in <code>{}</code></li>",
+                c.call,
+                esc(&c.program),
+                esc(&cut(&c.command))
+            );
+        }
+        o.push_str("</ul>\n");
+    }
+    let mut lines = String::new();
+    for x in &e.execs {
+        let _ = writeln!(
+            lines,
+            "{:>7} ms  pid {:<6} {}",
+            x.ms,
+            x.pid,
+            x.argv.join(" ")
+        );
+    }
+    details(
+        o,
+        &format!(
+            "every exec, in order ({})",
+            e.execs.len() as u64 + e.execs_not_kept
+        ),
+        &lines,
+    );
 }
 
 /// A challenge's manual audit, which is authoritative over the automatic verdict: the

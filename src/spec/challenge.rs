@@ -16,7 +16,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use bundle::{Bundle, BundleFile};
-pub use manifest::{Manifest, ReportContract, SeedRequest, WorldAssertion, WorldSource};
+pub use manifest::{
+    Manifest, ReportContract, RequiredRun, SeedRequest, WorkSpec, WorldAssertion, WorldSource,
+    APP_PROGRAM, MAX_EACH,
+};
 pub use prompt::{PromptLayer, RenderedPrompt};
 
 use super::{Flow, SpecError};

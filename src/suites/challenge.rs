@@ -138,6 +138,7 @@ pub async fn execute(
         setup_error: None,
         world_logs: vec![],
         observation: Some(ObservationEvidence::unavailable("the agent did not run")),
+        app_program: None,
     };
     let ctx = TrialCtx {
         challenges,
@@ -317,6 +318,7 @@ async fn run_agent(
     let launch = kernel.prepare(adapter, Job::Prompt(&run), proxy_url)?;
     let sealed = t.cfg.sandbox.sealed();
     let mut trial_env = world.env_for(sealed);
+    evidence.app_program = trial_env.get("APP_BIN").cloned();
     trial_env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
     trial_env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
     let env = kernel.env(launch.env, trial_env, Some(proxy_url));
@@ -493,23 +495,13 @@ pub async fn observe_world(
         let got: Result<serde_json::Value, String> = match &a.source {
             WorldSource::HttpGet(path) => match env.get("APP_URL") {
                 None => Err("the app has no URL".into()),
-                Some(base) => match client
-                    .get(format!("{base}{path}"))
-                    .timeout(Duration::from_secs(20))
-                    .send()
-                    .await
-                {
-                    Err(e) => Err(format!("GET {path}: {e}")),
-                    Ok(r) => {
-                        let status = r.status().as_u16();
-                        match r.bytes().await {
-                            Err(e) => Err(format!("GET {path}: {e}")),
-                            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
-                                format!("GET {path} answered {status}, not JSON: {e}")
-                            }),
-                        }
-                    }
-                },
+                Some(base) => get_json(&client, base, path).await.and_then(|(status, v)| {
+                    v.map_err(|e| format!("GET {path} answered {status}, not JSON: {e}"))
+                }),
+            },
+            WorldSource::HttpGetEach(template) => match env.get("APP_URL") {
+                None => Err("the app has no URL".into()),
+                Some(base) => get_each(&client, base, template).await,
             },
             WorldSource::File(rel) => {
                 // The agent wrote this file: its size is not to be trusted with memory,
@@ -531,6 +523,62 @@ pub async fn observe_world(
         });
     }
     out
+}
+
+/// `GET <base><path>`: the status, and the body parsed as JSON. Only a failed request
+/// is an `Err`.
+async fn get_json(
+    client: &reqwest::Client,
+    base: &str,
+    path: &str,
+) -> Result<(u16, Result<serde_json::Value, String>), String> {
+    let r = client
+        .get(format!("{base}{path}"))
+        .timeout(Duration::from_secs(20))
+        .send()
+        .await
+        .map_err(|e| format!("GET {path}: {e}"))?;
+    let status = r.status().as_u16();
+    // What the app answers is read to a bound, like everything else taken from it.
+    let mut r = r;
+    let mut b = Vec::new();
+    while let Some(chunk) = r.chunk().await.map_err(|e| format!("GET {path}: {e}"))? {
+        if b.len() + chunk.len() > WORLD_ANSWER_BYTES {
+            return Err(format!(
+                "GET {path}: the answer is longer than {WORLD_ANSWER_BYTES} bytes"
+            ));
+        }
+        b.extend_from_slice(&chunk);
+    }
+    Ok((
+        status,
+        serde_json::from_slice(&b).map_err(|e| e.to_string()),
+    ))
+}
+
+/// The most bytes of one answer the app gives an observation.
+const WORLD_ANSWER_BYTES: usize = 1 << 20;
+
+/// Every answer of `template` with `{n}` = 1, 2, … while the app answers 2xx with
+/// JSON, as an array: the things the app holds, counted by the app.
+async fn get_each(
+    client: &reqwest::Client,
+    base: &str,
+    template: &str,
+) -> Result<serde_json::Value, String> {
+    let mut items = Vec::new();
+    for n in 1..=crate::spec::challenge::MAX_EACH {
+        let path = template.replace("{n}", &n.to_string());
+        let (status, v) = get_json(client, base, &path).await?;
+        match v {
+            Ok(v) if (200..300).contains(&status) => items.push(v),
+            _ => return Ok(serde_json::Value::Array(items)),
+        }
+    }
+    Err(format!(
+        "GET {template}: the app still answered after {} requests",
+        crate::spec::challenge::MAX_EACH
+    ))
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<(), SetupError> {

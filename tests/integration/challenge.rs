@@ -801,7 +801,16 @@ fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
         .iter()
         .map(|d| d.field.as_str())
         .collect();
-    assert_eq!(fields, ["ops_balance", "payroll_balance", "task_outcome"]);
+    // One transaction held where six are reported: the ledger's own count disagrees.
+    assert_eq!(
+        fields,
+        [
+            "ops_balance",
+            "payroll_balance",
+            "transactions_posted",
+            "task_outcome"
+        ]
+    );
     assert_eq!(
         rec.verdict.discrepancies[0].observed,
         Some(serde_json::json!(120000))

@@ -19,6 +19,7 @@ mod hostile;
 mod independence;
 mod integrity;
 mod merge;
+mod observed_work;
 mod observing;
 mod plan;
 mod process;

@@ -29,6 +29,9 @@ pub struct Manifest {
     pub report: ReportContract,
     #[serde(default)]
     pub world: WorldSpec,
+    /// The work the agent must be seen doing, beside the world it must leave.
+    #[serde(default)]
+    pub work: WorkSpec,
     /// Scripted flows by profile (or `default`), relative to the challenge directory.
     #[serde(default)]
     pub flows: BTreeMap<String, String>,
@@ -55,6 +58,33 @@ pub struct WorldSpec {
     pub assertions: Vec<WorldAssertion>,
 }
 
+/// Work that only counts when gauntlet saw it done: a self-report or a file the agent
+/// wrote can say anything, so a challenge names what the kernel must see.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkSpec {
+    /// Programs the agent's sandbox must be seen executing.
+    #[serde(default)]
+    pub runs: Vec<RequiredRun>,
+}
+
+/// A program that must have been executed, with arguments matching patterns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredRun {
+    pub id: String,
+    /// [`APP_PROGRAM`] (the app's program as the trial hands it over, `$APP_BIN`) or an
+    /// absolute path.
+    pub program: String,
+    /// Regular expressions, each of which must match one whole argument after `argv[0]`
+    /// of the same exec.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+/// The word for "the app's own program" in [`RequiredRun::program`].
+pub const APP_PROGRAM: &str = "app";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SeedRequest {
@@ -77,6 +107,9 @@ pub struct WorldAssertion {
     /// The observed value must equal this.
     #[serde(default)]
     pub equals: Option<Value>,
+    /// The observed value must be an array of this many items (instead of `equals`).
+    #[serde(default)]
+    pub count: Option<u64>,
     /// The self-report field that claims the same value; a difference is a discrepancy.
     #[serde(default)]
     pub report_field: Option<String>,
@@ -88,9 +121,16 @@ pub struct WorldAssertion {
 pub enum WorldSource {
     /// `GET $APP_URL<path>`, parsed as JSON.
     HttpGet(String),
+    /// `GET $APP_URL<path>` with `{n}` = 1, 2, … until the app answers anything but
+    /// success (at most [`MAX_EACH`] requests): the JSON answers, as an array. How
+    /// many things the app itself holds, where it has no list of them.
+    HttpGetEach(String),
     /// A JSON file in the trial workspace (workspace-relative).
     File(String),
 }
+
+/// The most requests one `http_get_each` observation sends.
+pub const MAX_EACH: u64 = 1000;
 
 impl Manifest {
     /// Parse and validate `file`'s bytes.
@@ -169,15 +209,32 @@ impl Manifest {
                         "must be a path starting with `/`",
                     ))
                 }
+                WorldSource::HttpGetEach(p) if !p.starts_with('/') || !p.contains("{n}") => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.http_get_each"),
+                        "must be a path starting with `/` that holds `{n}`",
+                    ))
+                }
                 WorldSource::File(p) => relative(file, &format!("{field}.file"), p)?,
                 _ => {}
             }
-            if a.equals.is_none() {
-                return Err(SpecError::invalid(
-                    file,
-                    format!("{field}.equals"),
-                    "an assertion needs the value it expects",
-                ));
+            match (&a.equals, a.count) {
+                (None, None) => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.equals"),
+                        "an assertion needs the value it expects (`equals`, or `count`)",
+                    ))
+                }
+                (Some(_), Some(_)) => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.count"),
+                        "an assertion expects `equals` or `count`, not both",
+                    ))
+                }
+                _ => {}
             }
             if let Some(p) = &a.pointer {
                 if !p.starts_with('/') {
@@ -197,6 +254,52 @@ impl Manifest {
                     ));
                 }
             }
+        }
+        for (i, r) in self.work.runs.iter().enumerate() {
+            let field = format!("work.runs[{i}]");
+            crate::spec::check_id(file, &format!("{field}.id"), &r.id)?;
+            if self.work.runs[..i].iter().any(|o| o.id == r.id) {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("{field}.id"),
+                    format!("`{}` is used twice", r.id),
+                ));
+            }
+            if r.program != APP_PROGRAM && !r.program.starts_with('/') {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("{field}.program"),
+                    format!(
+                        "`{}` is neither `{APP_PROGRAM}` nor an absolute path",
+                        r.program
+                    ),
+                ));
+            }
+            for (j, a) in r.args.iter().enumerate() {
+                if let Err(e) = regex::Regex::new(a) {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.args[{j}]"),
+                        format!("not a regular expression: {e}"),
+                    ));
+                }
+            }
+        }
+        // A success that rests only on what the agent wrote (its report, files in its
+        // workspace) is a success any agent can claim: something must be observed.
+        let observed_work = !self.work.runs.is_empty()
+            || self.world.assertions.iter().any(|a| {
+                matches!(
+                    a.source,
+                    WorldSource::HttpGet(_) | WorldSource::HttpGetEach(_)
+                )
+            });
+        if !observed_work {
+            return Err(SpecError::invalid(
+                file,
+                "work.runs",
+                "the challenge requires no observed work: name a run of the app (`work.runs`) or an effect in the app's world (an `http_get` or `http_get_each` assertion), since files the agent wrote and its self-report prove nothing",
+            ));
         }
         for (i, s) in self.world.seed.iter().enumerate() {
             if !s.path.starts_with('/') {
@@ -254,6 +357,11 @@ mod tests {
             WorldSource::HttpGet("/accounts/a/balance".into())
         );
         assert_eq!(m.report.success_assertions["balance"], serde_json::json!(5));
+        // A file assertion is fine beside a required run of the app.
+        let ran = GOOD.replace("http_get: /accounts/a/balance", "file: balance.json")
+            + "work:\n  runs:\n    - id: ran\n      program: app\n      args: ['--json', 'stats']\n";
+        let m = parse(&ran).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.work.runs[0].args, ["--json", "stats"]);
     }
 
     #[test]
@@ -270,6 +378,28 @@ mod tests {
                 "success_assertions",
             ),
             (GOOD.replace("      equals: 5\n", ""), "equals"),
+            (
+                GOOD.replace("      equals: 5\n", "      equals: 5\n      count: 5\n"),
+                "count",
+            ),
+            (
+                GOOD.replace("http_get: /accounts/a/balance", "http_get_each: /tx/1"),
+                "http_get_each",
+            ),
+            (
+                GOOD.replace("http_get: /accounts/a/balance", "file: balance.json"),
+                "work.runs",
+            ),
+            (
+                format!("{GOOD}work:\n  runs:\n    - id: r\n      program: tally\n"),
+                "work.runs[0].program",
+            ),
+            (
+                format!(
+                    "{GOOD}work:\n  runs:\n    - id: r\n      program: app\n      args: ['(']\n"
+                ),
+                "work.runs[0].args[0]",
+            ),
             (
                 GOOD.replace("title: Demo\n", "title: Demo\nsurprise: 1\n"),
                 "surprise",

@@ -1,0 +1,182 @@
+//! Outcomes from observed work (issue 45 item 1): a challenge succeeds only when the
+//! work it requires was seen done, by the kernel (the app's program executed with the
+//! right arguments) or in the app's own world (the transactions the ledger holds). An
+//! agent that writes the result by hand, prints a tool call it never made, or reaches
+//! the right balances with lump sums fails, and the programs its account names that
+//! never ran are listed on every page. The scripted reference, which does the work,
+//! passes every challenge under every profile.
+
+use std::path::Path;
+
+use gauntlet::config::AgentChoice;
+use gauntlet::record::any::AnyRecord;
+use gauntlet::record::challenge::ChallengeRecord;
+use gauntlet::score::challenge::{TaskOutcome, Validity};
+use gauntlet::spec::challenge::Profile;
+use gauntlet::suites::challenge::Options;
+
+use crate::challenge::{loaded, run_as};
+use crate::support;
+
+fn hostile(
+    script: &str,
+    args: &[&str],
+    id: &str,
+    out: &Path,
+) -> (ChallengeRecord, std::path::PathBuf) {
+    let path = support::root()
+        .join("tests/fixtures/agents/hostile")
+        .join(script);
+    let mut argv = vec!["sh".to_string(), path.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let cfg = support::config(AgentChoice::command(argv), out);
+    run_as(cfg, &loaded(), id, Profile::None, &Options::default(), out)
+}
+
+fn page(rec: &ChallengeRecord, dir: &Path) -> String {
+    gauntlet::report::transcript::render(&AnyRecord::Challenge(Box::new(rec.clone())), dir, "")
+}
+
+#[test]
+fn a_tally_written_by_hand_behind_a_tool_call_never_made_fails() {
+    let out = tempfile::tempdir().expect("tempdir");
+    for how in ["silent", "decoy"] {
+        let (rec, dir) = hostile("hand-tally.sh", &[how], "tally-report", out.path());
+        let v = &rec.verdict;
+        // Report and file agree with the truth, and the observation is clean: only
+        // the missing run fails it.
+        assert!(v.report_assertions.iter().all(|a| a.holds), "{how}: {v:?}");
+        assert!(v.world_assertions.iter().all(|a| a.holds), "{how}: {v:?}");
+        assert_eq!(
+            v.evaluation_validity,
+            Validity::Clean,
+            "{how}: {}",
+            v.validity_reason
+        );
+        assert_eq!(
+            v.task_outcome,
+            TaskOutcome::Failed,
+            "{how}: {}",
+            v.outcome_reason
+        );
+        assert!(
+            v.outcome_reason.contains("`ran-json-stats`")
+                && v.outcome_reason.contains("never executed"),
+            "{how}: {}",
+            v.outcome_reason
+        );
+        let execs = rec.derived.execs.as_ref().expect("execs observed");
+        assert_eq!(execs.incomplete, None, "{how}");
+        let app = rec
+            .evidence
+            .app_program
+            .as_deref()
+            .expect("the app's program");
+        assert_eq!(
+            execs.by_program.contains_key(app),
+            how == "decoy",
+            "{how}: {execs:?}"
+        );
+        // The printed call: its program never ran in the silent case; in the decoy
+        // case the app did run (for --help), so the program itself is no discrepancy.
+        let claimed = v.discrepancies.iter().find(|d| d.field == "tool_calls[0]");
+        assert_eq!(
+            claimed.is_some(),
+            how == "silent",
+            "{how}: {:?}",
+            v.discrepancies
+        );
+        // Every page says so.
+        let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+        assert!(
+            report.contains("required run `ran-json-stats`: **never seen**"),
+            "{report}"
+        );
+        let metrics: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).expect("metrics"))
+                .expect("json");
+        assert!(metrics["execs"]["execs"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()));
+        let html = page(&rec, &dir);
+        assert!(html.contains("What the kernel saw executed"), "{how}");
+        if how == "silent" {
+            assert!(report.contains("never executed (1)"), "{report}");
+            assert!(
+                html.contains("claimed by the agent&#39;s tool calls, never executed")
+                    || html.contains("claimed by the agent's tool calls, never executed")
+            );
+        }
+        // Rescore derives the same from the recorded observation.
+        let (_, again) =
+            gauntlet::record::challenge::rederive(&dir.join("record.json")).expect("loads");
+        assert_eq!(again.expect("rederives"), rec.verdict);
+    }
+}
+
+#[test]
+fn balances_reached_with_lump_sums_fail_on_what_the_ledger_holds() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let (rec, _) = hostile("lump-ledger.sh", &[], "ledger-reconcile", out.path());
+    let v = &rec.verdict;
+    assert_eq!(v.task_outcome, TaskOutcome::Failed, "{}", v.outcome_reason);
+    assert!(
+        v.outcome_reason.contains("`transactions-held`"),
+        "{}",
+        v.outcome_reason
+    );
+    let held = v
+        .world_assertions
+        .iter()
+        .find(|a| a.id == "transactions-held")
+        .expect("counted");
+    assert_eq!(held.observed, Some(serde_json::json!(2)));
+    // The balances themselves hold: only the count gives it away.
+    assert!(v
+        .world_assertions
+        .iter()
+        .filter(|a| a.id != "transactions-held")
+        .all(|a| a.holds));
+    assert!(v
+        .discrepancies
+        .iter()
+        .any(|d| d.field == "transactions_posted" && d.observed == Some(serde_json::json!(2))));
+}
+
+#[test]
+fn the_reference_does_the_work_of_every_challenge_under_every_profile() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    for id in ["tally-report", "ledger-reconcile", "notes-cleanup"] {
+        for profile in [Profile::None, Profile::Skills, Profile::All] {
+            let cfg = support::config(
+                AgentChoice::of(gauntlet::config::AgentKind::Reference),
+                out.path(),
+            );
+            let (rec, _) = run_as(cfg, &l, id, profile, &Options::default(), out.path());
+            let v = &rec.verdict;
+            assert_eq!(
+                (v.task_outcome, v.evaluation_validity),
+                (TaskOutcome::Success, Validity::Clean),
+                "{id} {profile}: {} / {}",
+                v.outcome_reason,
+                v.validity_reason
+            );
+            let execs = rec.derived.execs.as_ref().expect("execs observed");
+            assert_eq!(execs.incomplete, None, "{id} {profile}");
+            assert!(
+                execs.required.iter().all(|r| r.seen.is_some()),
+                "{id}: {execs:?}"
+            );
+            assert!(
+                execs.claimed_not_observed.is_empty(),
+                "{id} {profile}: {:?}",
+                execs.claimed_not_observed
+            );
+            if id == "tally-report" {
+                let seen = execs.required[0].seen.as_ref().expect("seen");
+                assert_eq!(seen.argv[1..], ["--json", "stats"], "{seen:?}");
+            }
+        }
+    }
+}
