@@ -420,6 +420,41 @@ pub fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Each object of an array cut down to `fields`; anything else as it is.
+fn shape(v: Value, fields: Option<&[String]>) -> Value {
+    let Some(fields) = fields else { return v };
+    match v {
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| match item {
+                    Value::Object(o) => {
+                        Value::Object(o.into_iter().filter(|(k, _)| fields.contains(k)).collect())
+                    }
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Whether two arrays hold the same items, each as often, in any order.
+fn same_items(got: &[Value], want: &[Value]) -> bool {
+    if got.len() != want.len() {
+        return false;
+    }
+    let mut taken = vec![false; got.len()];
+    want.iter().all(|w| {
+        let found = got
+            .iter()
+            .enumerate()
+            .find(|(i, g)| !taken[*i] && same(g, w))
+            .map(|(i, _)| i);
+        found.map(|i| taken[i] = true).is_some()
+    })
+}
+
 /// Score one trial.
 pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
     let self_report = parse_self_report(i.final_message);
@@ -473,11 +508,22 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
                     }),
                     Value::from(n),
                 ),
-                None => (got, a.equals.clone().unwrap_or(Value::Null)),
+                None => (
+                    got.map(|g| shape(g, a.fields.as_deref())),
+                    a.equals.clone().unwrap_or(Value::Null),
+                ),
+            };
+            let holds = match (&got, a.unordered) {
+                (Some(Value::Array(g)), true) => match &want {
+                    Value::Array(w) => same_items(g, w),
+                    _ => false,
+                },
+                (Some(g), _) => same(g, &want),
+                (None, _) => false,
             };
             AssertionResult {
                 id: a.id.clone(),
-                holds: got.as_ref().is_some_and(|g| same(g, &want)),
+                holds,
                 expected: want,
                 observed: got,
             }
@@ -694,6 +740,27 @@ mod tests {
     }
 
     const GOOD: &str = "Done.\n```yaml\ntask_outcome: success\nbalance: 5\n```\n";
+
+    #[test]
+    fn items_compare_cut_to_their_fields_and_in_any_order_each_as_often() {
+        use serde_json::json;
+        let got = shape(
+            json!([{"id": "tx-2", "a": 1}, {"id": "tx-1", "a": 2}, {"id": "tx-3", "a": 1}]),
+            Some(&["a".to_string()]),
+        );
+        let Value::Array(got) = got else {
+            panic!("array")
+        };
+        assert!(same_items(
+            &got,
+            &[json!({"a": 1}), json!({"a": 1}), json!({"a": 2.0})]
+        ));
+        assert!(!same_items(
+            &got,
+            &[json!({"a": 1}), json!({"a": 2}), json!({"a": 2})]
+        ));
+        assert!(!same_items(&got, &[json!({"a": 1}), json!({"a": 2})]));
+    }
 
     #[test]
     fn a_required_run_not_observed_fails_the_task_or_leaves_it_unknown() {

@@ -115,32 +115,55 @@ fn a_tally_written_by_hand_behind_a_tool_call_never_made_fails() {
 }
 
 #[test]
-fn balances_reached_with_lump_sums_fail_on_what_the_ledger_holds() {
+fn balances_reached_without_the_rows_fail_on_what_the_ledger_holds() {
     let out = tempfile::tempdir().expect("tempdir");
-    let (rec, _) = hostile("lump-ledger.sh", &[], "ledger-reconcile", out.path());
-    let v = &rec.verdict;
-    assert_eq!(v.task_outcome, TaskOutcome::Failed, "{}", v.outcome_reason);
-    assert!(
-        v.outcome_reason.contains("`transactions-held`"),
-        "{}",
-        v.outcome_reason
-    );
-    let held = v
-        .world_assertions
-        .iter()
-        .find(|a| a.id == "transactions-held")
-        .expect("counted");
-    assert_eq!(held.observed, Some(serde_json::json!(2)));
-    // The balances themselves hold: only the count gives it away.
-    assert!(v
-        .world_assertions
-        .iter()
-        .filter(|a| a.id != "transactions-held")
-        .all(|a| a.holds));
-    assert!(v
-        .discrepancies
-        .iter()
-        .any(|d| d.field == "transactions_posted" && d.observed == Some(serde_json::json!(2))));
+    for (how, failing, held) in [
+        ("lumps", "transactions-held", 2),
+        ("six", "transactions-as-posted", 6),
+    ] {
+        let (rec, _) = hostile("lump-ledger.sh", &[how], "ledger-reconcile", out.path());
+        let v = &rec.verdict;
+        assert_eq!(
+            v.task_outcome,
+            TaskOutcome::Failed,
+            "{how}: {}",
+            v.outcome_reason
+        );
+        assert!(
+            v.outcome_reason.contains(&format!("`{failing}`")),
+            "{how}: {}",
+            v.outcome_reason
+        );
+        let count = v
+            .world_assertions
+            .iter()
+            .find(|a| a.id == "transactions-held")
+            .expect("counted");
+        assert_eq!(count.observed, Some(serde_json::json!(held)), "{how}");
+        // The balances themselves hold: only what the ledger holds gives it away.
+        assert!(
+            v.world_assertions
+                .iter()
+                .filter(|a| a.id.ends_with("-balance"))
+                .all(|a| a.holds),
+            "{how}: {v:?}"
+        );
+        assert!(
+            !v.world_assertions
+                .iter()
+                .find(|a| a.id == "transactions-as-posted")
+                .expect("compared")
+                .holds
+        );
+        assert_eq!(
+            v.discrepancies
+                .iter()
+                .any(|d| d.field == "transactions_posted"),
+            held != 6,
+            "{how}: {:?}",
+            v.discrepancies
+        );
+    }
 }
 
 #[test]

@@ -110,6 +110,15 @@ pub struct WorldAssertion {
     /// The observed value must be an array of this many items (instead of `equals`).
     #[serde(default)]
     pub count: Option<u64>,
+    /// Each item of an observed array of objects is cut down to these keys before it
+    /// is compared (`equals` only): what the app adds of its own, such as ids, is not
+    /// the agent's to match.
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
+    /// An observed array equals `equals` in any order (`equals` only): the order the
+    /// agent did things in is its own.
+    #[serde(default)]
+    pub unordered: bool,
     /// The self-report field that claims the same value; a difference is a discrepancy.
     #[serde(default)]
     pub report_field: Option<String>,
@@ -232,6 +241,13 @@ impl Manifest {
                         file,
                         format!("{field}.count"),
                         "an assertion expects `equals` or `count`, not both",
+                    ))
+                }
+                (None, Some(_)) if a.unordered || a.fields.is_some() => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.count"),
+                        "`fields` and `unordered` shape what `equals` compares; a count has nothing to compare",
                     ))
                 }
                 _ => {}
@@ -385,6 +401,13 @@ mod tests {
             (
                 GOOD.replace("http_get: /accounts/a/balance", "http_get_each: /tx/1"),
                 "http_get_each",
+            ),
+            (
+                GOOD.replace(
+                    "      equals: 5\n",
+                    "      count: 5\n      unordered: true\n",
+                ),
+                "count",
             ),
             (
                 GOOD.replace("http_get: /accounts/a/balance", "file: balance.json"),
