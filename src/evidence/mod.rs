@@ -13,6 +13,7 @@ pub mod observed_execs;
 pub mod observed_policy;
 pub mod policy;
 pub mod streams;
+pub mod tree;
 pub mod usage;
 
 use serde::{Deserialize, Serialize};

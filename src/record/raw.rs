@@ -155,6 +155,9 @@ fn verify_named(
 ) -> Result<(), String> {
     let rel = inside(n.path)?;
     let (found, len) = match hashed {
+        // Sizes first, as for a file read here, so that every reader names a mismatch
+        // alike.
+        Some(h) if h.bytes != n.bytes => return Err(other_size(h.bytes, n)),
         Some(h) => (h.sha256.clone(), h.bytes),
         // An empty file is checked by its metadata alone (most of a run's stderr files
         // are empty): a plain file of no bytes hashes to the empty hash, and opening
@@ -172,10 +175,16 @@ fn verify_named(
             if meta.len() == 0 {
                 (crate::hash::sha256(&[]), 0)
             } else {
-                hash_plain(open_plain(trial_dir, rel, seen)?)?
+                return Err(other_size(meta.len(), n));
             }
         }
-        None => hash_plain(open_plain(trial_dir, rel, seen)?)?,
+        None => {
+            let f = open_plain(trial_dir, rel, seen)?;
+            if f.size() != n.bytes {
+                return Err(other_size(f.size(), n));
+            }
+            hash_plain(f)?
+        }
     };
     if found != n.sha256 {
         return Err(format!(
@@ -187,6 +196,17 @@ fn verify_named(
         return Err(format!("{len} bytes on disk, {} recorded", n.bytes));
     }
     Ok(())
+}
+
+/// A raw file whose size on disk is not the size its record gives: it cannot hash to
+/// the recorded hash either, so it is not read. A trial directory is where an agent's
+/// files lie, and a sparse file there may say any size: a check never reads more of a
+/// raw file than its record says it holds.
+fn other_size(size: u64, n: &Named<'_>) -> String {
+    format!(
+        "does not match its recorded hash: {size} bytes on disk, {} recorded",
+        n.bytes
+    )
 }
 
 /// The hash and length of a plain file, read to its end.
@@ -740,6 +760,24 @@ mod tests {
         assert!(fifo.problem.contains("not a regular file"), "{fifo}");
         std::fs::copy(&host, trial.join("real.out")).unwrap();
         verify_file(&trial, &raw("real.out")).unwrap();
+    }
+
+    /// A raw file replaced by a terabyte of holes is refused by its size, unread.
+    #[test]
+    fn a_raw_file_of_another_size_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(dir.path().join("agent.out")).unwrap();
+        f.set_len(1 << 40).unwrap();
+        let why = verify_file(dir.path(), &raw_file("agent.out", b"hello")).unwrap_err();
+        assert!(
+            why.problem.contains("recorded hash")
+                && why
+                    .problem
+                    .contains("1099511627776 bytes on disk, 5 recorded"),
+            "{why}"
+        );
+        let why = verify_file(dir.path(), &raw_file("agent.out", b"")).unwrap_err();
+        assert!(why.problem.contains("bytes on disk, 0 recorded"), "{why}");
     }
 
     #[test]

@@ -38,10 +38,15 @@ pub struct TurnObs {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileObs {
+    /// `sha256:<hex>` of the content, or of its first `partial.hashed_bytes` bytes.
     pub sha256: String,
     pub bytes: u64,
     /// The content when it is UTF-8 and at most [`FILE_TEXT_CAP`] bytes.
     pub text: Option<String>,
+    /// Set when the workspace observer hashed only a prefix of the file (a sparse file,
+    /// or one past its read bounds): `sha256` then says nothing of the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<crate::evidence::tree::Partial>,
 }
 
 /// Bytes of a workspace file kept as text in the record.
@@ -535,6 +540,11 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
             let want = v(slot);
             match obs.files_after.get(&p) {
                 None => (Err(format!("{p} does not exist after `{t}`")), None),
+                Some(FileObs {
+                    partial: Some(part),
+                    bytes,
+                    ..
+                }) => (Err(format!("{p} holds {bytes} bytes, {part}")), None),
                 Some(f) => match &f.text {
                     Some(text) if norm(text) == norm(&want) => {
                         (Ok(format!("{p} matches")), audit(text))
@@ -553,6 +563,17 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
             let get = |label: &str| turn(ev, label).map(|t| t.files_after.get(&p).cloned());
             match (get(first), get(second)) {
                 (Err(e), _) | (_, Err(e)) => (Err(e), None),
+                (Ok(Some(a)), Ok(Some(b))) if a.partial.is_some() || b.partial.is_some() => (
+                    Err(format!(
+                        "whether the re-run changed {p} is not known: {}",
+                        a.partial
+                            .as_ref()
+                            .or(b.partial.as_ref())
+                            .map(|x| x.to_string())
+                            .unwrap_or_default()
+                    )),
+                    None,
+                ),
                 (Ok(Some(a)), Ok(Some(b))) if a.sha256 == b.sha256 => (
                     Ok(format!("{p} is unchanged by the re-run")),
                     b.text.as_deref().and_then(audit),

@@ -390,6 +390,13 @@ impl Dir {
     /// This directory's entries (without `.` and `..`), sorted by name, each
     /// classified without following it. An entry that vanishes while listed is left out.
     pub fn entries(&self) -> Result<Vec<Entry>, BeneathError> {
+        Ok(self.entries_at_most(usize::MAX)?.0)
+    }
+
+    /// [`Dir::entries`], listing at most `max` of them, and whether there were more.
+    /// An agent's directory may hold millions of names: listing stops at `max + 1`,
+    /// before any more are looked at or held.
+    pub fn entries_at_most(&self, max: usize) -> Result<(Vec<Entry>, bool), BeneathError> {
         let fd = self.open_at(
             Path::new("."),
             OFlag::O_DIRECTORY | OFlag::O_RDONLY,
@@ -397,11 +404,16 @@ impl Dir {
         )?;
         let mut listing = nix::dir::Dir::from_fd(fd).map_err(|e| io(&self.path, e))?;
         let mut out = Vec::new();
+        let mut more = false;
         for entry in listing.iter() {
             let entry = entry.map_err(|e| io(&self.path, e))?;
             let name = OsStr::from_bytes(entry.file_name().to_bytes());
             if name == "." || name == ".." {
                 continue;
+            }
+            if out.len() >= max {
+                more = true;
+                break;
             }
             match self.kind(name) {
                 Ok((kind, mtime_ms)) => out.push(Entry {
@@ -414,7 +426,7 @@ impl Dir {
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        Ok((out, more))
     }
 }
 

@@ -11,4 +11,5 @@ pub mod process;
 pub mod sandbox;
 pub mod shutdown;
 pub mod spawned;
+pub mod walk;
 pub mod warm;

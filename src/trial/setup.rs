@@ -57,12 +57,24 @@ pub enum SetupError {
     Plant {
         from: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::sys::walk::WalkError,
+    },
+    #[error("planting {}: the copy is incomplete: {cut}", .from.display())]
+    PlantCut {
+        from: PathBuf,
+        cut: crate::evidence::tree::Cut,
     },
     #[error("world sinks failed to start: {0}")]
     Sinks(#[source] SinkError),
     #[error("workspace observer: {0}")]
     Observer(#[source] SinkError),
+    /// The workspace snapshot of a step stopped before it had seen the whole workspace:
+    /// what the step did there is known only in part.
+    #[error("the workspace snapshot {at} is incomplete: {cut}")]
+    SnapshotCut {
+        at: String,
+        cut: crate::evidence::tree::Cut,
+    },
     #[error("the harness could not change the world: {0}")]
     World(String),
     /// The app's independence matrix could not be derived, or refuses the app.

@@ -520,3 +520,81 @@ fn walkdir_files(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+const SPARSE_WORKSPACE: &str = include_str!("../fixtures/agents/hostile/sparse-workspace.sh");
+
+/// Issue 45, item 3: an agent leaves a 1 TiB sparse file in its workspace, which the
+/// harness snapshots after every turn. The snapshot must not read it through: the
+/// trial ends with a finished record (not interrupted, so no retry on resume), the
+/// file recorded by its size and a prefix hash marked as sparse, and the probe judged
+/// on what the agent did (it never wrote the CSV: unverified, naming the CSV). No
+/// wall-clock threshold here: the trial's own deadline (`timeout`) is the bound.
+#[test]
+fn a_terabyte_sparse_file_in_the_workspace_is_recorded_by_size_not_read() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        agent: AgentChoice::command(vec![
+            "sh".into(),
+            "-c".into(),
+            SPARSE_WORKSPACE.into(),
+            "sparse-workspace.sh".into(),
+        ]),
+        timeout: Duration::from_secs(30),
+        // Not scripted: the agent's own turns, judged as a real agent's are. It never
+        // calls a model, so nothing listens upstream.
+        mode: Mode::Byok,
+        api_key: Some(gauntlet::config::ApiKey::new("sk-never-used")),
+        upstream_url: "http://127.0.0.1:9/v1".into(),
+        ..cfg("stub", out.path())
+    };
+    let (rec, trial) = execute_probe(&suite, "p5-4", &cfg, out.path());
+    let file = trial.join("record.json");
+    assert!(file.is_file(), "no record at {}", file.display());
+    assert_eq!(rec.evidence.interrupted, None);
+    assert_eq!(rec.evidence.setup_error, None, "{:?}", rec.evidence);
+    assert_eq!(rec.evidence.turns.len(), 2);
+    assert!(rec.evidence.turns.iter().all(|t| t.reply.is_some()));
+    assert_eq!(
+        rec.verdict.outcome,
+        gauntlet::score::Outcome::Unverified,
+        "{}",
+        rec.verdict.reason
+    );
+    assert!(
+        rec.verdict.reason.contains("does not exist after `first`"),
+        "{}",
+        rec.verdict.reason
+    );
+    // The record names the file by its size, hashed by a prefix and marked sparse, in a
+    // shape the committed schema describes.
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&gauntlet::record::scorecard::record_schema_text())
+            .expect("schema json");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    for turn in v["evidence"]["turns"].as_array().expect("turns") {
+        let big = &turn["files_after"]["big"];
+        assert_eq!(big["bytes"].as_u64(), Some(1 << 40), "{turn}");
+        assert_eq!(big["partial"]["why"], "sparse", "{big}");
+        assert!(
+            big["partial"]["hashed_bytes"]
+                .as_u64()
+                .is_some_and(|n| n < 1 << 20),
+            "{big}"
+        );
+    }
+    // Written once, in the first turn; the second turn's snapshot sees it unchanged.
+    let big_events: Vec<(String, String)> = rec
+        .evidence
+        .events
+        .iter()
+        .filter(|e| e.what == "big")
+        .map(|e| (e.phase.clone(), e.method.clone()))
+        .collect();
+    assert_eq!(big_events, [("first".to_string(), "write".to_string())]);
+    assert!(gauntlet::record::rescore::rescore_file(&file).agrees());
+}

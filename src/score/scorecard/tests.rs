@@ -346,6 +346,7 @@ fn idempotency_compares_the_file_after_each_run() {
         sha256: crate::hash::sha256(text.as_bytes()),
         bytes: text.len() as u64,
         text: Some(text.into()),
+        partial: None,
     };
     let mut first = turn("first", "done");
     first.files_after.insert(path.clone(), file(&csv));
@@ -483,6 +484,7 @@ fn a_scripted_write_the_workspace_does_not_hold_is_named() {
         sha256: String::new(),
         bytes: text.map_or(0, |t| t.len() as u64),
         text: text.map(str::to_owned),
+        partial: None,
     };
     let writes = vec![("out/items.csv".to_string(), "a,b\n".to_string())];
     let held = BTreeMap::from([("out/items.csv".to_string(), file(Some("a,b\n")))]);

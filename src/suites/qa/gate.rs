@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Component, Path, PathBuf};
+use std::time::Instant;
 
 use futures_util::stream::{FuturesOrdered, StreamExt};
 
@@ -48,6 +49,13 @@ pub enum TestDirError {
     TooMany { path: PathBuf, limit: usize },
     #[error("test dir {} nests deeper than {limit} directories, the gate's limit", .path.display())]
     TooDeep { path: PathBuf, limit: usize },
+    #[error("test dir {}: measuring it {cut}", .path.display())]
+    Stopped {
+        path: PathBuf,
+        cut: crate::evidence::tree::Cut,
+    },
+    #[error("test dir: {0}")]
+    Walk(#[source] crate::sys::walk::WalkError),
 }
 
 /// The claimed test directory, if it is a directory inside the workspace.
@@ -108,7 +116,7 @@ pub(super) async fn gate(
         }),
     };
     let dir = match resolve_test_dir(workspace, &test.dir).and_then(|d| {
-        check_test_size(&d)?;
+        check_test_size(&d, Instant::now() + cfg.gate_timeout)?;
         Ok(d)
     }) {
         Ok(d) => d,
@@ -266,7 +274,15 @@ impl GateContext<'_> {
         let label = Self::label(slot);
         let run_dir = self.run_dir(slot);
         let copy = run_dir.join("test");
-        if let Err(e) = timed_sync(Phase::Workspace, || copy_tree(self.dir, &copy)) {
+        let deadline = Instant::now() + self.cfg.gate_timeout;
+        let copied = timed_sync(Phase::Workspace, || {
+            crate::sys::walk::copy_tree(self.dir, &copy, &TEST_DIR_LIMITS, Some(deadline))
+        });
+        let problem = match copied {
+            Ok(w) => w.cut.map(|cut| format!("the copy is incomplete: {cut}")),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(e) = problem {
             return Err(format!(
                 "cannot copy the test dir for run {}: {e}",
                 slot.position + 1
@@ -400,68 +416,89 @@ const MAX_TEST_DIR_BYTES: u64 = 64 << 20;
 const MAX_TEST_DIR_ENTRIES: usize = 20_000;
 const MAX_TEST_DIR_DEPTH: usize = 64;
 
-/// Measure a claimed test directory against the gate's limits, stopping at the first
-/// one it passes (never walking more than the limits allow).
-fn check_test_size(dir: &Path) -> Result<(), TestDirError> {
+/// The gate's walks of a test directory (`sys::walk`). A file is copied whole or not
+/// at all; the sizes files state are checked first ([`check_test_size`]), so every
+/// byte a copy reads, holes of a sparse file included, is within the limit.
+const TEST_DIR_LIMITS: crate::evidence::tree::Limits = crate::evidence::tree::Limits {
+    file_bytes: MAX_TEST_DIR_BYTES,
+    sparse_bytes: MAX_TEST_DIR_BYTES,
+    total_bytes: MAX_TEST_DIR_BYTES,
+    entries: MAX_TEST_DIR_ENTRIES,
+    depth: MAX_TEST_DIR_DEPTH,
+};
+
+/// Measure a claimed test directory against the gate's limits by the sizes its files
+/// state, reading none of them, and stopping at the first limit it passes or at
+/// `deadline`.
+fn check_test_size(dir: &Path, deadline: Instant) -> Result<(), TestDirError> {
+    use crate::evidence::tree::CutWhy;
     let mut total = 0u64;
-    let mut entries = 0usize;
-    let mut pending = vec![(dir.to_path_buf(), 0usize)];
-    while let Some((at, depth)) = pending.pop() {
-        let Ok(listing) = std::fs::read_dir(&at) else {
-            continue;
-        };
-        for entry in listing.flatten() {
-            entries += 1;
-            if entries > MAX_TEST_DIR_ENTRIES {
-                return Err(TestDirError::TooMany {
+    let walked = crate::sys::walk::walk(dir, &TEST_DIR_LIMITS, Some(deadline), |item| {
+        if let crate::sys::walk::ItemKind::File(f) = item.kind {
+            total = total.saturating_add(f.size());
+            if total > MAX_TEST_DIR_BYTES {
+                return Err(crate::sys::walk::WalkError::TreeTooLarge {
                     path: dir.to_path_buf(),
-                    limit: MAX_TEST_DIR_ENTRIES,
+                    limit: MAX_TEST_DIR_BYTES,
                 });
             }
-            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
-                continue;
-            };
-            if meta.is_dir() {
-                if depth + 1 > MAX_TEST_DIR_DEPTH {
-                    return Err(TestDirError::TooDeep {
-                        path: dir.to_path_buf(),
-                        limit: MAX_TEST_DIR_DEPTH,
-                    });
-                }
-                pending.push((entry.path(), depth + 1));
-            } else {
-                total += meta.len();
-                if total > MAX_TEST_DIR_BYTES {
-                    return Err(TestDirError::TooLarge {
-                        path: dir.to_path_buf(),
-                        total,
-                        limit: MAX_TEST_DIR_BYTES,
-                    });
-                }
-            }
         }
+        Ok(())
+    });
+    let path = dir.to_path_buf();
+    match walked {
+        Err(crate::sys::walk::WalkError::TreeTooLarge { limit, .. }) => {
+            Err(TestDirError::TooLarge { path, total, limit })
+        }
+        Err(e) => Err(TestDirError::Walk(e)),
+        Ok(w) => match w.cut {
+            None => Ok(()),
+            Some(cut) => Err(match cut.why {
+                CutWhy::Entries { limit } => TestDirError::TooMany { path, limit },
+                CutWhy::Depth { limit, .. } => TestDirError::TooDeep { path, limit },
+                CutWhy::Deadline | CutWhy::Shutdown { .. } => TestDirError::Stopped { path, cut },
+            }),
+        },
     }
-    Ok(())
 }
 
-/// Copy `from` to `to` (which must not exist): regular files, directories, and symlinks
-/// as symlinks (never followed, so a test dir cannot pull in what it links to: the
-/// harness copies as root, outside any sandbox). Anything else (a FIFO that would block
-/// the copy, a device) is left out.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    let meta = std::fs::symlink_metadata(from)?;
-    if meta.file_type().is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
-    } else if meta.is_dir() {
-        std::fs::create_dir_all(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
-            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn later() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(60)
+    }
+
+    /// A test dir holding a terabyte of holes is refused by the size its file states,
+    /// none of it read; so are one with too many entries and one nested too deep.
+    #[test]
+    fn a_test_dir_past_the_gate_limits_is_refused_without_reading_it() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.path().join("run.sh"), "exit 0\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(check_test_size(d.path(), later()).is_ok());
+        let f = std::fs::File::create(d.path().join("holes")).unwrap_or_else(|e| panic!("{e}"));
+        f.set_len(1 << 40).unwrap_or_else(|e| panic!("{e}"));
+        let e = check_test_size(d.path(), later()).err();
+        assert!(matches!(e, Some(TestDirError::TooLarge { .. })), "{e:?}");
+
+        let many = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..=MAX_TEST_DIR_ENTRIES {
+            std::fs::write(many.path().join(format!("f{i}")), "").unwrap_or_else(|e| panic!("{e}"));
         }
-        Ok(())
-    } else if meta.is_file() {
-        std::fs::copy(from, to).map(|_| ())
-    } else {
-        Ok(())
+        let e = check_test_size(many.path(), later()).err();
+        assert!(matches!(e, Some(TestDirError::TooMany { .. })), "{e:?}");
+
+        let deep = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let chain: PathBuf = (0..=MAX_TEST_DIR_DEPTH).map(|_| "d").collect();
+        std::fs::create_dir_all(deep.path().join(chain)).unwrap_or_else(|e| panic!("{e}"));
+        let e = check_test_size(deep.path(), later()).err();
+        assert!(matches!(e, Some(TestDirError::TooDeep { .. })), "{e:?}");
+
+        let past = Instant::now()
+            .checked_sub(std::time::Duration::from_millis(1))
+            .unwrap_or_else(Instant::now);
+        let e = check_test_size(d.path(), past).err();
+        assert!(matches!(e, Some(TestDirError::Stopped { .. })), "{e:?}");
     }
 }

@@ -83,6 +83,9 @@ impl Driver<'_> {
         let mut session = 0u32;
         let mut turn_in_session = 0u32;
         let mut snapshot = self.snapshot(None)?;
+        if let Some(cut) = &snapshot.cut {
+            return Err(snapshot_cut("before the first step", cut));
+        }
         let steps = &self.probe.probe.steps;
         let mut i = 0;
         let mut turn_no = 0u32;
@@ -156,15 +159,19 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// The workspace now, against `before` when given. The walk is bounded in bytes
+    /// (`world::sinks::workspace::LIMITS`) and in time: it may last as long as one turn
+    /// of the agent may (the trial's deadline, `GAUNTLET_TIMEOUT_SECS`), so whatever the
+    /// agent left there, observing it never costs the trial more than another turn.
+    /// A snapshot that stopped short carries its `cut`: the caller records what it saw,
+    /// then ends the probe with [`snapshot_cut`].
     fn snapshot(
         &self,
         before: Option<&WorkspaceSnapshot>,
     ) -> Result<WorkspaceSnapshot, SetupError> {
-        match before {
-            None => WorkspaceSnapshot::take(self.workspace),
-            Some(b) => WorkspaceSnapshot::take_against(self.workspace, b),
-        }
-        .map_err(SetupError::Observer)
+        let deadline = std::time::Instant::now() + self.cfg.timeout;
+        WorkspaceSnapshot::take_until(self.workspace, before, Some(deadline))
+            .map_err(SetupError::Observer)
     }
 
     fn files_after(&self, snap: &WorkspaceSnapshot) -> BTreeMap<String, FileObs> {
@@ -339,9 +346,16 @@ impl Driver<'_> {
         obs.file_events
             .extend(workspace_events(self.workspace, label, snapshot, &after));
         t.files_after = self.files_after(&after);
-        if ended_cleanly && tool_steps.is_some() && t.script_failure.is_none() {
+        // A scripted write missing from a snapshot that stopped short is not known to
+        // be missing: the probe ends on the cut instead.
+        if ended_cleanly
+            && tool_steps.is_some()
+            && t.script_failure.is_none()
+            && after.cut.is_none()
+        {
             t.script_failure = crate::score::scorecard::unwritten(&writes, &t.files_after);
         }
+        let cut = after.cut.clone();
         *snapshot = after;
         if let Err(e) = cleared {
             t.problem = Some(e.to_string());
@@ -391,7 +405,10 @@ impl Driver<'_> {
                 end: outcome.end.describe(),
             });
         }
-        Ok(())
+        match cut {
+            Some(cut) => Err(snapshot_cut(&format!("after turn `{label}`"), &cut)),
+            None => Ok(()),
+        }
     }
 
     /// Idle windows (and the world changes between them), with the agent's background
@@ -469,7 +486,15 @@ impl Driver<'_> {
                                 snapshot,
                                 &after,
                             ));
+                            let cut = after.cut.clone();
                             *snapshot = after;
+                            if let Some(cut) = cut {
+                                result = Err(snapshot_cut(
+                                    &format!("after idle window `{label}`"),
+                                    &cut,
+                                ));
+                                break;
+                            }
                         }
                         Err(e) => {
                             result = Err(e);
@@ -525,18 +550,46 @@ impl Driver<'_> {
     }
 }
 
+/// Why the probe ends after a workspace snapshot `at` a step stopped short: stopped
+/// by the run's own stop, it is interrupted like any step so stopped; otherwise (its
+/// deadline, its entry or depth limit, all the agent's doing) the probe ends with the
+/// cut as its error, a finished record that is not run again on resume.
+fn snapshot_cut(at: &str, cut: &crate::evidence::tree::Cut) -> SetupError {
+    match (&cut.why, crate::sys::shutdown::requested()) {
+        (crate::evidence::tree::CutWhy::Shutdown { .. }, Some(stop)) => SetupError::Interrupted {
+            signal: stop.name(),
+            before: format!("the end of the workspace snapshot {at}"),
+        },
+        _ => SetupError::SnapshotCut {
+            at: at.to_string(),
+            cut: cut.clone(),
+        },
+    }
+}
+
+/// Entries of a fresh agent's state directory that [`planted_entries`] names; past
+/// them, it says only that there were more.
+const PLANTED_NAMES: usize = 100;
+
 /// A fresh agent's state directory: it must exist and be empty. Whatever is in it is
-/// planted memory, listed by name.
+/// planted memory, listed by name (through `sys::beneath`, at most [`PLANTED_NAMES`]).
 pub fn planted_entries(state_dir: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(state_dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+    let listed =
+        crate::sys::beneath::Dir::open(state_dir).and_then(|d| d.entries_at_most(PLANTED_NAMES));
+    match listed {
+        Ok((entries, more)) => {
+            let mut out: Vec<String> = entries
+                .into_iter()
+                .map(|e| e.name.to_string_lossy().into_owned())
+                .collect();
+            if more {
+                out.push(format!("(more than {PLANTED_NAMES} entries)"));
+            }
+            out
+        }
+        Err(e) if e.is_not_found() => Vec::new(),
+        Err(e) => vec![format!("(unreadable: {e})")],
+    }
 }
 
 /// The trial's directories: workspace, where each process's scratch is made, and the

@@ -87,10 +87,19 @@ pub async fn execute(
         };
         let [workspace, scratch, state] = trial_dirs(&trial_dir)?;
         if let Some(src) = &opts.plant_state_from {
-            copy_dir(src, &state).map_err(|source| SetupError::Plant {
-                from: src.clone(),
-                source,
-            })?;
+            // Another agent's state directory: copied by the one bounded walk.
+            let deadline = Instant::now() + cfg.timeout;
+            let copied = crate::sys::walk::copy_tree(src, &state, &PLANT_LIMITS, Some(deadline))
+                .map_err(|source| SetupError::Plant {
+                    from: src.clone(),
+                    source,
+                })?;
+            if let Some(cut) = copied.cut {
+                return Err(SetupError::PlantCut {
+                    from: src.clone(),
+                    cut,
+                });
+            }
         }
         // A fresh agent starts with an empty state directory: anything in it is planted.
         obs.evidence.planted_state = planted_entries(&state);
@@ -171,16 +180,11 @@ pub async fn execute(
     Ok((record, trial_dir))
 }
 
-fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
-    for e in std::fs::read_dir(src)? {
-        let e = e?;
-        let to = dst.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            std::fs::create_dir_all(&to)?;
-            copy_dir(&e.path(), &to)?;
-        } else {
-            std::fs::copy(e.path(), to)?;
-        }
-    }
-    Ok(())
-}
+/// What a planted state directory may hold: it is another agent's, copied whole.
+const PLANT_LIMITS: crate::evidence::tree::Limits = crate::evidence::tree::Limits {
+    file_bytes: 64 << 20,
+    sparse_bytes: 64 << 10,
+    total_bytes: 256 << 20,
+    entries: 50_000,
+    depth: 128,
+};

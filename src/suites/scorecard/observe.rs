@@ -38,7 +38,7 @@ pub fn file_obs(root: &Path, rel: &str, entry: &workspace::FileEntry) -> FileObs
     // swapped it since (for a symlink to the harness's own /proc entry): the read goes
     // through `sys::beneath` (no symlink, no FIFO, bounded), and its text is kept only
     // if it is still the content the snapshot hashed.
-    let text = (entry.size <= FILE_TEXT_CAP && !entry.symlink)
+    let text = (entry.size <= FILE_TEXT_CAP && !entry.symlink && entry.partial.is_none())
         .then(|| crate::sys::beneath::read(root, Path::new(rel), FILE_TEXT_CAP).ok())
         .flatten()
         .filter(|b| workspace::sha256_of(b) == entry.sha256)
@@ -47,8 +47,14 @@ pub fn file_obs(root: &Path, rel: &str, entry: &workspace::FileEntry) -> FileObs
         sha256: entry.sha256.clone(),
         bytes: entry.size,
         text,
+        partial: entry.partial.clone(),
     }
 }
+
+/// Workspace files whose text one step's events carry: each read is bounded by
+/// [`FILE_TEXT_CAP`], and this bounds their number, so the reading a step's events cost
+/// is bounded however many files the agent wrote in it.
+pub const EVENT_TEXTS: usize = 500;
 
 /// The workspace events of one step: every file written, changed, appended or deleted
 /// between the two snapshots.
@@ -60,6 +66,7 @@ pub fn workspace_events(
 ) -> Vec<SinkEvent> {
     let d = workspace::diff(before, after);
     let mut out = Vec::new();
+    let mut texts = 0usize;
     for (method, paths) in [
         ("write", &d.written),
         ("change", &d.changed),
@@ -69,7 +76,11 @@ pub fn workspace_events(
             let text = after
                 .files
                 .get(p)
-                .map(|e| file_obs(root, p, e).text.unwrap_or_default())
+                .filter(|_| texts < EVENT_TEXTS)
+                .map(|e| {
+                    texts += 1;
+                    file_obs(root, p, e).text.unwrap_or_default()
+                })
                 .unwrap_or_default();
             out.push(SinkEvent {
                 sink: SinkKind::File,

@@ -12,6 +12,7 @@
 //! ```text
 //! workspace::WorkspaceSnapshot::take(root)                 -> Result<WorkspaceSnapshot, SinkError>
 //! workspace::WorkspaceSnapshot::take_against(root, &before) (records prefix hashes for appends)
+//! workspace::WorkspaceSnapshot::take_until(root, before, deadline) (bounded; `cut` when stopped)
 //! workspace::diff(&before, &after)                         -> WorkspaceDiff   (pure)
 //!
 //! http::HttpStandIn::start(HostStatuses)  .await -> Result<HttpStandIn, SinkError>
@@ -69,8 +70,8 @@ pub enum SinkError {
     },
     #[error("workspace snapshot: {0}")]
     Unsafe(#[source] crate::sys::beneath::BeneathError),
-    #[error("{root}: workspace has more than {limit} files; snapshot refused")]
-    TooManyFiles { root: PathBuf, limit: usize },
+    #[error("workspace snapshot: {0}")]
+    Walk(#[source] crate::sys::walk::WalkError),
     #[error("tracker: {what} `{id}` does not exist")]
     UnknownItem { what: &'static str, id: String },
 }

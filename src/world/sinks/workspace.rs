@@ -7,26 +7,42 @@
 //! [`WorkspaceSnapshot::take_against`] an earlier one also hashes, for each file that
 //! grew, its first `before.size` bytes.
 //!
+//! The workspace is the agent's, so the snapshot is a bounded walk (`sys::walk`,
+//! [`LIMITS`]): a sparse or huge file is hashed by a prefix and says so
+//! ([`FileEntry::partial`]), and a walk stopped by its deadline or the run's stop says
+//! so ([`WorkspaceSnapshot::cut`]). The diff claims no more than the snapshots hold:
+//! a file hashed in part is unchanged only when nothing that was looked at moved, and
+//! a cut snapshot reports no deletions (what it did not reach was not deleted).
+//!
 //! Symlinks are recorded as entries (their target, hashed) and never followed, so an
 //! agent cannot make the observer read outside the root.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::SinkError;
-use crate::sys::beneath::{BeneathError, Dir, Kind};
+use crate::evidence::tree::{Cut, Limits, Partial};
+use crate::sys::walk::{self, ItemKind, WalkError};
 
-/// A snapshot refuses roots with more files than this.
-pub const FILE_LIMIT: usize = 50_000;
+/// What one snapshot may read and list. Files the scorer reads as text are at most
+/// 64 KiB (`score::scorecard::FILE_TEXT_CAP`), so a per-file bound well above it loses
+/// nothing a rule looks at; past it, hashes only tell changes apart.
+pub const LIMITS: Limits = Limits {
+    file_bytes: 8 << 20,
+    sparse_bytes: 64 << 10,
+    total_bytes: 64 << 20,
+    entries: 50_000,
+    depth: 128,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
     pub size: u64,
-    /// `sha256:<hex>` of the content (of the link target's path for a symlink).
+    /// `sha256:<hex>` of the content (of the link target's path for a symlink), or of
+    /// its first `partial.hashed_bytes` bytes.
     pub sha256: String,
     /// Modification time, Unix epoch milliseconds.
     pub mtime_ms: u64,
@@ -36,6 +52,9 @@ pub struct FileEntry {
     /// this file grew since then (see [`WorkspaceSnapshot::take_against`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_sha256: Option<String>,
+    /// Set when `sha256` covers only a prefix of the file (sparse, or past a bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<Partial>,
 }
 
 /// Relative path (with `/`) → entry.
@@ -43,6 +62,9 @@ pub struct FileEntry {
 pub struct WorkspaceSnapshot {
     pub taken_at_ms: u64,
     pub files: BTreeMap<String, FileEntry>,
+    /// Set when the walk stopped before it had seen the whole workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
 }
 
 /// What happened to the files between two snapshots (relative paths, sorted).
@@ -73,7 +95,7 @@ impl WorkspaceSnapshot {
     /// Every regular file and symlink under `root`. A missing root is an empty snapshot
     /// (a workspace the agent never created has no files).
     pub fn take(root: &Path) -> Result<WorkspaceSnapshot, SinkError> {
-        Self::walk(root, None)
+        Self::take_until(root, None, None)
     }
 
     /// [`WorkspaceSnapshot::take`], also recording prefix hashes of files that grew
@@ -82,171 +104,122 @@ impl WorkspaceSnapshot {
         root: &Path,
         before: &WorkspaceSnapshot,
     ) -> Result<WorkspaceSnapshot, SinkError> {
-        Self::walk(root, Some(before))
+        Self::take_until(root, Some(before), None)
     }
 
-    fn walk(
+    /// [`WorkspaceSnapshot::take_against`] `before` when given, stopping at `deadline`
+    /// (and when the run is asked to stop) with [`WorkspaceSnapshot::cut`] set.
+    pub fn take_until(
         root: &Path,
         before: Option<&WorkspaceSnapshot>,
+        deadline: Option<Instant>,
     ) -> Result<WorkspaceSnapshot, SinkError> {
         let taken_at_ms = super::now_ms();
         let mut files = BTreeMap::new();
-        // Walked by open directory descriptors (`sys::beneath`), never by path: a
-        // directory swapped for a symlink mid-walk is not entered, a file swapped for
-        // a symlink or a FIFO is not opened, and what is hashed is what was opened.
-        let top = match Dir::open(root) {
-            Ok(d) => d,
-            Err(e) if e.is_not_found() => return Ok(WorkspaceSnapshot { taken_at_ms, files }),
-            Err(e) => return Err(SinkError::Unsafe(e)),
-        };
-        let mut stack: Vec<(Dir, String)> = vec![(top, String::new())];
-        while let Some((dir, prefix)) = stack.pop() {
-            for entry in dir.entries().map_err(SinkError::Unsafe)? {
-                let name = Path::new(&entry.name);
-                let rel = match prefix.as_str() {
-                    "" => entry.name.to_string_lossy().into_owned(),
-                    p => format!("{p}/{}", entry.name.to_string_lossy()),
-                };
-                match entry.kind {
-                    Kind::Dir => {
-                        match dir.sub(name) {
-                            Ok(sub) => stack.push((sub, rel)),
-                            Err(e) if e.is_race() => {}
-                            Err(e) => return Err(SinkError::Unsafe(e)),
-                        }
-                        continue;
+        let walked = walk::walk(root, &LIMITS, deadline, |item| {
+            let entry = match item.kind {
+                ItemKind::Dir | ItemKind::Other { .. } => return Ok(()),
+                ItemKind::Symlink { target } => {
+                    let bytes = target.to_string_lossy().into_owned().into_bytes();
+                    FileEntry {
+                        size: bytes.len() as u64,
+                        sha256: crate::hash::sha256(&bytes),
+                        mtime_ms: item.mtime_ms,
+                        symlink: true,
+                        prefix_sha256: None,
+                        partial: None,
                     }
-                    Kind::Other(_) => continue, // sockets, fifos: no content to compare
-                    Kind::File | Kind::Symlink => {}
                 }
-                if files.len() >= FILE_LIMIT {
-                    return Err(SinkError::TooManyFiles {
-                        root: root.to_path_buf(),
-                        limit: FILE_LIMIT,
-                    });
-                }
-                let found = if entry.kind == Kind::Symlink {
-                    dir.read_link(&entry.name).map(|target| {
-                        let bytes = target.to_string_lossy().into_owned().into_bytes();
-                        FileEntry {
-                            size: bytes.len() as u64,
-                            sha256: hex_digest(&bytes),
-                            mtime_ms: entry.mtime_ms,
-                            symlink: true,
-                            prefix_sha256: None,
-                        }
-                    })
-                } else {
-                    dir.open_file(name).and_then(|(file, meta)| {
-                        let grew_from = before
-                            .and_then(|b| b.files.get(&rel))
-                            .filter(|old| !old.symlink && old.size < meta.len())
-                            .map(|old| old.size);
-                        let mtime_ms = meta
-                            .modified()
-                            .ok()
-                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                            .map(|d| d.as_millis() as u64)
-                            .unwrap_or(0);
-                        let (sha256, prefix_sha256, size) =
-                            hash_file(file, grew_from).map_err(|source| BeneathError::Io {
-                                path: dir.path().join(name),
-                                source,
-                            })?;
-                        Ok(FileEntry {
-                            size,
-                            sha256,
-                            mtime_ms,
-                            symlink: false,
-                            prefix_sha256,
+                ItemKind::File(file) => {
+                    let grew_from = before
+                        .and_then(|b| b.files.get(item.rel))
+                        .filter(|old| {
+                            !old.symlink && old.partial.is_none() && old.size < file.size()
                         })
-                    })
-                };
-                match found {
-                    Ok(e) => {
-                        files.insert(rel, e);
+                        .map(|old| old.size);
+                    let d = file.digest(grew_from)?;
+                    FileEntry {
+                        size: d.size,
+                        sha256: d.sha256,
+                        mtime_ms: file.mtime_ms(),
+                        symlink: false,
+                        prefix_sha256: d.prefix_sha256,
+                        partial: d.partial,
                     }
-                    // Changed while looked at: left out of this snapshot.
-                    Err(e) if e.is_race() => {}
-                    Err(e) => return Err(SinkError::Unsafe(e)),
                 }
-            }
-        }
-        Ok(WorkspaceSnapshot { taken_at_ms, files })
+            };
+            files.insert(item.rel.to_string(), entry);
+            Ok(())
+        })
+        .map_err(|e| match e {
+            WalkError::Unsafe(e) => SinkError::Unsafe(e),
+            e => SinkError::Walk(e),
+        })?;
+        Ok(WorkspaceSnapshot {
+            taken_at_ms,
+            files,
+            cut: walked.cut,
+        })
     }
 }
 
 /// `sha256:<hex>` of `bytes`, as a snapshot's entries hash contents.
 pub fn sha256_of(bytes: &[u8]) -> String {
-    hex_digest(bytes)
+    crate::hash::sha256(bytes)
 }
 
-fn hex_digest(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(digest: &[u8]) -> String {
-    let mut s = String::with_capacity(7 + digest.len() * 2);
-    s.push_str("sha256:");
-    for b in digest {
-        s.push_str(&format!("{b:02x}"));
+/// Whether two entries of one path hold the same bytes: `Some` when the hashes show it
+/// either way, `None` when a partial hash leaves it open.
+fn same_bytes(old: &FileEntry, new: &FileEntry) -> Option<bool> {
+    if old.symlink != new.symlink || old.size != new.size {
+        return Some(false);
     }
-    s
-}
-
-/// The whole file's hash, the hash of its first `prefix` bytes if asked, and its size.
-fn hash_file(
-    mut file: std::fs::File,
-    prefix: Option<u64>,
-) -> std::io::Result<(String, Option<String>, u64)> {
-    let mut whole = Sha256::new();
-    let mut head = prefix.map(|n| (Sha256::new(), n));
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut size: u64 = 0;
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
+    match (&old.partial, &new.partial) {
+        (None, None) => Some(old.sha256 == new.sha256),
+        (Some(a), Some(b)) if a.hashed_bytes == b.hashed_bytes && old.sha256 != new.sha256 => {
+            Some(false)
         }
-        whole.update(&buf[..n]);
-        if let Some((h, limit)) = head.as_mut() {
-            let left = limit.saturating_sub(size);
-            let take = (n as u64).min(left) as usize;
-            h.update(&buf[..take]);
-        }
-        size += n as u64;
+        _ => None,
     }
-    let prefix_sha256 = head.and_then(|(h, limit)| (size >= limit).then(|| hex(&h.finalize())));
-    Ok((hex(&whole.finalize()), prefix_sha256, size))
 }
 
 /// What changed from `before` to `after`: pure, no I/O.
+///
+/// A file hashed in part (in either snapshot) whose size and mtime did not move is
+/// unchanged, and changed otherwise: the bytes that were not read cannot show a touch
+/// or an append. A path of `before` missing from a cut `after` is not reported deleted.
 pub fn diff(before: &WorkspaceSnapshot, after: &WorkspaceSnapshot) -> WorkspaceDiff {
     let mut d = WorkspaceDiff::default();
     for (path, new) in &after.files {
-        match before.files.get(path) {
-            None => d.written.push(path.clone()),
-            Some(old) if old.sha256 == new.sha256 && old.symlink == new.symlink => {
+        let Some(old) = before.files.get(path) else {
+            d.written.push(path.clone());
+            continue;
+        };
+        match same_bytes(old, new) {
+            Some(true) => {
                 if new.mtime_ms != old.mtime_ms {
                     d.touched.push(path.clone());
                 }
             }
-            Some(old)
-                if !old.symlink
-                    && new.size > old.size
-                    && new.prefix_sha256.as_deref() == Some(old.sha256.as_str()) =>
+            None if new.mtime_ms == old.mtime_ms => {}
+            _ if !old.symlink
+                && old.partial.is_none()
+                && new.size > old.size
+                && new.prefix_sha256.as_deref() == Some(old.sha256.as_str()) =>
             {
                 d.appended.push(path.clone())
             }
-            Some(_) => d.changed.push(path.clone()),
+            _ => d.changed.push(path.clone()),
         }
     }
-    d.deleted = before
-        .files
-        .keys()
-        .filter(|p| !after.files.contains_key(*p))
-        .cloned()
-        .collect();
+    if after.cut.is_none() {
+        d.deleted = before
+            .files
+            .keys()
+            .filter(|p| !after.files.contains_key(*p))
+            .cloned()
+            .collect();
+    }
     d
 }
 
@@ -355,5 +328,57 @@ mod tests {
         let names: Vec<&str> = s.files.keys().map(String::as_str).collect();
         assert_eq!(names, ["ok.txt", "out"]);
         assert!(s.files["out"].symlink);
+    }
+
+    /// A terabyte of holes is recorded by its size and a prefix hash, marked sparse,
+    /// and a second snapshot of the untouched file sees no change.
+    #[test]
+    fn a_sparse_file_is_recorded_by_size_and_seen_unchanged() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let before = WorkspaceSnapshot::take(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let f = std::fs::File::create(dir.path().join("big")).unwrap_or_else(|e| panic!("{e}"));
+        f.set_len(1 << 40).unwrap_or_else(|e| panic!("{e}"));
+        drop(f);
+        let first =
+            WorkspaceSnapshot::take_against(dir.path(), &before).unwrap_or_else(|e| panic!("{e}"));
+        let big = &first.files["big"];
+        assert_eq!(big.size, 1 << 40);
+        let partial = big.partial.clone().unwrap_or_else(|| panic!("not partial"));
+        assert_eq!(partial.why, crate::evidence::tree::Bound::Sparse);
+        assert_eq!(partial.hashed_bytes, LIMITS.sparse_bytes);
+        assert_eq!(diff(&before, &first).written, ["big"]);
+        let again =
+            WorkspaceSnapshot::take_against(dir.path(), &first).unwrap_or_else(|e| panic!("{e}"));
+        assert!(diff(&first, &again).is_unchanged());
+        // Grown by a byte at its far end: a change the prefix cannot show, the size does.
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("big"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        f.set_len((1 << 40) + 1).unwrap_or_else(|e| panic!("{e}"));
+        drop(f);
+        let grown =
+            WorkspaceSnapshot::take_against(dir.path(), &again).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(diff(&again, &grown).changed, ["big"]);
+    }
+
+    /// A snapshot stopped by its deadline says so, and a diff against it reports no
+    /// deletion of what it did not reach.
+    #[test]
+    fn a_cut_snapshot_says_so_and_reports_no_deletions() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        write(dir.path(), "a.txt", "1");
+        let before = WorkspaceSnapshot::take(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let past = std::time::Instant::now()
+            .checked_sub(std::time::Duration::from_millis(1))
+            .unwrap_or_else(std::time::Instant::now);
+        let cut = WorkspaceSnapshot::take_until(dir.path(), Some(&before), Some(past))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(cut.files.is_empty());
+        assert_eq!(
+            cut.cut.as_ref().map(|c| &c.why),
+            Some(&crate::evidence::tree::CutWhy::Deadline)
+        );
+        assert!(diff(&before, &cut).is_unchanged());
     }
 }
