@@ -98,6 +98,16 @@ pub struct Exec {
     /// passed a pointer it does not own); what could be read is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// Init answered the call with EPERM and the kernel ran nothing: its path or
+    /// arguments could not be read from a caller still alive, so what would run could
+    /// not be recorded (memory the caller hid from other processes, such as
+    /// `memfd_secret`). No program of a trial has a reason to do that.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+    /// The caller had a mount namespace or a root of its own (it bound or chrooted
+    /// something): the path names whatever it put there, not the sandbox's file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_root: bool,
 }
 
 /// The most arguments of one exec recorded.
@@ -105,6 +115,15 @@ pub const MAX_ARGS: usize = 64;
 
 /// The most bytes of one argument (or of the path) recorded.
 pub const MAX_ARG_BYTES: usize = 1024;
+
+/// The most bytes of all the arguments of one exec recorded: a line stays small
+/// whatever the arguments hold (JSON may write a byte as six).
+pub const MAX_ARGV_BYTES: usize = 4096;
+
+/// The most bytes of exec lines init writes. Execs are counted past it, not written,
+/// so that a flood of execs never crowds the opens out of the file (whose parser reads
+/// at most [`MAX_FILE_BYTES`]).
+pub const MAX_EXEC_LINE_BYTES: u64 = 16 << 20;
 
 /// The most exec lines init writes; the rest are counted.
 pub const MAX_EXECS: u64 = 20_000;
@@ -261,7 +280,7 @@ impl Observation {
         }
         if end.execs_dropped > 0 {
             return Some(format!(
-                "{} execs past the bound of {MAX_EXECS} were not recorded",
+                "{} execs past the bound of {MAX_EXECS} execs or {MAX_EXEC_LINE_BYTES} bytes were not recorded",
                 end.execs_dropped
             ));
         }
@@ -362,6 +381,8 @@ mod tests {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             argv_cut: false,
             unreadable: None,
+            refused: false,
+            own_root: false,
         })
     }
 

@@ -7,21 +7,44 @@
 //! where the account names a program the kernel never saw executed, that is listed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::normalize::{Preview, ToolCallRecord};
 use super::observed::{Exec, Observation};
-use super::policy::{claimed_programs, resolve, shell_command_of, MAX_FINDINGS};
-use crate::spec::challenge::{RequiredRun, APP_PROGRAM};
+use super::policy::{claimed_programs, shell_command_of, MAX_FINDINGS};
+use crate::spec::challenge::{RequiredRun, APP_PROGRAM, BROWSER_PROGRAM};
 
 /// The most bytes of a claimed command kept beside its discrepancy.
 const COMMAND_PREVIEW: usize = 400;
 
-/// The app's program as the trial handed it over: what `app` means in a required run
-/// and `$APP_BIN` in a command.
-pub type AppProgram<'a> = Option<&'a str>;
+/// The programs a required run may name by a word: the app's program as the trial
+/// handed it over (`$APP_BIN`, what `app` means in a required run and in a command)
+/// and the file that path leads to (running that file by its own path is running the
+/// app too), and the machine's browsers (`browser`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppProgram<'a> {
+    pub path: Option<&'a str>,
+    pub file: Option<&'a str>,
+    pub browsers: &'a [String],
+}
+
+impl AppProgram<'_> {
+    fn is(&self, path: &str) -> bool {
+        Some(path) == self.path || Some(path) == self.file
+    }
+}
+
+/// `path` with its `.` components and repeated slashes gone. `..` stays: what it
+/// climbs out of depends on links the text does not show, so a path that holds one
+/// is no program's name.
+fn tidy(path: &str) -> String {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    format!("/{}", parts.join("/"))
+}
 
 /// Everything the observed execs show.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -76,12 +99,82 @@ pub struct UnobservedClaim {
 /// Shell words that are no program of their own: builtins and keywords run inside the
 /// shell, whose own exec is what the kernel sees.
 const NOT_PROGRAMS: &[&str] = &[
-    "cd", "echo", "printf", "test", "[", "[[", "true", "false", "export", "set", "unset", "read",
-    "exit", "return", "source", ".", "eval", "type", "wait", "trap", "shift", "alias", "local",
-    "declare", "pwd", "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done",
-    "case", "esac", "function", "!", "{", "}", "(", ")", "ulimit", "umask", "let", "break",
-    "continue", "shopt", "hash", "builtin", "readonly", "times", "getopts", "kill", "jobs", "fg",
-    "bg", "disown", "history", "pushd", "popd", "dirs", ":",
+    "cd",
+    "echo",
+    "printf",
+    "test",
+    "[",
+    "[[",
+    "true",
+    "false",
+    "export",
+    "set",
+    "unset",
+    "read",
+    "exit",
+    "return",
+    "source",
+    ".",
+    "eval",
+    "type",
+    "wait",
+    "trap",
+    "shift",
+    "alias",
+    "local",
+    "declare",
+    "pwd",
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "for",
+    "while",
+    "until",
+    "do",
+    "done",
+    "case",
+    "esac",
+    "function",
+    "!",
+    "{",
+    "}",
+    "(",
+    ")",
+    "ulimit",
+    "umask",
+    "let",
+    "break",
+    "continue",
+    "shopt",
+    "hash",
+    "builtin",
+    "readonly",
+    "times",
+    "getopts",
+    "kill",
+    "jobs",
+    "fg",
+    "bg",
+    "disown",
+    "history",
+    "pushd",
+    "popd",
+    "dirs",
+    ":",
+    "mapfile",
+    "readarray",
+    "typeset",
+    "compgen",
+    "complete",
+    "enable",
+    "help",
+    "caller",
+    "bind",
+    "coproc",
+    "select",
+    "_",
 ];
 
 /// Assess the execs of `observation` against the required runs and the account.
@@ -95,8 +188,7 @@ pub fn assess(
         incomplete: observation.execs_incomplete(),
         ..ExecFindings::default()
     };
-    let normal = |p: &str| resolve(Path::new("/"), p).to_string_lossy().into_owned();
-    let paths: Vec<String> = observation.execs.iter().map(|e| normal(&e.path)).collect();
+    let paths: Vec<String> = observation.execs.iter().map(|e| tidy(&e.path)).collect();
     for (e, path) in observation.execs.iter().zip(&paths) {
         *out.by_program.entry(path.clone()).or_default() += 1;
         if out.execs.len() < MAX_FINDINGS {
@@ -106,23 +198,36 @@ pub fn assess(
         }
     }
     for r in required {
-        let program = if r.program == APP_PROGRAM {
-            app.map(normal)
+        let app_run = r.program == APP_PROGRAM;
+        let browser_run = r.program == BROWSER_PROGRAM;
+        let program = if app_run {
+            app.path.map(tidy)
+        } else if browser_run {
+            app.browsers.first().map(|b| tidy(b))
         } else {
-            Some(normal(&r.program))
+            Some(tidy(&r.program))
         };
         let patterns: Vec<regex::Regex> = r
             .args
             .iter()
             .filter_map(|a| regex::Regex::new(&format!("^(?:{a})$")).ok())
             .collect();
+        // Only an exec read whole counts: one cut short or unreadable may have run
+        // anything with anything.
         let seen = program.as_ref().and_then(|want| {
             observation
                 .execs
                 .iter()
                 .zip(&paths)
                 .find(|(e, path)| {
-                    *path == want
+                    let named = *path == want
+                        || (app_run && app.is(path))
+                        || (browser_run && app.browsers.iter().any(|b| b == *path));
+                    named
+                        && !e.refused
+                        && !e.own_root
+                        && !e.argv_cut
+                        && e.unreadable.is_none()
                         && patterns
                             .iter()
                             .all(|p| e.argv.iter().skip(1).any(|a| p.is_match(a)))
@@ -142,17 +247,16 @@ pub fn assess(
             .iter()
             .map(|p| p.rsplit('/').next().unwrap_or(p))
             .collect();
-        let app = app.map(normal);
         for (i, call) in calls.iter().enumerate() {
             let Some(cmd) = shell_command_of(call) else {
                 continue;
             };
             for program in claimed_programs(&cmd) {
                 let seen = if program == "$APP_BIN" || program == "${APP_BIN}" {
-                    match &app {
-                        Some(a) => paths.contains(a),
-                        None => continue,
+                    if app.path.is_none() {
+                        continue;
                     }
+                    paths.iter().any(|p| app.is(p))
                 } else if program.starts_with('$') || NOT_PROGRAMS.contains(&program.as_str()) {
                     continue;
                 } else {
@@ -183,6 +287,15 @@ mod tests {
     use serde_json::json;
 
     const APP: &str = "/run/gauntlet/target/bin/cli-tally";
+    const RELAY: &str = "/repo/target/debug/gauntlet-cli-relay";
+
+    fn app() -> AppProgram<'static> {
+        AppProgram {
+            path: Some(APP),
+            file: Some(RELAY),
+            browsers: &[],
+        }
+    }
 
     fn observation(execs: &[(&str, &[&str])]) -> Observation {
         let mut lines = vec![Line::Start {
@@ -198,6 +311,8 @@ mod tests {
                 argv: argv.iter().map(|a| a.to_string()).collect(),
                 argv_cut: false,
                 unreadable: None,
+                refused: false,
+                own_root: false,
             }));
         }
         lines.push(Line::End(End::default()));
@@ -237,24 +352,44 @@ mod tests {
             ("/tmp/cli-tally", &["cli-tally", "stats"]),
             ("/usr/bin/echo", &["echo", "stats"]),
         ]);
-        let f = assess(&o, &stats(), &[], Some(APP));
+        let f = assess(&o, &stats(), &[], app());
         assert_eq!(f.required[0].seen, None, "{f:?}");
         assert_eq!(f.by_program[APP], 1);
 
+        for path in [
+            "/run/gauntlet/target/bin/./cli-tally",
+            "/run//gauntlet/target/bin/cli-tally",
+            RELAY,
+        ] {
+            let o = observation(&[(path, &["t", "--json", "stats"])]);
+            let f = assess(&o, &stats(), &[], app());
+            assert!(f.required[0].seen.is_some(), "{path}: {f:?}");
+        }
+        // `..` may climb out of a link: no program is named through one.
         let o = observation(&[(
-            "/run/gauntlet/target/bin/../bin/cli-tally",
+            "/ws/s/../../run/gauntlet/target/bin/cli-tally",
             &["t", "--json", "stats"],
         )]);
-        let f = assess(&o, &stats(), &[], Some(APP));
-        assert!(f.required[0].seen.is_some(), "{f:?}");
+        assert!(assess(&o, &stats(), &[], app()).required[0].seen.is_none());
         // `stats` is the whole argument, not a part of one.
         let o = observation(&[(APP, &["t", "statsx"])]);
-        assert!(assess(&o, &stats(), &[], Some(APP)).required[0]
-            .seen
-            .is_none());
+        assert!(assess(&o, &stats(), &[], app()).required[0].seen.is_none());
+        // An exec refused, in a root of the caller's own, cut short or not read
+        // whole meets nothing.
+        let spoilers: [fn(&mut Exec); 4] = [
+            |e| e.refused = true,
+            |e| e.own_root = true,
+            |e| e.argv_cut = true,
+            |e| e.unreadable = Some("argument 3: Bad address".into()),
+        ];
+        for spoil in spoilers {
+            let mut o = observation(&[(APP, &["t", "stats"])]);
+            spoil(&mut o.execs[0]);
+            assert!(assess(&o, &stats(), &[], app()).required[0].seen.is_none());
+        }
         // Without the app's program, `app` meets nothing.
         let o = observation(&[(APP, &["t", "stats"])]);
-        let f = assess(&o, &stats(), &[], None);
+        let f = assess(&o, &stats(), &[], AppProgram::default());
         assert_eq!(
             (f.required[0].program.as_deref(), &f.required[0].seen),
             (None, &None)
@@ -272,17 +407,39 @@ mod tests {
             shell("\"$APP_BIN\" --json stats < m.txt > r.json"),
             shell("FOO=1 echo hi; export A=b; $HOME/bin/tool"),
         ];
-        let f = assess(&o, &[], &calls, Some(APP));
+        let f = assess(&o, &[], &calls, app());
         let claims: Vec<(usize, &str)> = f
             .claimed_not_observed
             .iter()
             .map(|c| (c.call, c.program.as_str()))
             .collect();
         assert_eq!(claims, [(0, "jq"), (1, "$APP_BIN")], "{f:?}");
+        // Ordinary shell is no claim of anything it does not run: heredoc bodies,
+        // lookups, functions, builtins; what runs inside `$(…)` is.
+        let o = observation(&[
+            ("/bin/bash", &["bash", "-c", "x"]),
+            ("/usr/bin/cat", &["cat"]),
+            ("/usr/bin/wc", &["wc"]),
+            ("/usr/bin/python3", &["python3"]),
+        ]);
+        let calls = [
+            shell("cat > t.py <<'EOF'\nimport os\nout = 1\nEOF\npython3 t.py"),
+            shell("command -v jq >/dev/null 2>&1 || echo 'no jq'"),
+            shell("count() { wc -w < m.txt; }; count"),
+            shell("mapfile -t lines < m.txt; echo ${#lines[@]}"),
+            shell("n=$(cat m.txt | wc -w); echo $n; m=`sort m.txt`"),
+        ];
+        let f = assess(&o, &[], &calls, app());
+        let claims: Vec<(usize, &str)> = f
+            .claimed_not_observed
+            .iter()
+            .map(|c| (c.call, c.program.as_str()))
+            .collect();
+        assert_eq!(claims, [(4, "sort")], "{f:?}");
         // An observation that missed execs shows no program never ran.
         let mut o = o;
         o.execs_watched = false;
-        let f = assess(&o, &[], &calls, Some(APP));
+        let f = assess(&o, &[], &calls, app());
         assert!(f.incomplete.is_some() && f.claimed_not_observed.is_empty());
     }
 }

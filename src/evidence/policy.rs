@@ -292,43 +292,155 @@ pub fn shell_command_of(call: &ToolCallRecord) -> Option<String> {
 /// The programs a command line names, one per simple command, as written (`curl`,
 /// `./run.sh`, `$APP_BIN`): after variable assignments and redirections, and after
 /// the words that only run what follows them (`exec`, `command`, `env`, `nohup`,
-/// `time`). A segment that cannot be split is read by whitespace: this is the
-/// account, and an odd one is still compared.
+/// `time`). Heredoc bodies are data, not commands; the commands inside `$(…)` and
+/// backquotes are read as commands of their own; a function the line defines is no
+/// program; `command -v` only looks a name up. A segment that cannot be split is read
+/// by whitespace: this is the account, and an odd one is still compared.
 pub fn claimed_programs(cmd: &str) -> Vec<String> {
-    const RUNS_NEXT: &[&str] = &["exec", "command", "env", "nohup", "time", "sudo"];
     let mut out = Vec::new();
-    for segment in split_unquoted(cmd) {
-        let segment = segment
-            .trim_start()
-            .trim_start_matches(['(', '{'])
-            .to_owned();
-        let words = shell_words::split(&segment)
-            .unwrap_or_else(|_| segment.split_whitespace().map(str::to_owned).collect());
-        let mut words = words.into_iter().peekable();
-        let mut program = None;
-        while let Some(w) = words.next() {
-            if is_assignment(&w) {
-                continue;
-            }
-            let (op, rest) = split_redirect(&w);
-            if op.is_some() {
-                // `> file` names its target in the next word.
-                if rest.is_empty() {
-                    words.next();
-                }
-                continue;
-            }
-            if RUNS_NEXT.contains(&w.as_str()) || w.starts_with('-') && program.is_none() {
-                continue;
-            }
-            program = Some(w);
+    let mut defined = Vec::new();
+    let mut queue = vec![without_heredocs(cmd)];
+    let mut budget = 64;
+    while let Some(cmd) = queue.pop() {
+        budget -= 1;
+        if budget == 0 {
             break;
         }
-        if let Some(p) = program.filter(|p| !p.is_empty()) {
-            out.push(p);
+        let (outer, inner) = substitutions(&cmd);
+        queue.extend(inner);
+        for segment in split_unquoted(&outer) {
+            if let Some(p) = segment_program(&segment, &mut defined) {
+                out.push(p);
+            }
+        }
+    }
+    out.retain(|p| !defined.contains(p));
+    out
+}
+
+/// The program one simple command runs, noting the name of a function it defines.
+fn segment_program(segment: &str, defined: &mut Vec<String>) -> Option<String> {
+    const RUNS_NEXT: &[&str] = &["exec", "command", "env", "nohup", "time", "sudo"];
+    let segment = segment.trim_start().trim_start_matches(['(', '{', ' ']);
+    let words = shell_words::split(segment)
+        .unwrap_or_else(|_| segment.split_whitespace().map(str::to_owned).collect());
+    if let Some(name) = words
+        .first()
+        .and_then(|w| w.strip_suffix("()"))
+        .or_else(|| (words.first()? == "function").then(|| words.get(1).map(String::as_str))?)
+    {
+        defined.push(name.trim_end_matches("()").to_owned());
+        // `f() { body; }`: the body's first command is in this segment too.
+        let body: Vec<&String> = words.iter().skip_while(|w| *w != "{").skip(1).collect();
+        return body.first().map(|w| w.to_string());
+    }
+    let mut words = words.into_iter().peekable();
+    while let Some(w) = words.next() {
+        if is_assignment(&w) {
+            continue;
+        }
+        let (op, rest) = split_redirect(&w);
+        if op.is_some() {
+            // `> file` names its target in the next word.
+            if rest.is_empty() {
+                words.next();
+            }
+            continue;
+        }
+        if w == "command" && words.peek().is_some_and(|n| n == "-v" || n == "-V") {
+            return None;
+        }
+        if RUNS_NEXT.contains(&w.as_str()) || w.starts_with('-') {
+            continue;
+        }
+        return (!w.is_empty()).then_some(w);
+    }
+    None
+}
+
+/// `cmd` without the bodies of its heredocs (`<<WORD` … `WORD`, `<<-` too).
+fn without_heredocs(cmd: &str) -> String {
+    let mut out = String::new();
+    let mut ending: Vec<(String, bool)> = Vec::new();
+    for line in cmd.lines() {
+        if let Some((word, tabs)) = ending.first() {
+            let l = if *tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line
+            };
+            if l == word {
+                ending.remove(0);
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        let mut rest = line;
+        while let Some(at) = rest.find("<<") {
+            let after = &rest[at + 2..];
+            if let Some(here_string) = after.strip_prefix('<') {
+                rest = here_string;
+                continue;
+            }
+            let tabs = after.starts_with('-');
+            let after = after.trim_start_matches('-').trim_start();
+            let word: String = after
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !";&|<>()".contains(*c))
+                .filter(|c| *c != '\'' && *c != '"' && *c != '\\')
+                .collect();
+            if !word.is_empty() {
+                ending.push((word, tabs));
+            }
+            rest = after;
         }
     }
     out
+}
+
+/// `cmd` with each `$(…)` and backquoted command replaced by a word, and those
+/// commands.
+fn substitutions(cmd: &str) -> (String, Vec<String>) {
+    let chars: Vec<char> = cmd.chars().collect();
+    let (mut outer, mut inner) = (String::new(), Vec::new());
+    let (mut i, mut single) = (0, false);
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' {
+            single = !single;
+        }
+        if !single && c == '$' && chars.get(i + 1) == Some(&'(') && chars.get(i + 2) != Some(&'(') {
+            let (mut depth, mut j) = (1, i + 2);
+            while j < chars.len() && depth > 0 {
+                match chars[j] {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                j += 1;
+            }
+            inner.push(
+                chars[i + 2..j.saturating_sub(1).max(i + 2)]
+                    .iter()
+                    .collect(),
+            );
+            outer.push('_');
+            i = j;
+            continue;
+        }
+        if !single && c == '`' {
+            let end = chars[i + 1..].iter().position(|c| *c == '`');
+            let j = end.map_or(chars.len(), |e| i + 1 + e);
+            inner.push(chars[i + 1..j].iter().collect());
+            outer.push('_');
+            i = j + 1;
+            continue;
+        }
+        outer.push(c);
+        i += 1;
+    }
+    (outer, inner)
 }
 
 /// The command string of a shell tool's input, unwrapping `bash -lc '…'` (Codex).

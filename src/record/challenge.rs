@@ -117,6 +117,14 @@ pub struct ChallengeEvidence {
     /// records from before runs were required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_program: Option<String>,
+    /// The file `app_program` leads to, by its own path in the sandbox: the same
+    /// program run by another name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_program_file: Option<String>,
+    /// The machine's browsers (Chromium and its headless shell, as the sandbox sees
+    /// them): what a required run of `browser` is an exec of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub browser_programs: Vec<String>,
 }
 
 /// The observation of a trial's opens, or why there is none.
@@ -213,7 +221,11 @@ pub fn derive(
                 &observation,
                 &provenance.manifest.work.runs,
                 &parsed.report.tool_calls,
-                evidence.app_program.as_deref(),
+                observed_execs::AppProgram {
+                    path: evidence.app_program.as_deref(),
+                    file: evidence.app_program_file.as_deref(),
+                    browsers: &evidence.browser_programs,
+                },
             );
             (Some(observed), Some(execs))
         }

@@ -799,6 +799,8 @@ mod tests {
             argv: vec!["app".into(), "stats".into()],
             argv_cut: false,
             unreadable: None,
+            refused: false,
+            own_root: false,
         };
         // Seen: success, whatever else ran.
         let seen = ExecFindings {

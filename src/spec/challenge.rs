@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub use bundle::{Bundle, BundleFile};
 pub use manifest::{
     Manifest, ReportContract, RequiredRun, SeedRequest, WorkSpec, WorldAssertion, WorldSource,
-    APP_PROGRAM, MAX_EACH,
+    APP_PROGRAM, BROWSER_PROGRAM, MAX_EACH,
 };
 pub use prompt::{PromptLayer, RenderedPrompt};
 

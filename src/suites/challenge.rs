@@ -139,6 +139,8 @@ pub async fn execute(
         world_logs: vec![],
         observation: Some(ObservationEvidence::unavailable("the agent did not run")),
         app_program: None,
+        app_program_file: None,
+        browser_programs: vec![],
     };
     let ctx = TrialCtx {
         challenges,
@@ -319,6 +321,23 @@ async fn run_agent(
     let sealed = t.cfg.sandbox.sealed();
     let mut trial_env = world.env_for(sealed);
     evidence.app_program = trial_env.get("APP_BIN").cloned();
+    // The relay's binary is bound where it lies on the host.
+    evidence.app_program_file = world
+        .host_env()
+        .get("APP_BIN")
+        .and_then(|bin| std::fs::canonicalize(bin).ok())
+        .map(|p| p.to_string_lossy().into_owned());
+    // By the files they are: a wrapper script execs the real binary.
+    let mut browsers: Vec<String> = [
+        crate::binaries::chromium(),
+        crate::binaries::chromium_without_extensions(),
+    ]
+    .iter()
+    .filter_map(|b| std::fs::canonicalize(b).ok())
+    .map(|p| p.to_string_lossy().into_owned())
+    .collect();
+    browsers.dedup();
+    evidence.browser_programs = browsers;
     trial_env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
     trial_env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
     let env = kernel.env(launch.env, trial_env, Some(proxy_url));

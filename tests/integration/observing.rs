@@ -227,6 +227,15 @@ for i in $(seq 50); do [ -f detached.txt ] && break; sleep 0.1; done
     assert!(ran(&o, "/bin/true", &["detached"]), "{:#?}", o.execs);
     if !stderr.contains("no user namespace") {
         assert!(ran(&o, "/bin/true", &["nested"]), "{:#?}", o.execs);
+        // Its path is named in a mount namespace of its own, and says so; the
+        // `unshare` that made it ran in the sandbox's.
+        let own: Vec<&str> = o
+            .execs
+            .iter()
+            .filter(|e| e.own_root)
+            .map(|e| e.path.as_str())
+            .collect();
+        assert_eq!(own, ["/bin/true"], "{:#?}", o.execs);
     }
     // A relative path is named from the caller's working directory.
     let mine = ws.join("sub/../mine").to_string_lossy().into_owned();

@@ -27,7 +27,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
-use gauntlet::evidence::observed::{Exec, MAX_ARGS, MAX_ARG_BYTES};
+use gauntlet::evidence::observed::{Exec, MAX_ARGS, MAX_ARGV_BYTES, MAX_ARG_BYTES};
 
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
@@ -170,15 +170,27 @@ impl Listener {
         // Whether the process is still the one that made the call: if not, what was
         // read may be another process's memory.
         let valid = self.id_valid(req.id);
-        self.answer(req.id);
         match (exec, valid) {
+            (None, _) => {
+                self.answer(req.id, None);
+                Received::Nothing
+            }
             (Some(mut exec), false) => {
+                self.answer(req.id, None);
                 exec.unreadable
                     .get_or_insert_with(|| "the process went away while it was read".into());
                 Received::Exec(exec)
             }
-            (Some(exec), true) => Received::Exec(exec),
-            (None, _) => Received::Nothing,
+            // A live caller whose call cannot be read would run something unrecorded.
+            (Some(mut exec), true) if exec.unreadable.is_some() => {
+                self.answer(req.id, Some(libc::EPERM));
+                exec.refused = true;
+                Received::Exec(exec)
+            }
+            (Some(exec), true) => {
+                self.answer(req.id, None);
+                Received::Exec(exec)
+            }
         }
     }
 
@@ -215,10 +227,24 @@ impl Listener {
             }
             Ok((ptrs, more)) => {
                 cut |= more;
+                let mut total = 0;
                 for p in ptrs {
+                    if total >= MAX_ARGV_BYTES {
+                        cut = true;
+                        break;
+                    }
                     match read_string(pid, p) {
-                        Ok((s, c)) => {
+                        Ok((mut s, c)) => {
                             cut |= c;
+                            if total + s.len() > MAX_ARGV_BYTES {
+                                let mut end = MAX_ARGV_BYTES - total;
+                                while !s.is_char_boundary(end) {
+                                    end -= 1;
+                                }
+                                s.truncate(end);
+                                cut = true;
+                            }
+                            total += s.len();
                             argv.push(s);
                         }
                         Err(e) => {
@@ -236,6 +262,8 @@ impl Listener {
             argv,
             argv_cut: cut,
             unreadable,
+            refused: false,
+            own_root: !same_root(pid),
         })
     }
 
@@ -250,14 +278,18 @@ impl Listener {
         }
     }
 
-    /// Let the call go on as if no filter had stopped it. A process that has died since
-    /// makes this fail, which changes nothing.
-    fn answer(&self, id: u64) {
+    /// Let the call go on as if no filter had stopped it, or fail it with `error`. A
+    /// process that has died since makes this fail, which changes nothing.
+    fn answer(&self, id: u64, error: Option<i32>) {
         let resp = libc::seccomp_notif_resp {
             id,
             val: 0,
-            error: 0,
-            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            error: error.map_or(0, |e| -e),
+            flags: if error.is_some() {
+                0
+            } else {
+                libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
+            },
         };
         // SAFETY: SEND reads one `struct seccomp_notif_resp`, which the kernel has not
         // grown since it was introduced.
@@ -376,6 +408,17 @@ fn read_pointers(pid: i32, at: u64) -> std::io::Result<(Vec<u64>, bool)> {
         addr = addr.wrapping_add(8);
     }
     Ok((out, false))
+}
+
+/// Whether `pid` resolves paths as init does: the same mount namespace and the same
+/// root. A caller that made its own (a bind over the app's path in a namespace of its
+/// own, a chroot) names by a path whatever it put there.
+fn same_root(pid: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let ns = id(&format!("/proc/{pid}/ns/mnt"));
+    let root = id(&format!("/proc/{pid}/root/"));
+    ns.is_some() && ns == id("/proc/self/ns/mnt") && root.is_some() && root == id("/")
 }
 
 /// `path` made absolute the way the kernel will resolve it: against the caller's

@@ -31,7 +31,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Instant;
 
-use gauntlet::evidence::observed::{self, End, Line, Open, OpenAccess, MAX_EXECS, MAX_OPENS};
+use gauntlet::evidence::observed::{
+    self, End, Line, Open, OpenAccess, MAX_EXECS, MAX_EXEC_LINE_BYTES, MAX_OPENS,
+};
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::fanotify::{EventFFlags, Fanotify, InitFlags, MarkFlags, MaskFlags};
@@ -122,6 +124,8 @@ pub struct Observer {
     programs: HashMap<i32, String>,
     /// Every exec, seen as it is asked for ([`crate::execs`]).
     execs: Option<crate::execs::Listener>,
+    /// Bytes of exec lines written, bounded by [`MAX_EXEC_LINE_BYTES`].
+    exec_bytes: u64,
     start: Instant,
     flushed: Instant,
     end: End,
@@ -141,6 +145,7 @@ impl Observer {
             seen: HashSet::new(),
             programs: HashMap::new(),
             execs: None,
+            exec_bytes: 0,
             start: Instant::now(),
             flushed: Instant::now(),
             end: End::default(),
@@ -238,10 +243,13 @@ impl Observer {
                 }
                 Received::Exec(exec) => {
                     self.end.execs += 1;
-                    if self.end.execs > MAX_EXECS {
+                    let line = observed::line(&Line::Exec(exec));
+                    let bytes = self.exec_bytes + line.len() as u64;
+                    if self.end.execs > MAX_EXECS || bytes > MAX_EXEC_LINE_BYTES {
                         self.end.execs_dropped += 1;
                     } else {
-                        self.write(&Line::Exec(exec));
+                        self.exec_bytes = bytes;
+                        self.write_bytes(&line);
                     }
                 }
             }
@@ -448,7 +456,11 @@ impl Observer {
     }
 
     fn write(&mut self, line: &Line) {
-        if self.out.write_all(&observed::line(line)).is_err() {
+        self.write_bytes(&observed::line(line));
+    }
+
+    fn write_bytes(&mut self, line: &[u8]) {
+        if self.out.write_all(line).is_err() {
             self.end
                 .error
                 .get_or_insert_with(|| "writing the observation file failed".into());

@@ -73,8 +73,8 @@ pub struct WorkSpec {
 #[serde(deny_unknown_fields)]
 pub struct RequiredRun {
     pub id: String,
-    /// [`APP_PROGRAM`] (the app's program as the trial hands it over, `$APP_BIN`) or an
-    /// absolute path.
+    /// [`APP_PROGRAM`] (the app's program as the trial hands it over, `$APP_BIN`),
+    /// [`BROWSER_PROGRAM`] (the machine's browser) or an absolute path.
     pub program: String,
     /// Regular expressions, each of which must match one whole argument after `argv[0]`
     /// of the same exec.
@@ -84,6 +84,10 @@ pub struct RequiredRun {
 
 /// The word for "the app's own program" in [`RequiredRun::program`].
 pub const APP_PROGRAM: &str = "app";
+
+/// The word for "the machine's browser" (the Chromium gauntlet drives, or its headless
+/// shell) in [`RequiredRun::program`].
+pub const BROWSER_PROGRAM: &str = "browser";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -281,12 +285,15 @@ impl Manifest {
                     format!("`{}` is used twice", r.id),
                 ));
             }
-            if r.program != APP_PROGRAM && !r.program.starts_with('/') {
+            if r.program != APP_PROGRAM
+                && r.program != BROWSER_PROGRAM
+                && !r.program.starts_with('/')
+            {
                 return Err(SpecError::invalid(
                     file,
                     format!("{field}.program"),
                     format!(
-                        "`{}` is neither `{APP_PROGRAM}` nor an absolute path",
+                        "`{}` is not `{APP_PROGRAM}`, `{BROWSER_PROGRAM}` or an absolute path",
                         r.program
                     ),
                 ));
