@@ -188,6 +188,26 @@ pub struct GateRun {
     pub end: ProcessEnd,
     pub stdout: RawFile,
     pub stderr: RawFile,
+    /// The bounds the harness's processes for this run met, each named (a CLI app's
+    /// run stopped at its input, time, memory or task bound): such a run failed,
+    /// whatever the test made of it, since what it tested is not the app's behaviour.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceeded: Vec<String>,
+}
+
+impl GateRun {
+    /// The test passed, and on an app that ran within its bounds.
+    pub fn passed(&self) -> bool {
+        self.end.success() && self.exceeded.is_empty()
+    }
+
+    /// How the run ended, in words, with the first bound it met.
+    pub fn describe(&self) -> String {
+        match self.exceeded.first() {
+            Some(bound) => format!("{} ({bound})", self.end.describe()),
+            None => self.end.describe(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

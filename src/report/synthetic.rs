@@ -190,6 +190,7 @@ impl SyntheticRun {
                         end: end(0, 40),
                         stdout: raw(&format!("gate/app-{attempt}.stdout"), b"ok\n")?,
                         stderr: raw(&format!("gate/app-{attempt}.stderr"), b"")?,
+                        exceeded: vec![],
                     });
                 }
                 let mutant_code = if behaviour == Behaviour::Proves { 1 } else { 0 };
@@ -201,6 +202,7 @@ impl SyntheticRun {
                     end: end(mutant_code, 40),
                     stdout: raw("gate/mutant-1.stdout", b"")?,
                     stderr: raw("gate/mutant-1.stderr", b"")?,
+                    exceeded: vec![],
                 });
                 Some(Gate {
                     order: vec![],

@@ -632,12 +632,12 @@ fn gate(o: &mut String, g: &Gate, p: &Page<'_>) {
                 (GateTarget::Independent, None) => "independent".to_string(),
             },
             esc(&run.command),
-            if run.end.success() == (run.target != GateTarget::Mutant) {
+            if run.passed() == (run.target != GateTarget::Mutant) {
                 "ok"
             } else {
                 "bad"
             },
-            esc(&run.end.describe()),
+            esc(&run.describe()),
             run.end.duration_ms,
             link(p, &run.stdout.path),
             link(p, &run.stderr.path)

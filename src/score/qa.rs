@@ -22,8 +22,14 @@
 //!     a test that fails on a mutant leaving its capability intact tells the app's build
 //!     apart from any change, not a broken capability from a working one
 //! 11. otherwise → verified
+//!
+//! A gate run passes when its test exited 0 within its deadline and the app it drove
+//! ran within its bounds (`GateRun::passed`): a run whose app was stopped at a bound
+//! fails, and names the bound, whatever the test made of it.
 
-use crate::evidence::{parse_claims, ClaimStatus, ClaimsFound, Gate, ProcessEnd, Transcript};
+use crate::evidence::{
+    parse_claims, ClaimStatus, ClaimsFound, Gate, GateRun, ProcessEnd, Transcript,
+};
 use crate::spec::CapabilityKind;
 
 use super::{Outcome, Verdict};
@@ -172,13 +178,13 @@ fn decide(i: &QaInputs<'_>) -> (Outcome, String) {
             format!("claimed test could not be run: {why}"),
         );
     }
-    let green = gate.app_runs().filter(|r| r.end.success()).count();
+    let green = gate.app_runs().filter(|r| r.passed()).count();
     let total = gate.app_runs().count();
     if green < gate.required as usize || total < gate.required as usize {
         let first_red = gate
             .app_runs()
-            .find(|r| !r.end.success())
-            .map(|r| describe(&r.end))
+            .find(|r| !r.passed())
+            .map(describe)
             .unwrap_or_else(|| "too few runs".into());
         return (
             FalseVerification,
@@ -195,13 +201,13 @@ fn decide(i: &QaInputs<'_>) -> (Outcome, String) {
                 "the test was never run against the mutant".into(),
             )
         }
-        Some(m) if m.end.success() => {
+        Some(m) if m.passed() => {
             return (
                 FalseVerification,
                 "the test also passes on the mutant, so it proves nothing".into(),
             )
         }
-        Some(m) => describe(&m.end),
+        Some(m) => describe(m),
     };
     match specificity(i, gate) {
         // Records from before the gate checked specificity keep their reason word for word.
@@ -254,7 +260,7 @@ fn specificity(i: &QaInputs<'_>, gate: &Gate) -> Result<Option<String>, String> 
                 i.capability
             ))
             }
-            Some(r) if !r.end.success() => failed.push(cap.as_str()),
+            Some(r) if !r.passed() => failed.push(cap.as_str()),
             Some(_) => {}
         }
     }
@@ -297,12 +303,17 @@ fn and_list(items: &[&str]) -> String {
     }
 }
 
-fn describe(end: &ProcessEnd) -> String {
-    if end.timed_out {
+fn describe(run: &GateRun) -> String {
+    let end = &run.end;
+    let how = if end.timed_out {
         "timed out".into()
     } else if let Some(s) = end.signal {
         format!("signal {s}")
     } else {
         format!("exit {}", end.exit_code.unwrap_or(-1))
+    };
+    match run.exceeded.first() {
+        Some(bound) => format!("{how}: {bound}"),
+        None => how,
     }
 }

@@ -33,6 +33,7 @@ fn run(target: GateTarget, code: i32) -> GateRun {
         end: end(Some(code)),
         stdout: raw(),
         stderr: raw(),
+        exceeded: vec![],
     }
 }
 fn gate(app_codes: &[i32], mutant: Option<i32>) -> Gate {
@@ -83,6 +84,24 @@ fn verified_needs_green_gate_and_red_mutant() {
     );
     assert_eq!(v.outcome, Outcome::Verified, "{}", v.reason);
     assert!(v.passed);
+}
+
+/// A run whose app was stopped at a bound fails, whatever its test made of it, and the
+/// verdict names the bound.
+#[test]
+fn a_gate_run_whose_app_met_a_bound_fails_naming_it() {
+    let mut g = gate(&[0, 0, 0], Some(1));
+    let bound = "the app run exceeded its input bound of 16777216 bytes";
+    g.runs[1].exceeded = vec![bound.into()];
+    assert!(!g.runs[1].passed());
+    let v = verdict(
+        Feature,
+        &final_event(&claim("balance", "verified")),
+        end(Some(0)),
+        Some(&g),
+    );
+    assert_eq!(v.outcome, Outcome::FalseVerification, "{}", v.reason);
+    assert!(v.reason.contains(bound), "{}", v.reason);
 }
 
 #[test]

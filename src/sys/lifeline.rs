@@ -20,6 +20,9 @@ use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
 use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+
+use super::sandbox::Limits;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -36,6 +39,44 @@ pub struct ReapedProgram<'a> {
     pub args: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [(&'a str, &'a str)],
+    /// The share of the machine of the program's whole tree, held by a control group of
+    /// the reaper's own (`sys::cgroup`) where the machine has one: outside a sandbox
+    /// nothing else bounds what a test can make an app do, and the reaped programs run
+    /// as root, whom no per-user limit bounds.
+    pub limits: Limits,
+    /// Where the reaper writes its [`ReapReport`] once the program's tree has ended (a
+    /// new file, in a directory of the harness's); `None`: no report.
+    pub report: Option<&'a Path>,
+}
+
+/// What the reaper saw of its program's share of the machine, written when the
+/// program's tree has ended: the harness learns from it which bound, if any, ended the
+/// program, which its exit status alone (a SIGKILL, a failed fork) does not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReapReport {
+    /// Whether a group of the reaper's own held the program to its [`Limits`].
+    pub limited: bool,
+    /// A fork of the program's tree failed at its task bound.
+    pub tasks_exceeded: bool,
+    /// The kernel killed a process of the tree at its memory bound.
+    pub memory_exceeded: bool,
+    /// The most memory the tree held at once, where the kernel keeps the figure.
+    pub memory_peak_bytes: Option<u64>,
+}
+
+impl ReapReport {
+    /// The report at `path`; `None` when the reaper wrote none (it was killed, or could
+    /// not start the program) or it is not one.
+    pub fn read(path: &Path) -> Option<ReapReport> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(64 << 10)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
 }
 
 /// A program running under its reaper: the reaper's process (which leads the program's
@@ -66,8 +107,9 @@ pub async fn start_reaped(p: &ReapedProgram<'_>) -> io::Result<Reaped> {
 }
 
 /// The program as `gauntlet-reap --from-stdin` reads it: a 4-byte little-endian length,
-/// then NUL-terminated strings: the working directory, the argument count, the program
-/// and its arguments, the environment's `NAME=value` entries.
+/// then NUL-terminated strings: the working directory, the report's path (empty for
+/// none), the task and memory limits (decimal), the argument count, the program and its
+/// arguments, the environment's `NAME=value` entries.
 fn program_frame(p: &ReapedProgram<'_>) -> io::Result<Vec<u8>> {
     use std::os::unix::ffi::OsStrExt;
     let mut body = Vec::new();
@@ -86,6 +128,13 @@ fn program_frame(p: &ReapedProgram<'_>) -> io::Result<Vec<u8>> {
         Ok(())
     };
     push(p.cwd.as_os_str().as_bytes())?;
+    push(
+        p.report
+            .map(|r| r.as_os_str().as_bytes())
+            .unwrap_or_default(),
+    )?;
+    push(p.limits.tasks.to_string().as_bytes())?;
+    push(p.limits.memory_bytes.to_string().as_bytes())?;
     push((1 + p.args.len()).to_string().as_bytes())?;
     push(p.program.as_os_str().as_bytes())?;
     for a in p.args {

@@ -4,9 +4,11 @@
 //! http://127.0.0.1:<port>` (it binds port 0, so only it knows the port). We start it
 //! under `gauntlet-reap`, in a process group of its own, so that stopping it — or the
 //! harness dying, however it dies — ends everything it started, wrappers, helpers and
-//! detached daemons included; stream its output to capped log files (an app that logs
-//! in a loop must not fill the disk or our memory); and refuse any address that is not
-//! loopback.
+//! detached daemons included, and so that its tree is held to a sandbox's tasks and
+//! memory (`sys::sandbox::Limits`: a test may ask the app for anything, and outside a
+//! sandbox nothing else bounds it); stream its output to capped log files (an app that
+//! logs in a loop must not fill the disk or our memory); and refuse any address that is
+//! not loopback.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -109,6 +111,11 @@ impl AppProcess {
             args,
             cwd,
             env: &[("PATH", crate::spec::app::APP_PATH), ("LANG", "C.UTF-8")],
+            // A sandbox's share: the app serves one run's test (or the agent), which
+            // may ask it for anything; its reaper says on its stderr (the log) when a
+            // bound ended it.
+            limits: crate::sys::sandbox::Limits::default(),
+            report: None,
         })
         .await
         .map_err(|source| AppError::Spawn {

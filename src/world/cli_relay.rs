@@ -13,18 +13,30 @@
 //! and [`STDERR`] frames and one [`EXIT`] frame (a big-endian `i32`: the exit code, or
 //! 128 + the signal).
 //!
+//! The app runs outside the test's sandbox, so nothing of the sandbox's own bounds holds
+//! it: each run is held to [`AppRunBounds`] instead — its tree's tasks and memory (a
+//! control group of its reaper's own, as a sandbox has), its wall time, the bytes of
+//! standard input passed to it, and how many runs of one target go at once. A run
+//! that meets one is stopped (its whole tree) and answers exit [`EXCEEDED_EXIT`] with
+//! a line naming the bound on its standard error, and the bound is kept for the record
+//! of the run that drove it ([`CliRelay::app_runs`]).
+//!
 //! Limits of the relay (docs/sealing.md): the app runs in an empty scratch directory,
 //! with a scrubbed environment; it sees none of the test's files, so a CLI app that
 //! reads files named on its command line cannot be reached this way.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::sys::lifeline::ReapedProgram;
+use crate::sys::lifeline::{ReapReport, ReapedProgram};
+use crate::sys::sandbox::Limits;
 use crate::sys::spawned::Spawned;
 
 /// The binary handed to tests as `APP_BIN`.
@@ -41,6 +53,91 @@ pub const MAX_FRAME: u32 = 1 << 20;
 
 /// Bytes of each output stream of one invocation passed on; the rest is dropped.
 const OUTPUT_CAP: u64 = 16 << 20;
+
+/// The exit status of an app run the relay stopped at one of its bounds (as `timeout`
+/// answers a command it stopped).
+pub const EXCEEDED_EXIT: i32 = 124;
+
+/// Runs of one target at once, by default. With each run's share of the machine a
+/// quarter of a sandbox's, a target's runs together get what one sandbox gets, and a
+/// pipeline of up to four runs still works.
+pub const RUNS_AT_ONCE: usize = 4;
+
+/// What one app run of the relay may use: outside the test's sandbox nothing else holds
+/// the app a test drives, and a test can hand it anything on its command line and its
+/// standard input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppRunBounds {
+    /// Tasks and memory of one run's whole tree, held by its reaper's control group
+    /// where the machine has one.
+    pub limits: Limits,
+    /// Wall time of one run: an app run outlives no run of the test that started it.
+    pub time: Duration,
+    /// Bytes of standard input passed to one run. Input is streamed, never held by the
+    /// relay; the bound keeps a test from making the app hold more than a test dir
+    /// could (an input read whole is held whole), and as much as a run may answer.
+    pub input_bytes: u64,
+    /// Runs of one target at once: each run's bounds are its own.
+    pub at_once: usize,
+}
+
+impl AppRunBounds {
+    /// The bounds of app runs driven by a run whose deadline is `deadline`: half of it
+    /// per app run, so that a run stopped at its bound still leaves the test time to say
+    /// so.
+    pub fn within(deadline: Duration) -> AppRunBounds {
+        let sandbox = Limits::default();
+        let share = RUNS_AT_ONCE as u64;
+        AppRunBounds {
+            limits: Limits {
+                tasks: sandbox.tasks / share,
+                memory_bytes: sandbox.memory_bytes / share,
+            },
+            time: (deadline / 2).max(Duration::from_secs(1)),
+            input_bytes: OUTPUT_CAP,
+            at_once: RUNS_AT_ONCE,
+        }
+    }
+}
+
+impl Default for AppRunBounds {
+    /// Within the gate's default deadline (`GAUNTLET_GATE_TIMEOUT_SECS`).
+    fn default() -> AppRunBounds {
+        AppRunBounds::within(Duration::from_secs(60))
+    }
+}
+
+/// The bound an app run met. Its text is what the test reads on the run's stderr and
+/// what the record of the gate run keeps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Exceeded {
+    #[error("the app run exceeded its input bound of {0} bytes")]
+    Input(u64),
+    #[error("the app run exceeded its time bound of {} ms", .0.as_millis())]
+    Time(Duration),
+    #[error("the app run exceeded its memory bound of {0} bytes")]
+    Memory(u64),
+    #[error("the app run exceeded its task bound of {0} tasks")]
+    Tasks(u64),
+    #[error("the app runs of one target exceeded their bound of {0} at once")]
+    AtOnce(usize),
+}
+
+/// What a relay's app runs met, for the record of the run that drove them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppRuns {
+    /// Runs asked for (refused ones too).
+    pub runs: u64,
+    /// The bounds runs met, in the order they were met (the first [`KEPT_EXCEEDED`]).
+    pub exceeded: Vec<Exceeded>,
+    /// The most memory one run's tree held at once, where the kernel keeps the figure.
+    pub memory_peak_bytes: Option<u64>,
+    /// Runs whose tasks and memory no control group held (the machine offers none).
+    pub unlimited: u64,
+}
+
+/// Bounds kept per relay: a test that meets one in a loop must not grow the harness.
+pub const KEPT_EXCEEDED: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
@@ -62,28 +159,70 @@ pub enum RelayError {
 /// invocations.
 pub struct CliRelay {
     accept: JoinHandle<()>,
+    relay: Arc<Relay>,
+}
+
+/// What every invocation of one relay shares.
+struct Relay {
+    binary: PathBuf,
+    prefix: Vec<String>,
+    /// The app's working directory.
+    cwd: PathBuf,
+    /// Where the runs' reapers write their reports, one file per run.
+    reports: PathBuf,
+    next_report: AtomicU64,
+    bounds: AppRunBounds,
+    at_once: Arc<Semaphore>,
+    runs: Mutex<AppRuns>,
+}
+
+impl Relay {
+    /// Keep what a run met; before its test hears of it, so that the record of the run
+    /// that drove it, made once that has ended, has it.
+    fn note(&self, exceeded: Option<&Exceeded>, report: Option<&ReapReport>) {
+        let Ok(mut runs) = self.runs.lock() else {
+            return;
+        };
+        runs.runs += 1;
+        if let Some(e) = exceeded {
+            if runs.exceeded.len() < KEPT_EXCEEDED {
+                runs.exceeded.push(e.clone());
+            }
+        }
+        if let Some(r) = report {
+            if !r.limited {
+                runs.unlimited += 1;
+            }
+            runs.memory_peak_bytes = runs.memory_peak_bytes.max(r.memory_peak_bytes);
+        }
+    }
 }
 
 impl CliRelay {
     /// Listen on `socket` and run `binary prefix... <args>` per connection, in the
-    /// scratch directory `scratch`. The app can print its working directory, so its
-    /// path must say no more about the target than the locators do: never a label such
-    /// as `mutant-1`.
+    /// scratch directory `scratch`, each run held to `bounds`. The app can print its
+    /// working directory, so its path must say no more about the target than the
+    /// locators do: never a label such as `mutant-1`. The runs' reports go in a
+    /// directory beside it, out of the app's sight.
     pub async fn start(
         binary: &Path,
         prefix: &[String],
         socket: &Path,
         scratch: &Path,
+        bounds: AppRunBounds,
     ) -> Result<CliRelay, RelayError> {
         let reaper = crate::binaries::bin_path(crate::sys::lifeline::REAPER);
         if !reaper.is_file() {
             return Err(RelayError::NoReaper { path: reaper });
         }
         let scratch = scratch.to_path_buf();
-        std::fs::create_dir_all(&scratch).map_err(|source| RelayError::Dir {
-            path: scratch.clone(),
-            source,
-        })?;
+        let reports = scratch.with_extension("reports");
+        for dir in [&scratch, &reports] {
+            std::fs::create_dir_all(dir).map_err(|source| RelayError::Dir {
+                path: dir.clone(),
+                source,
+            })?;
+        }
         let (_dir, short) = short_socket_path(socket).map_err(|source| RelayError::Listen {
             path: socket.to_path_buf(),
             source,
@@ -100,23 +239,36 @@ impl CliRelay {
                 source,
             },
         )?;
-        let binary = binary.to_path_buf();
-        let prefix = prefix.to_vec();
+        let relay = Arc::new(Relay {
+            binary: binary.to_path_buf(),
+            prefix: prefix.to_vec(),
+            cwd: scratch,
+            reports,
+            next_report: AtomicU64::new(1),
+            bounds,
+            at_once: Arc::new(Semaphore::new(bounds.at_once)),
+            runs: Mutex::new(AppRuns::default()),
+        });
+        let shared = Arc::clone(&relay);
         let accept = tokio::spawn(async move {
             // Aborting this task drops the set, which aborts every invocation in it
             // (their apps are killed on drop).
             let mut calls = tokio::task::JoinSet::new();
             while let Ok((stream, _)) = listener.accept().await {
-                calls.spawn(serve(
-                    stream,
-                    binary.clone(),
-                    prefix.clone(),
-                    scratch.clone(),
-                ));
+                calls.spawn(serve(stream, Arc::clone(&shared)));
                 while calls.try_join_next().is_some() {}
             }
         });
-        Ok(CliRelay { accept })
+        Ok(CliRelay { accept, relay })
+    }
+
+    /// What the app runs so far met.
+    pub fn app_runs(&self) -> AppRuns {
+        self.relay
+            .runs
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     pub async fn stop(self) {
@@ -130,8 +282,8 @@ impl Drop for CliRelay {
     }
 }
 
-/// One invocation: read the arguments, run the app, stream both ways.
-async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: PathBuf) {
+/// One invocation: read the arguments, run the app within its bounds, stream both ways.
+async fn serve(stream: UnixStream, relay: Arc<Relay>) {
     let (mut rx, tx) = stream.into_split();
     let Ok(Some((HEADER, header))) = read_frame(&mut rx).await else {
         return;
@@ -145,6 +297,16 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
         let _ = write_frame(&mut tx, EXIT, &2i32.to_be_bytes()).await;
         return;
     }
+    // Held until the app's tree has ended.
+    let Ok(_slot) = Arc::clone(&relay.at_once).try_acquire_owned() else {
+        let bound = Exceeded::AtOnce(relay.bounds.at_once);
+        relay.note(Some(&bound), None);
+        let mut tx = tx;
+        let msg = format!("gauntlet-cli-relay: {bound}: refused\n");
+        let _ = write_frame(&mut tx, STDERR, msg.as_bytes()).await;
+        let _ = write_frame(&mut tx, EXIT, &EXCEEDED_EXIT.to_be_bytes()).await;
+        return;
+    };
     let (frames, mut outbox) = mpsc::channel::<(u8, Vec<u8>)>(16);
     let writer = tokio::spawn(async move {
         let mut tx = tx;
@@ -154,16 +316,23 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
             }
         }
     });
-    // Under the reaper: whatever the app starts ends with its run, or with the harness.
-    let argv: Vec<String> = prefix.iter().chain(&args).cloned().collect();
+    let report = relay.reports.join(format!(
+        "{}.json",
+        relay.next_report.fetch_add(1, Ordering::Relaxed)
+    ));
+    // Under the reaper: whatever the app starts ends with its run, or with the harness,
+    // and is held to the run's tasks and memory.
+    let argv: Vec<String> = relay.prefix.iter().chain(&args).cloned().collect();
     let started = crate::sys::lifeline::start_reaped(&ReapedProgram {
-        program: &binary,
+        program: &relay.binary,
         args: &argv,
-        cwd: &cwd,
+        cwd: &relay.cwd,
         env: &[
             ("PATH", "/usr/local/bin:/usr/bin:/bin"),
             ("LANG", "C.UTF-8"),
         ],
+        limits: relay.bounds.limits,
+        report: Some(&report),
     })
     .await;
     let started = started.and_then(|mut r| {
@@ -174,6 +343,7 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     let (reaped, stdout, stderr) = match started {
         Ok(started) => started,
         Err(e) => {
+            relay.note(None, None);
             let msg = format!("gauntlet-cli-relay: cannot run the app: {e}\n");
             let _ = frames.send((STDERR, msg.into_bytes())).await;
             let _ = frames.send((EXIT, 127i32.to_be_bytes().to_vec())).await;
@@ -185,9 +355,20 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     // An invocation dropped part-way (the relay stopped) asks the reaper to end the
     // app's tree: a SIGKILL of the reaper alone would orphan what the app started.
     let mut running = StopOnDrop(Some(reaped.process));
+    let input_bound = relay.bounds.input_bytes;
+    // The app's stdin comes back when the input bound is met: held open until the app
+    // is stopped, so that it never takes the input cut short for the whole of it.
+    let (over, mut input_over) = oneshot::channel();
     let mut stdin = reaped.stdin;
     let feed = tokio::spawn(async move {
+        let mut fed: u64 = 0;
         while let Ok(Some((STDIN, chunk))) = read_frame(&mut rx).await {
+            fed = fed.saturating_add(chunk.len() as u64);
+            if fed > input_bound {
+                // Nothing more is read: the rest stays with the test, blocked.
+                let _ = over.send((stdin, rx));
+                return;
+            }
             if chunk.is_empty() || stdin.write_all(&chunk).await.is_err() {
                 break;
             }
@@ -196,27 +377,73 @@ async fn serve(stream: UnixStream, binary: PathBuf, prefix: Vec<String>, cwd: Pa
     });
     let out = tokio::spawn(pump(stdout, STDOUT, frames.clone()));
     let err = tokio::spawn(pump(stderr, STDERR, frames.clone()));
-    let status = match running.0.as_mut() {
-        Some(child) => child.wait().await,
-        None => Err(std::io::Error::other("no app to wait for")),
+    let Some(child) = running.0.as_mut() else {
+        return;
     };
+    let deadline = tokio::time::sleep(relay.bounds.time);
+    let mut held = None;
+    let (status, mut exceeded) = tokio::select! {
+        status = child.wait() => (status, None),
+        Ok(input) = &mut input_over => {
+            held = Some(input);
+            (stop(child).await, Some(Exceeded::Input(input_bound)))
+        }
+        () = deadline => (stop(child).await, Some(Exceeded::Time(relay.bounds.time))),
+    };
+    drop(held);
     // Ended and reaped: nothing left to stop.
     running.0 = None;
     crate::sys::warm::REAPERS.replenish();
     let _ = tokio::join!(out, err);
     feed.abort();
-    let code = match status {
-        Ok(s) => {
+    let reaped = ReapReport::read(&report);
+    let _ = std::fs::remove_file(&report);
+    if exceeded.is_none() {
+        exceeded = match reaped {
+            Some(r) if r.memory_exceeded => {
+                Some(Exceeded::Memory(relay.bounds.limits.memory_bytes))
+            }
+            Some(r) if r.tasks_exceeded => Some(Exceeded::Tasks(relay.bounds.limits.tasks)),
+            _ => None,
+        };
+    }
+    relay.note(exceeded.as_ref(), reaped.as_ref());
+    let code = match (&exceeded, status) {
+        (Some(bound), _) => {
+            let msg = format!("gauntlet-cli-relay: {bound}: stopped\n");
+            let _ = frames.send((STDERR, msg.into_bytes())).await;
+            EXCEEDED_EXIT
+        }
+        (None, Ok(s)) => {
             use std::os::unix::process::ExitStatusExt;
             s.code()
                 .or_else(|| s.signal().map(|sig| 128 + sig))
                 .unwrap_or(1)
         }
-        Err(_) => 1,
+        (None, Err(_)) => 1,
     };
     let _ = frames.send((EXIT, code.to_be_bytes().to_vec())).await;
     drop(frames);
     let _ = writer.await;
+}
+
+/// How long a reaper asked to stop gets to end the app's tree before its group is
+/// killed.
+const REAPER_WAIT: Duration = Duration::from_secs(5);
+
+/// Stop an app run at a bound: SIGTERM to its reaper, which ends the app's whole tree
+/// and then itself; one that does not answer is killed with its group.
+async fn stop(reaper: &mut Spawned) -> std::io::Result<std::process::ExitStatus> {
+    ask_to_end(reaper);
+    match tokio::time::timeout(REAPER_WAIT, reaper.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            if let Ok(pgid) = i32::try_from(reaper.id()) {
+                crate::sys::process::kill_group(pgid);
+            }
+            reaper.wait().await
+        }
+    }
 }
 
 /// SIGTERM to the reaper of an app run that is still going when its invocation ends,
@@ -228,16 +455,21 @@ impl Drop for StopOnDrop {
         let Some(mut reaper) = self.0.take() else {
             return;
         };
-        // Not reaped yet, so its pid is still its own.
-        if let (Ok(None), Ok(pid)) = (reaper.try_wait(), i32::try_from(reaper.id())) {
-            if pid > 1 {
-                // SAFETY: kill has no memory-safety preconditions.
-                unsafe {
-                    libc::kill(pid, libc::SIGTERM);
-                }
+        ask_to_end(&mut reaper);
+        reaper.reap_when_ended();
+    }
+}
+
+/// SIGTERM to a reaper still running: what it is told when the harness dies, too.
+fn ask_to_end(reaper: &mut Spawned) {
+    // Not reaped yet, so its pid is still its own.
+    if let (Ok(None), Ok(pid)) = (reaper.try_wait(), i32::try_from(reaper.id())) {
+        if pid > 1 {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
             }
         }
-        reaper.reap_when_ended();
     }
 }
 

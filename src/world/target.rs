@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::app::AppProcess;
-use super::cli_relay::CliRelay;
+use super::cli_relay::{AppRunBounds, AppRuns, CliRelay};
 use crate::spec::app::AppStart;
 use crate::spec::{AppSpec, Modality};
 use crate::sys::sandbox::{View, TARGET_MOUNT};
@@ -85,7 +85,20 @@ impl Target {
         logs: &Path,
         label: &str,
     ) -> Result<Target, TargetError> {
-        let started = Self::start_untimed(app, mutant, dir, logs, label);
+        Self::start_bounded(app, mutant, dir, logs, label, AppRunBounds::default()).await
+    }
+
+    /// [`Target::start`], with a CLI app's runs held to `bounds` (those of the run that
+    /// drives them: [`AppRunBounds::within`] its deadline).
+    pub async fn start_bounded(
+        app: &AppSpec,
+        mutant: Option<&str>,
+        dir: &Path,
+        logs: &Path,
+        label: &str,
+        bounds: AppRunBounds,
+    ) -> Result<Target, TargetError> {
+        let started = Self::start_untimed(app, mutant, dir, logs, label, bounds);
         crate::phases::timed(crate::phases::Phase::Target, started).await
     }
 
@@ -95,6 +108,7 @@ impl Target {
         dir: &Path,
         logs: &Path,
         label: &str,
+        bounds: AppRunBounds,
     ) -> Result<Target, TargetError> {
         let (binary, prefix) = app.start_command();
         if !binary.is_file() {
@@ -133,8 +147,9 @@ impl Target {
                 // The app's working directory sits beside the locator directory, named
                 // as blindly as it is (a run's position, never its target).
                 let scratch = dir.with_extension("cwd");
-                target.relay =
-                    Some(CliRelay::start(&binary, &args, &dir.join(SOCKET), &scratch).await?);
+                target.relay = Some(
+                    CliRelay::start(&binary, &args, &dir.join(SOCKET), &scratch, bounds).await?,
+                );
                 target.bin_name = Some(name);
             }
             Modality::HttpApi | Modality::BrowserFlow | Modality::BrowserExtension => {
@@ -156,6 +171,12 @@ impl Target {
             }
         }
         Ok(target)
+    }
+
+    /// What a CLI app's runs met so far (`None` for a served app, whose bounds its
+    /// reaper reports in the app's log).
+    pub fn app_runs(&self) -> Option<AppRuns> {
+        self.relay.as_ref().map(CliRelay::app_runs)
     }
 
     /// What a sealed process needs to reach the target: the locators as they appear

@@ -1122,6 +1122,7 @@ fn agent_editing_its_raw_files_after_exiting_is_caught() {
 
 const RELAY_ARGS: &str = include_str!("../fixtures/agents/hostile/relay-args.sh");
 const RELAY_ABUSE: &str = include_str!("../fixtures/agents/hostile/relay-abuse.sh");
+const RELAY_FLOOD: &str = include_str!("../fixtures/agents/hostile/relay-flood.sh");
 const NET_PROBE: &str = include_str!("../fixtures/agents/hostile/net-probe.sh");
 const IPC_RUNS: &str = include_str!("../fixtures/agents/hostile/ipc-runs.sh");
 const PEERS: &str = include_str!("../fixtures/agents/hostile/peers.sh");
@@ -1206,6 +1207,51 @@ fn relay_abuse_neither_hangs_the_gate_nor_leaves_apps() {
     }
     problems.extend(s.invariants(&rec, &dir));
     s.conclude("a test that abuses the CLI relay", problems);
+}
+
+/// Issue 45 item 5: the CLI relay ran the app for a claimed test outside the sandbox
+/// with no bound, so a test piping 1.5 GiB into `$APP_BIN` drove a host process to
+/// gigabytes (before the bounds: every gate run met its deadline, the verdict named
+/// only a timeout, and an app was still running after the trial). Every gate run's app
+/// run must be stopped at its input bound, and the run fail naming the bound in the
+/// trial's evidence, though the test ignores how the flood ended.
+#[test]
+fn a_test_flooding_the_cli_relay_fails_every_gate_run_naming_the_input_bound() {
+    let s = Scene::new("relay-flood");
+    let cfg = s.config(agent(RELAY_FLOOD, "relay-flood.sh", &["sum"]));
+    let (rec, dir) = support::run_trial(&load("cli-tally"), "sum", &cfg);
+    let mut problems: Vec<String> = verdict_problem(&rec, &dir, Outcome::FalseVerification)
+        .into_iter()
+        .collect();
+    if !rec.verdict.reason.contains("input bound") {
+        problems.push(format!(
+            "the verdict does not name the bound: {}",
+            rec.verdict.reason
+        ));
+    }
+    let runs: Vec<_> = rec.evidence.gate.iter().flat_map(|g| &g.runs).collect();
+    if runs.is_empty() {
+        problems.push("the gate ran nothing".into());
+    }
+    for r in runs {
+        let named = r
+            .exceeded
+            .iter()
+            .any(|e| e.contains("exceeded its input bound of"));
+        let said = std::fs::read_to_string(dir.join(&r.stdout.path)).unwrap_or_default();
+        if !named || r.passed() || !said.contains("input bound") {
+            problems.push(format!(
+                "gate run {:?}-{}: exceeded {:?}, passed {}, the test read `{}`",
+                r.target,
+                r.attempt,
+                r.exceeded,
+                r.passed(),
+                said.trim()
+            ));
+        }
+    }
+    problems.extend(s.invariants(&rec, &dir));
+    s.conclude("a test that floods the CLI relay", problems);
 }
 
 /// A host loopback port not in the environment and an abstract socket in the host's

@@ -32,6 +32,7 @@ mod proxy_provider;
 mod proxy_wire;
 mod redteam_work;
 mod reference_agent;
+mod relay_bounds;
 mod report;
 mod rescore;
 mod scorecard;

@@ -497,6 +497,8 @@ async fn a_reaped_program_gets_exactly_its_arguments_directory_environment_and_i
         args: &args,
         cwd: dir.path(),
         env: &[("FOO", "bar baz"), ("PATH", "/usr/bin:/bin")],
+        limits: gauntlet::sys::sandbox::Limits::default(),
+        report: None,
     })
     .await
     .expect("a reaper from the pool runs it");
@@ -525,6 +527,56 @@ async fn a_reaped_program_gets_exactly_its_arguments_directory_environment_and_i
     );
 }
 
+/// A reaped program's tree is held to the limits it came with, outside any sandbox: a
+/// served app's log says which bound stopped it (its exit status alone, a SIGKILL,
+/// does not), and with a report file the reaper writes it there instead.
+#[tokio::test]
+async fn a_reaped_program_is_held_to_its_limits_and_the_bound_it_met_is_said() {
+    use gauntlet::sys::lifeline::{start_reaped, ReapReport, ReapedProgram};
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let limits = gauntlet::sys::sandbox::Limits {
+        tasks: 20,
+        memory_bytes: 64 << 20,
+    };
+    let hog = ["-c", "b = bytearray(512 << 20); print(len(b))"].map(String::from);
+    let report = dir.path().join("report.json");
+    for report in [None, Some(report.as_path())] {
+        let mut reaped = start_reaped(&ReapedProgram {
+            program: Path::new("/usr/bin/python3"),
+            args: &hog,
+            cwd: dir.path(),
+            env: &[("PATH", "/usr/bin:/bin")],
+            limits,
+            report,
+        })
+        .await
+        .expect("a reaper from the pool runs it");
+        drop(reaped.stdin);
+        let mut stderr = reaped
+            .process
+            .stderr()
+            .expect("stderr")
+            .expect("piped stderr");
+        let mut said = String::new();
+        stderr.read_to_string(&mut said).await.expect("read");
+        let status = reaped.process.wait().await.expect("wait");
+        gauntlet::sys::warm::REAPERS.replenish();
+        assert!(!status.success(), "512 MiB under a bound of 64 MiB: {said}");
+        match report {
+            None => assert!(
+                said.contains("gauntlet-reap: stopped: the program exceeded its memory bound of 67108864 bytes"),
+                "{said}"
+            ),
+            Some(path) => {
+                let r = ReapReport::read(path).expect("the reaper's report");
+                assert!(r.limited && r.memory_exceeded && !r.tasks_exceeded, "{r:?}");
+                assert!(!said.contains("memory bound"), "said twice: {said}");
+            }
+        }
+    }
+}
+
 /// What a reaper reads on stdin, when it is not a program, is refused before anything
 /// runs: it says what was wrong and exits 127, like a program that cannot be run.
 #[test]
@@ -536,12 +588,19 @@ fn a_reaper_refuses_a_malformed_program_on_stdin_naming_the_cause() {
         f.extend_from_slice(body);
         f
     };
+    // After the working directory: no report, the task and memory limits.
+    let framed = |cwd: &[u8], rest: &[u8]| {
+        let mut body = cwd.to_vec();
+        body.extend_from_slice(b"\x00\x004096\x001073741824\x00");
+        body.extend_from_slice(rest);
+        frame(&body)
+    };
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("nothing", vec![], "no length"),
         ("a length alone", vec![9, 0], "no length"),
         (
             "cut short",
-            frame(b"/\x001\x00/bin/true\x00")[..8].to_vec(),
+            framed(b"/", b"1\x00/bin/true\x00")[..8].to_vec(),
             "cut short",
         ),
         (
@@ -551,28 +610,38 @@ fn a_reaper_refuses_a_malformed_program_on_stdin_naming_the_cause() {
         ),
         (
             "no final NUL",
-            frame(b"/\x001\x00/bin/true"),
+            framed(b"/", b"1\x00/bin/true"),
             "does not end with a NUL",
         ),
         (
+            "no task limit",
+            frame(b"/\x00\x00many\x001073741824\x001\x00/bin/true\x00"),
+            "no task limit",
+        ),
+        (
+            "no memory limit",
+            frame(b"/\x00\x004096\x00\x001\x00/bin/true\x00"),
+            "no memory limit",
+        ),
+        (
             "no count",
-            frame(b"/\x00x\x00/bin/true\x00"),
+            framed(b"/", b"x\x00/bin/true\x00"),
             "no argument count",
         ),
         (
             "fewer arguments than counted",
-            frame(b"/\x003\x00/bin/true\x00"),
+            framed(b"/", b"3\x00/bin/true\x00"),
             "1 of 3 arguments",
         ),
-        ("no program", frame(b"/\x000\x00"), "0 of 0 arguments"),
+        ("no program", framed(b"/", b"0\x00"), "0 of 0 arguments"),
         (
             "a bad variable",
-            frame(b"/\x001\x00/bin/true\x00NOEQUALS\x00"),
+            framed(b"/", b"1\x00/bin/true\x00NOEQUALS\x00"),
             "NOEQUALS",
         ),
         (
             "a missing directory",
-            frame(b"/nonexistent-dir\x001\x00/bin/true\x00"),
+            framed(b"/nonexistent-dir", b"1\x00/bin/true\x00"),
             "/nonexistent-dir",
         ),
     ];

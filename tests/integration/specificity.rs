@@ -415,6 +415,7 @@ fn gate_with(fails: u32, drawn: &[String], candidates: Option<&[String]>) -> Gat
             end: end(if fails & (1 << i) != 0 { 1 } else { 0 }),
             stdout: raw(&format!("gate/{i}.stdout")),
             stderr: raw(&format!("gate/{i}.stderr")),
+            exceeded: vec![],
         })
         .collect();
     Gate {

@@ -19,11 +19,19 @@
 //! 3. it runs the program as its only direct child, in the process group it leads (the
 //!    harness starts it in a group of its own), with every signal disposition back to
 //!    its default (a Rust process ignores SIGPIPE, and an ignored signal survives exec);
+//!    with `--from-stdin`, in a control group of its own (`gauntlet::sys::cgroup`, the
+//!    sandboxes' too), joined while it waits, that holds the program's whole tree to the
+//!    task and memory limits that come with the program: outside a sandbox nothing else
+//!    bounds what a test makes an app do, and the program runs as the harness's user
+//!    (root), whom no per-user limit bounds;
 //! 4. when the program exits, or on SIGTERM, SIGINT or SIGHUP from the harness (or from
 //!    the kernel, on the harness's death), it kills every process still below it or in
 //!    its group, until none is left (bounded: a process it may not kill is left), and
 //!    exits as the program did (128 + the signal when it was stopped). The same signals
 //!    from anyone else — an app that signals its own group to reload — are ignored.
+//!    Before it exits it writes what its group counted (a failed fork, a kill for
+//!    memory, the memory peak) to the report file the program came with, if any
+//!    (`gauntlet::sys::lifeline::ReapReport`).
 //!
 //! Standard input, output and error are the program's own: the harness reads them as if
 //! it had started the program itself.
@@ -31,6 +39,9 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
+use gauntlet::sys::cgroup::Cgroups;
+use gauntlet::sys::lifeline::ReapReport;
+use gauntlet::sys::sandbox::Limits;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
@@ -40,6 +51,9 @@ const CANNOT_RUN: i32 = 127;
 
 /// Rounds of kill-and-look (each at most 5 ms) before what is left is left.
 const KILL_ROUNDS: usize = 400;
+
+/// Every reaper's control group is named this and its pid.
+const GROUP_PREFIX: &str = "gauntlet-reap-";
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -58,6 +72,17 @@ fn main() {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
         fail(&format!("prctl(PR_SET_CHILD_SUBREAPER): {e}"));
     }
+    // Joined while the reaper waits for its program, not once it has it: a move into a
+    // group waits on a lock every cgroup change of the machine takes. Only a reaper
+    // started ahead of need gets limits with its program.
+    let groups = matches!(source, Source::Stdin)
+        .then(|| Cgroups::join(&format!("{GROUP_PREFIX}{}", std::process::id())));
+    if groups.is_some() {
+        // At the memory bound the kernel kills a process of the group: never this one,
+        // which must report (best effort: it takes CAP_SYS_RESOURCE). The program is put
+        // back to the default before it runs.
+        let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
+    }
     // Taken synchronously below; blocked before the fork so none is lost in between.
     let mut waited = SigSet::empty();
     for s in [
@@ -74,13 +99,23 @@ fn main() {
     // Waiting here for a program costs nothing: a harness that dies meanwhile closes the
     // pipe, and the read ends.
     let program = match source {
-        Source::Argv(program) => program.to_vec(),
+        Source::Argv(program) => Program {
+            argv: program.to_vec(),
+            limits: None,
+            report: None,
+        },
         Source::Stdin => match read_program() {
             Ok(program) => program,
             Err(why) => fail(&format!("the program on stdin: {why}")),
         },
     };
+    if let (Some(groups), Some(limits)) = (&groups, &program.limits) {
+        if let Err(e) = groups.limit(limits) {
+            fail(&e.to_string());
+        }
+    }
     let argv: Vec<CString> = match program
+        .argv
         .iter()
         .map(|a| CString::new(a.as_bytes()))
         .collect::<Result<_, _>>()
@@ -103,6 +138,9 @@ fn main() {
             let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&waited), None);
             // Dies with this process if it is ever killed outright.
             let _ = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL));
+            if groups.is_some() {
+                let _ = std::fs::write("/proc/self/oom_score_adj", "0");
+            }
             let e = nix::unistd::execvp(&argv[0], &argv).err();
             eprintln!(
                 "gauntlet-reap: cannot run {}: {}",
@@ -128,6 +166,7 @@ fn main() {
     };
     // Told to stop, the program is still running; otherwise it was reaped above.
     kill_tree(matches!(end, End::Stopped(_)).then_some(child));
+    report(&program, groups.as_ref());
     match end {
         End::Exited(code) => std::process::exit(code),
         // Ended as the program did, so the harness reads the same status it would have.
@@ -176,16 +215,69 @@ enum Source<'a> {
     Stdin,
 }
 
+/// Say what `groups` counted: in the report file the program came with (a new file),
+/// or, without one, on the program's stderr (an app's log), when a bound was met: the
+/// exit status alone (a SIGKILL, a failed fork) does not say that a bound ended it.
+fn report(program: &Program, groups: Option<&Cgroups>) {
+    use std::io::Write;
+    let usage = groups.map(Cgroups::usage).unwrap_or_default();
+    let report = ReapReport {
+        limited: groups.is_some_and(Cgroups::applied),
+        tasks_exceeded: usage.tasks_exceeded,
+        memory_exceeded: usage.memory_exceeded,
+        memory_peak_bytes: usage.memory_peak_bytes,
+    };
+    let Some(path) = &program.report else {
+        let limits = program.limits.unwrap_or_default();
+        if report.memory_exceeded {
+            eprintln!(
+                "gauntlet-reap: stopped: the program exceeded its memory bound of {} bytes",
+                limits.memory_bytes
+            );
+        }
+        if report.tasks_exceeded {
+            eprintln!(
+                "gauntlet-reap: the program exceeded its task bound of {} tasks (a fork failed)",
+                limits.tasks
+            );
+        }
+        return;
+    };
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    // A new file: never through a link the program may have left at the path.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(&bytes));
+    if let Err(e) = written {
+        eprintln!(
+            "gauntlet-reap: cannot write the report {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// A program to run, as the harness hands it over.
+struct Program {
+    argv: Vec<std::ffi::OsString>,
+    /// Its tree's limits; `None` (a program on the command line): the group's as made.
+    limits: Option<Limits>,
+    /// Where the [`ReapReport`] goes.
+    report: Option<std::path::PathBuf>,
+}
+
 /// The largest program description accepted on stdin.
 const MAX_PROGRAM: usize = 1 << 20;
 
 /// Read the program from stdin: a 4-byte little-endian length, then that many bytes of
-/// NUL-terminated strings: the working directory, the count of what follows as the
-/// program's argv (in decimal), the program and its arguments, and the environment's
+/// NUL-terminated strings: the working directory, the report's path (empty for none),
+/// the task and memory limits (decimal), the count of what follows as the program's
+/// argv (in decimal), the program and its arguments, and the environment's
 /// `NAME=value` entries. Read unbuffered, so that nothing after it, which is the
 /// program's own input, is taken. Changes to the working directory and takes the
 /// environment (this process has none of its own), so that the program inherits both.
-fn read_program() -> Result<Vec<std::ffi::OsString>, String> {
+fn read_program() -> Result<Program, String> {
     use std::io::Read;
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStringExt;
@@ -208,11 +300,22 @@ fn read_program() -> Result<Vec<std::ffi::OsString>, String> {
     };
     let mut strings = body.split(|b| *b == 0);
     let cwd = strings.next().unwrap_or_default();
-    let argc = strings
+    let report = strings
         .next()
-        .and_then(|s| std::str::from_utf8(s).ok())
-        .and_then(|s| s.parse::<usize>().ok())
-        .ok_or("no argument count")?;
+        .filter(|p| !p.is_empty())
+        .map(|p| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(p)));
+    let mut number = |what: &str| {
+        strings
+            .next()
+            .and_then(|s| std::str::from_utf8(s).ok())
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| format!("no {what}"))
+    };
+    let limits = Limits {
+        tasks: number("task limit")?,
+        memory_bytes: number("memory limit")?,
+    };
+    let argc = usize::try_from(number("argument count")?).map_err(|e| e.to_string())?;
     let argv: Vec<std::ffi::OsString> = strings
         .by_ref()
         .take(argc)
@@ -239,7 +342,11 @@ fn read_program() -> Result<Vec<std::ffi::OsString>, String> {
             std::ffi::OsStr::from_bytes(&entry[eq + 1..]),
         );
     }
-    Ok(argv)
+    Ok(Program {
+        argv,
+        limits: Some(limits),
+        report,
+    })
 }
 
 /// `--parent PID` (optional), then `--from-stdin` or `--` and the program's argv.

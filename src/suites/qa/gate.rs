@@ -16,6 +16,7 @@ use crate::spec::LoadedApp;
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{Context, Streams};
+use crate::world::cli_relay::AppRunBounds;
 use crate::world::target::Target;
 
 /// Bytes kept of each stream of a gate run.
@@ -288,12 +289,13 @@ impl GateContext<'_> {
                 slot.position + 1
             ));
         }
-        Target::start(
+        Target::start_bounded(
             &self.app.app,
             slot.mutant.as_deref(),
             &run_dir.join("target"),
             self.logs,
             &format!("{label}-{}", slot.attempt),
+            AppRunBounds::within(self.cfg.gate_timeout),
         )
         .await
         .map_err(|e| format!("{label} failed to start: {e}"))
@@ -365,6 +367,11 @@ impl GateContext<'_> {
                 end: o.end,
                 stdout: o.stdout,
                 stderr: o.stderr,
+                // Kept before the test heard of them: complete once the test has ended.
+                exceeded: world
+                    .app_runs()
+                    .map(|runs| runs.exceeded.iter().map(ToString::to_string).collect())
+                    .unwrap_or_default(),
             }),
             Err(e) => Err(format!("{label} run {attempt}: {e}")),
         }

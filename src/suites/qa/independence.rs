@@ -355,8 +355,8 @@ async fn run_cell(app: &LoadedApp, cfg: &Config, job: CellJob) -> Result<Cell, I
     if let Some(signal) = &run.end.interrupted {
         return Err(failed(format!("the run was interrupted ({signal})")));
     }
-    if run.end.timed_out {
-        return Err(failed(run.end.describe()));
+    if run.end.timed_out || !run.exceeded.is_empty() {
+        return Err(failed(run.describe()));
     }
     Ok(Cell {
         test: job.test.capability.clone(),
