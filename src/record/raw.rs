@@ -71,6 +71,23 @@ fn collect<'a>(v: &'a Value, out: &mut Vec<Named<'a>>) {
 
 /// Every distinct raw file `record` (a record's JSON) names, as (path, bytes, sha256),
 /// in the order the record names them: what [`verify`] checks, for a page to list.
+/// A file the harness wrote during a trial (an observation, a log), hashed, named
+/// relative to `base`; `None` when it is not there to hash.
+pub fn harness_file(path: &Path, base: &Path) -> Option<crate::evidence::RawFile> {
+    let bytes = std::fs::metadata(path).ok()?.len();
+    let sha256 = super::digest::file_sha256(path).ok()?;
+    Some(crate::evidence::RawFile {
+        path: path
+            .strip_prefix(base)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned(),
+        bytes,
+        bytes_seen: bytes,
+        sha256,
+    })
+}
+
 pub fn named(record: &Value) -> Vec<(String, u64, String)> {
     let mut found = Vec::new();
     collect(record, &mut found);

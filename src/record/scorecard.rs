@@ -54,6 +54,11 @@ pub struct ProcessRaw {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_range: Option<[usize; 2]>,
+    /// What the kernel saw this process's sandbox open and execute
+    /// ([`crate::evidence::observed`]), hashed like every raw file. Absent when the
+    /// run was unsealed, and in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<RawFile>,
 }
 
 impl ProcessRaw {

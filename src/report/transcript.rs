@@ -22,7 +22,7 @@ use crate::evidence::usage::UsageEntry;
 use crate::evidence::{ClaimsFound, Gate, GateTarget, ProcessEnd, RawFile};
 use crate::record::any::AnyRecord;
 use crate::record::challenge::ChallengeRecord;
-use crate::record::scorecard::ScorecardRecord;
+use crate::record::scorecard::{ProcessRaw, ScorecardRecord};
 use crate::record::QaRecord;
 
 /// The page's name in every trial directory.
@@ -236,13 +236,39 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
         );
     }
     if let Some(e) = &r.derived.execs {
-        execs(o, e);
+        execs(o, "What the kernel saw executed", e);
     }
 }
 
+/// What the kernel saw a scorecard process's sandbox execute, compared with the tool
+/// calls of its stream; `None` without an observation, or when a raw file cannot be
+/// read as the raw-file check reads it.
+fn process_execs(dir: &Path, process: &ProcessRaw, agent: &str) -> Option<ExecFindings> {
+    let raw = process.observation.as_ref()?;
+    let file = crate::record::raw::open_plain_file(dir, &raw.path)?;
+    let observation = crate::evidence::observed::parse(&mut std::io::BufReader::new(file));
+    let calls = crate::evidence::streams::AgentKind::from_name(agent)
+        .zip(crate::record::raw::open_plain_file(
+            dir,
+            &process.stdout.path,
+        ))
+        .map(|(kind, out)| {
+            crate::evidence::streams::parser(kind)(&mut std::io::BufReader::new(out))
+                .report
+                .tool_calls
+        })
+        .unwrap_or_default();
+    Some(crate::evidence::observed_execs::assess(
+        &observation,
+        &[],
+        &calls,
+        crate::evidence::observed_execs::AppProgram::default(),
+    ))
+}
+
 /// What the kernel saw executed, beside what the agent says it ran.
-fn execs(o: &mut String, e: &ExecFindings) {
-    section(o, "What the kernel saw executed");
+fn execs(o: &mut String, title: &str, e: &ExecFindings) {
+    section(o, title);
     if let Some(why) = &e.incomplete {
         let _ = writeln!(
             o,
@@ -288,10 +314,18 @@ fn execs(o: &mut String, e: &ExecFindings) {
     for x in &e.execs {
         let _ = writeln!(
             lines,
-            "{:>7} ms  pid {:<6} {}",
+            "{:>7} ms  pid {:<6} {}: {}{}",
             x.ms,
             x.pid,
-            x.argv.join(" ")
+            x.path,
+            x.argv.join(" "),
+            if x.refused {
+                "  (refused: unreadable)"
+            } else if x.own_root {
+                "  (in a root of its own)"
+            } else {
+                ""
+            }
         );
     }
     details(
@@ -408,6 +442,13 @@ fn scorecard(o: &mut String, r: &ScorecardRecord, p: &Page<'_>) {
             &process.stdout,
             &process.stderr,
         );
+        if let Some(e) = process_execs(p.dir, process, &r.header.config.agent) {
+            execs(
+                o,
+                &format!("What the kernel saw `{}` execute", process.label),
+                &e,
+            );
+        }
     }
     if !r.evidence.events.is_empty() {
         details(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::agent::{adapter_for, PromptRun};
 use crate::config::{Config, Mode};
 use crate::evidence::policy::Roots;
-use crate::evidence::{AgentRun, RawFile};
+use crate::evidence::AgentRun;
 
 use crate::record::challenge::{
     derive, BundleProvenance, ChallengeEvidence, ChallengeRecord, ObservationEvidence, Provenance,
@@ -381,7 +381,7 @@ async fn run_agent(
             "the trial ran unsealed (GAUNTLET_SANDBOX=off): nothing observed its opens",
         )
     } else {
-        match raw_file(&opens, t.trial_dir) {
+        match record::raw::harness_file(&opens, t.trial_dir) {
             Some(file) => ObservationEvidence {
                 file: Some(file),
                 unavailable: None,
@@ -460,18 +460,6 @@ fn runtime_roots(view: &View, repo: &Path) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
-}
-
-/// A file the harness wrote during the trial, hashed, relative to `base`.
-fn raw_file(path: &Path, base: &Path) -> Option<RawFile> {
-    let bytes = std::fs::metadata(path).ok()?.len();
-    let sha256 = record::digest::file_sha256(path).ok()?;
-    Some(RawFile {
-        path: rel_to(path, base),
-        bytes,
-        bytes_seen: bytes,
-        sha256,
-    })
 }
 
 /// Send the manifest's seed requests to the app.

@@ -598,3 +598,66 @@ fn a_terabyte_sparse_file_in_the_workspace_is_recorded_by_size_not_read() {
     assert_eq!(big_events, [("first".to_string(), "write".to_string())]);
     assert!(gauntlet::record::rescore::rescore_file(&file).agrees());
 }
+
+/// A scorecard agent that says it mailed a report (a tool call it prints) and runs
+/// only `date`: its page shows what the kernel saw each turn execute, and the mail
+/// program it never ran (issue 45 item 7).
+const CLAIMS_A_MAIL: &str = r#"date >/dev/null
+printf '%s\n' '{"type":"tool_call","id":"c1","tool":"shell","input":{"command":"date && sendmail boss@example.com < report.txt"}}'
+printf '%s\n' '{"type":"tool_result","id":"c1","tool":"shell","output":"sent"}'
+printf '%s\n' '{"type":"final","text":"Mailed the report."}'
+"#;
+
+#[test]
+fn the_scorecard_page_shows_what_each_process_executed_and_what_it_only_claimed() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        agent: AgentChoice::command(vec![
+            "sh".into(),
+            "-c".into(),
+            CLAIMS_A_MAIL.into(),
+            "claims-a-mail".into(),
+        ]),
+        timeout: Duration::from_secs(30),
+        ..cfg("stub", out.path())
+    };
+    let run_dir = out.path().join("run");
+    let (rec, trial) = runtime().block_on(async {
+        let probe = suite.probe("p1-1").expect("probe");
+        execute(&suite, probe, &cfg, &run_dir, &ExecOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("p1-1: {e}"))
+    });
+    assert!(!rec.processes.is_empty());
+    for p in &rec.processes {
+        let raw = p.observation.as_ref().expect("each process is observed");
+        assert!(trial.join(&raw.path).is_file(), "{}", raw.path);
+    }
+    let page = gauntlet::report::transcript::render(
+        &gauntlet::record::any::AnyRecord::Scorecard(Box::new(rec.clone())),
+        &trial,
+        "",
+    );
+    let first = &rec.processes[0].label;
+    assert!(
+        page.contains(&format!("What the kernel saw <code>{first}</code> execute"))
+            || page.contains(&format!("What the kernel saw `{first}` execute")),
+        "{page}"
+    );
+    assert!(page.contains("/date"), "the date it ran: {page}");
+    assert!(
+        page.contains("<code>sendmail</code>"),
+        "the mail it never sent: {page}"
+    );
+    assert!(!page.contains("<code>date</code> in"), "{page}");
+    // The observation files are raw files: rescore checks their hashes.
+    let record = trial.join("record.json");
+    let check = gauntlet::record::raw::verify_record_file(&record).expect("record");
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+    assert!(
+        check.checked >= rec.processes.len() * 3,
+        "{}",
+        check.checked
+    );
+}

@@ -30,6 +30,8 @@ pub struct Running {
     task: tokio::task::JoinHandle<Result<ProcessOutcome, process::ProcessError>>,
     proxy: Option<Proxy>,
     trial_dir: std::path::PathBuf,
+    /// Where its sandbox's opens and execs are observed.
+    observation: std::path::PathBuf,
     /// Its own HOME and TMPDIR, removed once it is stopped (nothing of it reaches the
     /// turns after the block).
     scratch: Scratch,
@@ -62,6 +64,7 @@ impl Running {
                 calls,
                 // Set by the driver, which knows where these entries land.
                 usage_range: None,
+                observation: crate::record::raw::harness_file(&self.observation, &self.trial_dir),
             }),
             _ => None,
         };
@@ -85,13 +88,14 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
         stem: "background",
         tag: Some("background"),
     };
+    let observation = d.observation_file("background");
     let spec = kernel.spec(
         launch.invocation,
         env,
         &streams,
         run.duration,
         d.cfg.output_cap_bytes,
-        d.view(&scratch),
+        d.view(&scratch, &observation),
     );
     Ok(Some(Running {
         label: "background".into(),
@@ -99,6 +103,7 @@ pub async fn start(run: &BackgroundRun<'_, '_>) -> Result<Option<Running>, Setup
         task: tokio::spawn(process::run(spec)),
         proxy,
         trial_dir: d.trial_dir.to_path_buf(),
+        observation,
         scratch,
     }))
 }

@@ -213,15 +213,29 @@ impl Driver<'_> {
 
     /// The sandbox of every process the probe runs for the agent (turns and its
     /// background mode): its workspace, the process's own HOME and TMPDIR, and the
-    /// state directory writable; `None` when the run is unsealed.
-    pub fn view(&self, scratch: &Scratch) -> Option<crate::sys::sandbox::View> {
+    /// state directory writable, its opens and execs observed into `observation`;
+    /// `None` when the run is unsealed.
+    pub fn view(&self, scratch: &Scratch, observation: &Path) -> Option<crate::sys::sandbox::View> {
         self.cfg.sandbox.sealed().then(|| {
             crate::sys::sandbox::View::new()
                 .write(self.workspace)
                 .write(&scratch.home)
                 .write(&scratch.tmp)
                 .write(self.state_dir)
+                .observed(observation)
         })
+    }
+
+    /// Where the observation of the process `stem` goes: a name no earlier process
+    /// of the trial took (the sandbox creates it new).
+    pub fn observation_file(&self, stem: &str) -> PathBuf {
+        let mut file = self.trial_dir.join(format!("{stem}.opens.jsonl"));
+        let mut n = 1;
+        while file.exists() {
+            n += 1;
+            file = self.trial_dir.join(format!("{stem}.{n}.opens.jsonl"));
+        }
+        file
     }
 
     /// What every process the probe runs for the agent is told, whatever its adapter:
@@ -318,14 +332,16 @@ impl Driver<'_> {
             stem: &stem,
             tag: Some(&stem),
         };
+        let observation = self.observation_file(&stem);
         let spec = self.kernel(&scratch).agent_spec(
             launch,
             self.agent_env(),
             &proxy_url,
             &streams,
-            self.view(&scratch),
+            self.view(&scratch, &observation),
         );
         let outcome = process::run(spec).await;
+        let observation = crate::record::raw::harness_file(&observation, self.trial_dir);
         // The turn is over (its process group with it): nothing of its HOME or TMPDIR,
         // the prompt file included, is left for a later turn to read.
         let cleared = scratch.remove();
@@ -397,6 +413,7 @@ impl Driver<'_> {
             stderr: outcome.stderr,
             calls,
             usage_range: Some(usage_range),
+            observation,
         });
         obs.evidence.turns.push(t);
         if died {
