@@ -703,7 +703,8 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
                     argv_line(&x.argv)
                 )
             }
-            None => s += &format!(
+            None => {
+                s += &format!(
                 "- required run `{}`: **never seen** (`{program}` with arguments matching {})\n",
                 r.id,
                 if r.args.is_empty() {
@@ -711,7 +712,8 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
                 } else {
                     r.args.join(", ")
                 }
-            ),
+            )
+            }
         }
     }
     let total = e.execs.len() + e.execs_not_kept as usize;
