@@ -210,6 +210,43 @@ impl GateRun {
     }
 }
 
+/// A required output file as the harness read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OutputObservation {
+    pub id: String,
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Why it could not be read (missing, not a regular file, too long).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One run of a CLI app the relay made for a sandboxed process, as the relay saw it
+/// outside the sandbox: what the app itself was given and what it answered. A run the
+/// kernel saw asked for in the sandbox is only a request; this is the app running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RelayedRun {
+    /// The arguments after the program, cut like an exec's (at most
+    /// [`observed::MAX_ARGS`] of at most [`observed::MAX_ARG_BYTES`]).
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub args_cut: bool,
+    /// Standard input passed to the app.
+    pub stdin_bytes: u64,
+    pub stdin_sha256: String,
+    /// Standard output passed back to the caller.
+    pub stdout_bytes: u64,
+    pub stdout_sha256: String,
+    /// The exit code (128 + the signal for a signal), as the caller got it.
+    pub exit_code: i32,
+    /// The bound it met, if it was stopped at one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exceeded: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GateTarget {

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::normalize::{Preview, ToolCallRecord};
 use super::observed::{Exec, Observation};
 use super::policy::{claimed_programs, shell_command_of, MAX_FINDINGS};
-use crate::spec::challenge::{RequiredRun, APP_PROGRAM, BROWSER_PROGRAM};
+use super::{OutputObservation, RelayedRun};
+use crate::spec::challenge::{RequiredOutput, RequiredRun, APP_PROGRAM, BROWSER_PROGRAM};
 
 /// The most bytes of a claimed command kept beside its discrepancy.
 const COMMAND_PREVIEW: usize = 400;
@@ -32,6 +33,88 @@ pub struct AppProgram<'a> {
 impl AppProgram<'_> {
     fn is(&self, path: &str) -> bool {
         Some(path) == self.path || Some(path) == self.file
+    }
+}
+
+/// What the app's own world shows of the agent's runs of it: the runs the relay made
+/// (a CLI app), and the required output files as the harness found them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppWorld<'a> {
+    /// `None`: the app is not relayed (a served app, or an old record).
+    pub relayed: Option<&'a [RelayedRun]>,
+    pub relayed_dropped: u64,
+    pub outputs: &'a [OutputObservation],
+    pub required: &'a [RequiredOutput],
+}
+
+/// Whether the file `o` names holds what a relayed run meeting its required run printed:
+/// any of them (the agent may have run it more than once), judged on the relay's log
+/// and the file's hash, both the harness's.
+fn output_check(
+    o: &RequiredOutput,
+    required: &[RequiredRun],
+    checks: &[RunCheck],
+    world: AppWorld<'_>,
+) -> OutputCheck {
+    let verdict = |holds: bool, why: String| OutputCheck {
+        id: o.id.clone(),
+        file: o.file.clone(),
+        run: o.run.clone(),
+        holds,
+        why,
+    };
+    let file = world.outputs.iter().find(|f| f.id == o.id);
+    let Some(sha) = file.and_then(|f| f.sha256.as_deref()) else {
+        let why = file
+            .and_then(|f| f.error.clone())
+            .unwrap_or_else(|| "it was not read".into());
+        return verdict(false, format!("`{}` cannot be compared: {why}", o.file));
+    };
+    let Some(runs) = world.relayed else {
+        return verdict(
+            false,
+            "the app's runs were not relayed into the record".into(),
+        );
+    };
+    let patterns: Vec<regex::Regex> = required
+        .iter()
+        .find(|r| r.id == o.run)
+        .into_iter()
+        .flat_map(|r| &r.args)
+        .filter_map(|a| regex::Regex::new(&format!("^(?:{a})$")).ok())
+        .collect();
+    let ran = checks.iter().any(|c| c.id == o.run && c.seen.is_some());
+    let printed = runs.iter().any(|r| {
+        !r.args_cut
+            && r.exceeded.is_none()
+            && r.stdout_sha256 == sha
+            && patterns
+                .iter()
+                .all(|p| r.args.iter().any(|a| p.is_match(a)))
+    });
+    match (ran, printed) {
+        (true, true) => verdict(
+            true,
+            format!("`{}` is what a run of `{}` printed", o.file, o.run),
+        ),
+        (false, _) => verdict(false, format!("`{}` was never seen run", o.run)),
+        (true, false) => verdict(
+            false,
+            format!(
+                "`{}` holds what none of the app's {} run(s) matching `{}` printed{}",
+                o.file,
+                runs.len(),
+                o.run,
+                if world.relayed_dropped > 0 {
+                    format!(
+                        " ({} run(s) past the relay's log not compared)",
+                        world.relayed_dropped
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
     }
 }
 
@@ -61,6 +144,9 @@ pub struct ExecFindings {
     /// Each run the challenge requires, and the first exec that met it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required: Vec<RunCheck>,
+    /// Each output the challenge requires, and whether a run of the app printed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputCheck>,
     /// Programs the agent's tool calls name that the kernel never saw executed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claimed_not_observed: Vec<UnobservedClaim>,
@@ -83,6 +169,21 @@ pub struct RunCheck {
     /// The first exec that met it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<Exec>,
+    /// For a relayed app: the app's own run of that exec (the same arguments), which
+    /// shows the app ran and did not merely get asked for. `seen` is only set with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed: Option<RelayedRun>,
+}
+
+/// A required output, checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OutputCheck {
+    pub id: String,
+    pub file: String,
+    pub run: String,
+    /// The file holds exactly what one of the run's relayed runs printed.
+    pub holds: bool,
+    pub why: String,
 }
 
 /// A program a shell tool call names, never seen executed.
@@ -183,6 +284,7 @@ pub fn assess(
     required: &[RequiredRun],
     calls: &[ToolCallRecord],
     app: AppProgram<'_>,
+    world: AppWorld<'_>,
 ) -> ExecFindings {
     let mut out = ExecFindings {
         incomplete: observation.execs_incomplete(),
@@ -213,13 +315,24 @@ pub fn assess(
             .filter_map(|a| regex::Regex::new(&format!("^(?:{a})$")).ok())
             .collect();
         // Only an exec read whole counts: one cut short or unreadable may have run
-        // anything with anything.
-        let seen = program.as_ref().and_then(|want| {
+        // anything with anything. A relayed app's exec counts with the app's own run
+        // of the same arguments: an exec that failed, or a program of the agent's at
+        // that path, never reached the app.
+        let relayed_of = |e: &Exec| -> Option<Option<RelayedRun>> {
+            match world.relayed.filter(|_| app_run) {
+                None => Some(None),
+                Some(runs) => runs
+                    .iter()
+                    .find(|r| !r.args_cut && r.args[..] == e.argv[1.min(e.argv.len())..])
+                    .map(|r| Some(r.clone())),
+            }
+        };
+        let found = program.as_ref().and_then(|want| {
             observation
                 .execs
                 .iter()
                 .zip(&paths)
-                .find(|(e, path)| {
+                .filter(|(e, path)| {
                     let named = *path == want
                         || (app_run && app.is(path))
                         || (browser_run && app.browsers.iter().any(|b| b == *path));
@@ -232,14 +345,23 @@ pub fn assess(
                             .iter()
                             .all(|p| e.argv.iter().skip(1).any(|a| p.is_match(a)))
                 })
-                .map(|(e, _)| e.clone())
+                .find_map(|(e, _)| relayed_of(e).map(|r| (e.clone(), r)))
         });
+        let (seen, relayed) = match found {
+            Some((e, r)) => (Some(e), r),
+            None => (None, None),
+        };
         out.required.push(RunCheck {
             id: r.id.clone(),
             program,
             args: r.args.clone(),
             seen,
+            relayed,
         });
+    }
+    for o in world.required {
+        out.outputs
+            .push(output_check(o, required, &out.required, world));
     }
     // Only an observation that saw every exec can show that a program never ran.
     if out.incomplete.is_none() {
@@ -352,7 +474,7 @@ mod tests {
             ("/tmp/cli-tally", &["cli-tally", "stats"]),
             ("/usr/bin/echo", &["echo", "stats"]),
         ]);
-        let f = assess(&o, &stats(), &[], app());
+        let f = assess(&o, &stats(), &[], app(), AppWorld::default());
         assert_eq!(f.required[0].seen, None, "{f:?}");
         assert_eq!(f.by_program[APP], 1);
 
@@ -362,7 +484,7 @@ mod tests {
             RELAY,
         ] {
             let o = observation(&[(path, &["t", "--json", "stats"])]);
-            let f = assess(&o, &stats(), &[], app());
+            let f = assess(&o, &stats(), &[], app(), AppWorld::default());
             assert!(f.required[0].seen.is_some(), "{path}: {f:?}");
         }
         // `..` may climb out of a link: no program is named through one.
@@ -370,10 +492,18 @@ mod tests {
             "/ws/s/../../run/gauntlet/target/bin/cli-tally",
             &["t", "--json", "stats"],
         )]);
-        assert!(assess(&o, &stats(), &[], app()).required[0].seen.is_none());
+        assert!(
+            assess(&o, &stats(), &[], app(), AppWorld::default()).required[0]
+                .seen
+                .is_none()
+        );
         // `stats` is the whole argument, not a part of one.
         let o = observation(&[(APP, &["t", "statsx"])]);
-        assert!(assess(&o, &stats(), &[], app()).required[0].seen.is_none());
+        assert!(
+            assess(&o, &stats(), &[], app(), AppWorld::default()).required[0]
+                .seen
+                .is_none()
+        );
         // An exec refused, in a root of the caller's own, cut short or not read
         // whole meets nothing.
         let spoilers: [fn(&mut Exec); 4] = [
@@ -385,15 +515,94 @@ mod tests {
         for spoil in spoilers {
             let mut o = observation(&[(APP, &["t", "stats"])]);
             spoil(&mut o.execs[0]);
-            assert!(assess(&o, &stats(), &[], app()).required[0].seen.is_none());
+            assert!(
+                assess(&o, &stats(), &[], app(), AppWorld::default()).required[0]
+                    .seen
+                    .is_none()
+            );
         }
         // Without the app's program, `app` meets nothing.
         let o = observation(&[(APP, &["t", "stats"])]);
-        let f = assess(&o, &stats(), &[], AppProgram::default());
+        let f = assess(
+            &o,
+            &stats(),
+            &[],
+            AppProgram::default(),
+            AppWorld::default(),
+        );
         assert_eq!(
             (f.required[0].program.as_deref(), &f.required[0].seen),
             (None, &None)
         );
+    }
+
+    fn relayed(args: &[&str], stdout: &str) -> RelayedRun {
+        RelayedRun {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            args_cut: false,
+            stdin_bytes: 0,
+            stdin_sha256: String::new(),
+            stdout_bytes: 1,
+            stdout_sha256: stdout.into(),
+            exit_code: 0,
+            exceeded: None,
+        }
+    }
+
+    #[test]
+    fn a_relayed_apps_run_counts_only_with_the_apps_own_run_and_prints_the_file() {
+        let o = observation(&[(APP, &[APP, "--json", "stats"])]);
+        let required = [RequiredOutput {
+            id: "report".into(),
+            file: "r.json".into(),
+            run: "stats".into(),
+        }];
+        let file = |sha: &str| OutputObservation {
+            id: "report".into(),
+            file: "r.json".into(),
+            sha256: Some(sha.into()),
+            bytes: Some(1),
+            error: None,
+        };
+        let judge = |runs: &[RelayedRun], sha: &str| {
+            let outputs = [file(sha)];
+            assess(
+                &o,
+                &stats(),
+                &[],
+                app(),
+                AppWorld {
+                    relayed: Some(runs),
+                    relayed_dropped: 0,
+                    outputs: &outputs,
+                    required: &required,
+                },
+            )
+        };
+        // The exec was asked for and the app never ran it (a failed exec, a program
+        // of the agent's own at the path): not seen.
+        let f = judge(&[], "sha256:a");
+        assert!(f.required[0].seen.is_none(), "{f:?}");
+        // The app ran other arguments than the exec: not this exec's run.
+        let f = judge(&[relayed(&["--help"], "sha256:a")], "sha256:a");
+        assert!(f.required[0].seen.is_none(), "{f:?}");
+        // The app ran it, and printed what the file holds.
+        let f = judge(&[relayed(&["--json", "stats"], "sha256:a")], "sha256:a");
+        assert!(f.required[0].seen.is_some() && f.required[0].relayed.is_some());
+        assert!(f.outputs[0].holds, "{f:?}");
+        // The file holds something else: typed after a run on nothing.
+        let f = judge(&[relayed(&["--json", "stats"], "sha256:empty")], "sha256:a");
+        assert!(f.required[0].seen.is_some());
+        assert!(!f.outputs[0].holds && f.outputs[0].why.contains("none of the app's 1 run"));
+        // Another run's output that does not meet the required arguments is no match.
+        let f = judge(
+            &[
+                relayed(&["--json", "stats"], "sha256:b"),
+                relayed(&["--version"], "sha256:a"),
+            ],
+            "sha256:a",
+        );
+        assert!(!f.outputs[0].holds, "{f:?}");
     }
 
     #[test]
@@ -407,7 +616,7 @@ mod tests {
             shell("\"$APP_BIN\" --json stats < m.txt > r.json"),
             shell("FOO=1 echo hi; export A=b; $HOME/bin/tool"),
         ];
-        let f = assess(&o, &[], &calls, app());
+        let f = assess(&o, &[], &calls, app(), AppWorld::default());
         let claims: Vec<(usize, &str)> = f
             .claimed_not_observed
             .iter()
@@ -429,7 +638,7 @@ mod tests {
             shell("mapfile -t lines < m.txt; echo ${#lines[@]}"),
             shell("n=$(cat m.txt | wc -w); echo $n; m=`sort m.txt`"),
         ];
-        let f = assess(&o, &[], &calls, app());
+        let f = assess(&o, &[], &calls, app(), AppWorld::default());
         let claims: Vec<(usize, &str)> = f
             .claimed_not_observed
             .iter()
@@ -439,7 +648,7 @@ mod tests {
         // An observation that missed execs shows no program never ran.
         let mut o = o;
         o.execs_watched = false;
-        let f = assess(&o, &[], &calls, app());
+        let f = assess(&o, &[], &calls, app(), AppWorld::default());
         assert!(f.incomplete.is_some() && f.claimed_not_observed.is_empty());
     }
 }

@@ -125,6 +125,22 @@ pub struct ChallengeEvidence {
     /// them): what a required run of `browser` is an exec of.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub browser_programs: Vec<String>,
+    /// Every run of a CLI app the relay made for the agent, as the relay saw it:
+    /// what the app itself was given and answered. `None` for a served app, and in
+    /// records from before runs were relayed into the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed_runs: Option<Vec<crate::evidence::RelayedRun>>,
+    /// Relayed runs past the relay's log, counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub relayed_runs_dropped: u64,
+    /// The workspace files the challenge requires to be the app's output, as the
+    /// harness found them after the agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::evidence::OutputObservation>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The observation of a trial's opens, or why there is none.
@@ -225,6 +241,12 @@ pub fn derive(
                     path: evidence.app_program.as_deref(),
                     file: evidence.app_program_file.as_deref(),
                     browsers: &evidence.browser_programs,
+                },
+                observed_execs::AppWorld {
+                    relayed: evidence.relayed_runs.as_deref(),
+                    relayed_dropped: evidence.relayed_runs_dropped,
+                    outputs: &evidence.outputs,
+                    required: &provenance.manifest.work.outputs,
                 },
             );
             (Some(observed), Some(execs))

@@ -521,6 +521,10 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     s += "\n## 5. Observed reads and policy findings\n\n";
     s += &observed_section(rec.derived.observed.as_ref());
     s += &execs_section(rec.derived.execs.as_ref());
+    s += &relayed_section(
+        rec.evidence.relayed_runs.as_deref(),
+        rec.evidence.relayed_runs_dropped,
+    );
     s += "### The agent's account (its event stream)\n\n";
     let pol = &rec.derived.policy;
     s += &format!("- paths by category: {:?}\n", pol.by_category);
@@ -716,6 +720,19 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
             }
         }
     }
+    for o in &e.outputs {
+        s += &format!(
+            "- required output `{}` (`{}`): {} — {}\n",
+            o.id,
+            o.file,
+            if o.holds {
+                "holds"
+            } else {
+                "**does not hold**"
+            },
+            o.why
+        );
+    }
     let total = e.execs.len() + e.execs_not_kept as usize;
     s += &format!("- programs executed ({total} exec(s)):\n");
     for (program, n) in e.by_program.iter().take(REPORT_ITEMS) {
@@ -752,6 +769,38 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
         more(&mut s, claimed);
         s += "\n";
     }
+    s
+}
+
+/// The app's own runs, as the relay made them outside the sandbox.
+fn relayed_section(runs: Option<&[crate::evidence::RelayedRun]>, dropped: u64) -> String {
+    let Some(runs) = runs else {
+        return String::new();
+    };
+    let mut s = format!(
+        "### What the app itself ran (relayed, {} run(s))\n\n",
+        runs.len() as u64 + dropped
+    );
+    if runs.is_empty() {
+        s += "- none: the app never ran\n\n";
+        return s;
+    }
+    for r in runs.iter().take(REPORT_ITEMS) {
+        s += &format!(
+            "- `{}`: stdin {} bytes, stdout {} bytes ({}), exit {}{}\n",
+            argv_line(&r.args),
+            r.stdin_bytes,
+            r.stdout_bytes,
+            r.stdout_sha256,
+            r.exit_code,
+            r.exceeded
+                .as_ref()
+                .map(|e| format!(" — {e}"))
+                .unwrap_or_default()
+        );
+    }
+    more(&mut s, runs.len());
+    s += "\n";
     s
 }
 

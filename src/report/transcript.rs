@@ -238,6 +238,13 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
     if let Some(e) = &r.derived.execs {
         execs(o, "What the kernel saw executed", e);
     }
+    if let Some(runs) = &r.evidence.relayed_runs {
+        details(
+            o,
+            &format!("what the app itself ran (relayed, {} run(s))", runs.len()),
+            &serde_json::to_string_pretty(runs).unwrap_or_default(),
+        );
+    }
 }
 
 /// What the kernel saw a scorecard process's sandbox execute, compared with the tool
@@ -263,6 +270,7 @@ fn process_execs(dir: &Path, process: &ProcessRaw, agent: &str) -> Option<ExecFi
         &[],
         &calls,
         crate::evidence::observed_execs::AppProgram::default(),
+        crate::evidence::observed_execs::AppWorld::default(),
     ))
 }
 
@@ -291,6 +299,21 @@ fn execs(o: &mut String, title: &str, e: &ExecFindings) {
                     .as_ref()
                     .map(|x| format!("{} ms, pid {}: <code>{}</code>", x.ms, x.pid, esc(&x.argv.join(" "))))
                     .unwrap_or_default()
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    if !e.outputs.is_empty() {
+        o.push_str("<table><tr><th>required output</th><th>holds</th><th>why</th></tr>\n");
+        for x in &e.outputs {
+            let _ = writeln!(
+                o,
+                "<tr><td><code>{}</code> <span class=\"muted\">{}</span></td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                esc(&x.id),
+                esc(&x.file),
+                if x.holds { "ok" } else { "bad" },
+                x.holds,
+                esc(&x.why)
             );
         }
         o.push_str("</table>\n");

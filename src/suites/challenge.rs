@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::agent::{adapter_for, PromptRun};
 use crate::config::{Config, Mode};
 use crate::evidence::policy::Roots;
-use crate::evidence::AgentRun;
+use crate::evidence::{AgentRun, OutputObservation};
 
 use crate::record::challenge::{
     derive, BundleProvenance, ChallengeEvidence, ChallengeRecord, ObservationEvidence, Provenance,
@@ -141,6 +141,9 @@ pub async fn execute(
         app_program: None,
         app_program_file: None,
         browser_programs: vec![],
+        relayed_runs: None,
+        relayed_runs_dropped: 0,
+        outputs: vec![],
     };
     let ctx = TrialCtx {
         challenges,
@@ -274,6 +277,11 @@ async fn observe(
         let r = run_agent(t, &kernel, adapter, evidence, &world, &proxy.base_url()).await;
         // The world is observed after the agent, whatever became of it, while it still runs.
         evidence.world = observe_world(&t.challenge.manifest, &world.host_env(), &workspace).await;
+        if let Some(runs) = world.app_runs() {
+            evidence.relayed_runs = Some(runs.log);
+            evidence.relayed_runs_dropped = runs.log_dropped;
+        }
+        evidence.outputs = observe_outputs(&t.challenge.manifest, &workspace);
         evidence.world_logs = world.stop(t.trial_dir).await;
         r
     }
@@ -586,6 +594,29 @@ async fn get_each(
         "GET {template}: the app still answered after {} requests",
         crate::spec::challenge::MAX_EACH
     ))
+}
+
+/// Hash each required output file, read as a world `file` is: a regular file below the
+/// workspace, bounded.
+fn observe_outputs(m: &Manifest, workspace: &Path) -> Vec<OutputObservation> {
+    m.work
+        .outputs
+        .iter()
+        .map(|o| {
+            let read = crate::sys::beneath::read(
+                workspace,
+                Path::new(&o.file),
+                crate::spec::challenge::MAX_OUTPUT_BYTES,
+            );
+            OutputObservation {
+                id: o.id.clone(),
+                file: o.file.clone(),
+                sha256: read.as_ref().ok().map(|b| crate::hash::sha256(b)),
+                bytes: read.as_ref().ok().map(|b| b.len() as u64),
+                error: read.err().map(|e| e.to_string()),
+            }
+        })
+        .collect()
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<(), SetupError> {

@@ -35,6 +35,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
+use crate::evidence::RelayedRun;
 use crate::sys::lifeline::{ReapReport, ReapedProgram};
 use crate::sys::sandbox::Limits;
 use crate::sys::spawned::Spawned;
@@ -134,7 +135,14 @@ pub struct AppRuns {
     pub memory_peak_bytes: Option<u64>,
     /// Runs whose tasks and memory no control group held (the machine offers none).
     pub unlimited: u64,
+    /// Each run that started, in the order they ended (the first [`KEPT_RUNS`]).
+    pub log: Vec<RelayedRun>,
+    /// Runs past [`KEPT_RUNS`], counted.
+    pub log_dropped: u64,
 }
+
+/// Runs kept in [`AppRuns::log`] per relay.
+pub const KEPT_RUNS: usize = 10_000;
 
 /// Bounds kept per relay: a test that meets one in a loop must not grow the harness.
 pub const KEPT_EXCEEDED: usize = 64;
@@ -179,11 +187,23 @@ struct Relay {
 impl Relay {
     /// Keep what a run met; before its test hears of it, so that the record of the run
     /// that drove it, made once that has ended, has it.
-    fn note(&self, exceeded: Option<&Exceeded>, report: Option<&ReapReport>) {
+    fn note(
+        &self,
+        exceeded: Option<&Exceeded>,
+        report: Option<&ReapReport>,
+        run: Option<RelayedRun>,
+    ) {
         let Ok(mut runs) = self.runs.lock() else {
             return;
         };
         runs.runs += 1;
+        if let Some(run) = run {
+            if runs.log.len() < KEPT_RUNS {
+                runs.log.push(run);
+            } else {
+                runs.log_dropped += 1;
+            }
+        }
         if let Some(e) = exceeded {
             if runs.exceeded.len() < KEPT_EXCEEDED {
                 runs.exceeded.push(e.clone());
@@ -300,7 +320,7 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
     // Held until the app's tree has ended.
     let Ok(_slot) = Arc::clone(&relay.at_once).try_acquire_owned() else {
         let bound = Exceeded::AtOnce(relay.bounds.at_once);
-        relay.note(Some(&bound), None);
+        relay.note(Some(&bound), None, None);
         let mut tx = tx;
         let msg = format!("gauntlet-cli-relay: {bound}: refused\n");
         let _ = write_frame(&mut tx, STDERR, msg.as_bytes()).await;
@@ -343,7 +363,7 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
     let (reaped, stdout, stderr) = match started {
         Ok(started) => started,
         Err(e) => {
-            relay.note(None, None);
+            relay.note(None, None, None);
             let msg = format!("gauntlet-cli-relay: cannot run the app: {e}\n");
             let _ = frames.send((STDERR, msg.into_bytes())).await;
             let _ = frames.send((EXIT, 127i32.to_be_bytes().to_vec())).await;
@@ -360,6 +380,9 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
     // is stopped, so that it never takes the input cut short for the whole of it.
     let (over, mut input_over) = oneshot::channel();
     let mut stdin = reaped.stdin;
+    // What was passed on, counted and hashed as it goes: the run's entry in the log.
+    let fed_in = Arc::new(Mutex::new((0u64, crate::hash::Sha256Stream::default())));
+    let fed_log = Arc::clone(&fed_in);
     let feed = tokio::spawn(async move {
         let mut fed: u64 = 0;
         while let Ok(Some((STDIN, chunk))) = read_frame(&mut rx).await {
@@ -371,6 +394,10 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
             }
             if chunk.is_empty() || stdin.write_all(&chunk).await.is_err() {
                 break;
+            }
+            if let Ok(mut log) = fed_log.lock() {
+                log.0 += chunk.len() as u64;
+                log.1.update(&chunk);
             }
         }
         // Dropping stdin closes it: the app sees end of input.
@@ -394,8 +421,16 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
     // Ended and reaped: nothing left to stop.
     running.0 = None;
     crate::sys::warm::REAPERS.replenish();
-    let _ = tokio::join!(out, err);
+    let (out, _) = tokio::join!(out, err);
+    let (stdout_bytes, stdout_sha256) = out.unwrap_or_default();
     feed.abort();
+    // Awaited, an aborted task has dropped what it held.
+    let _ = feed.await;
+    let (stdin_bytes, stdin_sha256) = match Arc::try_unwrap(fed_in) {
+        Ok(m) => m.into_inner().map(|(n, h)| (n, h.finish())),
+        Err(shared) => Ok((shared.lock().map(|l| l.0).unwrap_or(0), String::new())),
+    }
+    .unwrap_or_default();
     let reaped = ReapReport::read(&report);
     let _ = std::fs::remove_file(&report);
     if exceeded.is_none() {
@@ -407,8 +442,7 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
             _ => None,
         };
     }
-    relay.note(exceeded.as_ref(), reaped.as_ref());
-    let code = match (&exceeded, status) {
+    let code = match (&exceeded, &status) {
         (Some(bound), _) => {
             let msg = format!("gauntlet-cli-relay: {bound}: stopped\n");
             let _ = frames.send((STDERR, msg.into_bytes())).await;
@@ -422,6 +456,22 @@ async fn serve(stream: UnixStream, relay: Arc<Relay>) {
         }
         (None, Err(_)) => 1,
     };
+    let (args, args_cut) = logged_args(&args);
+    // Kept before the caller hears the exit, like the bound.
+    relay.note(
+        exceeded.as_ref(),
+        reaped.as_ref(),
+        Some(RelayedRun {
+            args,
+            args_cut,
+            stdin_bytes,
+            stdin_sha256,
+            stdout_bytes,
+            stdout_sha256,
+            exit_code: code,
+            exceeded: exceeded.as_ref().map(ToString::to_string),
+        }),
+    );
     let _ = frames.send((EXIT, code.to_be_bytes().to_vec())).await;
     drop(frames);
     let _ = writer.await;
@@ -473,14 +523,18 @@ fn ask_to_end(reaper: &mut Spawned) {
     }
 }
 
+/// Pass one output stream on, to the cap: how many bytes went, and their hash.
 async fn pump<R: AsyncRead + Unpin>(
     reader: Option<R>,
     tag: u8,
     frames: mpsc::Sender<(u8, Vec<u8>)>,
-) {
-    let Some(mut reader) = reader else { return };
-    let mut buf = vec![0u8; 64 * 1024];
+) -> (u64, String) {
+    let mut hash = crate::hash::Sha256Stream::default();
     let mut sent: u64 = 0;
+    let Some(mut reader) = reader else {
+        return (sent, hash.finish());
+    };
+    let mut buf = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
@@ -489,6 +543,7 @@ async fn pump<R: AsyncRead + Unpin>(
                 let take = room.min(n);
                 if take > 0 {
                     sent += take as u64;
+                    hash.update(&buf[..take]);
                     if frames.send((tag, buf[..take].to_vec())).await.is_err() {
                         break;
                     }
@@ -496,6 +551,29 @@ async fn pump<R: AsyncRead + Unpin>(
             }
         }
     }
+    (sent, hash.finish())
+}
+
+/// A run's arguments as the log keeps them: bounded like an exec's.
+fn logged_args(args: &[String]) -> (Vec<String>, bool) {
+    use crate::evidence::observed::{MAX_ARGS, MAX_ARG_BYTES};
+    let mut cut = args.len() > MAX_ARGS;
+    let kept = args
+        .iter()
+        .take(MAX_ARGS)
+        .map(|a| {
+            if a.len() <= MAX_ARG_BYTES {
+                return a.clone();
+            }
+            cut = true;
+            let mut end = MAX_ARG_BYTES;
+            while !a.is_char_boundary(end) {
+                end -= 1;
+            }
+            a[..end].to_owned()
+        })
+        .collect();
+    (kept, cut)
 }
 
 /// A path to `socket` that fits a Unix socket address (108 bytes): the path itself when

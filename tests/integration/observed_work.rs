@@ -115,6 +115,54 @@ fn a_tally_written_by_hand_behind_a_tool_call_never_made_fails() {
 }
 
 #[test]
+fn a_tally_typed_beside_a_real_run_that_did_not_compute_it_fails() {
+    let out = tempfile::tempdir().expect("tempdir");
+    for how in ["empty", "version", "efault"] {
+        let (rec, dir) = hostile("hand-tally.sh", &[how], "tally-report", out.path());
+        let v = &rec.verdict;
+        assert_eq!(
+            v.task_outcome,
+            TaskOutcome::Failed,
+            "{how}: {}",
+            v.outcome_reason
+        );
+        let execs = rec.derived.execs.as_ref().expect("execs observed");
+        let app = rec.evidence.app_program.clone().expect("the app's program");
+        // The kernel saw the exec with the required arguments every time.
+        assert!(
+            execs.execs.iter().any(|e| e.path == app
+                && e.argv.iter().any(|a| a == "--json")
+                && e.argv.iter().any(|a| a == "stats")),
+            "{how}: {execs:?}"
+        );
+        let relayed = rec.evidence.relayed_runs.as_ref().expect("relayed runs");
+        match how {
+            // The app never ran: the exec alone is a request, not a run.
+            "efault" => {
+                assert!(relayed.is_empty(), "{relayed:?}");
+                assert!(
+                    v.outcome_reason.contains("never executed"),
+                    "{}",
+                    v.outcome_reason
+                );
+            }
+            // The app ran, and printed something else than the typed file.
+            _ => {
+                assert_eq!(relayed.len(), 1, "{how}: {relayed:?}");
+                assert!(
+                    v.outcome_reason
+                        .contains("required output `report-is-the-apps`"),
+                    "{how}: {}",
+                    v.outcome_reason
+                );
+            }
+        }
+        let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+        assert!(report.contains("relayed"), "{how}: {report}");
+    }
+}
+
+#[test]
 fn balances_reached_without_the_rows_fail_on_what_the_ledger_holds() {
     let out = tempfile::tempdir().expect("tempdir");
     for (how, failing, held) in [
@@ -199,6 +247,9 @@ fn the_reference_does_the_work_of_every_challenge_under_every_profile() {
             if id == "tally-report" {
                 let seen = execs.required[0].seen.as_ref().expect("seen");
                 assert_eq!(seen.argv[1..], ["--json", "stats"], "{seen:?}");
+                // The app's own run of it, and the report is what it printed.
+                assert!(execs.required[0].relayed.is_some());
+                assert!(execs.outputs.iter().all(|o| o.holds), "{:?}", execs.outputs);
             }
         }
     }

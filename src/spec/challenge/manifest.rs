@@ -66,7 +66,26 @@ pub struct WorkSpec {
     /// Programs the agent's sandbox must be seen executing.
     #[serde(default)]
     pub runs: Vec<RequiredRun>,
+    /// Workspace files that must hold exactly what a required run of the app printed.
+    #[serde(default)]
+    pub outputs: Vec<RequiredOutput>,
 }
+
+/// A file the app must have written, through the agent: its bytes are the standard
+/// output of one of the app's runs that met a required run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredOutput {
+    pub id: String,
+    /// Workspace-relative.
+    pub file: String,
+    /// The required run (of `app`) whose output it is.
+    pub run: String,
+}
+
+/// The most bytes of a required output read (the relay passes on no more of a run's
+/// output).
+pub const MAX_OUTPUT_BYTES: u64 = 16 << 20;
 
 /// A program that must have been executed, with arguments matching patterns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -305,6 +324,28 @@ impl Manifest {
                         format!("{field}.args[{j}]"),
                         format!("not a regular expression: {e}"),
                     ));
+                }
+            }
+        }
+        for (i, o) in self.work.outputs.iter().enumerate() {
+            let field = format!("work.outputs[{i}]");
+            crate::spec::check_id(file, &format!("{field}.id"), &o.id)?;
+            relative(file, &format!("{field}.file"), &o.file)?;
+            match self.work.runs.iter().find(|r| r.id == o.run) {
+                Some(r) if r.program == APP_PROGRAM => {}
+                Some(_) => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.run"),
+                        format!("`{}` is not a run of `{APP_PROGRAM}`: only the app's runs are relayed and seen printing", o.run),
+                    ))
+                }
+                None => {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.run"),
+                        format!("`{}` is not in work.runs", o.run),
+                    ))
                 }
             }
         }
