@@ -15,7 +15,8 @@
 //! interleaved; and what the host pays while an observing sandbox runs: the kernel
 //! queues an event for every open on a watched filesystem, the host's too (init reads
 //! and drops those), so the bench times the host opening one file in a loop beside an
-//! idle sandbox, observed and not.
+//! idle sandbox, observed and not; and what observing execs costs: a sealed shell that
+//! runs 200 programs, observed (each exec waits for init's answer) and not.
 //!
 //! `cargo bench --bench sandbox` (GAUNTLET_BENCH_ITERS, default 300). bubblewrap is
 //! measured when `bwrap` is installed (`apt-get install bubblewrap`).
@@ -278,6 +279,39 @@ fn observing(rt: &tokio::runtime::Runtime, work: &Path, iters: usize) {
         "  sealed, observed: p50 {o50:>8.3} ms   p99 {o99:>8.3} ms   added p50 {:>7.3} ms ({:.1} µs per open; {lines} lines recorded)",
         o50 - p50,
         (o50 - p50) * 1e3 / 1000.0
+    );
+
+    // Execs: an observed sandbox stops each one until init has read its arguments
+    // (a seccomp notification), an unobserved one does not.
+    let execs = "i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done";
+    let run_execs = |observe: bool, i: usize| -> Duration {
+        let t = Instant::now();
+        let out = rt
+            .block_on(process::run(spec(
+                work,
+                "/bin/sh",
+                &["-c", execs],
+                Some(view(work, observe, 20_000 + i)),
+                20_000 + i,
+            )))
+            .expect("process runs");
+        assert_eq!(out.end.exit_code, Some(0), "the benchmarked process failed");
+        t.elapsed()
+    };
+    let (mut plain, mut observed) = (Vec::new(), Vec::new());
+    for i in 0..rounds {
+        plain.push(run_execs(false, i));
+        observed.push(run_execs(true, i));
+    }
+    let (p50, p99) = (pct(&mut plain, 0.5), pct(&mut plain, 0.99));
+    let (o50, o99) = (pct(&mut observed, 0.5), pct(&mut observed, 0.99));
+    println!("a sealed shell running /bin/true 200 times, {rounds} rounds, interleaved: latency");
+    println!("  sealed:           p50 {p50:>8.3} ms   p99 {p99:>8.3} ms");
+    println!(
+        "  sealed, observed: p50 {o50:>8.3} ms   p99 {o99:>8.3} ms   added p50 {:>7.3} ms ({:.1} µs per exec; ratio {:.2})",
+        o50 - p50,
+        (o50 - p50) * 1e3 / 200.0,
+        o50 / p50
     );
 
     // The host's opens beside an idle sandbox, observed or not: opens per second.
