@@ -140,6 +140,7 @@ impl Driver<'_> {
                 Step::NewSession => {
                     session = session.max(1) + 1;
                     turn_in_session = 0;
+                    snapshot = self.new_session(session)?;
                 }
                 Step::Idle { .. } | Step::World(_) => {
                     // A block of idle windows (with world changes between them) runs
@@ -157,6 +158,21 @@ impl Driver<'_> {
             i += 1;
         }
         Ok(())
+    }
+
+    /// A new session carries nothing from the earlier one but the state dir: the
+    /// workspace the earlier session left is set aside (renamed, kept for the record,
+    /// never read again) and a fresh one takes its place, and the tracker is as it was
+    /// seeded. Otherwise notes in the workspace or on the tracker would pass for
+    /// memory. Returns the fresh workspace's snapshot.
+    fn new_session(&self, session: u32) -> Result<WorkspaceSnapshot, SetupError> {
+        let earlier = self
+            .trial_dir
+            .join(format!("workspace.session-{}", session.saturating_sub(1)));
+        std::fs::rename(self.workspace, &earlier).map_err(SetupError::io(&earlier))?;
+        mkdir(self.workspace)?;
+        self.sinks.tracker.new_session();
+        self.snapshot(None)
     }
 
     /// The workspace now, against `before` when given. The walk is bounded in bytes

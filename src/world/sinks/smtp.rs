@@ -181,8 +181,9 @@ async fn read_line(
     })
     .await;
     match read {
-        Err(_) | Ok(Ok(false)) if buf.is_empty() => Ok(Line::Closed),
-        Err(_) => Ok(Line::Closed),
+        // A line the peer never ended (it closed mid-line) is no line: a `.` without
+        // its CRLF ends no message, as a real server would not deliver it.
+        Err(_) | Ok(Ok(false)) => Ok(Line::Closed),
         Ok(Err(e)) => Err(e),
         Ok(Ok(_)) if buf.len() > LINE_CAP => Ok(Line::TooLong),
         Ok(Ok(_)) => {

@@ -197,11 +197,45 @@ struct State {
     task_order: Vec<String>,
     changes: Vec<Change>,
     next_id: u64,
+    /// What the tracker was seeded with: what a new session finds again.
+    seed: TrackerSeed,
+    /// Threads and tasks as earlier sessions left them: observed, never served.
+    earlier_threads: Vec<Thread>,
+    earlier_tasks: Vec<Task>,
 }
 
 impl State {
     fn seeded(seed: TrackerSeed) -> State {
-        let mut state = State::default();
+        let mut state = State {
+            seed: seed.clone(),
+            ..State::default()
+        };
+        state.plant(seed);
+        state
+    }
+
+    /// A new session: what the agent made of the tracker is set aside (kept for the
+    /// record) and the tracker is as it was seeded, so that nothing the agent wrote
+    /// here in an earlier session is there to be read back as memory. The change log
+    /// and the id counter go on.
+    fn new_session(&mut self) {
+        let threads = std::mem::take(&mut self.thread_order);
+        for id in threads {
+            if let Some(t) = self.threads.remove(&id) {
+                self.earlier_threads.push(t);
+            }
+        }
+        let tasks = std::mem::take(&mut self.task_order);
+        for id in tasks {
+            if let Some(t) = self.tasks.remove(&id) {
+                self.earlier_tasks.push(t);
+            }
+        }
+        self.plant(self.seed.clone());
+    }
+
+    fn plant(&mut self, seed: TrackerSeed) {
+        let state = self;
         let at = now_ms();
         for t in seed.threads {
             let messages = t
@@ -240,7 +274,6 @@ impl State {
                 },
             );
         }
-        state
     }
 
     fn fresh_id(&mut self, prefix: &str) -> String {
@@ -392,7 +425,8 @@ impl State {
         Ok(task)
     }
 
-    fn observe(&self) -> TrackerObservation {
+    /// What the tracker serves now: the current session's threads and tasks.
+    fn current(&self) -> TrackerObservation {
         TrackerObservation {
             threads: self
                 .thread_order
@@ -405,6 +439,26 @@ impl State {
                 .filter_map(|id| self.tasks.get(id).cloned())
                 .collect(),
             changes: self.changes.clone(),
+        }
+    }
+
+    /// Everything, for the record: earlier sessions' threads and tasks first.
+    fn observe(&self) -> TrackerObservation {
+        let now = self.current();
+        TrackerObservation {
+            threads: self
+                .earlier_threads
+                .iter()
+                .cloned()
+                .chain(now.threads)
+                .collect(),
+            tasks: self
+                .earlier_tasks
+                .iter()
+                .cloned()
+                .chain(now.tasks)
+                .collect(),
+            changes: now.changes,
         }
     }
 }
@@ -446,6 +500,11 @@ impl Tracker {
 
     pub fn observe(&self) -> TrackerObservation {
         self.with(|s| s.observe())
+    }
+
+    /// Start a new session of the agent (see `State::new_session`).
+    pub fn new_session(&self) {
+        self.with(|s| s.new_session())
     }
 
     /// Harness mutation: a task's status changes (e.g. flips to `blocked` while the
@@ -580,7 +639,7 @@ fn route(state: &Mutex<State>, received: &Received) -> (u16, Value) {
                 }
             }),
         )),
-        ("GET", ["threads"]) => Ok((200, to_value(&state.observe().threads))),
+        ("GET", ["threads"]) => Ok((200, to_value(&state.current().threads))),
         ("POST", ["threads"]) => {
             let new: NewThread = parse(received, "POST /threads")?;
             if new.title.trim().is_empty() {
@@ -610,7 +669,7 @@ fn route(state: &Mutex<State>, received: &Received) -> (u16, Value) {
                 .map(|t| (201, to_value(&t)))
                 .map_err(missing)
         }
-        ("GET", ["tasks"]) => Ok((200, to_value(&state.observe().tasks))),
+        ("GET", ["tasks"]) => Ok((200, to_value(&state.current().tasks))),
         ("POST", ["tasks"]) => {
             let new: NewTask = parse(received, "POST /tasks")?;
             if new.title.trim().is_empty() {
@@ -725,5 +784,39 @@ mod tests {
         let t = s.add_thread(AGENT, "new".into(), "agent".into(), None);
         assert_ne!(t.id, "thread-1");
         assert_eq!(s.observe().threads_by("agent").len(), 1);
+    }
+
+    #[test]
+    fn a_new_session_finds_the_tracker_as_seeded_and_the_record_keeps_the_earlier_one() {
+        let mut s = State::seeded(TrackerSeed {
+            threads: vec![SeedThread {
+                id: "thread-1".into(),
+                title: "seeded".into(),
+                messages: vec!["hello".into()],
+            }],
+            tasks: vec![],
+        });
+        let note = s.add_thread(AGENT, "my notes: Kraków".into(), "agent".into(), None);
+        s.post(
+            AGENT,
+            "thread-1",
+            "agent".into(),
+            "remember STOLUM78".into(),
+        )
+        .expect("post");
+        s.new_session();
+        // What the agent reads: the seed, untouched, and none of its notes.
+        let served = s.current();
+        assert_eq!(served.threads.len(), 1);
+        assert_eq!(served.threads[0].messages.len(), 1);
+        assert!(!serde_json::to_string(&served.threads)
+            .unwrap_or_default()
+            .contains("STOLUM78"));
+        // What the record keeps: all of it, and new ids still never collide.
+        let all = s.observe();
+        assert_eq!(all.threads_by("agent").len(), 1);
+        assert!(all.changes.len() >= 2);
+        let again = s.add_thread(AGENT, "new".into(), "agent".into(), None);
+        assert_ne!(again.id, note.id);
     }
 }
