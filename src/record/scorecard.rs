@@ -288,6 +288,7 @@ mod tests {
             reply: Some("ok".into()),
             problem: None,
             files_after: Default::default(),
+            files_incomplete: None,
             script_failure: script_failure.map(str::to_owned),
         }
     }

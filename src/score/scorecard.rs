@@ -26,8 +26,15 @@ pub struct TurnObs {
     pub reply: Option<String>,
     /// Why the turn has no usable reply, if it has none.
     pub problem: Option<String>,
-    /// Workspace files after the turn: path → content (text, capped) and hash.
+    /// Workspace files after the turn: path → content (text, capped) and hash. Paths
+    /// are the workspace snapshot's (names escaped where they are not UTF-8).
     pub files_after: BTreeMap<String, FileObs>,
+    /// Set when `files_after` is not every file of the workspace after the turn: some
+    /// were left out of the record, or the snapshot stopped short. A path the probe's
+    /// observations name is never left out ([`watched_files`]), so only a cut leaves
+    /// one unknown. Absent in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_incomplete: Option<FilesIncomplete>,
     /// Scripted mode: where the harness's script of this turn did not run as written on
     /// this agent (a step none of its tools can carry out, a step it never reached),
     /// from the proxy's notes of the turn's calls. The probe is then an error of the
@@ -51,6 +58,47 @@ pub struct FileObs {
 
 /// Bytes of a workspace file kept as text in the record.
 pub const FILE_TEXT_CAP: u64 = 64 << 10;
+
+/// What a turn's [`TurnObs::files_after`] does not hold of the workspace, said rather
+/// than passed off as the whole of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FilesIncomplete {
+    /// Files the snapshot saw that the record leaves out (past the driver's bound on
+    /// files kept per turn, none of them a path the probe is judged on).
+    #[serde(default)]
+    pub left_out: u64,
+    /// The snapshot after the turn stopped short: a path it did not reach was not
+    /// seen, and is not known to be missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<crate::evidence::tree::Cut>,
+}
+
+/// Every workspace path `probe`'s observations read (with `bank`'s values): a turn's
+/// record keeps these whatever else it leaves out, so that leaving files out never
+/// changes what an observation decides.
+pub fn watched_files(probe: &LoadedProbe, bank: &Bank) -> std::collections::BTreeSet<String> {
+    probe
+        .observations
+        .iter()
+        .filter_map(|o| match &o.rule {
+            Rule::FileEquals { path, .. } | Rule::Idempotent { path, .. } => {
+                Some(bank.get(path).unwrap_or("").to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Why the turn `t` (labelled `label`) holds no entry for `p`: absent from a whole
+/// snapshot it does not exist; absent from a cut one it was not seen.
+fn absent(t: &TurnObs, p: &str, label: &str) -> String {
+    match t.files_incomplete.as_ref().and_then(|f| f.cut.as_ref()) {
+        Some(cut) => {
+            format!("{p} was not seen after `{label}`: the workspace snapshot was cut ({cut})")
+        }
+        None => format!("{p} does not exist after `{label}`"),
+    }
+}
 
 /// Where a side effect was observed. Sinks are the only source of side-effect
 /// evidence: never the agent's own logs or words.
@@ -539,7 +587,7 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
             let p = v(path);
             let want = v(slot);
             match obs.files_after.get(&p) {
-                None => (Err(format!("{p} does not exist after `{t}`")), None),
+                None => (Err(absent(obs, &p, t)), None),
                 Some(FileObs {
                     partial: Some(part),
                     bytes,
@@ -582,7 +630,15 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
                     Err(format!("the re-run changed {p}")),
                     b.text.as_deref().and_then(audit),
                 ),
-                _ => (Err(format!("{p} is missing after one of the runs")), None),
+                // One of the two has no entry: absent, or (a cut snapshot) not seen.
+                (Ok(a), Ok(_)) => {
+                    let missing = if a.is_none() { first } else { second };
+                    let reason = match turn(ev, missing) {
+                        Ok(t) => absent(t, &p, missing),
+                        Err(e) => e,
+                    };
+                    (Err(reason), None)
+                }
             }
         }
         Rule::HttpRequest {

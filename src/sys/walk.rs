@@ -15,14 +15,25 @@
 //! Everything is opened through `sys::beneath`: no symlink is followed (a symlink is
 //! reported with its target, never entered or read through), a FIFO, socket or device
 //! is listed but never opened, and what is hashed or copied is what was opened.
-//! Directories are reopened from the root by their relative path when their turn
-//! comes, so the walk holds two descriptors however wide or deep the tree is.
+//!
+//! A directory is entered from its parent's open descriptor by its own name, as the
+//! bytes the listing gave (`openat2` of one component, beneath the parent, no symlink
+//! followed), never by a path from the root: such a path may be longer than PATH_MAX
+//! (24 directories of 255-byte names make one), and a name made lossy UTF-8 opens
+//! nothing, or another directory. So the walk holds one descriptor per level of the
+//! directory it is in (at most [`Limits::depth`] + 1), however wide the tree is. Paths
+//! handed to the visitor are escaped ([`crate::evidence::tree::escape_name`]) so that
+//! distinct names stay distinct, and the bytes themselves come with them
+//! ([`Item::raw`]). A directory that was listed but cannot be entered or listed when
+//! its turn comes cuts the walk ([`CutWhy::Unreadable`]): what lies below it is unseen,
+//! which is said, not skipped.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::evidence::tree::{Bound, Cut, CutWhy, Limits, Partial};
+use crate::evidence::tree::{escape_name, Bound, Cut, CutWhy, Limits, Partial};
 use crate::sys::beneath::{BeneathError, Dir, Kind};
 
 /// Why a walk could not go on (a limit or a deadline is a [`Cut`], not an error).
@@ -69,8 +80,12 @@ pub struct Walked {
 
 /// One entry of the tree, as the visitor of [`walk`] gets it.
 pub struct Item<'a> {
-    /// Its path below the root, components joined by `/` (lossy UTF-8).
+    /// Its path below the root, components joined by `/`, each escaped
+    /// ([`escape_name`]): what evidence records, one string per distinct path.
     pub rel: &'a str,
+    /// Its path below the root as the filesystem holds it (the bytes, not UTF-8 text):
+    /// what a copy of the tree creates.
+    pub raw: &'a Path,
     /// Its own modification time (a symlink's, not its target's), Unix epoch ms.
     pub mtime_ms: u64,
     pub kind: ItemKind<'a>,
@@ -239,82 +254,156 @@ fn stop_reason(deadline: Option<Instant>) -> Option<CutWhy> {
 /// Walk the tree under `root` (a directory the harness made; a missing one is an
 /// empty tree) in name order, each directory's entries before what lies below them,
 /// handing every entry to `visit`. Stops early, with [`Walked::cut`] saying why, at
-/// `limits`' entries or depth, at `deadline`, or when the run is asked to stop. An entry
-/// that changes while looked at (vanishes, becomes a symlink or a FIFO) is left out.
+/// `limits`' entries or depth, at `deadline`, when the run is asked to stop, or at a
+/// listed directory it cannot enter or list. An entry that changes while looked at
+/// (vanishes, becomes a symlink or a FIFO) is left out, and so is a directory that
+/// vanished before its turn came.
 pub fn walk(
     root: &Path,
     limits: &Limits,
     deadline: Option<Instant>,
     mut visit: impl FnMut(Item<'_>) -> Result<(), WalkError>,
 ) -> Result<Walked, WalkError> {
-    let mut done = Walked::default();
+    let mut w = Walker {
+        limits,
+        deadline,
+        done: Walked::default(),
+    };
     let top = match Dir::open(root) {
         Ok(d) => d,
-        Err(e) if e.is_not_found() => return Ok(done),
+        Err(e) if e.is_not_found() => return Ok(w.done),
         Err(e) => return Err(e.into()),
     };
-    let cut = |done: &mut Walked, why: CutWhy| {
-        done.cut = Some(Cut {
-            why,
-            after_entries: done.entries,
-        });
-    };
-    // Directories still to list, by relative path; popped in name order.
-    let mut pending: Vec<String> = vec![String::new()];
-    while let Some(rel_dir) = pending.pop() {
-        if let Some(why) = stop_reason(deadline) {
-            cut(&mut done, why);
-            return Ok(done);
-        }
-        let sub;
-        let dir = if rel_dir.is_empty() {
-            &top
-        } else {
-            match top.sub(Path::new(&rel_dir)) {
-                Ok(d) => {
-                    sub = d;
-                    &sub
-                }
-                Err(e) if e.is_race() => continue,
-                Err(e) => return Err(e.into()),
+    // The directories on the way down to the one being listed, each open, with the
+    // subdirectories of it still to enter, in name order.
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut next = Some((top, String::new(), PathBuf::new(), 1usize));
+    loop {
+        if let Some((dir, rel, raw, depth)) = next.take() {
+            match w.list(&dir, &rel, &raw, depth, &mut visit)? {
+                Some(subdirs) => stack.push(Frame {
+                    dir,
+                    depth,
+                    subdirs: subdirs.into_iter(),
+                }),
+                None => return Ok(w.done),
             }
+        }
+        let Some(frame) = stack.last_mut() else {
+            return Ok(w.done);
         };
-        let left = limits.entries.saturating_sub(done.entries);
+        let Some(sub) = frame.subdirs.next() else {
+            stack.pop();
+            continue;
+        };
+        if let Some(why) = stop_reason(deadline) {
+            w.cut(why);
+            return Ok(w.done);
+        }
+        match frame.dir.sub(Path::new(&sub.name)) {
+            Ok(dir) => next = Some((dir, sub.rel, sub.raw, frame.depth + 1)),
+            // Gone since it was listed: nothing is left below it to see.
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                w.cut(CutWhy::Unreadable {
+                    path: sub.rel,
+                    error: reason(&e),
+                });
+                return Ok(w.done);
+            }
+        }
+    }
+}
+
+/// A directory being walked: open, with the subdirectories it listed still to enter.
+struct Frame {
+    dir: Dir,
+    /// Depth of its entries (the root's are at 1).
+    depth: usize,
+    subdirs: std::vec::IntoIter<Subdir>,
+}
+
+/// A subdirectory listed and not yet entered: its name as the listing gave it, and
+/// its path below the root, escaped and raw.
+struct Subdir {
+    name: OsString,
+    rel: String,
+    raw: PathBuf,
+}
+
+struct Walker<'l> {
+    limits: &'l Limits,
+    deadline: Option<Instant>,
+    done: Walked,
+}
+
+impl Walker<'_> {
+    fn cut(&mut self, why: CutWhy) {
+        self.done.cut = Some(Cut {
+            why,
+            after_entries: self.done.entries,
+        });
+    }
+
+    /// List `dir` (at `rel`, escaped, and `raw` below the root; its entries at
+    /// `depth`), handing each entry to `visit`: its subdirectories, in name order, to
+    /// enter next, or `None` when the walk was cut here.
+    fn list(
+        &mut self,
+        dir: &Dir,
+        rel_dir: &str,
+        raw_dir: &Path,
+        depth: usize,
+        visit: &mut impl FnMut(Item<'_>) -> Result<(), WalkError>,
+    ) -> Result<Option<Vec<Subdir>>, WalkError> {
+        let (limits, deadline) = (self.limits, self.deadline);
+        if let Some(why) = stop_reason(deadline) {
+            self.cut(why);
+            return Ok(None);
+        }
+        let left = limits.entries.saturating_sub(self.done.entries);
         let (listed, more) = match dir.entries_at_most(left) {
             Ok(l) => l,
-            Err(e) if e.is_race() => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let depth = if rel_dir.is_empty() {
-            1
-        } else {
-            rel_dir.matches('/').count() + 2
+            Err(e) if e.is_not_found() => return Ok(Some(Vec::new())),
+            Err(e) => {
+                let path = if rel_dir.is_empty() { "." } else { rel_dir };
+                self.cut(CutWhy::Unreadable {
+                    path: path.to_string(),
+                    error: reason(&e),
+                });
+                return Ok(None);
+            }
         };
         let mut subdirs = Vec::new();
         for entry in listed {
             if let Some(why) = stop_reason(deadline) {
-                cut(&mut done, why);
-                return Ok(done);
+                self.cut(why);
+                return Ok(None);
             }
-            let name = entry.name.to_string_lossy();
-            let rel = if rel_dir.is_empty() {
-                name.into_owned()
-            } else {
-                format!("{rel_dir}/{name}")
-            };
+            let mut rel = String::with_capacity(rel_dir.len() + entry.name.len() + 1);
+            if !rel_dir.is_empty() {
+                rel.push_str(rel_dir);
+                rel.push('/');
+            }
+            {
+                use std::os::unix::ffi::OsStrExt;
+                escape_name(entry.name.as_bytes(), &mut rel);
+            }
+            let raw = raw_dir.join(&entry.name);
             let kind = match entry.kind {
                 Kind::Dir => {
                     if depth > limits.depth {
-                        cut(
-                            &mut done,
-                            CutWhy::Depth {
-                                limit: limits.depth,
-                                path: rel,
-                            },
-                        );
-                        return Ok(done);
+                        self.cut(CutWhy::Depth {
+                            limit: limits.depth,
+                            path: rel,
+                        });
+                        return Ok(None);
                     }
-                    subdirs.push(rel.clone());
+                    subdirs.push(Subdir {
+                        name: entry.name.clone(),
+                        rel: rel.clone(),
+                        raw: raw.clone(),
+                    });
                     ItemKind::Dir
                 }
                 Kind::Symlink => match dir.read_link(&entry.name) {
@@ -325,50 +414,59 @@ pub fn walk(
                 },
                 Kind::Other(kind) => ItemKind::Other { kind },
                 Kind::File => {
-                    let mut file = match open(dir, &entry.name, limits, &done, deadline) {
+                    let mut file = match open(dir, &entry.name, limits, &self.done, deadline) {
                         Ok(f) => f,
                         Err(WalkError::Unsafe(e)) if e.is_race() => continue,
                         Err(e) => return Err(e),
                     };
-                    done.entries += 1;
+                    self.done.entries += 1;
                     let visited = visit(Item {
                         rel: &rel,
+                        raw: &raw,
                         mtime_ms: entry.mtime_ms,
                         kind: ItemKind::File(&mut file),
                     });
-                    done.read_bytes += file.read;
+                    self.done.read_bytes += file.read;
                     match visited {
                         Ok(()) => {}
                         Err(WalkError::Stopped { why, .. }) => {
                             // The file being read when time ran out is not counted as seen.
-                            done.entries -= 1;
-                            cut(&mut done, why);
-                            return Ok(done);
+                            self.done.entries -= 1;
+                            self.cut(why);
+                            return Ok(None);
                         }
                         Err(e) => return Err(e),
                     }
                     continue;
                 }
             };
-            done.entries += 1;
+            self.done.entries += 1;
             visit(Item {
                 rel: &rel,
+                raw: &raw,
                 mtime_ms: entry.mtime_ms,
                 kind,
             })?;
         }
         if more {
-            cut(
-                &mut done,
-                CutWhy::Entries {
-                    limit: limits.entries,
-                },
-            );
-            return Ok(done);
+            self.cut(CutWhy::Entries {
+                limit: limits.entries,
+            });
+            return Ok(None);
         }
-        pending.extend(subdirs.into_iter().rev());
+        Ok(Some(subdirs))
     }
-    Ok(done)
+}
+
+/// What the kernel said of a directory that could not be entered or listed, without
+/// its path (the cut names it, escaped).
+fn reason(e: &BeneathError) -> String {
+    match e {
+        BeneathError::Io { source, .. } => source.to_string(),
+        BeneathError::Symlink { .. } => "it became a symlink".into(),
+        BeneathError::NotRegular { kind, .. } => format!("it became a {kind}"),
+        e => e.to_string(),
+    }
 }
 
 fn is_errno(e: &BeneathError, errno: i32) -> bool {
@@ -439,7 +537,7 @@ pub fn copy_tree(
         .create(to)
         .map_err(made(to))?;
     walk(from, limits, deadline, |item| {
-        let dst = to.join(item.rel);
+        let dst = to.join(item.raw);
         match item.kind {
             ItemKind::Dir => std::fs::DirBuilder::new()
                 .mode(0o755)
@@ -679,6 +777,127 @@ mod tests {
             Some(CutWhy::Depth {
                 limit: 2,
                 path: "a/b/c".into()
+            })
+        );
+    }
+
+    /// Names that are not UTF-8 (`\xff`, `\xfe`), a real U+FFFD beside them, a
+    /// backslash, and a file inside a directory whose name is not UTF-8 (red team,
+    /// round five): every one is listed under a path of its own, the directory is
+    /// entered, and a copy holds the same bytes under the same names.
+    #[test]
+    fn names_that_are_not_utf8_stay_distinct_and_are_entered() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let d = tmp();
+        let raw = |b: &[u8]| d.path().join(OsStr::from_bytes(b));
+        for (name, body) in [
+            (&b"\xff"[..], &b"ff"[..]),
+            (b"\xfe", b"fe"),
+            ("\u{fffd}".as_bytes(), b"real"),
+            (b"a\\b", b"slash"),
+        ] {
+            std::fs::write(raw(name), body).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::create_dir(raw(b"\xffdir")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(raw(b"\xffdir/inner"), b"inner").unwrap_or_else(|e| panic!("{e}"));
+        let (seen, walked) = digests(d.path(), &ROOMY, None);
+        assert_eq!(walked.cut, None);
+        let names: Vec<&str> = seen.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "\\xfe",
+                "\\xff",
+                "\\xffdir",
+                "\\xffdir/inner",
+                "a\\\\b",
+                "\u{fffd}"
+            ]
+        );
+        assert_eq!(
+            seen["\\xffdir/inner"],
+            format!("5 {}", crate::hash::sha256(b"inner"))
+        );
+        assert_eq!(seen["\\xfe"], format!("2 {}", crate::hash::sha256(b"fe")));
+        let out = tmp();
+        let to = out.path().join("copy");
+        copy_tree(d.path(), &to, &ROOMY, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            std::fs::read(to.join(OsStr::from_bytes(b"\xffdir/inner"))).ok(),
+            Some(b"inner".to_vec())
+        );
+        assert_eq!(
+            std::fs::read(to.join(OsStr::from_bytes(b"\xfe"))).ok(),
+            Some(b"fe".to_vec())
+        );
+    }
+
+    /// 24 directories of 255-byte names: a path of 6 KiB, past PATH_MAX, within the
+    /// depth bound. Each directory is entered from its parent, so the walk reaches the
+    /// bottom (before: ENAMETOOLONG, an error of the whole walk).
+    #[test]
+    fn a_path_longer_than_path_max_is_walked_to_its_bottom() {
+        let d = tmp();
+        let mut rel = PathBuf::new();
+        for i in 0..24 {
+            rel.push(format!("{i:02}{}", "L".repeat(253)));
+        }
+        assert!(rel.as_os_str().len() > libc::PATH_MAX as usize);
+        Dir::open(d.path())
+            .and_then(|root| root.create_dirs(&rel))
+            .and_then(|bottom| bottom.write(Path::new("bottom.txt"), b"bottom\n"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let deep = Limits { depth: 32, ..ROOMY };
+        let (seen, walked) = digests(d.path(), &deep, None);
+        assert_eq!(walked.cut, None);
+        assert_eq!(seen.len(), 25);
+        let bottom = format!("{}/bottom.txt", rel.display());
+        assert_eq!(
+            seen.get(&bottom),
+            Some(&format!("7 {}", crate::hash::sha256(b"bottom\n")))
+        );
+    }
+
+    /// A directory listed, then gone before its turn came, has nothing left to see:
+    /// left out. One listed, then swapped for a symlink, is not entered, and what lay
+    /// below it was not seen: the walk is cut there, naming it (before: both were
+    /// skipped without a word).
+    #[test]
+    fn a_listed_directory_that_cannot_be_entered_cuts_the_walk() {
+        let d = tmp();
+        write(d.path(), "a/in-a", b"1");
+        write(d.path(), "b/in-b", b"2");
+        write(d.path(), "c/in-c", b"3");
+        let root = d.path().to_path_buf();
+        let mut seen = Vec::new();
+        let walked = walk(d.path(), &ROOMY, None, |item| {
+            seen.push(item.rel.to_string());
+            let swap = || -> std::io::Result<()> {
+                match item.rel {
+                    "a" => std::fs::remove_dir_all(root.join("a")),
+                    "b" => {
+                        std::fs::rename(root.join("b"), root.join("b.real"))?;
+                        std::os::unix::fs::symlink("b.real", root.join("b"))
+                    }
+                    _ => Ok(()),
+                }
+            };
+            swap().map_err(|source| WalkError::Write {
+                path: root.clone(),
+                source,
+            })
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(seen, ["a", "b", "c"]);
+        assert_eq!(
+            walked.cut,
+            Some(Cut {
+                why: CutWhy::Unreadable {
+                    path: "b".into(),
+                    error: "it became a symlink".into()
+                },
+                after_entries: 3
             })
         );
     }

@@ -661,3 +661,71 @@ fn the_scorecard_page_shows_what_each_process_executed_and_what_it_only_claimed(
         check.checked
     );
 }
+
+/// A scorecard agent that does P5.1 right (the CSV its prompt asks for) after writing
+/// 600 small files that come before the CSV in name order (an ordinary workspace: a
+/// checkout, `node_modules`).
+const MANY_FILES_THEN_THE_CSV: &str = r#"cd "${GAUNTLET_WORKSPACE:-$PWD}" || exit 1
+items=$(sed -n 's/.*in this order: //p' "${GAUNTLET_PROMPT_FILE:-/dev/null}" | sed 's/\.$//')
+mkdir -p a out
+i=0
+while [ $i -lt 600 ]; do echo "file $i" > "a/f$(printf %04d $i).txt"; i=$((i+1)); done
+{
+  echo "id,item"
+  n=0
+  printf '%s\n' "$items" | tr ',' '\n' | sed 's/^ *//' | while IFS= read -r it; do
+    [ -n "$it" ] || continue
+    n=$((n+1)); echo "$n,$it"
+  done
+} > out/items.csv
+printf '%s\n' '{"type":"final","text":"Wrote out/items.csv."}'
+"#;
+
+/// A turn's record keeps at most so many workspace files, but never leaves out the one
+/// the probe is judged on, and says how many it left out (red team, round five: the CSV
+/// fell past the first 500 files in name order, and an honest agent failed P5.1).
+#[test]
+fn a_record_leaving_files_out_keeps_the_judged_file_and_counts_the_rest() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        agent: AgentChoice::command(vec![
+            "sh".into(),
+            "-c".into(),
+            MANY_FILES_THEN_THE_CSV.into(),
+            "many-files.sh".into(),
+        ]),
+        timeout: Duration::from_secs(30),
+        mode: Mode::Byok,
+        api_key: Some(gauntlet::config::ApiKey::new("sk-never-used")),
+        upstream_url: "http://127.0.0.1:9/v1".into(),
+        ..cfg("stub", out.path())
+    };
+    let (rec, trial) = execute_probe(&suite, "p5-1", &cfg, out.path());
+    assert_eq!(rec.evidence.setup_error, None, "{:?}", rec.evidence);
+    assert_eq!(
+        rec.verdict.outcome,
+        gauntlet::score::Outcome::Verified,
+        "{}",
+        rec.verdict.reason
+    );
+    let turn = &rec.evidence.turns[0];
+    assert!(turn.files_after.contains_key("out/items.csv"));
+    assert_eq!(turn.files_after.len(), 501);
+    let incomplete = turn.files_incomplete.as_ref().expect("files left out");
+    assert_eq!((incomplete.left_out, &incomplete.cut), (100, &None));
+    let file = trial.join("record.json");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    assert_eq!(
+        v["evidence"]["turns"][0]["files_incomplete"]["left_out"],
+        100
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&gauntlet::record::scorecard::record_schema_text())
+            .expect("schema json");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(gauntlet::record::rescore::rescore_file(&file).agrees());
+}

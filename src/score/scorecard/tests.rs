@@ -13,6 +13,7 @@ fn turn(label: &str, reply: &str) -> TurnObs {
         reply: Some(reply.into()),
         problem: None,
         files_after: BTreeMap::new(),
+        files_incomplete: None,
         script_failure: None,
     }
 }
@@ -494,4 +495,78 @@ fn a_scripted_write_the_workspace_does_not_hold_is_named() {
         .is_some_and(|why| why.contains("other content") && why.contains("out/items.csv")));
     assert!(unwritten(&writes, &BTreeMap::new()).is_some_and(|why| why.contains("left no")));
     assert_eq!(unwritten(&[], &BTreeMap::new()), None);
+}
+
+/// The paths the probes' file observations read are the ones a turn's record keeps
+/// whatever it leaves out: P5.1's CSV, P5.4's CSV, nothing for a memory probe.
+#[test]
+fn watched_files_are_the_paths_file_observations_read() {
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let csv = bank.get("csv_path").unwrap().to_string();
+    for id in ["p5-1", "p5-4"] {
+        let watched = watched_files(s.probe(id).unwrap(), &bank);
+        assert_eq!(watched.iter().collect::<Vec<_>>(), [&csv], "{id}");
+    }
+    assert!(watched_files(s.probe("p1-1").unwrap(), &bank).is_empty());
+}
+
+/// A file absent from a cut snapshot was not seen, and the reason says so (the red
+/// team's round five: it said "does not exist"); absent from a whole one, it does not.
+#[test]
+fn a_file_missing_from_a_cut_snapshot_is_not_seen_not_absent() {
+    use crate::evidence::tree::{Cut, CutWhy};
+    let s = suite();
+    let bank = Bank::from_seed("t");
+    let path = bank.get("csv_path").unwrap().to_string();
+    let cut = Cut {
+        why: CutWhy::Entries { limit: 50_000 },
+        after_entries: 50_000,
+    };
+    let reason = |probe: &str, turns: Vec<TurnObs>| {
+        let e = ProbeEvidence {
+            turns,
+            ..Default::default()
+        };
+        observe(s.probe(probe).unwrap(), &bank, &e).reason
+    };
+    let whole = reason("p5-1", vec![turn("write", "done")]);
+    assert!(
+        whole.contains(&format!("{path} does not exist after `write`")),
+        "{whole}"
+    );
+    let mut short = turn("write", "done");
+    short.files_incomplete = Some(FilesIncomplete {
+        left_out: 0,
+        cut: Some(cut.clone()),
+    });
+    let r = reason("p5-1", vec![short.clone()]);
+    assert!(
+        r.contains(&format!(
+            "{path} was not seen after `write`: the workspace snapshot was cut \
+             (stopped at the limit of 50000 entries after 50000 entries)"
+        )) && !r.contains("does not exist"),
+        "{r}"
+    );
+    // P5.4: the first run whole, the re-run's snapshot cut.
+    let file = FileObs {
+        sha256: crate::hash::sha256(b"x"),
+        bytes: 1,
+        text: Some("x".into()),
+        partial: None,
+    };
+    let mut first = turn("first", "done");
+    first.files_after.insert(path.clone(), file);
+    let mut again = short;
+    again.label = "again".into();
+    let r = reason("p5-4", vec![first.clone(), again]);
+    assert!(
+        r.contains(&format!("{path} was not seen after `again`")),
+        "{r}"
+    );
+    let r = reason("p5-4", vec![first, turn("again", "done")]);
+    assert!(
+        r.contains(&format!("{path} does not exist after `again`")),
+        "{r}"
+    );
 }

@@ -50,6 +50,26 @@ impl LoadedProfile {
         render(probe, steps, bank)
     }
 
+    /// Every path a turn of `probe` writes with a `write_file` step in this profile (its
+    /// own turns and the default one), with `bank`'s values filled in: the paths the
+    /// driver checks after a scripted turn, so a turn's record keeps them whatever else
+    /// it leaves out.
+    pub fn written_paths(&self, probe: &str, bank: &Bank) -> std::collections::BTreeSet<String> {
+        let own = format!("{probe}/");
+        self.profile
+            .turns
+            .iter()
+            .filter(|(key, _)| key.starts_with(&own))
+            .map(|(_, steps)| steps)
+            .chain(std::iter::once(&self.profile.default))
+            .flatten()
+            .filter_map(|step| match step {
+                FlowStep::WriteFile { path, .. } => Some(bank.render(path)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The background mode's config file, if the profile has one.
     pub fn daemon_config(&self) -> Option<PathBuf> {
         let dir = self.file.parent()?;

@@ -463,7 +463,9 @@ fn check_test_size(dir: &Path, deadline: Instant) -> Result<(), TestDirError> {
             Some(cut) => Err(match cut.why {
                 CutWhy::Entries { limit } => TestDirError::TooMany { path, limit },
                 CutWhy::Depth { limit, .. } => TestDirError::TooDeep { path, limit },
-                CutWhy::Deadline | CutWhy::Shutdown { .. } => TestDirError::Stopped { path, cut },
+                CutWhy::Deadline | CutWhy::Shutdown { .. } | CutWhy::Unreadable { .. } => {
+                    TestDirError::Stopped { path, cut }
+                }
             }),
         },
     }

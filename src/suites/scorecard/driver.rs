@@ -190,12 +190,52 @@ impl Driver<'_> {
             .map_err(SetupError::Observer)
     }
 
-    fn files_after(&self, snap: &WorkspaceSnapshot) -> BTreeMap<String, FileObs> {
-        snap.files
+    /// The workspace files a turn's record keeps, and what it does not hold of `snap`.
+    ///
+    /// Each kept file carries its text (up to `FILE_TEXT_CAP`), so an ordinary
+    /// workspace of many files (a checkout, `node_modules`) would make every turn's
+    /// record that large: past `KEPT` files in name order, the rest are left out and
+    /// counted (`FilesIncomplete::left_out`). The files the probe is judged on are
+    /// never among them: every path its observations read
+    /// (`score::scorecard::watched_files`) and every path its scripted turns write is
+    /// kept first, wherever it falls in name order, so leaving files out changes no
+    /// verdict. A snapshot that stopped short says so (`FilesIncomplete::cut`), so a
+    /// named file it never reached is "not seen", never "does not exist".
+    fn files_after(
+        &self,
+        snap: &WorkspaceSnapshot,
+    ) -> (
+        BTreeMap<String, FileObs>,
+        Option<crate::score::scorecard::FilesIncomplete>,
+    ) {
+        use crate::score::scorecard::FilesIncomplete;
+        const KEPT: usize = 500;
+        let mut named = crate::score::scorecard::watched_files(self.probe, self.bank);
+        if let Some(profile) = self.profile {
+            named.extend(profile.written_paths(&self.probe.probe.id, self.bank));
+        }
+        let obs = |(p, e): (&String, &crate::world::sinks::workspace::FileEntry)| {
+            (p.clone(), file_obs(self.workspace, p, e))
+        };
+        let mut files: BTreeMap<String, FileObs> = named
             .iter()
-            .take(500)
-            .map(|(p, e)| (p.clone(), file_obs(self.workspace, p, e)))
-            .collect()
+            .filter_map(|p| snap.files.get_key_value(p))
+            .map(obs)
+            .collect();
+        let others: Vec<_> = snap
+            .files
+            .iter()
+            .filter(|(p, _)| !files.contains_key(*p))
+            .take(KEPT)
+            .map(obs)
+            .collect();
+        files.extend(others);
+        let left_out = snap.files.len().saturating_sub(files.len()) as u64;
+        let incomplete = (left_out > 0 || snap.cut.is_some()).then(|| FilesIncomplete {
+            left_out,
+            cut: snap.cut.clone(),
+        });
+        (files, incomplete)
     }
 
     /// The kernel of one of the probe's processes: its trial directory, the
@@ -299,6 +339,7 @@ impl Driver<'_> {
             reply: None,
             problem: None,
             files_after: BTreeMap::new(),
+            files_incomplete: None,
             script_failure: None,
         };
         let proxy = match self.proxy(flow, &format!("turn `{label}`")).await {
@@ -377,7 +418,7 @@ impl Driver<'_> {
         let after = self.snapshot(Some(snapshot))?;
         obs.file_events
             .extend(workspace_events(self.workspace, label, snapshot, &after));
-        t.files_after = self.files_after(&after);
+        (t.files_after, t.files_incomplete) = self.files_after(&after);
         // A scripted write missing from a snapshot that stopped short is not known to
         // be missing: the probe ends on the cut instead.
         if ended_cleanly

@@ -39,7 +39,7 @@ pub fn file_obs(root: &Path, rel: &str, entry: &workspace::FileEntry) -> FileObs
     // through `sys::beneath` (no symlink, no FIFO, bounded), and its text is kept only
     // if it is still the content the snapshot hashed.
     let text = (entry.size <= FILE_TEXT_CAP && !entry.symlink && entry.partial.is_none())
-        .then(|| crate::sys::beneath::read(root, Path::new(rel), FILE_TEXT_CAP).ok())
+        .then(|| read_again(root, rel))
         .flatten()
         .filter(|b| workspace::sha256_of(b) == entry.sha256)
         .and_then(|b| String::from_utf8(b).ok());
@@ -49,6 +49,23 @@ pub fn file_obs(root: &Path, rel: &str, entry: &workspace::FileEntry) -> FileObs
         text,
         partial: entry.partial.clone(),
     }
+}
+
+/// The file a snapshot recorded at `rel` (escaped, `evidence::tree::escape_name`), read
+/// again through `sys::beneath`, at most [`FILE_TEXT_CAP`] bytes: its name's bytes are
+/// given back, and each directory on the way is entered from its parent by one name,
+/// as the walk entered it, so a path longer than PATH_MAX is read like any other.
+/// `None` when it cannot be read as the regular file it was.
+fn read_again(root: &Path, rel: &str) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = crate::evidence::tree::unescape_path(rel)?;
+    let raw = Path::new(std::ffi::OsStr::from_bytes(&bytes));
+    let name = Path::new(raw.file_name()?);
+    let mut dir = crate::sys::beneath::Dir::open(root).ok()?;
+    for c in raw.parent().into_iter().flat_map(Path::components) {
+        dir = dir.sub(Path::new(c.as_os_str())).ok()?;
+    }
+    dir.read(name, FILE_TEXT_CAP).ok()
 }
 
 /// Workspace files whose text one step's events carry: each read is bounded by
@@ -203,6 +220,46 @@ mod tests {
         assert_eq!(phase_of(&phases, 10), "ask");
         assert_eq!(phase_of(&phases, 22), "between");
         assert_eq!(phase_of(&phases, 40), "day");
+    }
+
+    /// A file in a directory whose name is not UTF-8, one whose own name holds a
+    /// backslash, and one at the bottom of a path longer than PATH_MAX: each is
+    /// recorded under its escaped path and its text is read again from there.
+    #[test]
+    fn a_file_is_read_again_from_its_escaped_path() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        let raw = |b: &[u8]| root.join(std::ffi::OsStr::from_bytes(b));
+        std::fs::create_dir(raw(b"\xffdir")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(raw(b"\xffdir/inner"), "inner").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(raw(b"q\\s"), "slash").unwrap_or_else(|e| panic!("{e}"));
+        let mut long = std::path::PathBuf::new();
+        for i in 0..20 {
+            long.push(format!("{i:02}{}", "L".repeat(253)));
+        }
+        crate::sys::beneath::Dir::open(root)
+            .and_then(|d| d.create_dirs(&long))
+            .and_then(|d| d.write(Path::new("bottom.txt"), b"bottom"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let snap = WorkspaceSnapshot::take(root).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(snap.cut, None);
+        let bottom = format!("{}/bottom.txt", long.display());
+        for (rel, text) in [
+            ("\\xffdir/inner", "inner"),
+            ("q\\\\s", "slash"),
+            (bottom.as_str(), "bottom"),
+        ] {
+            let entry = snap
+                .files
+                .get(rel)
+                .unwrap_or_else(|| panic!("{rel} not in the snapshot"));
+            assert_eq!(
+                file_obs(root, rel, entry).text.as_deref(),
+                Some(text),
+                "{rel}"
+            );
+        }
     }
 
     /// The snapshot saw a small regular file; by the time the harness reads its text, a

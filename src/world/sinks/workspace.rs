@@ -14,8 +14,13 @@
 //! a file hashed in part is unchanged only when nothing that was looked at moved, and
 //! a cut snapshot reports no deletions (what it did not reach was not deleted).
 //!
-//! Symlinks are recorded as entries (their target, hashed) and never followed, so an
-//! agent cannot make the observer read outside the root.
+//! Symlinks are recorded as entries (their target's bytes, hashed) and never followed,
+//! so an agent cannot make the observer read outside the root.
+//!
+//! Paths are keys as the walk writes them: components joined by `/`, each escaped
+//! (`evidence::tree::escape_name`: bytes that are not UTF-8 as `\xNN`, a backslash as
+//! `\\`), so that files whose names differ only in bytes that are not UTF-8 are as many
+//! entries as there are files, and a file inside a directory so named is seen at all.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,7 +62,7 @@ pub struct FileEntry {
     pub partial: Option<Partial>,
 }
 
-/// Relative path (with `/`) → entry.
+/// Relative path (with `/`, each name escaped: see the module's doc) → entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkspaceSnapshot {
     pub taken_at_ms: u64,
@@ -120,7 +125,11 @@ impl WorkspaceSnapshot {
             let entry = match item.kind {
                 ItemKind::Dir | ItemKind::Other { .. } => return Ok(()),
                 ItemKind::Symlink { target } => {
-                    let bytes = target.to_string_lossy().into_owned().into_bytes();
+                    // The target's own bytes: a lossy one would hash two targets alike.
+                    let bytes = {
+                        use std::os::unix::ffi::OsStrExt;
+                        target.as_os_str().as_bytes().to_vec()
+                    };
                     FileEntry {
                         size: bytes.len() as u64,
                         sha256: crate::hash::sha256(&bytes),
