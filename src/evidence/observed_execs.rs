@@ -24,13 +24,13 @@ const COMMAND_PREVIEW: usize = 400;
 /// and the file that path leads to (running that file by its own path is running the
 /// app too), and the machine's browsers (`browser`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct AppProgram<'a> {
+pub struct NamedPrograms<'a> {
     pub path: Option<&'a str>,
     pub file: Option<&'a str>,
     pub browsers: &'a [String],
 }
 
-impl AppProgram<'_> {
+impl NamedPrograms<'_> {
     fn is(&self, path: &str) -> bool {
         Some(path) == self.path || Some(path) == self.file
     }
@@ -61,6 +61,7 @@ fn output_check(
         file: o.file.clone(),
         run: o.run.clone(),
         holds,
+        decidable: true,
         why,
     };
     let file = world.outputs.iter().find(|f| f.id == o.id);
@@ -71,10 +72,13 @@ fn output_check(
         return verdict(false, format!("`{}` cannot be compared: {why}", o.file));
     };
     let Some(runs) = world.relayed else {
-        return verdict(
-            false,
-            "the app's runs were not relayed into the record".into(),
-        );
+        return OutputCheck {
+            decidable: false,
+            ..verdict(
+                false,
+                "the app's runs were not relayed into the record".into(),
+            )
+        };
     };
     let patterns: Vec<regex::Regex> = required
         .iter()
@@ -183,7 +187,15 @@ pub struct OutputCheck {
     pub run: String,
     /// The file holds exactly what one of the run's relayed runs printed.
     pub holds: bool,
+    /// Whether the evidence can decide it: not when the app's runs were never
+    /// relayed into the record.
+    #[serde(default = "yes")]
+    pub decidable: bool,
     pub why: String,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A program a shell tool call names, never seen executed.
@@ -283,7 +295,7 @@ pub fn assess(
     observation: &Observation,
     required: &[RequiredRun],
     calls: &[ToolCallRecord],
-    app: AppProgram<'_>,
+    app: NamedPrograms<'_>,
     world: AppWorld<'_>,
 ) -> ExecFindings {
     let mut out = ExecFindings {
@@ -411,8 +423,8 @@ mod tests {
     const APP: &str = "/run/gauntlet/target/bin/cli-tally";
     const RELAY: &str = "/repo/target/debug/gauntlet-cli-relay";
 
-    fn app() -> AppProgram<'static> {
-        AppProgram {
+    fn app() -> NamedPrograms<'static> {
+        NamedPrograms {
             path: Some(APP),
             file: Some(RELAY),
             browsers: &[],
@@ -527,7 +539,7 @@ mod tests {
             &o,
             &stats(),
             &[],
-            AppProgram::default(),
+            NamedPrograms::default(),
             AppWorld::default(),
         );
         assert_eq!(

@@ -237,7 +237,7 @@ pub fn derive(
                 &observation,
                 &provenance.manifest.work.runs,
                 &parsed.report.tool_calls,
-                observed_execs::AppProgram {
+                observed_execs::NamedPrograms {
                     path: evidence.app_program.as_deref(),
                     file: evidence.app_program_file.as_deref(),
                     browsers: &evidence.browser_programs,

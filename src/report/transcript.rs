@@ -269,7 +269,7 @@ fn process_execs(dir: &Path, process: &ProcessRaw, agent: &str) -> Option<ExecFi
         &observation,
         &[],
         &calls,
-        crate::evidence::observed_execs::AppProgram::default(),
+        crate::evidence::observed_execs::NamedPrograms::default(),
         crate::evidence::observed_execs::AppWorld::default(),
     ))
 }

@@ -298,8 +298,9 @@ fn account_validity(policy: &PolicyFindings, profile: Profile) -> (Validity, Str
 
 /// The first required run the kernel was not seen making: `failed` when the execs were
 /// all observed (the work was not done as required, whatever the report says), else
-/// `unknown` (nothing can show whether it was).
-fn unobserved_run(i: &ChallengeInputs<'_>) -> Option<(TaskOutcome, String)> {
+/// `unknown` (nothing can show whether it was); then the first required output that is
+/// not what the app printed.
+fn unobserved_work(i: &ChallengeInputs<'_>) -> Option<(TaskOutcome, String)> {
     let required = &i.manifest.work.runs;
     let first = required.first()?;
     let Some(execs) = i.execs else {
@@ -314,12 +315,11 @@ fn unobserved_run(i: &ChallengeInputs<'_>) -> Option<(TaskOutcome, String)> {
     let Some(missing) = execs.required.iter().find(|r| r.seen.is_none()) else {
         // Every run was seen: what the app printed must be what the files hold.
         let bad = execs.outputs.iter().find(|o| !o.holds)?;
-        let unknowable = bad.why.contains("not relayed");
         return Some((
-            if unknowable {
-                TaskOutcome::Unknown
-            } else {
+            if bad.decidable {
                 TaskOutcome::Failed
+            } else {
+                TaskOutcome::Unknown
             },
             format!("required output `{}`: {}", bad.id, bad.why),
         ));
@@ -660,7 +660,7 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
                 a.expected
             ),
         )
-    } else if let Some((outcome, why)) = unobserved_run(i) {
+    } else if let Some((outcome, why)) = unobserved_work(i) {
         (outcome, why)
     } else {
         (

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 pub use bundle::{Bundle, BundleFile};
 pub use manifest::{
-    Manifest, ReportContract, RequiredOutput, RequiredRun, SeedRequest, WorkSpec, WorldAssertion, WorldSource,
-    APP_PROGRAM, BROWSER_PROGRAM, MAX_EACH, MAX_OUTPUT_BYTES,
+    Manifest, ReportContract, RequiredOutput, RequiredRun, SeedRequest, WorkSpec, WorldAssertion,
+    WorldSource, APP_PROGRAM, BROWSER_PROGRAM, MAX_EACH, MAX_OUTPUT_BYTES,
 };
 pub use prompt::{PromptLayer, RenderedPrompt};
 

@@ -16,8 +16,11 @@
 //!
 //! What is read is what the caller's memory held when init read it. A program with a
 //! second thread could rewrite its argument strings between init's read and the
-//! kernel's: the file that was really run still shows as an `exec` open (fanotify),
-//! which is why a challenge's required run is checked against both.
+//! kernel's, and a failed exec is read all the same: for a relayed app, a challenge's
+//! required run is therefore met only with the app's own run of the same arguments,
+//! as the relay logged it. A live caller whose strings cannot be read at all (memory
+//! hidden from other processes) is refused, so nothing runs unrecorded; a caller in a
+//! mount namespace or root of its own is marked, since its paths name its own files.
 //!
 //! x32 system calls (the same architecture, numbers with bit 30 set) fail with ENOSYS:
 //! their exec would otherwise go unseen, and no program of a sandbox needs them. Calls
