@@ -89,7 +89,7 @@ impl RunIdentity {
 /// that rescore can tell a record from the run's plan (see [`check_record`]):
 ///
 /// - `qa:<app>::<capability>`: `<kind> <capability_sha256> <flow_sha256 or ->`, as
-///   [`crate::suites::qa::spec_ref`] computes them for the record;
+///   [`crate::record::QaSpecRef::of`] computes them for the record;
 /// - `challenge:<id>`: the SHA-256 of `challenge.yaml`;
 /// - `probe:<dimension>::<id>`: the SHA-256 of the probe file.
 ///
@@ -100,7 +100,7 @@ pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for app in &suites.apps {
         for cap in &app.corpus.capabilities {
-            let r = crate::suites::qa::spec_ref(app, &cap.id);
+            let r = crate::record::QaSpecRef::of(app, &cap.id);
             out.insert(format!("{QA_KEY}{}::{}", r.app, r.capability), qa_value(&r));
         }
     }

@@ -100,6 +100,26 @@ pub struct QaSpecRef {
     pub matrix_sha256: Option<String>,
 }
 
+impl QaSpecRef {
+    /// What a trial of `capability` of `app` is planned from, as loaded now: the
+    /// record's spec, and what rescore holds a record's against (`identity`).
+    pub fn of(app: &crate::spec::LoadedApp, capability: &str) -> QaSpecRef {
+        let cap = app.capability(capability);
+        QaSpecRef {
+            app: app.app.name.clone(),
+            capability: capability.into(),
+            kind: cap.map(|c| c.kind).unwrap_or(CapabilityKind::Feature),
+            app_content_hash: app.app.content_hash.clone(),
+            capability_sha256: crate::hash::sha256(&serde_json::to_vec(&cap).unwrap_or_default()),
+            flow_sha256: app
+                .flows
+                .get(capability)
+                .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
+            matrix_sha256: None,
+        }
+    }
+}
+
 /// A qa trial's record: the shared header, which repeat it was, what it was planned
 /// from, what was observed and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

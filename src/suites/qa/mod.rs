@@ -62,7 +62,7 @@ pub async fn execute(
         record::create_trial_dir(run_dir, &name)
     })?;
     let adapter = adapter_for(&cfg.agent);
-    let mut spec = spec_ref(app, capability);
+    let mut spec = QaSpecRef::of(app, capability);
 
     let mut evidence = QaEvidence {
         prompt: None,
@@ -152,25 +152,6 @@ pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> Record
         max_tokens_per_trial: cfg.max_tokens_per_trial,
         commit: record::gauntlet_commit(&cfg.out_dir),
         sandbox: cfg.sandbox,
-    }
-}
-
-/// The hashes that pin what a trial was planned from.
-pub fn spec_ref(app: &LoadedApp, capability: &str) -> QaSpecRef {
-    let cap = app.capability(capability);
-    QaSpecRef {
-        app: app.app.name.clone(),
-        capability: capability.into(),
-        kind: cap
-            .map(|c| c.kind)
-            .unwrap_or(crate::spec::CapabilityKind::Feature),
-        app_content_hash: app.app.content_hash.clone(),
-        capability_sha256: crate::hash::sha256(&serde_json::to_vec(&cap).unwrap_or_default()),
-        flow_sha256: app
-            .flows
-            .get(capability)
-            .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
-        matrix_sha256: None,
     }
 }
 
