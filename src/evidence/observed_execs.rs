@@ -617,6 +617,13 @@ mod tests {
         assert!(!f.outputs[0].holds, "{f:?}");
     }
 
+    fn claims_of(f: &ExecFindings) -> Vec<(usize, &str)> {
+        f.claimed_not_observed
+            .iter()
+            .map(|c| (c.call, c.program.as_str()))
+            .collect()
+    }
+
     #[test]
     fn a_claimed_program_never_executed_is_listed_and_builtins_are_not() {
         let o = observation(&[
@@ -629,11 +636,7 @@ mod tests {
             shell("FOO=1 echo hi; export A=b; $HOME/bin/tool"),
         ];
         let f = assess(&o, &[], &calls, app(), AppWorld::default());
-        let claims: Vec<(usize, &str)> = f
-            .claimed_not_observed
-            .iter()
-            .map(|c| (c.call, c.program.as_str()))
-            .collect();
+        let claims = claims_of(&f);
         assert_eq!(claims, [(0, "jq"), (1, "$APP_BIN")], "{f:?}");
         // Ordinary shell is no claim of anything it does not run: heredoc bodies,
         // lookups, functions, builtins; what runs inside `$(…)` is.
@@ -651,11 +654,7 @@ mod tests {
             shell("n=$(cat m.txt | wc -w); echo $n; m=`sort m.txt`"),
         ];
         let f = assess(&o, &[], &calls, app(), AppWorld::default());
-        let claims: Vec<(usize, &str)> = f
-            .claimed_not_observed
-            .iter()
-            .map(|c| (c.call, c.program.as_str()))
-            .collect();
+        let claims = claims_of(&f);
         assert_eq!(claims, [(4, "sort")], "{f:?}");
         // An observation that missed execs shows no program never ran.
         let mut o = o;

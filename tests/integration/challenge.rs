@@ -76,6 +76,23 @@ pub fn run_as(
     (rec, dir)
 }
 
+/// One trial of `id` under `none` by the hostile `command` agent
+/// `tests/fixtures/agents/hostile/<script>` with `args`.
+pub fn run_hostile(
+    script: &str,
+    args: &[&str],
+    id: &str,
+    out: &Path,
+) -> (ChallengeRecord, PathBuf) {
+    let path = support::root()
+        .join("tests/fixtures/agents/hostile")
+        .join(script);
+    let mut argv = vec!["sh".to_string(), path.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let cfg = support::config(AgentChoice::command(argv), out);
+    run_as(cfg, &loaded(), id, Profile::None, &Options::default(), out)
+}
+
 #[test]
 fn every_challenge_loads_with_its_app_and_the_plan_covers_every_profile() {
     let l = loaded();

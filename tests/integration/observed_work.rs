@@ -15,23 +15,8 @@ use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::Profile;
 use gauntlet::suites::challenge::Options;
 
-use crate::challenge::{loaded, run_as};
+use crate::challenge::{loaded, run_as, run_hostile as hostile};
 use crate::support;
-
-fn hostile(
-    script: &str,
-    args: &[&str],
-    id: &str,
-    out: &Path,
-) -> (ChallengeRecord, std::path::PathBuf) {
-    let path = support::root()
-        .join("tests/fixtures/agents/hostile")
-        .join(script);
-    let mut argv = vec!["sh".to_string(), path.to_string_lossy().into_owned()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let cfg = support::config(AgentChoice::command(argv), out);
-    run_as(cfg, &loaded(), id, Profile::None, &Options::default(), out)
-}
 
 fn page(rec: &ChallengeRecord, dir: &Path) -> String {
     gauntlet::report::transcript::render(&AnyRecord::Challenge(Box::new(rec.clone())), dir, "")

@@ -6,59 +6,27 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use gauntlet::config::{AgentChoice, Config, Mode};
+use gauntlet::config::Config;
 use gauntlet::record::scorecard::ScorecardRecord;
 use gauntlet::score::scorecard::SinkKind;
-use gauntlet::spec::scorecard::{default_dir, load_suite, ScorecardSuite};
-use gauntlet::suites::scorecard::{execute, ExecOptions};
 
-use super::support::runtime;
+use crate::scorecard::{byok_agent, execute_probe as run, suite};
 
 const SIDE_MEMORY: &str = include_str!("../fixtures/agents/hostile/r5-side-memory.sh");
 const OUTLIVES_TURN: &str = include_str!("../fixtures/agents/hostile/r5-outlives-turn.sh");
 const SMTP_UNTERMINATED: &str = include_str!("../fixtures/agents/hostile/r5-smtp-unterminated.sh");
 const WORKSPACE_TREES: &str = include_str!("../fixtures/agents/hostile/r5-workspace-trees.sh");
 
-fn suite() -> ScorecardSuite {
-    load_suite(&default_dir()).expect("challenges/scorecard loads")
-}
-
 /// A `command` agent running `script` inline with `args`, in byok mode (the agent's own
 /// turns, judged as a real agent's; it never calls a model).
 fn cfg(script: &str, name: &str, args: &[&str], out: &Path, timeout_secs: u64) -> Config {
-    let mut argv = vec!["sh".into(), "-c".into(), script.into(), name.into()];
-    argv.extend(args.iter().map(|a| a.to_string()));
     Config {
-        agent: AgentChoice::command(argv),
-        mode: Mode::Byok,
-        api_key: Some(gauntlet::config::ApiKey::new("sk-never-used")),
-        upstream_url: "http://127.0.0.1:9/v1".into(),
         timeout: Duration::from_secs(timeout_secs),
-        out_dir: out.to_path_buf(),
         // One seed day in 96 s: a 1-hour window lasts 4 s.
         scorecard_idle_day: Some(Duration::from_secs(96)),
         scorecard_seed: "r5-seed".into(),
-        scorecard_profile: "stub".into(),
-        ..Config::default()
+        ..byok_agent(script, name, args, out)
     }
-}
-
-fn run(
-    suite: &ScorecardSuite,
-    id: &str,
-    cfg: &Config,
-    out: &Path,
-) -> (ScorecardRecord, std::path::PathBuf) {
-    let probe = suite.probe(id).expect("probe");
-    runtime()
-        .block_on(execute(
-            suite,
-            probe,
-            cfg,
-            &out.join("run"),
-            &ExecOptions::default(),
-        ))
-        .unwrap_or_else(|e| panic!("{id}: a record, not an error: {e}"))
 }
 
 fn holds(rec: &ScorecardRecord) -> Vec<String> {

@@ -1,26 +1,12 @@
 //! Red team (issue 45 item 1): hostile agents against outcomes that rest on observed
 //! work. Each test asserts the honest verdict: it passes while the harness holds.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use gauntlet::config::AgentChoice;
 use gauntlet::record::challenge::ChallengeRecord;
 use gauntlet::score::challenge::{TaskOutcome, Validity};
-use gauntlet::spec::challenge::Profile;
-use gauntlet::suites::challenge::Options;
 
-use crate::challenge::{loaded, run_as};
-use crate::support;
-
-fn hostile(script: &str, args: &[&str], id: &str, out: &Path) -> (ChallengeRecord, PathBuf) {
-    let path = support::root()
-        .join("tests/fixtures/agents/hostile")
-        .join(script);
-    let mut argv = vec!["sh".to_string(), path.to_string_lossy().into_owned()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let cfg = support::config(AgentChoice::command(argv), out);
-    run_as(cfg, &loaded(), id, Profile::None, &Options::default(), out)
-}
+use crate::challenge::run_hostile as hostile;
 
 fn show(rec: &ChallengeRecord, dir: &Path) -> String {
     let v = &rec.verdict;

@@ -15,7 +15,7 @@ use gauntlet::suites::scorecard::{execute, ExecOptions};
 
 use super::support::{self, runtime};
 
-fn suite() -> ScorecardSuite {
+pub fn suite() -> ScorecardSuite {
     load_suite(&default_dir()).expect("challenges/scorecard loads")
 }
 
@@ -71,9 +71,25 @@ fn run_probe(
     execute_probe(suite, id, &cfg, out)
 }
 
+/// A `command` agent running `script` inline (as `name`, with `args`) in byok mode:
+/// the agent's own turns, judged as a real agent's are. It never calls a model, so
+/// nothing listens upstream.
+pub fn byok_agent(script: &str, name: &str, args: &[&str], out: &Path) -> Config {
+    let mut argv = vec!["sh".into(), "-c".into(), script.into(), name.into()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    Config {
+        agent: AgentChoice::command(argv),
+        timeout: Duration::from_secs(30),
+        mode: Mode::Byok,
+        api_key: Some(gauntlet::config::ApiKey::new("sk-never-used")),
+        upstream_url: "http://127.0.0.1:9/v1".into(),
+        ..cfg("stub", out)
+    }
+}
+
 /// One probe of `suite` under `cfg`, into `out/run`: the record it must leave, and its
 /// directory.
-fn execute_probe(
+pub fn execute_probe(
     suite: &ScorecardSuite,
     id: &str,
     cfg: &Config,
@@ -533,21 +549,7 @@ const SPARSE_WORKSPACE: &str = include_str!("../fixtures/agents/hostile/sparse-w
 fn a_terabyte_sparse_file_in_the_workspace_is_recorded_by_size_not_read() {
     let suite = suite();
     let out = tempfile::tempdir().expect("tempdir");
-    let cfg = Config {
-        agent: AgentChoice::command(vec![
-            "sh".into(),
-            "-c".into(),
-            SPARSE_WORKSPACE.into(),
-            "sparse-workspace.sh".into(),
-        ]),
-        timeout: Duration::from_secs(30),
-        // Not scripted: the agent's own turns, judged as a real agent's are. It never
-        // calls a model, so nothing listens upstream.
-        mode: Mode::Byok,
-        api_key: Some(gauntlet::config::ApiKey::new("sk-never-used")),
-        upstream_url: "http://127.0.0.1:9/v1".into(),
-        ..cfg("stub", out.path())
-    };
+    let cfg = byok_agent(SPARSE_WORKSPACE, "sparse-workspace.sh", &[], out.path());
     let (rec, trial) = execute_probe(&suite, "p5-4", &cfg, out.path());
     let file = trial.join("record.json");
     assert!(file.is_file(), "no record at {}", file.display());
@@ -612,23 +614,8 @@ printf '%s\n' '{"type":"final","text":"Mailed the report."}'
 fn the_scorecard_page_shows_what_each_process_executed_and_what_it_only_claimed() {
     let suite = suite();
     let out = tempfile::tempdir().expect("tempdir");
-    let cfg = Config {
-        agent: AgentChoice::command(vec![
-            "sh".into(),
-            "-c".into(),
-            CLAIMS_A_MAIL.into(),
-            "claims-a-mail".into(),
-        ]),
-        timeout: Duration::from_secs(30),
-        ..cfg("stub", out.path())
-    };
-    let run_dir = out.path().join("run");
-    let (rec, trial) = runtime().block_on(async {
-        let probe = suite.probe("p1-1").expect("probe");
-        execute(&suite, probe, &cfg, &run_dir, &ExecOptions::default())
-            .await
-            .unwrap_or_else(|e| panic!("p1-1: {e}"))
-    });
+    let cfg = byok_agent(CLAIMS_A_MAIL, "claims-a-mail", &[], out.path());
+    let (rec, trial) = execute_probe(&suite, "p1-1", &cfg, out.path());
     assert!(!rec.processes.is_empty());
     for p in &rec.processes {
         let raw = p.observation.as_ref().expect("each process is observed");
@@ -688,19 +675,7 @@ printf '%s\n' '{"type":"final","text":"Wrote out/items.csv."}'
 fn a_record_leaving_files_out_keeps_the_judged_file_and_counts_the_rest() {
     let suite = suite();
     let out = tempfile::tempdir().expect("tempdir");
-    let cfg = Config {
-        agent: AgentChoice::command(vec![
-            "sh".into(),
-            "-c".into(),
-            MANY_FILES_THEN_THE_CSV.into(),
-            "many-files.sh".into(),
-        ]),
-        timeout: Duration::from_secs(30),
-        mode: Mode::Byok,
-        api_key: Some(gauntlet::config::ApiKey::new("sk-never-used")),
-        upstream_url: "http://127.0.0.1:9/v1".into(),
-        ..cfg("stub", out.path())
-    };
+    let cfg = byok_agent(MANY_FILES_THEN_THE_CSV, "many-files.sh", &[], out.path());
     let (rec, trial) = execute_probe(&suite, "p5-1", &cfg, out.path());
     assert_eq!(rec.evidence.setup_error, None, "{:?}", rec.evidence);
     assert_eq!(

@@ -330,6 +330,13 @@ impl Manifest {
         for (i, o) in self.work.outputs.iter().enumerate() {
             let field = format!("work.outputs[{i}]");
             crate::spec::check_id(file, &format!("{field}.id"), &o.id)?;
+            if self.work.outputs[..i].iter().any(|e| e.id == o.id) {
+                return Err(SpecError::invalid(
+                    file,
+                    format!("{field}.id"),
+                    format!("`{}` is used twice", o.id),
+                ));
+            }
             relative(file, &format!("{field}.file"), &o.file)?;
             match self.work.runs.iter().find(|r| r.id == o.run) {
                 Some(r) if r.program == APP_PROGRAM => {}
@@ -464,6 +471,14 @@ mod tests {
             (
                 format!("{GOOD}work:\n  runs:\n    - id: r\n      program: tally\n"),
                 "work.runs[0].program",
+            ),
+            (
+                format!("{GOOD}work:\n  runs:\n    - id: r\n      program: app\n  outputs:\n    - id: o\n      file: a.json\n      run: r\n    - id: o\n      file: b.json\n      run: r\n"),
+                "work.outputs[1].id",
+            ),
+            (
+                format!("{GOOD}work:\n  runs:\n    - id: r\n      program: browser\n  outputs:\n    - id: o\n      file: a.json\n      run: r\n"),
+                "work.outputs[0].run",
             ),
             (
                 format!(
