@@ -203,7 +203,14 @@ fn rt_no_process_of_the_sandbox_reaches_inits_exec_listener() {
 fn rt_an_exec_flood_does_not_push_a_forbidden_read_out_of_the_observation() {
     let out = tempfile::tempdir().expect("tempdir");
     let started = std::time::Instant::now();
-    let (rec, dir) = hostile("rt-flood.sh", &["200"], "tally-report", out.path());
+    let root = crate::support::root();
+    let repo = root.to_string_lossy();
+    let (rec, dir) = hostile(
+        "rt-flood.sh",
+        &["200", "big", &repo],
+        "tally-report",
+        out.path(),
+    );
     let size = std::fs::metadata(dir.join("agent.opens.jsonl"))
         .map(|m| m.len())
         .unwrap_or(0);
@@ -232,10 +239,12 @@ fn rt_an_exec_flood_does_not_push_a_forbidden_read_out_of_the_observation() {
 #[test]
 fn rt_twenty_thousand_execs_leave_the_observation_incomplete_not_complete() {
     let out = tempfile::tempdir().expect("tempdir");
+    let root = crate::support::root();
+    let repo = root.to_string_lossy();
     let started = std::time::Instant::now();
     let (rec, dir) = hostile(
         "rt-flood.sh",
-        &["20001", "small"],
+        &["20001", "small", &repo],
         "tally-report",
         out.path(),
     );
