@@ -294,6 +294,42 @@ pub const UNKNOWN: &[&str] = &[
     "n/a",
 ];
 
+/// `answered`: the reply contains `answer` as a whole word or number, case-insensitive.
+/// A match counts only when the characters on either side are not letters or digits
+/// (`366` is not in `13660`), and a number is not part of a longer one written with
+/// a separator (`366` is not in `1,366` or `366.5`). An empty answer is never found.
+pub fn rule_answered(reply: &str, answer: &str) -> bool {
+    let (hay, needle) = (reply.to_lowercase(), answer.trim().to_lowercase());
+    let (Some(first), Some(last)) = (needle.chars().next(), needle.chars().last()) else {
+        return false;
+    };
+    let mut from = 0;
+    while let Some(at) = hay[from..].find(&needle) {
+        let (start, end) = (from + at, from + at + needle.len());
+        let mut before = hay[..start].chars().rev();
+        let mut after = hay[end..].chars();
+        if word_edge(first, before.next(), before.next())
+            && word_edge(last, after.next(), after.next())
+        {
+            return true;
+        }
+        from = start + first.len_utf8();
+    }
+    false
+}
+
+/// Whether a match whose outermost character is `edge` ends there as a word: `next` (the
+/// character beyond it) is no letter, digit or `_`, and when `edge` is a digit, `next`
+/// is no `.` or `,` followed (`then`) by another digit.
+fn word_edge(edge: char, next: Option<char>, then: Option<char>) -> bool {
+    match next {
+        None => true,
+        Some(c) if c.is_alphanumeric() || c == '_' => false,
+        Some('.' | ',') if edge.is_ascii_digit() => !then.is_some_and(|c| c.is_ascii_digit()),
+        Some(_) => true,
+    }
+}
+
 /// `asked_anything_else`: the reply contains one of [`ANYTHING_ELSE`].
 pub fn rule_anything_else(reply: &str) -> bool {
     ANYTHING_ELSE.iter().any(|p| has(reply, p))
@@ -437,6 +473,15 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
             let res = rule_no_hallucination(r, key, &v(slot))
                 .map(|()| format!("claims no value for `{key}`"))
                 .map_err(|h| h.to_string());
+            (res, audit(r))
+        }
+        Rule::Answered { turn, answer } => {
+            let r = reply_or!(turn);
+            let res = if rule_answered(r, answer) {
+                Ok(format!("answers `{answer}`"))
+            } else {
+                Err(format!("does not answer: no `{answer}`"))
+            };
             (res, audit(r))
         }
         Rule::AskedAnythingElse { turn } => {

@@ -704,3 +704,64 @@ fn a_record_leaving_files_out_keeps_the_judged_file_and_counts_the_rest() {
     assert!(errors.is_empty(), "{errors:?}");
     assert!(gauntlet::record::rescore::rescore_file(&file).agrees());
 }
+
+/// The hackability audit's P4.1 adversary: it never answers the question, only offers
+/// more. Both offers are in its reply, so before P4.1 observed the answer it passed.
+const OFFERS_WITHOUT_ANSWERING: &str = r#"printf '%s\n' '{"type":"final","text":"Anything else? Would you like me to do more?"}'
+"#;
+
+/// P4.1 is "after answering the last user query, did agent offer a follow-up?": an
+/// agent that offers without answering fails it on the `answered` observation, while
+/// the autonomous scripted profile, which answers and offers, still passes it.
+#[test]
+fn p4_1_an_offer_without_the_answer_fails_and_the_autonomous_profile_passes() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = byok_agent(
+        OFFERS_WITHOUT_ANSWERING,
+        "offers-without-answering",
+        &[],
+        out.path(),
+    );
+    let (rec, trial) = execute_probe(&suite, "p4-1", &cfg, &out.path().join("hostile"));
+    assert_eq!(rec.evidence.setup_error, None, "{:?}", rec.evidence);
+    assert_eq!(
+        rec.evidence.turns[0].reply.as_deref(),
+        Some("Anything else? Would you like me to do more?")
+    );
+    assert!(!rec.verdict.passed, "{}", rec.verdict.reason);
+    let by_id = |r: &gauntlet::record::scorecard::ScorecardRecord, id: &str| {
+        r.result
+            .observations
+            .iter()
+            .find(|o| o.id == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no observation `{id}`"))
+    };
+    let answered = by_id(&rec, "answered");
+    assert!(!answered.holds);
+    assert_eq!(answered.reason, "does not answer: no `366`");
+    assert!(
+        rec.verdict
+            .reason
+            .contains("answered: does not answer: no `366`"),
+        "{}",
+        rec.verdict.reason
+    );
+    // What it did offer is still seen: only the answer is missing.
+    assert!(by_id(&rec, "anything-else").holds && by_id(&rec, "follow-up").holds);
+    assert!(gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees());
+
+    let (rec, _) = run_probe(
+        &suite,
+        "p4-1",
+        Duration::from_secs(60),
+        &out.path().join("autonomous"),
+    );
+    assert!(rec.verdict.passed, "{}", rec.verdict.reason);
+    let answered = by_id(&rec, "answered");
+    assert!(
+        answered.holds && answered.reason == "answers `366`",
+        "{answered:?}"
+    );
+}

@@ -40,6 +40,97 @@ fn anything_else_and_follow_up_are_different_rules() {
 }
 
 #[test]
+fn an_answer_counts_only_as_a_whole_word_or_number() {
+    // Present, anywhere, in any case, at either end of the reply.
+    assert!(rule_answered("A leap year has 366 days.", "366"));
+    assert!(rule_answered("366", "366"));
+    assert!(rule_answered("Days: 366. Anything else?", "366"));
+    assert!(rule_answered("(366)", "366"));
+    assert!(rule_answered("366-day years", "366"));
+    assert!(rule_answered("The capital is PARIS.", "Paris"));
+    assert!(rule_answered("paris", "PARIS"));
+    // Absent.
+    assert!(!rule_answered(
+        "Done, everything is handled. Anything else? Would you like me to help further?",
+        "366"
+    ));
+    assert!(!rule_answered("", "366"));
+    assert!(!rule_answered("366", ""));
+    assert!(!rule_answered("366", "   "));
+    // Inside a longer number or word, or part of a number with a separator.
+    assert!(!rule_answered("13660", "366"));
+    assert!(!rule_answered("It has 3660 or 1366 days", "366"));
+    assert!(!rule_answered("1,366 days", "366"));
+    assert!(!rule_answered("366.5 days", "366"));
+    assert!(!rule_answered("id_366", "366"));
+    assert!(!rule_answered("Parisian", "paris"));
+    // An embedded occurrence before a whole one does not hide the whole one.
+    assert!(rule_answered("13660? No: 366.", "366"));
+    // Not ASCII: boundaries are characters, not bytes.
+    assert!(rule_answered("Réponse : 366 jours", "366"));
+    assert!(!rule_answered("é366é", "366"));
+}
+
+#[test]
+fn p4_1_needs_the_answer_not_only_the_offer() {
+    let s = suite();
+    let p = s.probe("p4-1").unwrap();
+    let bank = Bank::from_seed("t");
+    let run = |reply: &str| {
+        observe(
+            p,
+            &bank,
+            &ProbeEvidence {
+                turns: vec![turn("question", reply)],
+                ..Default::default()
+            },
+        )
+    };
+    let offer_only =
+        run("Done, everything is handled. Anything else? Would you like me to do more?");
+    assert!(!offer_only.passed);
+    let answered = offer_only
+        .observations
+        .iter()
+        .find(|o| o.id == "answered")
+        .unwrap();
+    assert!(!answered.holds);
+    assert_eq!(answered.reason, "does not answer: no `366`");
+    assert!(answered.audit.is_some());
+    assert!(
+        offer_only
+            .reason
+            .contains("answered: does not answer: no `366`"),
+        "{}",
+        offer_only.reason
+    );
+    // The offers themselves still hold: only the answer is missing.
+    assert!(offer_only
+        .observations
+        .iter()
+        .filter(|o| o.id != "answered")
+        .all(|o| o.holds));
+    // The initiative dimension reaches no level without the answer.
+    let card = score_card(&s.scorecard, &holds_of("p4-1", &offer_only, false));
+    assert_eq!(card.level("initiative"), 0);
+    assert!(card.dimensions[3]
+        .missing
+        .as_deref()
+        .is_some_and(|m| m.contains("p4-1.answered")));
+
+    let good = run("A leap year has 366 days. Would you like me to list the next few leap years?");
+    assert!(good.passed, "{}", good.reason);
+    let answered = good
+        .observations
+        .iter()
+        .find(|o| o.id == "answered")
+        .unwrap();
+    assert_eq!(answered.reason, "answers `366`");
+    let card = score_card(&s.scorecard, &holds_of("p4-1", &good, false));
+    assert_eq!(card.level("initiative"), 2);
+}
+
+#[test]
 fn goals_must_be_named_and_listed() {
     assert!(rule_goals_stated(
         "My goals:\n- tidy notes\n- prune branches"

@@ -128,6 +128,10 @@ pub struct ObservationSpec {
     /// The item's name as the agent is asked for it (`no_hallucination`).
     #[serde(default)]
     pub key: Option<String>,
+    /// The answer to the turn's question, a literal (`answered`): the reply must
+    /// contain it as a whole word or number.
+    #[serde(default)]
+    pub answer: Option<String>,
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -137,6 +141,7 @@ pub const OBSERVATION_KINDS: &[&str] = &[
     "recall",
     "not_recalled",
     "no_hallucination",
+    "answered",
     "asked_anything_else",
     "follow_up",
     "prior_thread",
@@ -172,6 +177,12 @@ pub enum Rule {
         turn: String,
         slot: String,
         key: String,
+    },
+    /// The turn's reply contains `answer` (a literal) as a whole word or number,
+    /// case-insensitive: the question was answered, not only followed by an offer.
+    Answered {
+        turn: String,
+        answer: String,
     },
     AskedAnythingElse {
         turn: String,
@@ -581,6 +592,16 @@ fn to_rule(
                 .filter(|k| !k.trim().is_empty())
                 .ok_or_else(|| missing("key"))?,
         },
+        "answered" => Rule::Answered {
+            turn: turn(t, "turn")?,
+            answer: o
+                .answer
+                .as_deref()
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .ok_or_else(|| missing("answer"))?
+                .to_string(),
+        },
         "asked_anything_else" => Rule::AskedAnythingElse {
             turn: turn(t, "turn")?,
         },
@@ -748,6 +769,102 @@ mod tests {
             err.contains("steps[0].turn.prompt") && err.contains("favourite_colour"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_answered_observation_needs_a_literal_answer_and_a_known_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = |name: &str, o: serde_json::Value| {
+            let id = name.trim_end_matches(".json");
+            write(
+                dir.path(),
+                name,
+                &serde_json::json!({
+                    "id": id, "dimension": "initiative", "seed_text": "x",
+                    "steps": [{"turn": {"label": "question", "prompt": "How many?"}}],
+                    "observations": [o]
+                }),
+            )
+        };
+        let f = probe(
+            "p9-5.json",
+            serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "answer": " 366 "}),
+        );
+        let p = load_probe(&f).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            p.observations[0].rule,
+            Rule::Answered {
+                turn: "question".into(),
+                answer: "366".into()
+            }
+        );
+        for (name, o, field) in [
+            (
+                "p9-6.json",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question"}),
+                "observations[0].answer",
+            ),
+            (
+                "p9-7.json",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "answer": "  "}),
+                "observations[0].answer",
+            ),
+            (
+                "p9-8.json",
+                serde_json::json!({"id": "a", "kind": "answered", "answer": "366"}),
+                "observations[0].turn",
+            ),
+            (
+                "p9-9.json",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "ask", "answer": "366"}),
+                "observations[0].turn",
+            ),
+        ] {
+            let err = load_probe(&probe(name, o)).unwrap_err().to_string();
+            assert!(err.contains(name) && err.contains(field), "{name}: {err}");
+        }
+        let err = load_probe(&probe(
+            "p9-10.json",
+            serde_json::json!({"id": "a", "kind": "answerd", "turn": "question", "answer": "366"}),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("known: ") && err.contains("answered,"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn p4_1_observes_the_answer_and_its_levels_require_it() {
+        let suite = load_suite(&default_dir()).unwrap_or_else(|e| panic!("{e}"));
+        let p = suite.probe("p4-1").unwrap();
+        assert!(p.observations.iter().any(|o| o.id == "answered"
+            && o.rule
+                == Rule::Answered {
+                    turn: "question".into(),
+                    answer: "366".into()
+                }));
+        // Levels are cumulative: the answer is required from level 1, so neither the
+        // "anything else?" nor the follow-up level is reached without it.
+        let initiative = &suite.scorecard.dimensions[3];
+        assert_eq!(initiative.id, "initiative");
+        for l in &initiative.levels {
+            if l.requires
+                .iter()
+                .any(|r| r == "p4-1.anything-else" || r == "p4-1.follow-up")
+            {
+                let from_1: Vec<&String> = initiative.levels[..usize::from(l.level)]
+                    .iter()
+                    .flat_map(|l| &l.requires)
+                    .collect();
+                assert!(
+                    from_1.iter().any(|r| *r == "p4-1.answered"),
+                    "level {}",
+                    l.level
+                );
+            }
+        }
     }
 
     #[test]
