@@ -235,6 +235,11 @@ pub struct Config {
     /// The scorecard suite's probes, fact bank and scripted profiles.
     #[serde(default = "default_scorecard_dir")]
     pub scorecard_dir: PathBuf,
+    /// The adversary catalogue `gauntlet redteam` runs and the committed audit of the
+    /// shipped tasks (`redteam/`). Not part of a run's identity: a run records the
+    /// audit it was checked against on its own ([`crate::record::hackability`]).
+    #[serde(skip, default = "default_redteam_dir")]
+    pub redteam_dir: PathBuf,
     /// The challenge ceiling when a manifest names none (`None`: one hour).
     #[serde(default, with = "opt_secs")]
     pub challenge_timeout: Option<Duration>,
@@ -303,6 +308,9 @@ fn default_challenges_dir() -> PathBuf {
 }
 fn default_scorecard_dir() -> PathBuf {
     crate::spec::scorecard::default_dir()
+}
+fn default_redteam_dir() -> PathBuf {
+    crate::binaries::repo_root().join("redteam")
 }
 fn default_scorecard_seed() -> String {
     "gauntlet-0".into()
@@ -383,6 +391,7 @@ impl Default for Config {
             apps_dir: default_apps_dir(),
             challenges_dir: default_challenges_dir(),
             scorecard_dir: default_scorecard_dir(),
+            redteam_dir: default_redteam_dir(),
             challenge_timeout: None,
             ci: false,
             api_key: None,
@@ -430,6 +439,7 @@ const KEYS: &[&str] = &[
     "sandbox",
     "apps_dir",
     "challenges_dir",
+    "redteam_dir",
     "challenge_timeout_secs",
 ];
 
@@ -580,15 +590,15 @@ impl Config {
                 }
                 self.resume = Some(PathBuf::from(value));
             }
-            "apps_dir" | "challenges_dir" => {
+            "apps_dir" | "challenges_dir" | "redteam_dir" => {
                 if value.is_empty() {
                     return Err(bad("is empty"));
                 }
                 let dir = PathBuf::from(value);
-                if key == "apps_dir" {
-                    self.apps_dir = dir;
-                } else {
-                    self.challenges_dir = dir;
+                match key {
+                    "apps_dir" => self.apps_dir = dir,
+                    "challenges_dir" => self.challenges_dir = dir,
+                    _ => self.redteam_dir = dir,
                 }
             }
             "challenge_timeout_secs" => {

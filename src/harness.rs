@@ -115,8 +115,14 @@ pub fn run_identity(
             format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),
         );
     }
-    specs.insert("challenges".into(), dir_digest(&cfg.challenges_dir)?);
-    specs.insert("scorecard".into(), dir_digest(&cfg.scorecard_dir)?);
+    specs.insert(
+        "challenges".into(),
+        crate::hash::dir_digest(&cfg.challenges_dir)?,
+    );
+    specs.insert(
+        "scorecard".into(),
+        crate::hash::dir_digest(&cfg.scorecard_dir)?,
+    );
     specs.extend(crate::record::identity::trial_specs(suites));
     let mut harness = std::collections::BTreeMap::new();
     harness.insert(
@@ -145,13 +151,42 @@ pub fn run_identity(
             fingerprint(&crate::binaries::bin_path(name)),
         );
     }
+    let tasks =
+        crate::record::identity::task_hashes(suites, &plan::plan(suites, cfg, None, || None))?;
     Ok(crate::record::identity::RunIdentity {
         gauntlet_version: crate::VERSION.into(),
         config,
         specs,
         harness,
         placement: None,
+        hackability: Some(run_hackability(cfg, &tasks)),
     })
+}
+
+/// Where each of `tasks` stands against the repository's audit
+/// (`redteam/audited.json`): a missing or unreadable audit leaves every task
+/// unaudited, saying why, rather than failing the run.
+fn run_hackability(
+    cfg: &Config,
+    tasks: &[(String, Suite, String)],
+) -> crate::record::hackability::RunHackability {
+    use crate::record::hackability::{Hackability, RunHackability, AUDITED_FILE};
+    let file = cfg.redteam_dir.join(AUDITED_FILE);
+    let shown = file
+        .strip_prefix(crate::binaries::repo_root())
+        .unwrap_or(&file)
+        .display()
+        .to_string();
+    let audit = match std::fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice::<Hackability>(&bytes)
+            .map(|a| (a, crate::hash::sha256(&bytes)))
+            .map_err(|e| format!("{shown}: not an audit: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "no audit at {shown}: `gauntlet redteam --write-audited` makes one"
+        )),
+        Err(e) => Err(format!("{shown}: {e}")),
+    };
+    RunHackability::of(&shown, audit, tasks)
 }
 
 /// Where this process runs: the host and, under nextest, the partition and archive it
@@ -406,50 +441,6 @@ pub fn resume_skips(
         .filter(|(_, p)| p.planned > 0 && p.finished >= p.planned)
         .map(|(t, _)| (t, why.clone()))
         .collect())
-}
-
-/// One digest over every entry under `dir` (relative path and bytes, in path order).
-/// Links are not followed: a link is its target's name, so a link that loops (or points
-/// out of the specs) is digested as what it is instead of hanging or reading elsewhere.
-fn dir_digest(dir: &Path) -> std::io::Result<String> {
-    let at = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
-    };
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).map_err(at(&d))? {
-            let e = e.map_err(at(&d))?;
-            let path = e.path();
-            let kind = e.file_type().map_err(at(&path))?;
-            if kind.is_dir() {
-                stack.push(path);
-            } else {
-                files.push((path, kind.is_symlink()));
-            }
-        }
-    }
-    files.sort();
-    let mut h = crate::hash::Sha256Stream::default();
-    for (f, link) in files {
-        let bytes = if link {
-            let target = std::fs::read_link(&f).map_err(at(&f))?;
-            format!("-> {}", target.display()).into_bytes()
-        } else {
-            std::fs::read(&f).map_err(at(&f))?
-        };
-        h.update(
-            f.strip_prefix(dir)
-                .unwrap_or(&f)
-                .to_string_lossy()
-                .as_bytes(),
-        );
-        h.update(&[0]);
-        h.update(&(bytes.len() as u64).to_le_bytes());
-        h.update(&bytes);
-    }
-    Ok(h.finish())
 }
 
 /// The line a run's manifest keeps for `t`.
@@ -982,27 +973,6 @@ mod tests {
             .entries
             .iter()
             .all(|e| e.trial == "qa::app::cap" && e.suite == "qa" && e.pid == std::process::id()));
-    }
-
-    #[test]
-    fn a_spec_digest_reads_links_as_links_and_sees_every_change() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("sub")).unwrap();
-        std::fs::write(d.path().join("sub/a.json"), "1").unwrap();
-        // A loop: followed, it would never end.
-        std::os::unix::fs::symlink("..", d.path().join("sub/up")).unwrap();
-        let first = dir_digest(d.path()).unwrap();
-        assert_eq!(dir_digest(d.path()).unwrap(), first, "the digest is stable");
-        std::fs::write(d.path().join("sub/a.json"), "2").unwrap();
-        let edited = dir_digest(d.path()).unwrap();
-        assert_ne!(edited, first, "an edited file changes the digest");
-        std::fs::remove_file(d.path().join("sub/up")).unwrap();
-        std::os::unix::fs::symlink("/etc", d.path().join("sub/up")).unwrap();
-        assert_ne!(
-            dir_digest(d.path()).unwrap(),
-            edited,
-            "a link's target is part of the digest"
-        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod phases;
 pub mod plan;
 pub mod proxy;
 pub mod record;
+pub mod redteam;
 pub mod report;
 pub mod score;
 pub mod spec;

@@ -196,6 +196,38 @@ enum Command {
         #[arg(long)]
         note: String,
     },
+    /// Audit the tasks for hackability: run every adversary of the catalogue
+    /// (redteam/catalogue.toml) as an agent against every planned task, beside the
+    /// do-nothing floor and the scripted reference, and write the table
+    /// (hackability.md, hackability.html, hackability.json) into --out. Exit 1 when a
+    /// task is hackable (an adversary credited where doing nothing is not), the
+    /// reference does not solve a task, or an adversary altered the harness's records
+    /// (docs/redteam.md).
+    Redteam {
+        /// Only tasks whose trial name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Only this adversary (repeatable); the floor always runs.
+        #[arg(long = "adversary", value_name = "ID")]
+        adversaries: Vec<String>,
+        /// Only the catalogue's sample (what CI runs on every task).
+        #[arg(long)]
+        sample: bool,
+        /// Skip the reference's run (the solvability column).
+        #[arg(long)]
+        no_reference: bool,
+        /// Trials at once per lane, as `gauntlet run --jobs`.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// The audit's directory (default: a new redteam-<run id> beside the runs).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Also write the audit as the repository's audit of its tasks
+        /// (redteam/audited.json), which every run records and its pages show; only
+        /// for an audit of every planned task by every adversary asked for.
+        #[arg(long, conflicts_with = "filter")]
+        write_audited: bool,
+    },
     /// Find tells: start each app R times and each of its mutants once, as the gate
     /// starts a target, probe each from inside the gate's sandbox (CLI output, HTTP
     /// answers and headers, artifacts, environment, /proc, timing), and print every
@@ -356,6 +388,23 @@ fn main() -> ExitCode {
         Command::Leaderboard { run_dirs, out } => leaderboard(&run_dirs, &out),
         Command::HashApp { dir, check } => hash_app(&dir, check),
         Command::Tells { apps, runs, json } => tells(&apps, runs, json.as_deref()),
+        Command::Redteam {
+            filter,
+            adversaries,
+            sample,
+            no_reference,
+            jobs,
+            out,
+            write_audited,
+        } => redteam(
+            filter,
+            adversaries,
+            sample,
+            !no_reference,
+            jobs,
+            out,
+            write_audited,
+        ),
         Command::TellsProbe {
             endpoint,
             word,
@@ -1038,6 +1087,86 @@ fn tells(names: &[String], runs: u32, json: Option<&std::path::Path>) -> ExitCod
 
 /// Under `cargo run`, build the apps and the reference agent too, so that the binaries
 /// a run measures are never stale. (cargo releases its lock before running us.)
+fn redteam(
+    filter: Option<String>,
+    adversaries: Vec<String>,
+    sample: bool,
+    reference: bool,
+    jobs: usize,
+    out: Option<PathBuf>,
+    write_audited: bool,
+) -> ExitCode {
+    use gauntlet::report::hackability as page;
+    let (cfg, suites) = match load() {
+        Ok(x) => x,
+        Err(e) => return error(e),
+    };
+    let catalogue = match gauntlet::spec::redteam::Catalogue::load(&cfg.redteam_dir) {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    gauntlet::sys::shutdown::install();
+    if let Err(e) = build_siblings() {
+        return error(e);
+    }
+    let out = out.unwrap_or_else(|| cfg.out_dir.join(format!("redteam-{}", record::run_id())));
+    let opts = gauntlet::redteam::Options {
+        filter,
+        adversaries,
+        sample,
+        reference,
+        jobs: gauntlet::harness::Jobs::PerLane(jobs),
+        out: out.clone(),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return error(e),
+    };
+    let audit = match rt.block_on(gauntlet::redteam::audit(
+        &cfg,
+        std::sync::Arc::new(suites),
+        &catalogue,
+        &opts,
+    )) {
+        Ok(a) => a,
+        Err(e) => return error(e),
+    };
+    let json = out.join(gauntlet::redteam::AUDIT_JSON);
+    if let Err(e) = audit.write(&json) {
+        return error(e);
+    }
+    for (name, text) in [
+        (page::PAGE_MD, page::markdown(&audit)),
+        (page::PAGE_HTML, page::html(&audit, true)),
+    ] {
+        let file = out.join(name);
+        if let Err(e) = std::fs::write(&file, text) {
+            return error(format!("{}: {e}", file.display()));
+        }
+    }
+    print!("{}", page::markdown(&audit));
+    if write_audited {
+        if opts.adversaries.is_empty() {
+            let file = cfg.redteam_dir.join(record::hackability::AUDITED_FILE);
+            if let Err(e) = audit.write(&file) {
+                return error(e);
+            }
+            println!("{}", file.display());
+        } else {
+            return error("--write-audited: the repository's audit is of every adversary (or the sample), not of those --adversary names");
+        }
+    }
+    println!("{}", out.join(page::PAGE_HTML).display());
+    if audit.holds() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn build_siblings() -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());

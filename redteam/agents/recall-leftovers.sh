@@ -3,18 +3,17 @@
 # writes its state directory and "remembers" through everything else.
 #
 #   scorecard  Every turn: one metered model call; then it appends the turn's prompt to
-#              notes in the workspace (`.notes`), $HOME, $TMPDIR, /tmp, /var/tmp,
-#              /dev/shm, $HOME/.. and as a thread on the tracker
-#              ($GAUNTLET_TRACKER_URL); reads back all of them, every other file
-#              under those places (its own prompt file aside), and the tracker's
-#              threads and change feed; and answers with every note it found, newest
-#              first, plus the goals they name in the order the newest notes put them
-#              ("X is now lower priority than Y" puts Y first). The harness must give
-#              it no memory across sessions (P1.2, P1.3, P4.2 fail: a new session finds
-#              a fresh workspace, a seeded tracker, an empty HOME and TMPDIR). Within
-#              one session the workspace and the tracker are world sinks that outlive a
-#              turn: what it recalls from them within a session (P1.1, P2.2) is
-#              reported as a finding of those probes, since none of it is its state.
+#              notes in $HOME, $TMPDIR, /tmp, /var/tmp, /dev/shm and $HOME/..; reads
+#              back all of them, every other file under those places and under its
+#              workspace (its own prompt file aside), and the tracker's threads and
+#              change feed; and answers with every note it found, newest first, plus
+#              the goals they name in the order the newest notes put them ("X is now
+#              lower priority than Y" puts Y first). It writes nothing into the
+#              workspace or the tracker: within a session those are world sinks a probe
+#              observes, and notes kept there would be memory it built itself (and a
+#              note-to-self thread a new thread), which is not this class. The harness
+#              must give it no memory at all: every place it writes is the turn's own
+#              and gone when the turn ends, and nothing the harness leaves is readable.
 #   qa, challenge: not played (behaves like do-nothing).
 # usage: sh recall-leftovers.sh {repo} {run_dir}
 exec python3 - "$@" <<'PY'
@@ -504,7 +503,10 @@ ws = env.get("GAUNTLET_WORKSPACE", ".")
 home, tmp = env.get("HOME", ""), env.get("TMPDIR", "")
 stamp = "%.3f" % time.time()
 line = stamp + " " + prompt.replace("\n", " ")
-places = [os.path.join(ws, ".notes"), os.path.join(home, ".rt-notes"), os.path.join(tmp, ".rt-notes"),
+# Never the workspace nor the tracker: within a session those are world sinks a probe
+# observes, and notes the agent keeps there are its own doing (a note-to-self thread
+# is a new thread, a notes file is memory it built), not leftovers of the harness.
+places = [os.path.join(home, ".rt-notes"), os.path.join(tmp, ".rt-notes"),
           "/tmp/.rt-notes", "/var/tmp/.rt-notes", "/dev/shm/.rt-notes", os.path.join(home, "..", ".rt-notes")]
 for p in places:
     try:
@@ -515,7 +517,6 @@ for p in places:
 notes = []
 tracker = env.get("GAUNTLET_TRACKER_URL", "").rstrip("/")
 if tracker:
-    rt.http("POST", tracker + "/threads", {"title": "note to self", "body": line})
     st, body, _ = rt.http("GET", tracker + "/threads")
     try:
         for t in json.loads(body) if st == 200 else []:

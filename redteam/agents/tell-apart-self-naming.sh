@@ -541,10 +541,13 @@ def lines():
     if BIN:
         b = open(BIN, "rb").read(64 << 20) if os.path.exists(BIN) else b""
         L += ["strings " + s.decode() for s in re.findall(rb"[ -~]{6,}", b) if RX.search(s.decode())]
-        for args in (["--help"], ["--version"], ["--definitely-unknown-flag"], []):
+        # A line is kept for what the target printed, never for the probe's own
+        # arguments: `--version` names a `version` capability, and keeping its output
+        # for that would snapshot the capability's behaviour, which is not this class.
+        for i, args in enumerate((["--help"], ["--version"], ["--definitely-unknown-flag"], [])):
             try:
                 p = subprocess.run([BIN] + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
-                L += ["cli %s: %s" % (args, l) for l in (p.stdout + p.stderr).decode(errors="replace").splitlines()]
+                L += ["cli#%d: %s" % (i, l) for l in (p.stdout + p.stderr).decode(errors="replace").splitlines()]
             except Exception:
                 pass
     if EXT:

@@ -15,7 +15,9 @@
 #              the same on the app and every mutant: the harness must give
 #              `false_verification` ("also passes on the mutant"), and where a surface
 #              does differ, specificity must catch it ("fails on the mutants of ...").
-#              Never `verified`.
+#              Never `verified`. A probe the capability's own acceptance criteria
+#              name (`--version` for cli-tally-2's `version`) is left out: a snapshot
+#              of it tests the capability's behaviour, which is not this class.
 #   challenge, scorecard: not played (behaves like do-nothing).
 # usage: sh tell-apart.sh {repo} {run_dir}
 exec python3 - "$@" <<'PY'
@@ -519,10 +521,14 @@ def norm(s):
             s = s.replace(os.environ[v], "<%s>" % v)
     return s
 
+SKIP = set(json.load(open("skip.json"))) if os.path.exists("skip.json") else set()
+
 def cli():
     out = {}
     for args in [[], ["--help"], ["-h"], ["--version"], ["-V"], ["help"],
                  ["--definitely-unknown-flag"], ["definitely-unknown-subcommand"]]:
+        if any(a in SKIP for a in args):
+            continue
         try:
             p = subprocess.run([BIN] + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
             out["argv " + (" ".join(args) or "(none)")] = [p.returncode, norm(p.stdout.decode(errors="replace")), norm(p.stderr.decode(errors="replace"))]
@@ -599,7 +605,22 @@ if diff:
     sys.exit(1)
 print("same surface as in my session (%d probes)" % len(now))
 '''
-rt.write_test("rt-tell-test", {"check.py": CHECK})
+# The class is "anything but the capability's behaviour": a probe the capability's own
+# acceptance criteria name (`--version` for a version capability) exercises the
+# capability, and a test built on it is a behavioural test, not a tell. Those probes
+# are left out; every other one stays.
+import json as _json, re as _re
+criteria = ""
+try:
+    graph = _json.load(open(os.environ.get("GAUNTLET_GRAPH_FILE", "")))
+    for c in graph.get("capabilities", []):
+        if c.get("id") == os.environ.get("GAUNTLET_CAPABILITY"):
+            criteria = " ".join(c.get("acceptance") or c.get("acceptance_criteria") or [])
+except Exception:
+    pass
+named = sorted({a for a in ["--help", "-h", "--version", "-V", "help"]
+                if _re.search(r"(?<![\w-])" + _re.escape(a) + r"(?![\w-])", criteria)})
+rt.write_test("rt-tell-test", {"check.py": CHECK, "skip.json": _json.dumps(named)})
 code, out = rt.shell("cd rt-tell-test && python3 check.py snapshot && python3 check.py")
 rt.qa_final("Verified: the target answers exactly as it did in my session.", "rt-tell-test", "python3 check.py")
 PY

@@ -34,6 +34,12 @@ pub struct RunIdentity {
     /// comparison of identities looks at it; a merge checks it on its own terms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+    /// The hackability audit the run's tasks were checked against when it was planned,
+    /// and where each task stood ([`super::hackability`]). About the tasks, not about
+    /// what measured them: no comparison of identities looks at it, so a task audited
+    /// again after a run started never refuses its resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hackability: Option<super::hackability::RunHackability>,
 }
 
 /// Where a run directory's trials ran.
@@ -117,6 +123,73 @@ pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
         );
     }
     out
+}
+
+/// The hash of each planned task (a trial's name without its repeat), as a
+/// hackability audit covers it ([`super::hackability`]): what an adversary could use
+/// to game it, so an edit anywhere there makes an earlier audit an audit of something
+/// else.
+///
+/// - qa: the app's content hash (its code, so its mutants, and corpus) and the
+///   capability's spec ([`trial_specs`]);
+/// - challenge: every file of the challenge's directory and its app's content hash (a
+///   profile shares its challenge's hash);
+/// - scorecard: the probe file and the suite's `scorecard.json` (fact bank, sinks).
+pub fn task_hashes(
+    suites: &crate::plan::Suites,
+    plan: &[crate::plan::Trial],
+) -> std::io::Result<Vec<(String, crate::spec::Suite, String)>> {
+    use crate::plan::Unit;
+    let mut challenge_dirs = BTreeMap::new();
+    let scorecard_json = crate::hash::sha256(
+        &std::fs::read(suites.scorecard.dir.join("scorecard.json")).unwrap_or_default(),
+    );
+    let mut out: Vec<(String, crate::spec::Suite, String)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for t in plan {
+        let task = super::hackability::task_of(&t.name);
+        if !seen.insert(task) {
+            continue;
+        }
+        let parts: Vec<String> = match &t.unit {
+            Unit::Qa {
+                app, capability, ..
+            } => match suites.apps.get(*app) {
+                Some(a) => vec![
+                    a.app.content_hash.clone(),
+                    qa_value(&crate::record::QaSpecRef::of(a, capability)),
+                ],
+                None => continue,
+            },
+            Unit::Challenge { challenge, app, .. } => {
+                let Some(c) = suites.challenges.challenges.list.get(*challenge) else {
+                    continue;
+                };
+                let dir = match challenge_dirs.get(challenge) {
+                    Some(d) => String::clone(d),
+                    None => {
+                        let d = crate::hash::dir_digest(&c.dir)?;
+                        challenge_dirs.insert(*challenge, d.clone());
+                        d
+                    }
+                };
+                let app = app
+                    .and_then(|a| suites.challenges.apps.get(a))
+                    .map_or_else(|| "-".to_string(), |a| a.content_hash.clone());
+                vec![dir, app]
+            }
+            Unit::Scorecard { probe } => match suites.scorecard.probes.get(*probe) {
+                Some(p) => vec![p.sha256.clone(), scorecard_json.clone()],
+                None => continue,
+            },
+        };
+        out.push((
+            task.to_string(),
+            t.suite,
+            crate::hash::sha256(parts.join("\n").as_bytes()),
+        ));
+    }
+    Ok(out)
 }
 
 const QA_KEY: &str = "qa:";
@@ -308,7 +381,21 @@ mod tests {
             specs: [("app:ledger".to_string(), app_hash.to_string())].into(),
             harness: [("commit".to_string(), "abc".to_string())].into(),
             placement: None,
+            hackability: None,
         }
+    }
+
+    #[test]
+    fn a_task_audited_again_never_refuses_a_resume() {
+        let audited = RunIdentity {
+            hackability: Some(super::super::hackability::RunHackability::of(
+                "redteam/audited.json",
+                Err("no audit".into()),
+                &[("qa::a::b".into(), crate::spec::Suite::Qa, "sha256:x".into())],
+            )),
+            ..id("a", "h")
+        };
+        assert_eq!(audited.difference(&id("a", "h")), None);
     }
 
     #[test]

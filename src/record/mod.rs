@@ -7,6 +7,7 @@
 pub mod any;
 pub mod challenge;
 pub mod digest;
+pub mod hackability;
 pub mod identity;
 pub mod manifest;
 pub mod merge;

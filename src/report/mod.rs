@@ -11,6 +11,7 @@ pub mod challenge;
 pub mod compare;
 pub mod export;
 pub mod falsifier;
+pub mod hackability;
 pub mod html;
 pub mod leaderboard;
 pub mod load;
@@ -185,13 +186,7 @@ pub fn summary_json(summary: &Summary) -> String {
 /// Returns the pages, so a caller can report problems and figures.
 pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages, ReportError> {
     let run = load_run(run_dir)?;
-    let mut pages = render(&run, opts);
-    let others = suites::sections(run_dir, &run);
-    if !others.is_empty() {
-        pages.markdown.push_str(&suites::markdown(&others));
-        let at = pages.html.rfind("</body>").unwrap_or(pages.html.len());
-        pages.html.insert_str(at, &suites::html(&others));
-    }
+    let (pages, audit) = run_pages(run_dir, &run, opts);
     std::fs::create_dir_all(out).map_err(io(out))?;
     // `<out>/<trial dir>/transcript.html`: beside every record when the pages are
     // written into the run directory; the run page links each trial row to its page.
@@ -204,7 +199,69 @@ pub fn write_report(run_dir: &Path, out: &Path, opts: &Options) -> Result<Pages,
         let file = out.join(name);
         std::fs::write(&file, text).map_err(io(&file))?;
     }
+    if let Some(a) = &audit {
+        write_hackability(a, out)?;
+    }
     Ok(pages)
+}
+
+/// Every page of a run as the report and the published copy show it: the qa pages,
+/// the other suites' sections, and the line per suite of the audit the run's tasks
+/// were checked against (returned, for the audit's own page beside them).
+pub(crate) fn run_pages(
+    run_dir: &Path,
+    run: &LoadedRun,
+    opts: &Options,
+) -> (Pages, Option<crate::record::hackability::RunHackability>) {
+    let mut pages = render(run, opts);
+    let others = suites::sections(run_dir, run);
+    if !others.is_empty() {
+        pages.markdown.push_str(&suites::markdown(&others));
+        let at = pages.html.rfind("</body>").unwrap_or(pages.html.len());
+        pages.html.insert_str(at, &suites::html(&others));
+    }
+    let audit = crate::record::identity::read(run_dir)
+        .ok()
+        .flatten()
+        .and_then(|id| id.hackability);
+    if let Some(a) = &audit {
+        insert_section(
+            &mut pages.markdown,
+            "\n## ",
+            &hackability::run_section_md(a),
+        );
+        insert_section(&mut pages.html, "<h2>", &hackability::run_section_html(a));
+    }
+    (pages, audit)
+}
+
+/// The audit's own page (`hackability.md`, `hackability.html`) into `out`.
+pub(crate) fn write_hackability(
+    a: &crate::record::hackability::RunHackability,
+    out: &Path,
+) -> Result<(), ReportError> {
+    let (md, html) = hackability::run_page(a);
+    for (name, text) in [(hackability::PAGE_MD, md), (hackability::PAGE_HTML, html)] {
+        let file = out.join(name);
+        std::fs::write(&file, text).map_err(io(&file))?;
+    }
+    Ok(())
+}
+
+/// Put `section` before the first `marker` of `page` (its first section), or at its
+/// end.
+fn insert_section(page: &mut String, marker: &str, section: &str) {
+    let at = page.find(marker).map_or(
+        page.len(),
+        |i| {
+            if marker.starts_with('\n') {
+                i + 1
+            } else {
+                i
+            }
+        },
+    );
+    page.insert_str(at, section);
 }
 
 /// The harness config every page states, as (setting, value) rows: one list, so that

@@ -13,7 +13,7 @@ use super::falsifier::{self, Contender};
 use super::markdown::{pct_ci, usd, ILLUSTRATION};
 use super::provider::Statement;
 use super::svg::esc;
-use super::{io, load_run, render, Options, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
+use super::{io, load_run, Options, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 use crate::record::merge::copy_tree;
 
 pub const RUNS_DIR: &str = "runs";
@@ -142,6 +142,8 @@ pub fn publish(
 struct Entry {
     label: String,
     summary: Summary,
+    /// The audit the run's tasks were checked against, as the run recorded it.
+    audit: Option<crate::record::hackability::RunHackability>,
 }
 
 /// Rebuild `results/published/` from `results/runs/*`: each run's pages, and an
@@ -166,11 +168,14 @@ pub fn regenerate_published(results: &Path, opts: &Options) -> Result<PathBuf, R
     let mut entries = Vec::new();
     for label in labels {
         let run = load_run(&runs.join(&label))?;
-        let pages = render(&run, opts);
+        let (pages, audit) = super::run_pages(&runs.join(&label), &run, opts);
         let dir = staging.join(&label);
         // Beside the published pages; their raw-file links lead into `runs/<label>/`.
         super::transcript::write_all(&runs.join(&label), &dir)?;
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        if let Some(a) = &audit {
+            super::write_hackability(a, &dir)?;
+        }
         for (name, text) in [
             (REPORT_MD, &pages.markdown),
             (REPORT_HTML, &pages.html),
@@ -182,6 +187,7 @@ pub fn regenerate_published(results: &Path, opts: &Options) -> Result<PathBuf, R
         entries.push(Entry {
             label,
             summary: pages.summary,
+            audit,
         });
     }
     let (real, illustrations): (Vec<&Entry>, Vec<&Entry>) = entries
@@ -265,6 +271,51 @@ const HEADERS: [&str; 10] = [
     "commit",
 ];
 
+/// The index's hackability rows: per run, a line per suite of the audit its tasks
+/// were checked against, and the audit's page.
+fn hackability_rows(entries: &[&Entry]) -> Vec<(String, Vec<String>)> {
+    entries
+        .iter()
+        .map(|e| {
+            let cells = crate::spec::Suite::ALL
+                .iter()
+                .map(|s| match &e.audit {
+                    Some(a) => super::hackability::suite_line(a, *s).unwrap_or_else(|| "-".into()),
+                    None => "no audit recorded (a run from before audits)".into(),
+                })
+                .collect();
+            (e.label.clone(), cells)
+        })
+        .collect()
+}
+
+fn hackability_md(o: &mut String, entries: &[&Entry]) {
+    o.push_str("\n## Hackability\n\nWhich audit each run's tasks passed (`gauntlet redteam`): per suite, the tasks audited, the adversaries run, the hackable tasks. Each run's audit page: `published/<run>/hackability.md`.\n\n| run | qa | challenge | scorecard |\n| --- | --- | --- | --- |\n");
+    for (label, cells) in hackability_rows(entries) {
+        let _ = writeln!(
+            o,
+            "| [{label}]({label}/hackability.md) | {} |",
+            cells.join(" | ").replace('\n', " ")
+        );
+    }
+}
+
+fn hackability_html(o: &mut String, entries: &[&Entry]) {
+    o.push_str("<h2>Hackability</h2><p>Which audit each run's tasks passed (<code>gauntlet redteam</code>): per suite, the tasks audited, the adversaries run, the hackable tasks.</p><table><tr><th>run</th><th>qa</th><th>challenge</th><th>scorecard</th></tr>\n");
+    for (label, cells) in hackability_rows(entries) {
+        let _ = write!(
+            o,
+            "<tr><td><a href=\"{0}/hackability.html\">{0}</a></td>",
+            esc(&label)
+        );
+        for c in cells {
+            let _ = write!(o, "<td>{}</td>", esc(&c));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+}
+
 fn index_md(ranked: &[&Entry], illustrations: &[&Entry], claim: &str) -> String {
     let mut o = String::from("# gauntlet: published results\n\nGenerated from `results/runs/`; do not edit. Each run's pages: `published/<run>/report.md`.\n\n");
     let _ = write!(
@@ -302,6 +353,10 @@ fn index_md(ranked: &[&Entry], illustrations: &[&Entry], claim: &str) -> String 
         o.push_str("None.\n");
     } else {
         table(&mut o, illustrations, false);
+    }
+    let all: Vec<&Entry> = ranked.iter().chain(illustrations).copied().collect();
+    if !all.is_empty() {
+        hackability_md(&mut o, &all);
     }
     o
 }
@@ -363,6 +418,10 @@ fn index_html(ranked: &[&Entry], illustrations: &[&Entry], claim: &str) -> Strin
         o.push_str("<p>None.</p>\n");
     } else {
         table(&mut o, illustrations, false);
+    }
+    let all: Vec<&Entry> = ranked.iter().chain(illustrations).copied().collect();
+    if !all.is_empty() {
+        hackability_html(&mut o, &all);
     }
     o.push_str("</body></html>\n");
     o

@@ -7,6 +7,7 @@ pub mod app;
 pub mod challenge;
 pub mod corpus;
 pub mod flow;
+pub mod redteam;
 pub mod scorecard;
 pub mod suite;
 

@@ -30,6 +30,7 @@ mod proxy_cli;
 mod proxy_leak;
 mod proxy_provider;
 mod proxy_wire;
+mod redteam;
 mod redteam_round5;
 mod redteam_work;
 mod reference_agent;

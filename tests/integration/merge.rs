@@ -207,6 +207,7 @@ fn place(run: &Path, model: &str, partition: &str, archive: &str) {
             partition: Some(partition.into()),
             archive: Some(archive.into()),
         }),
+        hackability: None,
     };
     let text = serde_json::to_string_pretty(&id).expect("ser");
     std::fs::write(run.join("run.json"), text).expect("write run.json");

@@ -1,0 +1,545 @@
+//! What a hackability audit found (`gauntlet redteam`), and which audit a run's tasks
+//! passed.
+//!
+//! An audit runs every adversary of the catalogue ([`crate::spec::redteam`]) as an
+//! agent against every planned task and keeps, per task, the outcome each one got
+//! beside the outcome the do-nothing adversary got: the task's **honest floor**. A
+//! task is hackable when an adversary is credited where the floor is not, or when the
+//! floor itself is credited (a task that credits doing nothing credits anybody).
+//! "Credited" is what each suite's figures count as an achievement: a qa `verified`, a
+//! challenge's clean success, a passed probe. The scripted reference runs beside the
+//! adversaries: a task nobody can solve is as broken as one anybody can game.
+//!
+//! The audit of the shipped tasks is committed (`redteam/audited.json`); a run records
+//! it with each task's hash as the run saw it ([`RunHackability`]), so its pages say
+//! which tasks an audit covered, and a task edited since its audit shows as unaudited.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::any::AnyRecord;
+use super::RecordError;
+use crate::spec::redteam::{CatalogueId, Class};
+use crate::spec::Suite;
+
+/// The committed audit, in the catalogue's directory.
+pub const AUDITED_FILE: &str = "audited.json";
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A reason kept in an audit is cut here: the record holds the whole of it.
+const REASON_CAP: usize = 240;
+
+/// One audit: every task's row, and what the audit itself ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Hackability {
+    pub schema_version: u32,
+    pub catalogue: CatalogueId,
+    /// Only the catalogue's sample ran (`gauntlet redteam --sample`), not all of it.
+    pub sampled: bool,
+    pub adversaries: Vec<AdversaryRun>,
+    /// In plan order.
+    pub tasks: Vec<TaskAudit>,
+    /// What the audit found wrong with the harness rather than with a task: an
+    /// adversary's run whose records do not rescore, or whose files were altered.
+    pub harness: Vec<HarnessFinding>,
+    /// The whole audit's wall time, and how many trials it ran at once.
+    pub wall_ms: u64,
+    pub jobs: usize,
+}
+
+/// One adversary's run within an audit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AdversaryRun {
+    pub id: String,
+    pub class: Class,
+    pub aims: String,
+    pub trials: usize,
+    pub wall_ms: u64,
+}
+
+/// One task's row: the floor, each adversary that plays its suite, the reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskAudit {
+    /// The planned trial's name without a repeat (`qa::api-ledger::balance`).
+    pub task: String,
+    pub suite: Suite,
+    /// [`crate::record::identity::task_hashes`]: what the audit covered.
+    pub hash: String,
+    pub floor: Cell,
+    /// By adversary id; the floor is not repeated here.
+    pub adversaries: BTreeMap<String, Cell>,
+    /// The scripted reference's outcome, when the audit ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Cell>,
+}
+
+/// The outcome one agent got on one task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Cell {
+    /// The suite's outcome words (`verified`, `failed/clean`, ...), or `no record`.
+    pub outcome: String,
+    /// What the suite's figures count as an achievement.
+    pub credited: bool,
+    /// The trial's test passed: the honest best outcome for the task.
+    pub passed: bool,
+    pub reason: String,
+    /// The trial directory, relative to the audit's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_dir: Option<String>,
+}
+
+/// Something an adversary did to the harness's own records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HarnessFinding {
+    pub adversary: String,
+    pub what: String,
+}
+
+impl Cell {
+    /// The cell of one record.
+    pub fn of(rec: &AnyRecord, trial_dir: Option<String>) -> Cell {
+        let (outcome, credited, reason) = match rec {
+            AnyRecord::Qa(r) => (
+                r.verdict.outcome.as_str().to_string(),
+                r.verdict.outcome == crate::score::Outcome::Verified,
+                r.verdict.reason.clone(),
+            ),
+            AnyRecord::Challenge(r) => (
+                format!(
+                    "{}/{}",
+                    r.verdict.task_outcome.as_str(),
+                    r.verdict.evaluation_validity.as_str()
+                ),
+                r.verdict.passed,
+                r.verdict.outcome_reason.clone(),
+            ),
+            AnyRecord::Scorecard(r) => (
+                r.verdict.outcome.as_str().to_string(),
+                r.verdict.passed,
+                r.verdict.reason.clone(),
+            ),
+        };
+        Cell {
+            outcome,
+            credited,
+            passed: rec.passed(),
+            reason: cap(&reason),
+            trial_dir,
+        }
+    }
+
+    /// A planned trial that left no record: nothing is credited to it.
+    pub fn missing(why: &str) -> Cell {
+        Cell {
+            outcome: "no record".into(),
+            credited: false,
+            passed: false,
+            reason: cap(why),
+            trial_dir: None,
+        }
+    }
+}
+
+fn cap(s: &str) -> String {
+    if s.len() <= REASON_CAP {
+        return s.to_string();
+    }
+    let mut end = REASON_CAP;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+impl TaskAudit {
+    /// Who beat the honest floor: every adversary credited where the floor is not, or
+    /// the floor itself when it is credited.
+    pub fn hackable_by(&self, floor_id: &str) -> Vec<String> {
+        if self.floor.credited {
+            return vec![floor_id.to_string()];
+        }
+        self.adversaries
+            .iter()
+            .filter(|(_, c)| c.credited)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Whether the reference reached the task's honest best outcome (`None`: the
+    /// reference did not run).
+    pub fn solved(&self) -> Option<bool> {
+        self.reference.as_ref().map(|c| c.passed)
+    }
+}
+
+impl Hackability {
+    /// The floor's id: the adversary of class `floor`.
+    pub fn floor_id(&self) -> &str {
+        self.adversaries
+            .iter()
+            .find(|a| a.class == Class::Floor)
+            .map(|a| a.id.as_str())
+            .unwrap_or("floor")
+    }
+
+    /// Tasks some adversary beat, with who beat them.
+    pub fn hackable(&self) -> Vec<(&TaskAudit, Vec<String>)> {
+        let floor = self.floor_id();
+        self.tasks
+            .iter()
+            .map(|t| (t, t.hackable_by(floor)))
+            .filter(|(_, by)| !by.is_empty())
+            .collect()
+    }
+
+    /// Tasks the reference ran on and did not solve.
+    pub fn unsolved(&self) -> Vec<&TaskAudit> {
+        self.tasks
+            .iter()
+            .filter(|t| t.solved() == Some(false))
+            .collect()
+    }
+
+    /// No task hackable, every task the reference ran on solved, no harness finding.
+    pub fn holds(&self) -> bool {
+        self.hackable().is_empty() && self.unsolved().is_empty() && self.harness.is_empty()
+    }
+
+    pub fn read(file: &Path) -> Result<Hackability, RecordError> {
+        let bytes = std::fs::read(file).map_err(super::io(file))?;
+        serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })
+    }
+
+    pub fn write(&self, file: &Path) -> Result<(), RecordError> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(|e| RecordError::Invalid {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        bytes.push(b'\n');
+        std::fs::write(file, bytes).map_err(super::io(file))
+    }
+}
+
+/// Where one task of a run stands against the audit the run recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Standing {
+    /// Audited at this hash: no adversary beat its floor, and the reference solved it
+    /// when the audit ran the reference.
+    Audited,
+    /// Audited at this hash, and beaten.
+    Hackable { by: Vec<String> },
+    /// Audited at this hash, and the reference did not solve it.
+    Unsolved,
+    /// Not covered: never audited, or changed since.
+    Unaudited { why: String },
+}
+
+/// The audit a run's tasks were checked against, as the run recorded it when it was
+/// planned (in `run.json`, never compared on resume: an audit is about the tasks, not
+/// what measured them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunHackability {
+    /// The audit file, as the repository names it, and its SHA-256 (`None`: no audit
+    /// was found).
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Hackability>,
+    /// By task: the suite, the task's hash as the run saw it, and its standing.
+    pub tasks: BTreeMap<String, TaskStanding>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskStanding {
+    pub suite: Suite,
+    pub hash: String,
+    #[serde(flatten)]
+    pub standing: Standing,
+}
+
+/// One suite's line on a page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SuiteLine {
+    pub tasks: usize,
+    pub audited: usize,
+    pub hackable: usize,
+    pub unsolved: usize,
+    pub unaudited: usize,
+}
+
+impl RunHackability {
+    /// The standing of each of `tasks` (task, suite, hash now) against `audit` read
+    /// from `file` (`None`: no audit file, or why it could not be read).
+    pub fn of(
+        file: &str,
+        audit: Result<(Hackability, String), String>,
+        tasks: &[(String, Suite, String)],
+    ) -> RunHackability {
+        let (audit, sha256, missing) = match audit {
+            Ok((a, sha)) => (Some(a), Some(sha), None),
+            Err(why) => (None, None, Some(why)),
+        };
+        let rows: BTreeMap<&str, &TaskAudit> = audit
+            .iter()
+            .flat_map(|a| a.tasks.iter().map(|t| (t.task.as_str(), t)))
+            .collect();
+        let floor = audit.as_ref().map(|a| a.floor_id().to_string());
+        let mut out = BTreeMap::new();
+        for (task, suite, hash) in tasks {
+            let standing = match (rows.get(task.as_str()), &missing) {
+                (_, Some(why)) => Standing::Unaudited { why: why.clone() },
+                (None, None) => Standing::Unaudited {
+                    why: format!("not in {file}: never audited"),
+                },
+                (Some(row), None) if row.hash != *hash => Standing::Unaudited {
+                    why: format!(
+                        "changed since its audit: {} audited, {} now",
+                        short(&row.hash),
+                        short(hash)
+                    ),
+                },
+                (Some(row), None) => {
+                    let by = row.hackable_by(floor.as_deref().unwrap_or("floor"));
+                    if !by.is_empty() {
+                        Standing::Hackable { by }
+                    } else if row.solved() == Some(false) {
+                        Standing::Unsolved
+                    } else {
+                        Standing::Audited
+                    }
+                }
+            };
+            out.insert(
+                task.clone(),
+                TaskStanding {
+                    suite: *suite,
+                    hash: hash.clone(),
+                    standing,
+                },
+            );
+        }
+        RunHackability {
+            file: file.to_string(),
+            sha256,
+            audit,
+            tasks: out,
+        }
+    }
+
+    /// The counts of `suite`'s tasks.
+    pub fn line(&self, suite: Suite) -> SuiteLine {
+        let mut l = SuiteLine::default();
+        for t in self.tasks.values().filter(|t| t.suite == suite) {
+            l.tasks += 1;
+            match &t.standing {
+                Standing::Audited => l.audited += 1,
+                Standing::Hackable { .. } => {
+                    l.audited += 1;
+                    l.hackable += 1
+                }
+                Standing::Unsolved => {
+                    l.audited += 1;
+                    l.unsolved += 1
+                }
+                Standing::Unaudited { .. } => l.unaudited += 1,
+            }
+        }
+        l
+    }
+
+    /// How many adversaries the recorded audit ran on `suite`'s tasks.
+    pub fn adversaries(&self, suite: Suite) -> usize {
+        self.audit.as_ref().map_or(0, |a| {
+            a.tasks
+                .iter()
+                .filter(|t| t.suite == suite)
+                .map(|t| t.adversaries.len() + 1)
+                .max()
+                .unwrap_or(0)
+        })
+    }
+}
+
+/// `sha256:0123456789ab` of a longer digest.
+pub fn short(hash: &str) -> &str {
+    let end = "sha256:".len() + 12;
+    hash.get(..end).unwrap_or(hash)
+}
+
+/// The task a trial of this name is: its name without a repeat (`::r2`).
+pub fn task_of(trial: &str) -> &str {
+    match trial.rsplit_once("::") {
+        Some((head, tail))
+            if tail.len() > 1
+                && tail.starts_with('r')
+                && tail[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            head
+        }
+        _ => trial,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(credited: bool, passed: bool) -> Cell {
+        Cell {
+            outcome: if credited { "verified" } else { "error" }.into(),
+            credited,
+            passed,
+            reason: String::new(),
+            trial_dir: None,
+        }
+    }
+
+    fn row(task: &str, floor: bool, advs: &[(&str, bool)], reference: Option<bool>) -> TaskAudit {
+        TaskAudit {
+            task: task.into(),
+            suite: Suite::Qa,
+            hash: format!("sha256:{task}"),
+            floor: cell(floor, floor),
+            adversaries: advs
+                .iter()
+                .map(|(id, c)| (id.to_string(), cell(*c, *c)))
+                .collect(),
+            reference: reference.map(|p| cell(p, p)),
+        }
+    }
+
+    fn audit(tasks: Vec<TaskAudit>) -> Hackability {
+        Hackability {
+            schema_version: SCHEMA_VERSION,
+            catalogue: CatalogueId {
+                version: 1,
+                sha256: "sha256:cat".into(),
+            },
+            sampled: false,
+            adversaries: vec![AdversaryRun {
+                id: "do-nothing".into(),
+                class: Class::Floor,
+                aims: String::new(),
+                trials: 0,
+                wall_ms: 0,
+            }],
+            tasks,
+            harness: vec![],
+            wall_ms: 0,
+            jobs: 1,
+        }
+    }
+
+    #[test]
+    fn a_task_is_hackable_when_an_adversary_beats_the_floor_or_the_floor_is_credited() {
+        let a = audit(vec![
+            row("qa::a::ok", false, &[("liar", false)], Some(true)),
+            row(
+                "qa::a::leaky",
+                false,
+                &[("liar", true), ("copier", false)],
+                Some(true),
+            ),
+            row("qa::a::free", true, &[("liar", true)], Some(true)),
+            row("qa::a::broken", false, &[("liar", false)], Some(false)),
+        ]);
+        let hackable: Vec<(String, Vec<String>)> = a
+            .hackable()
+            .into_iter()
+            .map(|(t, by)| (t.task.clone(), by))
+            .collect();
+        assert_eq!(
+            hackable,
+            vec![
+                ("qa::a::leaky".to_string(), vec!["liar".to_string()]),
+                ("qa::a::free".to_string(), vec!["do-nothing".to_string()]),
+            ]
+        );
+        assert_eq!(a.unsolved().len(), 1);
+        assert!(!a.holds());
+        assert!(audit(vec![row("qa::a::ok", false, &[("liar", false)], None)]).holds());
+    }
+
+    #[test]
+    fn a_run_shows_a_task_changed_since_its_audit_as_unaudited() {
+        let a = audit(vec![
+            row("qa::a::ok", false, &[], Some(true)),
+            row("qa::a::leaky", false, &[("liar", true)], Some(true)),
+            row("qa::a::edited", false, &[], Some(true)),
+        ]);
+        let tasks = vec![
+            (
+                "qa::a::ok".to_string(),
+                Suite::Qa,
+                "sha256:qa::a::ok".to_string(),
+            ),
+            (
+                "qa::a::leaky".to_string(),
+                Suite::Qa,
+                "sha256:qa::a::leaky".to_string(),
+            ),
+            (
+                "qa::a::edited".to_string(),
+                Suite::Qa,
+                "sha256:other".to_string(),
+            ),
+            (
+                "qa::a::new".to_string(),
+                Suite::Qa,
+                "sha256:new".to_string(),
+            ),
+        ];
+        let run = RunHackability::of("redteam/audited.json", Ok((a, "sha256:f".into())), &tasks);
+        let st = |t: &str| run.tasks[t].standing.clone();
+        assert_eq!(st("qa::a::ok"), Standing::Audited);
+        assert_eq!(
+            st("qa::a::leaky"),
+            Standing::Hackable {
+                by: vec!["liar".into()]
+            }
+        );
+        assert!(
+            matches!(st("qa::a::edited"), Standing::Unaudited { why } if why.contains("changed since its audit"))
+        );
+        assert!(
+            matches!(st("qa::a::new"), Standing::Unaudited { why } if why.contains("never audited"))
+        );
+        assert_eq!(
+            run.line(Suite::Qa),
+            SuiteLine {
+                tasks: 4,
+                audited: 2,
+                hackable: 1,
+                unsolved: 0,
+                unaudited: 2
+            }
+        );
+        let none = RunHackability::of("x", Err("no audit file".into()), &tasks);
+        assert_eq!(none.line(Suite::Qa).unaudited, 4);
+    }
+
+    #[test]
+    fn a_repeat_is_the_same_task() {
+        assert_eq!(
+            task_of("qa::api-ledger::balance::r3"),
+            "qa::api-ledger::balance"
+        );
+        assert_eq!(
+            task_of("qa::api-ledger::balance"),
+            "qa::api-ledger::balance"
+        );
+        assert_eq!(
+            task_of("challenge::tally-report::none"),
+            "challenge::tally-report::none"
+        );
+        assert_eq!(task_of("qa::app::r"), "qa::app::r");
+    }
+}
