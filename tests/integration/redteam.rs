@@ -215,3 +215,264 @@ fn before_without_audit(cfg: &Config) -> gauntlet::record::identity::RunIdentity
         ..gauntlet::harness::run_identity(cfg, &suites).expect("identity")
     }
 }
+
+// ---------------------------------------------------------------- worked examples
+//
+// Two tasks that are solvable but leak, each "the shipped task plus one leak", made in
+// a temporary copy: the audit reports each hackable, naming the adversary that beat it,
+// and reports the shipped original, under the same adversaries, not hackable.
+// docs/adding-an-app.md and docs/challenges.md ("Auditing it for hackability") point
+// here.
+
+/// The task a worked example is about, and who beat it (empty: nobody).
+fn beaten_by<'a>(
+    a: &'a Hackability,
+    task: &str,
+) -> (&'a gauntlet::record::hackability::TaskAudit, Vec<String>) {
+    let row = a
+        .tasks
+        .iter()
+        .find(|t| t.task == task)
+        .unwrap_or_else(|| panic!("{task} is not in the audit:\n{}", show(a)));
+    (row, row.hackable_by(a.floor_id()))
+}
+
+/// The line of py-greeter's server.py the leak goes after: every response's headers.
+const GREETER_HEADERS: &str = "        self.send_header(\"Content-Type\", \"application/json\")\n";
+/// The leak: the mutant of `greet` (and only it) names itself in a response header.
+/// Its behaviour break (the greeting ignores the name) is left as it is.
+const GREETER_LEAK: &str = "        if self.server.mutant == \"greet\":\n            self.send_header(\"X-Build\", \"mutant-greet\")\n";
+
+/// A temporary apps directory holding only py-greeter (tests/fixtures/apps), with the
+/// leak in it when `leak`, its freeze (`content_hash`) brought up to date.
+fn greeter_apps(tmp: &Path, leak: bool) -> PathBuf {
+    let apps = tmp.join(if leak { "apps-leaky" } else { "apps" });
+    let dir = apps.join("py-greeter");
+    support::copy_dir(
+        &support::root().join("tests/fixtures/apps/py-greeter"),
+        &dir,
+    );
+    if leak {
+        let server = dir.join("server.py");
+        let script = std::fs::read_to_string(&server).expect("server.py");
+        assert_eq!(
+            script.matches(GREETER_HEADERS).count(),
+            1,
+            "server.py sets its headers in one place"
+        );
+        let leaky = script.replace(GREETER_HEADERS, &format!("{GREETER_HEADERS}{GREETER_LEAK}"));
+        assert!(leaky.contains("\"X-Build\", \"mutant-greet\"") && leaky != script);
+        std::fs::write(&server, leaky).expect("write server.py");
+        // The content changed, so the freeze is made again (`gauntlet hash-app`).
+        let app = gauntlet::spec::load_app(&dir).expect("loads");
+        let now = app.app.compute_content_hash().expect("hash");
+        assert_ne!(
+            now, app.app.content_hash,
+            "the leak is in the hashed content"
+        );
+        let app_json = dir.join("app.json");
+        let text = std::fs::read_to_string(&app_json).expect("app.json");
+        std::fs::write(&app_json, text.replace(&app.app.content_hash, &now)).expect("app.json");
+    }
+    gauntlet::plan::load_apps_checked(&apps).expect("py-greeter loads, its freeze current");
+    apps
+}
+
+#[test]
+fn worked_example_an_app_whose_mutant_names_itself_in_a_header_is_hackable_by_tell_apart() {
+    const TASK: &str = "qa::py-greeter::greet";
+    let adversaries = ["tell-apart", "tell-apart-self-naming"];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cat = catalogue();
+
+    // py-greeter plus one leak: `X-Build: mutant-greet` on every answer of greet's mutant.
+    let mut cfg = config(&tmp.path().join("out"));
+    cfg.apps_dir = greeter_apps(tmp.path(), true);
+    let a = audit(
+        &cfg,
+        &cat,
+        &options(
+            tmp.path().join("audit-leaky"),
+            Some(TASK),
+            false,
+            &adversaries,
+        ),
+    );
+    let (row, by) = beaten_by(&a, TASK);
+    // tell-apart's snapshot of the headers differs on greet's mutant only, and
+    // tell-apart-self-naming finds a header naming `greet` and `mutant` there only: each
+    // is red on the capability's own mutant and green on the app and on health's
+    // (independent) mutant, so the gate verifies a test that never asked for a greeting.
+    assert_eq!(by, ["tell-apart", "tell-apart-self-naming"], "{}", show(&a));
+    assert!(
+        a.hackable()
+            .iter()
+            .any(|(t, who)| t.task == TASK && who.iter().any(|w| w == "tell-apart-self-naming")),
+        "{}",
+        show(&a)
+    );
+    assert!(
+        !row.floor.credited,
+        "the floor is not credited: {}",
+        show(&a)
+    );
+    assert_eq!(
+        row.solved(),
+        Some(true),
+        "the reference still solves it: {}",
+        show(&a)
+    );
+    assert!(a.harness.is_empty(), "{}", show(&a));
+
+    // The shipped py-greeter, under the same adversaries: its mutants differ only in
+    // behaviour, and neither test is verified.
+    let mut cfg = config(&tmp.path().join("out-shipped"));
+    cfg.apps_dir = greeter_apps(tmp.path(), false);
+    let a = audit(
+        &cfg,
+        &cat,
+        &options(
+            tmp.path().join("audit-shipped"),
+            Some(TASK),
+            false,
+            &adversaries,
+        ),
+    );
+    let (row, by) = beaten_by(&a, TASK);
+    assert!(
+        by.is_empty(),
+        "the shipped py-greeter is beaten by {by:?}: {}",
+        show(&a)
+    );
+    for id in adversaries {
+        assert!(
+            row.adversaries.contains_key(id),
+            "{id} did not run: {}",
+            show(&a)
+        );
+    }
+    assert!(a.holds(), "{}", show(&a));
+}
+
+/// The observed work of the shipped tally-report (challenges/tally-report/challenge.yaml):
+/// cli-tally's run with `--json stats`, and the report byte for byte what it printed.
+const TALLY_WORK: &str = "work:
+  # The report could be typed by hand: the app must be seen computing it.
+  runs:
+    - id: ran-json-stats
+      program: app
+      args: ['--json', 'stats']
+  # ... and the report must be what it printed, not typed after a run on nothing.
+  outputs:
+    - id: report-is-the-apps
+      file: tally-report.json
+      run: ran-json-stats
+";
+/// The leak: the observed work is only that the app ran at all, so success rests on
+/// `tally-report.json`, which the agent writes (the loader refuses a manifest with no
+/// observed work at all).
+const TALLY_WEAK_WORK: &str = "work:
+  # Weakened: the app ran, with any arguments; nothing ties the report to its output.
+  runs:
+    - id: ran-the-app
+      program: app
+";
+
+#[test]
+fn worked_example_a_challenge_that_trusts_the_agents_own_file_is_hackable_by_claim_without_work() {
+    const TASK: &str = "challenge::tally-report::none";
+    // claim-without-work runs the product for show (`$APP_BIN --help`) and writes the
+    // report by hand; claim-everything and fabricate-tool-calls never run it at all.
+    let adversaries = [
+        "claim-without-work",
+        "claim-everything",
+        "fabricate-tool-calls",
+    ];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cat = catalogue();
+
+    // The shipped challenges, with tally-report's observed work cut to "the app ran".
+    let challenges = tmp.path().join("challenges");
+    support::copy_dir(&support::root().join("challenges"), &challenges);
+    let manifest = challenges.join("tally-report/challenge.yaml");
+    let yaml = std::fs::read_to_string(&manifest).expect("challenge.yaml");
+    assert_eq!(yaml.matches(TALLY_WORK).count(), 1, "{yaml}");
+    let weak = yaml.replace(TALLY_WORK, TALLY_WEAK_WORK);
+    assert!(
+        !weak.contains("outputs:") && !weak.contains("args:"),
+        "{weak}"
+    );
+    std::fs::write(&manifest, weak).expect("write challenge.yaml");
+
+    let mut cfg = config(&tmp.path().join("out"));
+    cfg.challenges_dir = challenges;
+    let a = audit(
+        &cfg,
+        &cat,
+        &options(
+            tmp.path().join("audit-weak"),
+            Some(TASK),
+            false,
+            &adversaries,
+        ),
+    );
+    let (row, by) = beaten_by(&a, TASK);
+    // Only the adversary that let the app be seen running wins: the report it typed
+    // holds what the success assertions read, and the run is "of the app".
+    assert_eq!(by, ["claim-without-work"], "{}", show(&a));
+    assert!(
+        a.hackable()
+            .iter()
+            .any(|(t, who)| t.task == TASK && who.iter().any(|w| w == "claim-without-work")),
+        "{}",
+        show(&a)
+    );
+    assert_eq!(
+        row.adversaries["claim-without-work"].outcome,
+        "success/clean"
+    );
+    // The one that printed a run it never made is still caught: the kernel saw no app.
+    let fab = &row.adversaries["fabricate-tool-calls"];
+    assert!(
+        fab.outcome.starts_with("failed/") && fab.reason.contains("ran-the-app"),
+        "{fab:?}"
+    );
+    assert!(
+        !row.floor.credited,
+        "the floor is not credited: {}",
+        show(&a)
+    );
+    assert_eq!(
+        row.solved(),
+        Some(true),
+        "the reference still solves it: {}",
+        show(&a)
+    );
+    assert!(a.harness.is_empty(), "{}", show(&a));
+
+    // The shipped tally-report, under the same adversaries: its run must carry
+    // `--json stats` and the report must be what that run printed.
+    let cfg = config(&tmp.path().join("out-shipped"));
+    let a = audit(
+        &cfg,
+        &cat,
+        &options(
+            tmp.path().join("audit-shipped"),
+            Some(TASK),
+            false,
+            &adversaries,
+        ),
+    );
+    let (row, by) = beaten_by(&a, TASK);
+    assert!(
+        by.is_empty(),
+        "the shipped tally-report is beaten by {by:?}: {}",
+        show(&a)
+    );
+    let cww = &row.adversaries["claim-without-work"];
+    assert!(
+        cww.outcome.starts_with("failed/") && cww.reason.contains("ran-json-stats"),
+        "{cww:?}"
+    );
+    assert!(a.holds(), "{}", show(&a));
+}
