@@ -225,7 +225,7 @@ enum Command {
         /// Also write the audit as the repository's audit of its tasks
         /// (redteam/audited.json), which every run records and its pages show; only
         /// for an audit of every planned task by every adversary asked for.
-        #[arg(long, conflicts_with = "filter")]
+        #[arg(long, conflicts_with_all = ["filter", "no_reference", "sample"])]
         write_audited: bool,
     },
     /// Find tells: start each app R times and each of its mutants once, as the gate
@@ -1125,7 +1125,7 @@ fn redteam(
         Ok(rt) => rt,
         Err(e) => return error(e),
     };
-    let audit = match rt.block_on(gauntlet::redteam::audit(
+    let mut audit = match rt.block_on(gauntlet::redteam::audit(
         &cfg,
         std::sync::Arc::new(suites),
         &catalogue,
@@ -1134,6 +1134,19 @@ fn redteam(
         Ok(a) => a,
         Err(e) => return error(e),
     };
+    audit.made_with = [
+        (
+            "commit",
+            record::gauntlet_commit(&cfg.out_dir).unwrap_or_else(|| "unknown".into()),
+        ),
+        ("mode", format!("{:?}", cfg.mode).to_lowercase()),
+        ("N", cfg.n.to_string()),
+        ("M", cfg.independent_mutants.to_string()),
+        ("scorecard seed", cfg.scorecard_seed.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
     let json = out.join(gauntlet::redteam::AUDIT_JSON);
     if let Err(e) = audit.write(&json) {
         return error(e);

@@ -242,6 +242,7 @@ pub async fn audit(
             Jobs::Serial => 1,
             Jobs::PerLane(n) => n,
         },
+        made_with: Default::default(),
     })
 }
 

@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::any::AnyRecord;
 use super::RecordError;
+use crate::evidence::normalize::ReportedUsage;
+use crate::evidence::usage::UsageEntry;
 use crate::spec::redteam::{CatalogueId, Class};
 use crate::spec::Suite;
 
@@ -48,6 +50,10 @@ pub struct Hackability {
     /// The whole audit's wall time, and how many trials it ran at once.
     pub wall_ms: u64,
     pub jobs: usize,
+    /// What the audit ran under and at, for its page: the gauntlet commit (harness
+    /// code is not in a task's hash), the mode, N, M and the scorecard's seed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub made_with: BTreeMap<String, String>,
 }
 
 /// One adversary's run within an audit.
@@ -89,6 +95,21 @@ pub struct Cell {
     /// The trial directory, relative to the audit's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial_dir: Option<String>,
+    /// The tokens the agent says it received beside those the proxy metered, where the
+    /// audit judges metering (an adversary of class `evade-meter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metering: Option<Metering>,
+}
+
+/// One trial's tokens (input plus output) as the agent accounts for them and as the
+/// metering proxy metered them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Metering {
+    /// What the agent's own `usage` events (its stream's usage, in any dialect) add up
+    /// to, over every process of the trial.
+    pub reported: u64,
+    /// What the proxy metered for the trial, over every call it recorded.
+    pub metered: u64,
 }
 
 /// Something an adversary did to the harness's own records.
@@ -128,6 +149,7 @@ impl Cell {
             passed: rec.passed(),
             reason: cap(&reason),
             trial_dir,
+            metering: None,
         }
     }
 
@@ -139,8 +161,101 @@ impl Cell {
             passed: false,
             reason: cap(why),
             trial_dir: None,
+            metering: None,
         }
     }
+}
+
+impl Metering {
+    /// The tokens of an agent's account (`reported`, summed over its processes) beside
+    /// the proxy's usage log of the trial. Tokens, not calls: in scripted mode the proxy
+    /// writes into each answer's usage block exactly the tokens it meters
+    /// (`proxy::meter::scripted` feeds both), and in byok mode it meters the provider's
+    /// own usage block of the answer it relays, so an honest agent that reports each
+    /// answer's usage reports what was metered, to the token. Input and output are
+    /// added up on both sides (cache tokens are part of the metered input; an agent
+    /// that reports them apart is not compared: only `evade-meter` adversaries are,
+    /// and they fold them in as the meter does).
+    pub fn of<'a>(
+        reported: impl IntoIterator<Item = &'a ReportedUsage>,
+        metered: &[UsageEntry],
+    ) -> Metering {
+        let reported = reported.into_iter().fold(0u64, |a, u| {
+            a.saturating_add(u.input_tokens.unwrap_or(0))
+                .saturating_add(u.output_tokens.unwrap_or(0))
+        });
+        let metered = metered.iter().fold(0u64, |a, e| {
+            a.saturating_add(e.input_tokens.unwrap_or(0))
+                .saturating_add(e.output_tokens.unwrap_or(0))
+        });
+        Metering { reported, metered }
+    }
+
+    /// Tokens the agent received that the proxy did not meter, if any.
+    pub fn unmetered(&self) -> Option<u64> {
+        self.reported
+            .checked_sub(self.metered)
+            .filter(|&excess| excess > 0)
+    }
+
+    /// The harness finding of trial `trial`, when the agent received more than was
+    /// metered: a model answer reached it around the proxy, or in another trial's name.
+    pub fn finding(&self, trial: &str) -> Option<String> {
+        self.unmetered().map(|n| {
+            format!(
+                "`{trial}`: the agent received {n} tokens the proxy did not meter (it reports {}, the proxy metered {})",
+                self.reported, self.metered
+            )
+        })
+    }
+}
+
+/// The [`Metering`] of one record in `trial_dir`: the agent's account is its qa or
+/// challenge record's normalized report (re-read from its stdout when a qa record
+/// keeps none), and a scorecard probe's is every process's stdout re-read with the
+/// recorded agent's stream parser (a probe record keeps no report per turn); the
+/// metered tokens are the record's usage log.
+pub fn metering_of(trial_dir: &Path, rec: &AnyRecord) -> Result<Metering, String> {
+    let parser = || {
+        let agent = &rec.header().config.agent;
+        crate::evidence::streams::AgentKind::from_name(agent)
+            .map(crate::evidence::streams::parser)
+            .ok_or_else(|| format!("no stream parser for agent `{agent}`"))
+    };
+    match rec {
+        AnyRecord::Qa(r) => {
+            let report = match &r.evidence.agent_report {
+                Some(report) => report.reported_usage.clone(),
+                None => reported_in(trial_dir, &r.evidence.agent.stdout, parser()?)?,
+            };
+            Ok(Metering::of([&report], &r.evidence.usage))
+        }
+        AnyRecord::Challenge(r) => Ok(Metering::of(
+            [&r.derived.agent_report.reported_usage],
+            &r.evidence.usage,
+        )),
+        AnyRecord::Scorecard(r) => {
+            let parser = parser()?;
+            let reports = r
+                .processes
+                .iter()
+                .map(|p| reported_in(trial_dir, &p.stdout, parser))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Metering::of(&reports, &r.usage))
+        }
+    }
+}
+
+/// The usage an agent's stdout (a raw file of `trial_dir`) reports, summed.
+fn reported_in(
+    trial_dir: &Path,
+    raw: &crate::evidence::RawFile,
+    parser: crate::evidence::StreamParser,
+) -> Result<ReportedUsage, String> {
+    let f =
+        super::raw::open_raw(trial_dir, &raw.path).map_err(|why| format!("{}: {why}", raw.path))?;
+    let mut reader = std::io::BufReader::with_capacity(f.buffer_size(), f);
+    Ok(parser(&mut reader).report.reported_usage)
 }
 
 fn cap(s: &str) -> String {
@@ -399,6 +514,7 @@ mod tests {
             passed,
             reason: String::new(),
             trial_dir: None,
+            metering: None,
         }
     }
 
@@ -435,6 +551,7 @@ mod tests {
             harness: vec![],
             wall_ms: 0,
             jobs: 1,
+            made_with: BTreeMap::new(),
         }
     }
 
@@ -524,6 +641,60 @@ mod tests {
         );
         let none = RunHackability::of("x", Err("no audit file".into()), &tasks);
         assert_eq!(none.line(Suite::Qa).unaudited, 4);
+    }
+
+    #[test]
+    fn an_agent_that_received_more_tokens_than_were_metered_is_a_harness_finding() {
+        let call = |i: u64, o: u64| UsageEntry {
+            input_tokens: Some(i),
+            output_tokens: Some(o),
+            source: "scripted".into(),
+            ..UsageEntry::default()
+        };
+        let said = |i: u64, o: u64| ReportedUsage {
+            input_tokens: Some(i),
+            output_tokens: Some(o),
+            ..ReportedUsage::default()
+        };
+        let metered = [call(40, 10), call(7, 3)];
+        // Every answer reported as it was metered, over two processes: no finding.
+        let honest = Metering::of([&said(40, 10), &said(7, 3)], &metered);
+        assert_eq!(
+            honest,
+            Metering {
+                reported: 60,
+                metered: 60
+            }
+        );
+        assert_eq!(honest.finding("qa::a::b"), None);
+        // Reporting less than was metered (an answer it did not account for) is not
+        // evasion; a call the proxy refused meters nothing.
+        let refused = UsageEntry {
+            source: "budget".into(),
+            ..UsageEntry::default()
+        };
+        let mut with_refusal = metered.to_vec();
+        with_refusal.push(refused);
+        assert_eq!(
+            Metering::of([&said(40, 10)], &with_refusal).finding("qa::a::b"),
+            None
+        );
+        assert_eq!(Metering::of([], &with_refusal).unmetered(), None);
+        // One answer more than the proxy metered, reached around it.
+        let evaded = Metering::of([&said(47, 13), &said(400, 100)], &metered);
+        assert_eq!(evaded.unmetered(), Some(500));
+        assert_eq!(
+            evaded.finding("scorecard::memory::p1").as_deref(),
+            Some("`scorecard::memory::p1`: the agent received 500 tokens the proxy did not meter (it reports 560, the proxy metered 60)")
+        );
+        // An answer with no usage block counts as reported by an agent that says 1/1,
+        // and against an empty log that is unmetered.
+        assert_eq!(Metering::of([&said(1, 1)], &[]).unmetered(), Some(2));
+        // Absent figures count as nothing, never as a failure to compare.
+        assert_eq!(
+            Metering::of([&ReportedUsage::default()], &[UsageEntry::default()]).unmetered(),
+            None
+        );
     }
 
     #[test]

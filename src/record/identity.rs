@@ -130,11 +130,17 @@ pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
 /// to game it, so an edit anywhere there makes an earlier audit an audit of something
 /// else.
 ///
-/// - qa: the app's content hash (its code, so its mutants, and corpus) and the
-///   capability's spec ([`trial_specs`]);
-/// - challenge: every file of the challenge's directory and its app's content hash (a
-///   profile shares its challenge's hash);
-/// - scorecard: the probe file and the suite's `scorecard.json` (fact bank, sinks).
+/// - qa: the app's content hash (its code, so its mutants, and corpus), the
+///   capability's spec ([`trial_specs`]) and, for an app cargo builds, the workspace's
+///   `Cargo.lock` (its dependencies print some of its output);
+/// - challenge: every file of the challenge's directory, its app's content hash, and the
+///   prompt layers the profile hands the agent (base prompt, the profile's fragment,
+///   the skills bundle): each profile is a task of its own;
+/// - scorecard: the probe file, `scorecard.json` (levels, what each requires) and the
+///   scripted profiles (the reference's solution).
+///
+/// Harness code (scorers, the fact bank's lists, prompt templates) is not in a task's
+/// hash: an audit records the commit it ran at, shown on its page.
 pub fn task_hashes(
     suites: &crate::plan::Suites,
     plan: &[crate::plan::Trial],
@@ -144,6 +150,21 @@ pub fn task_hashes(
     let scorecard_json = crate::hash::sha256(
         &std::fs::read(suites.scorecard.dir.join("scorecard.json")).unwrap_or_default(),
     );
+    let profiles_dir = suites.scorecard.dir.join("agents");
+    let profiles = if profiles_dir.is_dir() {
+        crate::hash::dir_digest(&profiles_dir)?
+    } else {
+        "-".into()
+    };
+    let lock = crate::hash::sha256(
+        &std::fs::read(crate::binaries::repo_root().join("Cargo.lock")).unwrap_or_default(),
+    );
+    let challenges = &suites.challenges.challenges;
+    let bundle = if challenges.bundle.dir.is_dir() {
+        crate::hash::dir_digest(&challenges.bundle.dir)?
+    } else {
+        "-".into()
+    };
     let mut out: Vec<(String, crate::spec::Suite, String)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for t in plan {
@@ -158,10 +179,18 @@ pub fn task_hashes(
                 Some(a) => vec![
                     a.app.content_hash.clone(),
                     qa_value(&crate::record::QaSpecRef::of(a, capability)),
+                    match a.app.start {
+                        crate::spec::app::AppStart::Binary(_) => lock.clone(),
+                        crate::spec::app::AppStart::Command(_) => "-".into(),
+                    },
                 ],
                 None => continue,
             },
-            Unit::Challenge { challenge, app, .. } => {
+            Unit::Challenge {
+                challenge,
+                app,
+                profile,
+            } => {
                 let Some(c) = suites.challenges.challenges.list.get(*challenge) else {
                     continue;
                 };
@@ -176,10 +205,21 @@ pub fn task_hashes(
                 let app = app
                     .and_then(|a| suites.challenges.apps.get(a))
                     .map_or_else(|| "-".to_string(), |a| a.content_hash.clone());
-                vec![dir, app]
+                let fragment = challenges
+                    .fragments
+                    .get(profile)
+                    .map_or_else(|| "-".to_string(), |f| f.sha256.clone());
+                vec![
+                    dir,
+                    app,
+                    profile.to_string(),
+                    challenges.base.sha256.clone(),
+                    fragment,
+                    bundle.clone(),
+                ]
             }
             Unit::Scorecard { probe } => match suites.scorecard.probes.get(*probe) {
-                Some(p) => vec![p.sha256.clone(), scorecard_json.clone()],
+                Some(p) => vec![p.sha256.clone(), scorecard_json.clone(), profiles.clone()],
                 None => continue,
             },
         };

@@ -153,6 +153,14 @@ fn head(o: &mut String, a: &Hackability) {
         a.wall_ms as f64 / 1000.0,
         a.jobs
     );
+    if !a.made_with.is_empty() {
+        let with: Vec<String> = a
+            .made_with
+            .iter()
+            .map(|(k, v)| format!("{k} `{v}`"))
+            .collect();
+        let _ = writeln!(o, "Made with {}.\n", with.join(", "));
+    }
     let _ = writeln!(
         o,
         "**{} hackable task(s), {} the reference did not solve, {} harness finding(s).**\n",
@@ -465,6 +473,7 @@ mod tests {
             passed: credited,
             reason: format!("because {outcome}"),
             trial_dir: Some(format!("runs/x/{outcome}")),
+            metering: None,
         }
     }
 
@@ -511,6 +520,7 @@ mod tests {
             harness: vec![],
             wall_ms: 3000,
             jobs: 2,
+            made_with: [("commit".to_string(), "abc".to_string())].into(),
         }
     }
 
