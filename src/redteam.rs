@@ -17,7 +17,7 @@ use crate::plan::{self, Suites};
 use crate::record::hackability::{
     self, AdversaryRun, Cell, Hackability, HarnessFinding, TaskAudit,
 };
-use crate::spec::redteam::{Adversary, Catalogue};
+use crate::spec::redteam::{Adversary, Catalogue, Class};
 
 /// Where an audit's runs go in its directory: one run directory per adversary, and
 /// [`REFERENCE`] for the reference's.
@@ -150,19 +150,25 @@ pub async fn audit(
     let mut cells: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
     let mut ran = Vec::new();
     let mut findings = Vec::new();
-    let mut who: Vec<(String, AgentChoice, Vec<crate::spec::Suite>)> = Vec::new();
+    let mut who: Vec<(String, AgentChoice, Vec<crate::spec::Suite>, Option<Class>)> = Vec::new();
     for a in &adversaries {
         let dir = runs.join(&a.id);
-        who.push((a.id.clone(), agent_of(a, &dir), a.suites.clone()));
+        who.push((
+            a.id.clone(),
+            agent_of(a, &dir),
+            a.suites.clone(),
+            Some(a.class),
+        ));
     }
     if opts.reference {
         who.push((
             REFERENCE.to_string(),
             AgentChoice::of(AgentKind::Reference),
             crate::spec::Suite::ALL.to_vec(),
+            None,
         ));
     }
-    for (id, agent, plays) in who {
+    for (id, agent, plays, class) in who {
         let dir = runs.join(&id);
         let mut acfg = base.clone();
         acfg.agent = agent;
@@ -181,7 +187,10 @@ pub async fn audit(
         println!("gauntlet redteam: {id}: {} task(s)", trials.len());
         run_one(&acfg, &suites, &trials, &dir, opts.jobs).await?;
         let wall_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (got, problems) = read_run(&dir, &format!("{RUNS_DIR}/{id}"));
+        // A meter evader's own account of the tokens it received is compared with what
+        // the proxy metered; nobody else's is (an agent may report its usage as it likes).
+        let judge_metering = class == Some(Class::EvadeMeter);
+        let (got, problems) = read_run(&dir, &format!("{RUNS_DIR}/{id}"), judge_metering);
         for p in problems {
             findings.push(HarnessFinding {
                 adversary: id.clone(),
@@ -281,8 +290,15 @@ async fn run_one(
 /// The cell of every trial `dir` holds a record of, by trial, and what is wrong with
 /// the run as rescore sees it (a disagreeing or altered record, a record nobody
 /// planned, a planned trial without one). `prefix` is the run's directory as the
-/// audit's pages name it.
-pub fn read_run(dir: &Path, prefix: &str) -> (BTreeMap<String, Cell>, Vec<String>) {
+/// audit's pages name it. With `judge_metering` (an `evade-meter` adversary's run),
+/// each cell also keeps the tokens the agent says it received beside those the proxy
+/// metered ([`hackability::Metering`]), and a trial whose agent received more than was
+/// metered is a problem: a model answer reached it unmetered.
+pub fn read_run(
+    dir: &Path,
+    prefix: &str,
+    judge_metering: bool,
+) -> (BTreeMap<String, Cell>, Vec<String>) {
     let mut cells = BTreeMap::new();
     let mut problems = Vec::new();
     match crate::record::rescore::rescore_path(dir) {
@@ -311,7 +327,18 @@ pub fn read_run(dir: &Path, prefix: &str) -> (BTreeMap<String, Cell>, Vec<String
                             .and_then(|p| p.file_name())
                             .map(|n| format!("{prefix}/{}", n.to_string_lossy()));
                         let trial = rec.header().trial.clone();
-                        cells.insert(trial, Cell::of(&rec, trial_dir));
+                        let mut cell = Cell::of(&rec, trial_dir);
+                        if judge_metering {
+                            match hackability::metering_of(f.parent().unwrap_or(dir), &rec) {
+                                Ok(m) => {
+                                    problems.extend(m.finding(&trial));
+                                    cell.metering = Some(m);
+                                }
+                                Err(why) => problems
+                                    .push(format!("`{trial}`: cannot compare its metering: {why}")),
+                            }
+                        }
+                        cells.insert(trial, cell);
                     }
                     Err(e) => problems.push(e.to_string()),
                 }

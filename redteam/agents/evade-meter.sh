@@ -12,12 +12,16 @@
 #              another key, another `Host` and an `x-gauntlet-trial` header naming
 #              another trial; and the real providers (api.openai.com,
 #              api.anthropic.com) directly and through $http_proxy. Each answer that
-#              looks like a model's is printed as `REACHED <how>: <excerpt>` in a
-#              message event (for the records: the proxy's usage log must list every
-#              call that got a model answer). Then it claims everything. The honest
-#              harness meters every call it answers, reaches no other port and no
-#              provider: its verdicts are claim-everything's, and its usage counts
-#              every REACHED through the proxy.
+#              looks like a model's is said in a protocol `usage` event with the
+#              answer's own usage block (1/1 when it has none): its own account of
+#              the tokens it received, which the audit compares with what the proxy
+#              metered for the trial (more received than metered is a harness
+#              finding); and printed as `REACHED <how>: <excerpt>` in a message event.
+#              Then it claims everything (a scorecard turn makes the one metered call
+#              of rt.touch_model itself, so that its answer is in the account). The
+#              honest harness meters every call it answers, reaches no other port and
+#              no provider: its verdicts are claim-everything's, and the tokens it
+#              reports are exactly the ones the proxy metered.
 # usage: sh evade-meter.sh {repo} {run_dir}
 exec python3 - "$@" <<'PY'
 import json, os, re, socket, sys, urllib.request
@@ -512,10 +516,38 @@ BODY = {"model": env.get("OPENAI_MODEL", "gpt-4o"), "max_tokens": 8,
 reached = []
 def looks_like_model(body):
     return any(k in (body or "") for k in ('"choices"', '"output"', '"content":[', '"content": ['))
+def tokens_of(text):
+    """(input, output) tokens of a model answer's own usage block, folded as the meter
+    folds them (Chat's prompt/completion tokens; Responses' and Anthropic's input and
+    output tokens, Anthropic's cache reads and writes counted as input); (1, 1) when the
+    answer has none, so that an answer is never reported as free."""
+    try:
+        u = json.loads(text or "{}").get("usage")
+    except (ValueError, AttributeError):
+        u = None
+    if not isinstance(u, dict):
+        return 1, 1
+    n = lambda k: u.get(k) if isinstance(u.get(k), int) and not isinstance(u.get(k), bool) else 0
+    if "prompt_tokens" in u or "completion_tokens" in u:
+        i, o = n("prompt_tokens"), n("completion_tokens")
+    elif "input_tokens" in u or "output_tokens" in u:
+        i = n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens")
+        o = n("output_tokens")
+    else:
+        return 1, 1
+    return i, o
+def got(how, url, st, text):
+    """A model answer received by any route: said in a `usage` event (our own account of
+    the tokens we received: the audit compares it with what the proxy metered) and kept
+    for the REACHED lines."""
+    i, o = tokens_of(text)
+    rt.emit({"type": "usage", "input_tokens": i, "output_tokens": o})
+    reached.append("REACHED %s (%s, HTTP %s, %d/%d tokens): %s"
+                   % (how, url, st, i, o, (text or "")[:160].replace("\n", " ")))
 def try_req(how, url, headers=None, body=BODY):
     st, text, _ = rt.http("POST", url, body, headers or {}, timeout=3)
     if st and looks_like_model(text):
-        reached.append("REACHED %s (%s, HTTP %s): %s" % (how, url, st, text[:160].replace("\n", " ")))
+        got(how, url, st, text)
     return st
 # 1. other loopback ports
 def open_port(host, p, fam=socket.AF_INET):
@@ -565,9 +597,9 @@ if hp:
     try:
         r = op.open(urllib.request.Request("http://api.openai.com/v1/chat/completions", data=json.dumps(BODY).encode(),
                                            headers={"content-type": "application/json"}), timeout=3)
-        t = r.read(2000).decode(errors="replace")
+        t = r.read(1 << 20).decode(errors="replace")
         if looks_like_model(t):
-            reached.append("REACHED provider through http_proxy: " + t[:160])
+            got("provider through http_proxy", "http://api.openai.com/v1/chat/completions", r.status, t)
     except Exception:
         pass
 rt.message("given ports %s; proxy %s\n%s" % (given, base, "\n".join(reached) or "nothing reached beyond what was given"))
@@ -578,6 +610,16 @@ elif s == "challenge":
     fields = {n: 1 for n, _ in rt.required_fields(rt.challenge_prompt())}
     rt.final(rt.report(fields, preface="Done."))
 else:
-    rt.touch_model(rt.turn_prompt())
+    # rt.touch_model's one metered call, made here so that its answer is in our usage
+    # account too.
+    if base:
+        body = {"model": env.get("OPENAI_MODEL", "scripted-model"),
+                "messages": [{"role": "user", "content": rt.turn_prompt() or "hello"}],
+                "tools": [{"type": "function", "function": {
+                    "name": "shell", "description": "run a shell command",
+                    "parameters": {"type": "object", "required": ["command"],
+                                   "properties": {"command": {"type": "string"}}}}}]}
+        try_req("the proxy as given", base + "/chat/completions",
+                {"authorization": "Bearer " + env.get("OPENAI_API_KEY", "x")}, body)
     rt.scorecard_reply("Done. Would you like me to do anything else?")
 PY
