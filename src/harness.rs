@@ -186,7 +186,10 @@ fn run_hackability(
         )),
         Err(e) => Err(format!("{shown}: {e}")),
     };
-    RunHackability::of(&shown, audit, tasks)
+    let catalogue = crate::spec::redteam::Catalogue::load(&cfg.redteam_dir)
+        .map(|c| c.id())
+        .map_err(|e| e.to_string());
+    RunHackability::of(&shown, audit, catalogue, tasks)
 }
 
 /// Where this process runs: the host and, under nextest, the partition and archive it

@@ -40,6 +40,12 @@ impl Sha256Stream {
 /// Links are not followed: a link is its target's name, so a link that loops (or points
 /// out of the specs) is digested as what it is instead of hanging or reading elsewhere.
 pub fn dir_digest(dir: &Path) -> std::io::Result<String> {
+    dir_digest_of(dir, |_| true)
+}
+
+/// [`dir_digest`] over the entries whose path relative to `dir` `keep` accepts (a
+/// directory it refuses is not entered).
+pub fn dir_digest_of(dir: &Path, keep: impl Fn(&Path) -> bool) -> std::io::Result<String> {
     let at = |p: &Path| {
         let p = p.to_path_buf();
         move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
@@ -50,6 +56,9 @@ pub fn dir_digest(dir: &Path) -> std::io::Result<String> {
         for e in std::fs::read_dir(&d).map_err(at(&d))? {
             let e = e.map_err(at(&d))?;
             let path = e.path();
+            if !keep(path.strip_prefix(dir).unwrap_or(&path)) {
+                continue;
+            }
             let kind = e.file_type().map_err(at(&path))?;
             if kind.is_dir() {
                 stack.push(path);

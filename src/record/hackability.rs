@@ -26,8 +26,7 @@ use crate::evidence::usage::UsageEntry;
 use crate::spec::redteam::{CatalogueId, Class};
 use crate::spec::Suite;
 
-/// The committed audit, in the catalogue's directory.
-pub const AUDITED_FILE: &str = "audited.json";
+pub use crate::spec::redteam::AUDITED_FILE;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -392,16 +391,35 @@ pub struct SuiteLine {
 
 impl RunHackability {
     /// The standing of each of `tasks` (task, suite, hash now) against `audit` read
-    /// from `file` (`None`: no audit file, or why it could not be read).
+    /// from `file` (`None`: no audit file, or why it could not be read), made with the
+    /// catalogue `catalogue` is now (`Err`: why it could not be loaded). An audit made
+    /// with another catalogue is an audit by other adversaries: every task is then
+    /// unaudited, the audit kept for its page.
     pub fn of(
         file: &str,
         audit: Result<(Hackability, String), String>,
+        catalogue: Result<CatalogueId, String>,
         tasks: &[(String, Suite, String)],
     ) -> RunHackability {
-        let (audit, sha256, missing) = match audit {
+        let (audit, sha256, mut missing) = match audit {
             Ok((a, sha)) => (Some(a), Some(sha), None),
             Err(why) => (None, None, Some(why)),
         };
+        if let Some(a) = &audit {
+            match catalogue {
+                Ok(now) if now != a.catalogue => {
+                    missing = Some(format!(
+                        "{file} was made with catalogue v{} {}, the catalogue is now v{} {}",
+                        a.catalogue.version,
+                        short(&a.catalogue.sha256),
+                        now.version,
+                        short(&now.sha256)
+                    ))
+                }
+                Ok(_) => {}
+                Err(why) => missing = Some(format!("the catalogue does not load: {why}")),
+            }
+        }
         let rows: BTreeMap<&str, &TaskAudit> = audit
             .iter()
             .flat_map(|a| a.tasks.iter().map(|t| (t.task.as_str(), t)))
@@ -614,7 +632,13 @@ mod tests {
                 "sha256:new".to_string(),
             ),
         ];
-        let run = RunHackability::of("redteam/audited.json", Ok((a, "sha256:f".into())), &tasks);
+        let id = a.catalogue.clone();
+        let run = RunHackability::of(
+            "redteam/audited.json",
+            Ok((a.clone(), "sha256:f".into())),
+            Ok(id),
+            &tasks,
+        );
         let st = |t: &str| run.tasks[t].standing.clone();
         assert_eq!(st("qa::a::ok"), Standing::Audited);
         assert_eq!(
@@ -639,8 +663,23 @@ mod tests {
                 unaudited: 2
             }
         );
-        let none = RunHackability::of("x", Err("no audit file".into()), &tasks);
+        let none = RunHackability::of("x", Err("no audit file".into()), Err("-".into()), &tasks);
         assert_eq!(none.line(Suite::Qa).unaudited, 4);
+        let other = CatalogueId {
+            version: 2,
+            sha256: "sha256:other".into(),
+        };
+        let stale = RunHackability::of("x", Ok((a, "sha256:f".into())), Ok(other), &tasks);
+        assert_eq!(stale.line(Suite::Qa).unaudited, 4);
+        assert!(
+            stale.audit.is_some(),
+            "the stale audit is kept for its page"
+        );
+        assert!(
+            matches!(&stale.tasks["qa::a::ok"].standing, Standing::Unaudited { why } if why.contains("the catalogue is now v2")),
+            "{:?}",
+            stale.tasks["qa::a::ok"]
+        );
     }
 
     #[test]

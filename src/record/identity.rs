@@ -431,6 +431,7 @@ mod tests {
             hackability: Some(super::super::hackability::RunHackability::of(
                 "redteam/audited.json",
                 Err("no audit".into()),
+                Err("no catalogue".into()),
                 &[("qa::a::b".into(), crate::spec::Suite::Qa, "sha256:x".into())],
             )),
             ..id("a", "h")

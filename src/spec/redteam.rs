@@ -17,6 +17,11 @@ use super::{SpecError, Suite};
 /// The catalogue's file in its directory.
 pub const CATALOGUE_FILE: &str = "catalogue.toml";
 
+/// The repository's audit of its tasks, beside the catalogue: not part of the
+/// catalogue's digest (an audit names the catalogue it ran; writing it must not change
+/// that name).
+pub const AUDITED_FILE: &str = "audited.json";
+
 /// What an adversary aims at. Every class the audit promises to cover is one of these;
 /// a catalogue that lacks one is refused ([`Catalogue::load`]), so no class goes
 /// unplayed by accident.
@@ -285,10 +290,12 @@ impl Catalogue {
                 format!("no adversary of class `{}`", c.as_str()),
             ));
         }
-        let sha256 = crate::hash::dir_digest(dir).map_err(|source| SpecError::Io {
-            file: dir.to_path_buf(),
-            source,
-        })?;
+        let sha256 = crate::hash::dir_digest_of(dir, |p| p != Path::new(AUDITED_FILE)).map_err(
+            |source| SpecError::Io {
+                file: dir.to_path_buf(),
+                source,
+            },
+        )?;
         Ok(Catalogue {
             dir: dir.to_path_buf(),
             version: parsed.version,
@@ -365,6 +372,12 @@ mod tests {
         assert_eq!(c.floor().id, "floor");
         assert!(c.get("tell-apart").unwrap().script.is_absolute());
         let before = c.sha256.clone();
+        std::fs::write(d.path().join(AUDITED_FILE), "{}").unwrap();
+        assert_eq!(
+            Catalogue::load(d.path()).unwrap().sha256,
+            before,
+            "the audit beside the catalogue is not the catalogue"
+        );
         std::fs::write(d.path().join("agents/x.sh"), "exit 1\n").unwrap();
         assert_ne!(Catalogue::load(d.path()).unwrap().sha256, before);
     }
