@@ -14,7 +14,7 @@ use super::normalize::{Preview, ToolCallRecord};
 use super::observed::{Exec, Observation};
 use super::policy::{claimed_programs, shell_command_of, MAX_FINDINGS};
 use super::{OutputObservation, RelayedRun};
-use crate::spec::challenge::{RequiredOutput, RequiredRun, APP_PROGRAM, BROWSER_PROGRAM};
+use crate::spec::challenge::{RequiredOutput, RequiredRun, RunInput, APP_PROGRAM, BROWSER_PROGRAM};
 
 /// The most bytes of a claimed command kept beside its discrepancy.
 const COMMAND_PREVIEW: usize = 400;
@@ -45,6 +45,77 @@ pub struct AppWorld<'a> {
     pub relayed_dropped: u64,
     pub outputs: &'a [OutputObservation],
     pub required: &'a [RequiredOutput],
+    /// What the required runs that name an input must have computed on, as the
+    /// workspace template held it (the record's provenance).
+    pub inputs: &'a [RunInput],
+}
+
+/// The input required run `r` must have computed on: `None` when it names none,
+/// `Some(Err)` when it names one the record does not hold.
+fn input_of<'a>(r: &RequiredRun, inputs: &'a [RunInput]) -> Option<Result<&'a RunInput, String>> {
+    let file = r.input.as_ref()?;
+    Some(inputs.iter().find(|i| i.run == r.id).ok_or_else(|| {
+        format!("`{file}` as the workspace template held it is not in the record: what the run read cannot be checked")
+    }))
+}
+
+/// The arguments of `args` no pattern matches whole: what is left once the required
+/// arguments are set aside, less one leading `--` (the end of the options).
+fn other_args<'a>(args: &'a [String], patterns: &[regex::Regex]) -> Vec<&'a str> {
+    let mut rest: Vec<&str> = args
+        .iter()
+        .filter(|a| !patterns.iter().any(|p| p.is_match(a)))
+        .map(String::as_str)
+        .collect();
+    if rest.first() == Some(&"--") {
+        rest.remove(0);
+    }
+    rest
+}
+
+/// Whether the app's run `run` computed on `input`: its arguments besides the required
+/// ones (those `patterns` match) are the file's words in order, or there are none and
+/// its standard input is the file's bytes. `Err`: what it computed on instead.
+pub fn reads_input(
+    run: &RelayedRun,
+    patterns: &[regex::Regex],
+    input: &RunInput,
+) -> Result<(), String> {
+    if run.args_cut {
+        return Err("its arguments were cut short in the relay's log".into());
+    }
+    let rest = other_args(&run.args, patterns);
+    if rest.is_empty() {
+        if run.stdin_sha256 == input.sha256 && run.stdin_bytes == input.bytes {
+            return Ok(());
+        }
+        return Err(format!(
+            "its standard input was {} byte(s) ({}), not {}'s {} byte(s) ({})",
+            run.stdin_bytes,
+            if run.stdin_sha256.is_empty() {
+                "not hashed"
+            } else {
+                &run.stdin_sha256
+            },
+            input.file,
+            input.bytes,
+            input.sha256
+        ));
+    }
+    match &input.words {
+        Some(words) if !words.is_empty() && rest.iter().eq(words.iter()) => Ok(()),
+        Some(words) => Err(format!(
+            "its arguments besides the required ones are `{}`, not the {} word(s) of {}",
+            Preview::bounded_to(&rest.join(" "), COMMAND_PREVIEW).text,
+            words.len(),
+            input.file
+        )),
+        None => Err(format!(
+            "its arguments besides the required ones are `{}`, and {} cannot be passed whole as arguments",
+            Preview::bounded_to(&rest.join(" "), COMMAND_PREVIEW).text,
+            input.file
+        )),
+    }
 }
 
 /// Whether the file `o` names holds what a relayed run meeting its required run printed:
@@ -80,13 +151,14 @@ fn output_check(
             )
         };
     };
-    let patterns: Vec<regex::Regex> = required
-        .iter()
-        .find(|r| r.id == o.run)
+    let run = required.iter().find(|r| r.id == o.run);
+    let patterns: Vec<regex::Regex> = run
         .into_iter()
         .flat_map(|r| &r.args)
         .filter_map(|a| regex::Regex::new(&format!("^(?:{a})$")).ok())
         .collect();
+    // A file that is what a run on other data printed is no report of the input.
+    let input = run.and_then(|r| input_of(r, world.inputs));
     let ran = checks.iter().any(|c| c.id == o.run && c.seen.is_some());
     let printed = runs.iter().any(|r| {
         !r.args_cut
@@ -95,7 +167,16 @@ fn output_check(
             && patterns
                 .iter()
                 .all(|p| r.args.iter().any(|a| p.is_match(a)))
+            && match &input {
+                None => true,
+                Some(Ok(i)) => reads_input(r, &patterns, i).is_ok(),
+                Some(Err(_)) => false,
+            }
     });
+    let on = match &input {
+        Some(Ok(i)) => format!(" on {}", i.file),
+        _ => String::new(),
+    };
     match (ran, printed) {
         (true, true) => verdict(
             true,
@@ -105,7 +186,7 @@ fn output_check(
         (true, false) => verdict(
             false,
             format!(
-                "`{}` holds what none of the app's {} run(s) matching `{}` printed{}",
+                "`{}` holds what none of the app's {} run(s) matching `{}`{on} printed{}",
                 o.file,
                 runs.len(),
                 o.run,
@@ -177,6 +258,14 @@ pub struct RunCheck {
     /// shows the app ran and did not merely get asked for. `seen` is only set with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relayed: Option<RelayedRun>,
+    /// The workspace template's file the run must have computed on
+    /// (`work.runs[].input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Why a run of the program with those arguments, which the app ran, does not meet
+    /// it: it computed on other input. `None` when met, or when no such run was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_met: Option<String>,
 }
 
 /// A required output, checked.
@@ -329,18 +418,14 @@ pub fn assess(
         // Only an exec read whole counts: one cut short or unreadable may have run
         // anything with anything. A relayed app's exec counts with the app's own run
         // of the same arguments: an exec that failed, or a program of the agent's at
-        // that path, never reached the app.
-        let relayed_of = |e: &Exec| -> Option<Option<RelayedRun>> {
-            match world.relayed.filter(|_| app_run) {
-                None => Some(None),
-                Some(runs) => runs
-                    .iter()
-                    .find(|r| !r.args_cut && r.args[..] == e.argv[1.min(e.argv.len())..])
-                    .map(|r| Some(r.clone())),
-            }
-        };
-        let found = program.as_ref().and_then(|want| {
-            observation
+        // that path, never reached the app; and, where the run names an input, with a
+        // run of the app that computed on it.
+        let input = input_of(r, world.inputs).filter(|_| app_run);
+        let mut not_met: Option<String> = None;
+        let mut found: Option<(Exec, Option<RelayedRun>)> = None;
+        let candidates: Vec<&Exec> = match &program {
+            None => Vec::new(),
+            Some(want) => observation
                 .execs
                 .iter()
                 .zip(&paths)
@@ -357,10 +442,72 @@ pub fn assess(
                             .iter()
                             .all(|p| e.argv.iter().skip(1).any(|a| p.is_match(a)))
                 })
-                .find_map(|(e, _)| relayed_of(e).map(|r| (e.clone(), r)))
-        });
+                .map(|(e, _)| e)
+                .collect(),
+        };
+        for e in candidates {
+            let runs = match world.relayed.filter(|_| app_run) {
+                Some(runs) => runs,
+                None => match &input {
+                    // Nothing shows what it read.
+                    Some(_) => {
+                        not_met.get_or_insert_with(|| {
+                            "the app's runs were not relayed into the record: what it read cannot be checked".into()
+                        });
+                        continue;
+                    }
+                    None => {
+                        found = Some((e.clone(), None));
+                        break;
+                    }
+                },
+            };
+            let args = &e.argv[1.min(e.argv.len())..];
+            let same: Vec<&RelayedRun> = runs
+                .iter()
+                .filter(|r| !r.args_cut && r.args[..] == *args)
+                .collect();
+            let hit = match &input {
+                None => same.first().copied(),
+                Some(Err(why)) => {
+                    if !same.is_empty() {
+                        not_met.get_or_insert_with(|| why.clone());
+                    }
+                    None
+                }
+                Some(Ok(i)) => {
+                    let hit = same
+                        .iter()
+                        .copied()
+                        .find(|r| reads_input(r, &patterns, i).is_ok());
+                    if let (None, Some(first)) = (hit, same.first()) {
+                        not_met.get_or_insert_with(|| {
+                            let why = reads_input(first, &patterns, i).err().unwrap_or_default();
+                            format!(
+                                "ran `{}`, but on other input than {}: {why}{}",
+                                Preview::bounded_to(&args.join(" "), COMMAND_PREVIEW).text,
+                                i.file,
+                                if same.len() > 1 {
+                                    format!(" ({} such run(s), none on it)", same.len())
+                                } else {
+                                    String::new()
+                                }
+                            )
+                        });
+                    }
+                    hit
+                }
+            };
+            if let Some(run) = hit {
+                found = Some((e.clone(), Some(run.clone())));
+                break;
+            }
+        }
         let (seen, relayed) = match found {
-            Some((e, r)) => (Some(e), r),
+            Some((e, r)) => {
+                not_met = None;
+                (Some(e), r)
+            }
             None => (None, None),
         };
         out.required.push(RunCheck {
@@ -369,6 +516,8 @@ pub fn assess(
             args: r.args.clone(),
             seen,
             relayed,
+            input: r.input.clone(),
+            not_met,
         });
     }
     for o in world.required {
@@ -475,6 +624,7 @@ mod tests {
             id: "stats".into(),
             program: APP_PROGRAM.into(),
             args: vec!["stats".into()],
+            input: None,
         }]
     }
 
@@ -588,6 +738,7 @@ mod tests {
                     relayed_dropped: 0,
                     outputs: &outputs,
                     required: &required,
+                    inputs: &[],
                 },
             )
         };
@@ -615,6 +766,162 @@ mod tests {
             "sha256:a",
         );
         assert!(!f.outputs[0].holds, "{f:?}");
+    }
+
+    fn on_stdin(args: &[&str], stdin: &[u8], stdout: &str) -> RelayedRun {
+        RelayedRun {
+            stdin_bytes: stdin.len() as u64,
+            stdin_sha256: crate::hash::sha256(stdin),
+            ..relayed(args, stdout)
+        }
+    }
+
+    #[test]
+    fn a_run_that_names_an_input_is_met_only_by_a_run_of_the_app_on_the_templates_data() {
+        const DATA: &[u8] = b"12.5 7\n3.25 10\n-2.75\n";
+        let required = vec![RequiredRun {
+            id: "stats".into(),
+            program: APP_PROGRAM.into(),
+            args: vec!["--json".into(), "stats".into()],
+            input: Some("m.txt".into()),
+        }];
+        let inputs = [RunInput::of("stats", "m.txt", DATA)];
+        assert_eq!(
+            inputs[0].words.as_deref(),
+            Some(&["12.5", "7", "3.25", "10", "-2.75"].map(String::from)[..])
+        );
+        let report = [RequiredOutput {
+            id: "report".into(),
+            file: "r.json".into(),
+            run: "stats".into(),
+        }];
+        let file = [OutputObservation {
+            id: "report".into(),
+            file: "r.json".into(),
+            sha256: Some("sha256:right".into()),
+            bytes: Some(1),
+            error: None,
+        }];
+        let judge = |execs: &[&[&str]], runs: &[RelayedRun], inputs: &[RunInput]| {
+            let execs: Vec<(&str, &[&str])> = execs.iter().map(|a| (APP, *a)).collect();
+            assess(
+                &observation(&execs),
+                &required,
+                &[],
+                app(),
+                AppWorld {
+                    relayed: Some(runs),
+                    relayed_dropped: 0,
+                    outputs: &file,
+                    required: &report,
+                    inputs,
+                },
+            )
+        };
+        let json_stats: &[&str] = &[APP, "--json", "stats"];
+        // The template's bytes on standard input: met, and the file is what it printed.
+        let f = judge(
+            &[json_stats],
+            &[on_stdin(&["--json", "stats"], DATA, "sha256:right")],
+            &inputs,
+        );
+        assert!(
+            f.required[0].seen.is_some() && f.required[0].not_met.is_none(),
+            "{f:?}"
+        );
+        assert_eq!(f.required[0].input.as_deref(), Some("m.txt"));
+        assert!(f.outputs[0].holds, "{f:?}");
+        // The file's words as the arguments (`stats $(cat m.txt)`), `--` or not: met.
+        for args in [
+            &["--json", "stats", "12.5", "7", "3.25", "10", "-2.75"][..],
+            &["stats", "--json", "--", "12.5", "7", "3.25", "10", "-2.75"][..],
+        ] {
+            let argv: Vec<&str> = std::iter::once(APP).chain(args.iter().copied()).collect();
+            let f = judge(&[&argv], &[on_stdin(args, b"", "sha256:right")], &inputs);
+            assert!(f.required[0].seen.is_some(), "{args:?}: {f:?}");
+            assert!(f.outputs[0].holds, "{args:?}: {f:?}");
+        }
+        // Other data on standard input (r6's `printf '30 0 0 0 0\n' | …`), the file
+        // edited before the run, the data's words reordered or one more number, the
+        // file on standard input beside numbers of its own (which the app reads
+        // instead): not met, and the reason names the input.
+        for (args, stdin) in [
+            (&["--json", "stats"][..], &b"30 0 0 0 0\n"[..]),
+            (
+                &["--json", "stats"][..],
+                &b"12.5 7\n3.25 10\n-2.75\n100\n"[..],
+            ),
+            (
+                &["--json", "stats", "7", "12.5", "3.25", "10", "-2.75"][..],
+                &b""[..],
+            ),
+            (
+                &["--json", "stats", "12.5", "7", "3.25", "10", "-2.75", "0"][..],
+                &b""[..],
+            ),
+            (&["--json", "stats", "30", "0", "0", "0", "0"][..], DATA),
+        ] {
+            let argv: Vec<&str> = std::iter::once(APP).chain(args.iter().copied()).collect();
+            let f = judge(&[&argv], &[on_stdin(args, stdin, "sha256:right")], &inputs);
+            assert!(f.required[0].seen.is_none(), "{args:?}: {f:?}");
+            let why = f.required[0].not_met.as_deref().unwrap_or("");
+            assert!(
+                why.starts_with(&format!(
+                    "ran `{}`, but on other input than m.txt: ",
+                    args.join(" ")
+                )),
+                "{args:?}: {why}"
+            );
+            assert!(!f.outputs[0].holds, "{args:?}: {f:?}");
+        }
+        // A run on the data met it; a later run on other data printed the file: the
+        // run is met, the output is not the report of the input.
+        let f = judge(
+            &[json_stats, json_stats],
+            &[
+                on_stdin(&["--json", "stats"], DATA, "sha256:data"),
+                on_stdin(&["--json", "stats"], b"30 0 0 0 0\n", "sha256:right"),
+            ],
+            &inputs,
+        );
+        assert!(
+            f.required[0].seen.is_some()
+                && f.required[0]
+                    .relayed
+                    .as_ref()
+                    .is_some_and(|r| r.stdout_sha256 == "sha256:data"),
+            "{f:?}"
+        );
+        assert!(
+            !f.outputs[0].holds && f.outputs[0].why.contains("on m.txt"),
+            "{f:?}"
+        );
+        // A record without the template's input cannot show what the run read.
+        let f = judge(
+            &[json_stats],
+            &[on_stdin(&["--json", "stats"], DATA, "sha256:right")],
+            &[],
+        );
+        assert!(f.required[0].seen.is_none(), "{f:?}");
+        assert!(f.required[0]
+            .not_met
+            .as_deref()
+            .unwrap_or("")
+            .contains("not in the record"));
+        assert!(!f.outputs[0].holds);
+        // Words past what the relay's log keeps whole go on standard input only.
+        let long = "1 ".repeat(crate::spec::challenge::MAX_INPUT_WORDS + 1);
+        assert_eq!(RunInput::of("r", "f", long.as_bytes()).words, None);
+        assert_eq!(
+            (
+                crate::spec::challenge::MAX_INPUT_WORDS,
+                crate::spec::challenge::MAX_INPUT_WORD_BYTES
+            ),
+            (
+                crate::evidence::observed::MAX_ARGS,
+                crate::evidence::observed::MAX_ARG_BYTES
+            )
+        );
     }
 
     fn claims_of(f: &ExecFindings) -> Vec<(usize, &str)> {

@@ -17,7 +17,7 @@ use crate::evidence::{AgentRun, RawFile};
 use crate::record::rescore::RescoreError;
 use crate::record::{self, RecordError};
 use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
-use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt};
+use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt, RunInput};
 use crate::spec::Suite;
 
 /// Read a challenge record.
@@ -54,6 +54,10 @@ pub struct Provenance {
     pub manifest_sha256: String,
     /// The manifest itself, so that rescore does not depend on today's copy.
     pub manifest: Manifest,
+    /// What each required run that names an input must have computed on, as the
+    /// workspace template held it (`work.runs[].input`), likewise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<RunInput>,
     pub profile: Profile,
     /// Every prompt layer's path and hash, and the rendered prompt's.
     pub prompt: RenderedPrompt,
@@ -247,6 +251,7 @@ pub fn derive(
                     relayed_dropped: evidence.relayed_runs_dropped,
                     outputs: &evidence.outputs,
                     required: &provenance.manifest.work.outputs,
+                    inputs: &provenance.inputs,
                 },
             );
             (Some(observed), Some(execs))

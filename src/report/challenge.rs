@@ -709,13 +709,21 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
             }
             None => {
                 s += &format!(
-                "- required run `{}`: **never seen** (`{program}` with arguments matching {})\n",
+                "- required run `{}`: **never seen** (`{program}` with arguments matching {}{}){}\n",
                 r.id,
                 if r.args.is_empty() {
                     "anything".to_string()
                 } else {
                     r.args.join(", ")
-                }
+                },
+                r.input
+                    .as_ref()
+                    .map(|f| format!(", on `{f}` as the workspace template holds it"))
+                    .unwrap_or_default(),
+                r.not_met
+                    .as_ref()
+                    .map(|why| format!(" — {}", why.replace('`', "'")))
+                    .unwrap_or_default()
             )
             }
         }

@@ -292,13 +292,17 @@ fn execs(o: &mut String, title: &str, e: &ExecFindings) {
                 "<tr><td><code>{}</code> <span class=\"muted\">{} {}</span></td><td class=\"{}\">{}</td><td>{}</td></tr>",
                 esc(&r.id),
                 esc(r.program.as_deref().unwrap_or("(no app program)")),
-                esc(&r.args.join(" ")),
+                esc(&match &r.input {
+                    Some(f) => format!("{} (on {f})", r.args.join(" ")),
+                    None => r.args.join(" "),
+                }),
                 if r.seen.is_some() { "ok" } else { "bad" },
                 r.seen.is_some(),
-                r.seen
-                    .as_ref()
-                    .map(|x| format!("{} ms, pid {}: <code>{}</code>", x.ms, x.pid, esc(&x.argv.join(" "))))
-                    .unwrap_or_default()
+                match (&r.seen, &r.not_met) {
+                    (Some(x), _) => format!("{} ms, pid {}: <code>{}</code>", x.ms, x.pid, esc(&x.argv.join(" "))),
+                    (None, Some(why)) => esc(why),
+                    (None, None) => String::new(),
+                }
             );
         }
         o.push_str("</table>\n");

@@ -325,7 +325,7 @@ fn unobserved_work(i: &ChallengeInputs<'_>) -> Option<(TaskOutcome, String)> {
         ));
     };
     let what = format!(
-        "required run `{}` ({}{})",
+        "required run `{}` ({}{}{})",
         missing.id,
         missing
             .program
@@ -335,14 +335,27 @@ fn unobserved_work(i: &ChallengeInputs<'_>) -> Option<(TaskOutcome, String)> {
             String::new()
         } else {
             format!(" with arguments matching {}", missing.args.join(", "))
-        }
+        },
+        missing
+            .input
+            .as_ref()
+            .map(|f| format!(", on {f} as the workspace template holds it"))
+            .unwrap_or_default()
     );
-    Some(match &execs.incomplete {
-        Some(why) => (
+    Some(match (&execs.incomplete, &missing.not_met) {
+        // The app ran it, on other data, as the relay's log of its runs shows.
+        (None, Some(other)) => (TaskOutcome::Failed, format!("{what} was not met: {other}")),
+        (Some(why), other) => (
             TaskOutcome::Unknown,
-            format!("{what} was not seen, and the observation of execs is incomplete: {why}"),
+            format!(
+                "{what} was not seen{}, and the observation of execs is incomplete: {why}",
+                other
+                    .as_ref()
+                    .map(|o| format!(" (what was: {o})"))
+                    .unwrap_or_default()
+            ),
         ),
-        None => (
+        (None, None) => (
             TaskOutcome::Failed,
             format!(
                 "{what} was never executed: the kernel saw {} exec(s), none of it",
@@ -783,6 +796,7 @@ mod tests {
             id: "ran".into(),
             program: "app".into(),
             args: vec!["stats".into()],
+            input: None,
         });
         let (e, w, p) = (end(false), world(5), PolicyFindings::default());
         let run = |execs: Option<&ExecFindings>| {
@@ -804,6 +818,8 @@ mod tests {
             args: vec!["stats".into()],
             seen,
             relayed: None,
+            input: None,
+            not_met: None,
         };
         let exec = Exec {
             ms: 1,
@@ -846,6 +862,25 @@ mod tests {
         };
         assert_eq!(run(Some(&partial)).task_outcome, TaskOutcome::Unknown);
         assert_eq!(run(None).task_outcome, TaskOutcome::Unknown);
+        // The app ran it on other data than the input the run names: failed, saying so.
+        let other = ExecFindings {
+            required: vec![RunCheck {
+                input: Some("m.txt".into()),
+                not_met: Some("ran `stats`, but on other input than m.txt: …".into()),
+                ..check(None)
+            }],
+            ..ExecFindings::default()
+        };
+        let v = run(Some(&other));
+        assert_eq!(v.task_outcome, TaskOutcome::Failed, "{}", v.outcome_reason);
+        assert!(
+            v.outcome_reason
+                .contains("on m.txt as the workspace template holds it")
+                && v.outcome_reason
+                    .contains("was not met: ran `stats`, but on other input than m.txt"),
+            "{}",
+            v.outcome_reason
+        );
     }
 
     #[test]

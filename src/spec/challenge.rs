@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 pub use bundle::{Bundle, BundleFile};
 pub use manifest::{
-    Manifest, ReportContract, RequiredOutput, RequiredRun, SeedRequest, WorkSpec, WorldAssertion,
-    WorldSource, APP_PROGRAM, BROWSER_PROGRAM, MAX_EACH, MAX_OUTPUT_BYTES,
+    Manifest, ReportContract, RequiredOutput, RequiredRun, RunInput, SeedRequest, WorkSpec,
+    WorldAssertion, WorldSource, APP_PROGRAM, BROWSER_PROGRAM, MAX_EACH, MAX_INPUT_WORDS,
+    MAX_INPUT_WORD_BYTES, MAX_OUTPUT_BYTES,
 };
 pub use prompt::{PromptLayer, RenderedPrompt};
 
@@ -102,6 +103,9 @@ pub struct Challenge {
     pub prompt: PromptLayer,
     /// Scripted flows by profile name, or `default` for every profile.
     pub flows: BTreeMap<String, Flow>,
+    /// The input of each required run that names one (`work.runs[].input`), read from
+    /// the workspace template at load time, in the order of the runs.
+    pub inputs: Vec<RunInput>,
 }
 
 impl Challenge {
@@ -218,6 +222,7 @@ pub fn load_one(root: &Path, dir: &Path) -> Result<Challenge, SpecError> {
             format!("`{}` is not a directory", manifest.workspace_template),
         ));
     }
+    let inputs = run_inputs(&file, &dir.join(&manifest.workspace_template), &manifest)?;
     let rel = dir.strip_prefix(root).unwrap_or(dir);
     let prompt = PromptLayer::load(root, &rel.join(&manifest.prompt).to_string_lossy())?;
     let mut flows = BTreeMap::new();
@@ -249,11 +254,105 @@ pub fn load_one(root: &Path, dir: &Path) -> Result<Challenge, SpecError> {
         manifest_sha256: crate::hash::sha256(&bytes),
         prompt,
         flows,
+        inputs,
     })
+}
+
+/// Each required run's input (`work.runs[].input`): a regular file of the workspace
+/// template, read now so that what the run must have computed on is the template's,
+/// not whatever the agent's copy holds by then.
+fn run_inputs(file: &Path, template: &Path, m: &Manifest) -> Result<Vec<RunInput>, SpecError> {
+    let mut out = Vec::new();
+    for (i, r) in m.work.runs.iter().enumerate() {
+        let Some(input) = &r.input else {
+            continue;
+        };
+        let bad = |why: String| {
+            SpecError::invalid(
+                file,
+                format!("work.runs[{i}].input"),
+                format!("`{input}` is not a file of the workspace template: {why}"),
+            )
+        };
+        let path = template.join(input);
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| bad(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(bad("not a regular file".into()));
+        }
+        // No link among its directories leads out of the template.
+        let inside = std::fs::canonicalize(&path)
+            .ok()
+            .zip(std::fs::canonicalize(template).ok())
+            .is_some_and(|(p, t)| p.starts_with(t));
+        if !inside {
+            return Err(bad("it lies outside the template".into()));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| bad(e.to_string()))?;
+        out.push(RunInput::of(&r.id, input, &bytes));
+    }
+    Ok(out)
 }
 
 /// `challenges/` at the repository root (`GAUNTLET_CHALLENGES_DIR` overrides it in
 /// `Config::challenges_dir`).
 pub fn default_root() -> PathBuf {
     crate::binaries::repo_root().join("challenges")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A challenge directory `c` under a fresh root whose run of the app names `input`.
+    fn challenge_with_input(input: &str) -> (tempfile::TempDir, PathBuf) {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("c");
+        std::fs::create_dir_all(dir.join("workspace_template/sub")).expect("mkdir");
+        std::fs::write(dir.join("workspace_template/m.txt"), "12.5 7\n-2.75\n").expect("write");
+        std::fs::write(dir.join("README.md"), "# c\n").expect("write");
+        std::fs::write(dir.join("challenge-prompt.md"), "Do it.\n").expect("write");
+        std::fs::write(
+            dir.join("challenge.yaml"),
+            format!("version: 1\nid: c\ntitle: C\napp: cli-tally\nprompt: challenge-prompt.md\nworkspace_template: workspace_template\nreport:\n  required_fields: [count]\nwork:\n  runs:\n    - id: ran\n      program: app\n      args: ['stats']\n      input: {input}\n"),
+        )
+        .expect("write");
+        (root, dir)
+    }
+
+    #[test]
+    fn a_required_runs_input_is_read_from_the_workspace_template_at_load_time() {
+        let (root, dir) = challenge_with_input("m.txt");
+        let c = load_one(root.path(), &dir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            c.inputs,
+            [RunInput {
+                run: "ran".into(),
+                file: "m.txt".into(),
+                bytes: 13,
+                sha256: crate::hash::sha256(b"12.5 7\n-2.75\n"),
+                words: Some(vec!["12.5".into(), "7".into(), "-2.75".into()]),
+            }]
+        );
+    }
+
+    #[test]
+    fn an_input_that_is_not_a_file_of_the_template_is_refused_naming_the_file_and_field() {
+        for input in ["missing.txt", "sub", "link.txt"] {
+            let (root, dir) = challenge_with_input(input);
+            std::os::unix::fs::symlink("/etc/hostname", dir.join("workspace_template/link.txt"))
+                .expect("symlink");
+            let e = load_one(root.path(), &dir)
+                .err()
+                .unwrap_or_else(|| panic!("{input}: accepted"))
+                .to_string();
+            assert!(
+                e.contains("c/challenge.yaml")
+                    && e.contains("work.runs[0].input")
+                    && e.contains(&format!(
+                        "`{input}` is not a file of the workspace template"
+                    )),
+                "{input}: {e}"
+            );
+        }
+    }
 }

@@ -101,6 +101,7 @@ pub async fn execute(
         manifest_path: rel_to(&challenge.dir.join("challenge.yaml"), &repo),
         manifest_sha256: challenge.manifest_sha256.clone(),
         manifest: challenge.manifest.clone(),
+        inputs: challenge.inputs.clone(),
         profile,
         prompt: rendered.clone(),
         bundle: profile.supplies_skills().then(|| BundleProvenance {

@@ -131,14 +131,22 @@ fn a_tally_typed_beside_a_real_run_that_did_not_compute_it_fails() {
                     v.outcome_reason
                 );
             }
-            // The app ran, and printed something else than the typed file.
+            // The app ran, on nothing (`</dev/null`) or printing a version: not on the
+            // measurements, which the required run names as its input; and it printed
+            // something else than the typed file.
             _ => {
                 assert_eq!(relayed.len(), 1, "{how}: {relayed:?}");
                 assert!(
-                    v.outcome_reason
-                        .contains("required output `report-is-the-apps`"),
+                    v.outcome_reason.contains("required run `ran-json-stats`")
+                        && v.outcome_reason
+                            .contains("but on other input than measurements.txt"),
                     "{how}: {}",
                     v.outcome_reason
+                );
+                assert!(
+                    execs.outputs.iter().all(|o| !o.holds),
+                    "{how}: {:?}",
+                    execs.outputs
                 );
             }
         }

@@ -355,13 +355,17 @@ fn worked_example_an_app_whose_mutant_names_itself_in_a_header_is_hackable_by_te
 }
 
 /// The observed work of the shipped tally-report (challenges/tally-report/challenge.yaml):
-/// cli-tally's run with `--json stats`, and the report byte for byte what it printed.
+/// cli-tally's run with `--json stats` on measurements.txt, and the report byte for byte
+/// what it printed.
 const TALLY_WORK: &str = "work:
   # The report could be typed by hand: the app must be seen computing it.
   runs:
     - id: ran-json-stats
       program: app
       args: ['--json', 'stats']
+      # ... on the task's data: the template's measurements.txt, on standard input or
+      # as the arguments (`stats $(cat measurements.txt)`), not numbers of its own.
+      input: measurements.txt
   # ... and the report must be what it printed, not typed after a run on nothing.
   outputs:
     - id: report-is-the-apps

@@ -267,3 +267,93 @@ fn rt_twenty_thousand_execs_leave_the_observation_incomplete_not_complete() {
         v.task_outcome, v.outcome_reason, v.evaluation_validity
     );
 }
+
+/// Round six (red team of the hackability audit): tally-report run by the real app with
+/// the required arguments and saved as it printed it, but on other data than the task's
+/// `measurements.txt`. The required run names its input (`work.runs[].input`): a run
+/// on anything else is not seen, the task `failed`, naming the input.
+#[test]
+fn rt_the_app_run_on_other_data_than_the_tasks_input_is_not_the_work() {
+    use gauntlet::config::AgentChoice;
+    use gauntlet::spec::challenge::Profile;
+    use gauntlet::suites::challenge::Options;
+
+    let out = tempfile::tempdir().expect("tempdir");
+    let trial = |mode: &str, profile: Profile| {
+        let path = crate::support::root().join("tests/fixtures/agents/hostile/wrong-input.sh");
+        let argv = vec![
+            "sh".to_string(),
+            path.to_string_lossy().into_owned(),
+            mode.to_string(),
+        ];
+        let dir = out.path().join(format!("{mode}-{profile}"));
+        let cfg = crate::support::config(AgentChoice::command(argv), &dir);
+        crate::challenge::run_as(
+            cfg,
+            &crate::challenge::loaded(),
+            "tally-report",
+            profile,
+            &Options::default(),
+            &dir,
+        )
+    };
+    let mut holes = Vec::new();
+    for (mode, profile) in [
+        ("made-up", Profile::None),
+        ("made-up", Profile::All),
+        ("same-stats", Profile::None),
+        ("same-stats", Profile::All),
+        ("edited", Profile::None),
+    ] {
+        let (rec, dir) = trial(mode, profile);
+        let v = &rec.verdict;
+        let execs = rec.derived.execs.as_ref().expect("execs observed");
+        let run = &execs.required[0];
+        let not_met = run.not_met.as_deref().unwrap_or("");
+        let named =
+            not_met.starts_with("ran `--json stats`, but on other input than measurements.txt");
+        if v.task_outcome != TaskOutcome::Failed || run.seen.is_some() || !named {
+            holes.push(format!(
+                "{mode} under {profile}: HOLE, the app computed on other data\n{}",
+                show(&rec, &dir)
+            ));
+            continue;
+        }
+        if mode == "made-up" {
+            // Its min and max are not the measurements': the report itself is wrong.
+            assert!(
+                v.outcome_reason.contains("report-min"),
+                "{mode}: {}",
+                v.outcome_reason
+            );
+        } else {
+            // The report is byte for byte the real one: only the input tells.
+            assert!(
+                v.world_assertions.iter().all(|a| a.holds),
+                "{mode}: {}",
+                show(&rec, &dir)
+            );
+            assert!(
+                v.outcome_reason.contains(
+                    "required run `ran-json-stats` (/run/gauntlet/target/bin/cli-tally with arguments matching --json, stats, on measurements.txt as the workspace template holds it) was not met: ran `--json stats`, but on other input than measurements.txt: its standard input was 20 byte(s)"
+                ),
+                "{mode}: {}",
+                v.outcome_reason
+            );
+            assert!(
+                execs.outputs.iter().all(|o| !o.holds),
+                "{mode}: {}",
+                show(&rec, &dir)
+            );
+        }
+    }
+    assert!(holes.is_empty(), "{}", holes.join("\n\n"));
+    // The measurements as the arguments are the task's input: the work, done.
+    let (rec, dir) = trial("args", Profile::None);
+    assert_eq!(
+        (rec.verdict.task_outcome, rec.verdict.evaluation_validity),
+        (TaskOutcome::Success, Validity::Clean),
+        "{}",
+        show(&rec, &dir)
+    );
+}

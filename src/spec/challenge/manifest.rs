@@ -99,6 +99,55 @@ pub struct RequiredRun {
     /// of the same exec.
     #[serde(default)]
     pub args: Vec<String>,
+    /// A file of the workspace template (relative to it) the run must have computed
+    /// on, as the harness knows its bytes (an agent that edits its copy first reads
+    /// other data): on standard input, with no arguments but the required ones, or as
+    /// its arguments besides the required ones (the file's whitespace-separated words,
+    /// in order). Only for [`APP_PROGRAM`], whose runs the relay logs with their input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+}
+
+/// A required run's input as the harness read it from the workspace template when the
+/// challenge was loaded, and keeps in the trial's record (a rescore needs no template).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunInput {
+    /// The required run's id.
+    pub run: String,
+    /// Relative to the workspace template (and so to the workspace).
+    pub file: String,
+    pub bytes: u64,
+    pub sha256: String,
+    /// The file's whitespace-separated words, in order, as they would be passed as
+    /// arguments; `None` when they cannot be passed whole where the relay's log keeps
+    /// them (more than [`MAX_INPUT_WORDS`] words, one longer than
+    /// [`MAX_INPUT_WORD_BYTES`], or not UTF-8): then only standard input carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub words: Option<Vec<String>>,
+}
+
+/// The most arguments of a run the relay's log keeps whole (`evidence::observed::MAX_ARGS`).
+pub const MAX_INPUT_WORDS: usize = 64;
+/// The longest argument the relay's log keeps whole (`evidence::observed::MAX_ARG_BYTES`).
+pub const MAX_INPUT_WORD_BYTES: usize = 1024;
+
+impl RunInput {
+    /// The input of required run `run`, the template's file `file` holding `bytes`.
+    pub fn of(run: &str, file: &str, bytes: &[u8]) -> RunInput {
+        let words = std::str::from_utf8(bytes).ok().and_then(|text| {
+            let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+            (words.len() <= MAX_INPUT_WORDS
+                && words.iter().all(|w| w.len() <= MAX_INPUT_WORD_BYTES))
+            .then_some(words)
+        });
+        RunInput {
+            run: run.to_owned(),
+            file: file.to_owned(),
+            bytes: bytes.len() as u64,
+            sha256: crate::hash::sha256(bytes),
+            words,
+        }
+    }
 }
 
 /// The word for "the app's own program" in [`RequiredRun::program`].
@@ -326,6 +375,19 @@ impl Manifest {
                     ));
                 }
             }
+            if let Some(input) = &r.input {
+                relative(file, &format!("{field}.input"), input)?;
+                if r.program != APP_PROGRAM {
+                    return Err(SpecError::invalid(
+                        file,
+                        format!("{field}.input"),
+                        format!(
+                            "`{input}`: only a run of `{APP_PROGRAM}` can be held to its input (the relay logs what the app's runs read); `{}` is not the app",
+                            r.program
+                        ),
+                    ));
+                }
+            }
         }
         for (i, o) in self.work.outputs.iter().enumerate() {
             let field = format!("work.outputs[{i}]");
@@ -433,6 +495,10 @@ mod tests {
             + "work:\n  runs:\n    - id: ran\n      program: app\n      args: ['--json', 'stats']\n";
         let m = parse(&ran).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.work.runs[0].args, ["--json", "stats"]);
+        assert_eq!(m.work.runs[0].input, None);
+        // A run of the app may name the template file it must compute on.
+        let m = parse(&format!("{ran}      input: data/m.txt\n")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.work.runs[0].input.as_deref(), Some("data/m.txt"));
     }
 
     #[test]
@@ -485,6 +551,18 @@ mod tests {
                     "{GOOD}work:\n  runs:\n    - id: r\n      program: app\n      args: ['(']\n"
                 ),
                 "work.runs[0].args[0]",
+            ),
+            (
+                format!("{GOOD}work:\n  runs:\n    - id: r\n      program: app\n      input: ../m.txt\n"),
+                "work.runs[0].input",
+            ),
+            (
+                format!("{GOOD}work:\n  runs:\n    - id: r\n      program: browser\n      input: m.txt\n"),
+                "work.runs[0].input",
+            ),
+            (
+                format!("{GOOD}work:\n  runs:\n    - id: r\n      program: /usr/bin/awk\n      input: m.txt\n"),
+                "work.runs[0].input",
             ),
             (
                 GOOD.replace("title: Demo\n", "title: Demo\nsurprise: 1\n"),
