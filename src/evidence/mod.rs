@@ -11,6 +11,7 @@ pub mod normalize;
 pub mod observed;
 pub mod observed_execs;
 pub mod observed_policy;
+pub mod observed_requests;
 pub mod policy;
 pub mod streams;
 pub mod tree;

@@ -71,10 +71,87 @@ pub enum Line {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         execs: bool,
     },
+    /// Every connection to a forwarded port is seen from here on, with who made it
+    /// and the HTTP requests it carried ([`Line::Connection`], [`Line::Request`]).
+    /// Written once, after the start; absent in files written before connections
+    /// were observed, and where init had no line from the helper.
+    Relaying {
+        /// The forwarded ports.
+        ports: Vec<u16>,
+    },
     Open(Open),
     Exec(Exec),
+    Connection(Connection),
+    Request(Request),
+    Unparsed(Unparsed),
     End(End),
 }
+
+/// A connection a process of the sandbox made to one of its forwarded ports (its
+/// proxy, `APP_URL`, a sink), as the seal's helper accepted it: before any of its
+/// bytes went on to the host, the process holding the connecting socket was found
+/// (its port in the namespace's `/proc/net/tcp`, the socket's inode in the
+/// processes' descriptors).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Connection {
+    /// Milliseconds since the helper began relaying, when it accepted the connection.
+    pub ms: u64,
+    /// The connection's number, which its requests name.
+    pub conn: u64,
+    /// The forwarded port it was made to.
+    pub port: u16,
+    /// Every process of the sandbox that held the connecting socket (a descriptor can
+    /// be inherited or passed).
+    pub clients: Vec<Client>,
+    /// Why no process could be named (the socket was closed before the helper looked,
+    /// `/proc` could not be read): the connection's requests are not attributed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unattributed: Option<String>,
+}
+
+/// A process holding a connection's socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Client {
+    /// As numbered in the sandbox's PID namespace (the numbers of [`Exec::pid`]).
+    pub pid: i32,
+    /// Its executable (`/proc/<pid>/exe`, as the sandbox names it); `None` when it
+    /// could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+}
+
+/// One HTTP request a connection carried: its request line, read by the helper
+/// before the bytes went on to the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Request {
+    pub ms: u64,
+    pub conn: u64,
+    pub method: String,
+    /// The request target, cut at [`MAX_REQUEST_PATH_BYTES`] (non-UTF-8 bytes
+    /// replaced).
+    pub path: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path_cut: bool,
+}
+
+/// From here on a connection's bytes were not read as HTTP requests (not HTTP at
+/// all, a body the reader does not follow, a protocol the connection switched to):
+/// what they held is not known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Unparsed {
+    pub ms: u64,
+    pub conn: u64,
+    pub why: String,
+}
+
+/// The most bytes of a request's target recorded.
+pub const MAX_REQUEST_PATH_BYTES: usize = 2048;
+
+/// The most connection, request and unparsed lines init writes; the rest are counted.
+pub const MAX_REQUEST_LINES: u64 = 20_000;
+
+/// The most bytes of such lines init writes.
+pub const MAX_REQUEST_LINE_BYTES: u64 = 8 << 20;
 
 /// One program a process of the sandbox asked the kernel to execute, read by init
 /// from the process's memory while the call waited for init's answer. Whether the
@@ -189,6 +266,18 @@ pub struct End {
     /// Why observing stopped or never started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Connection, request and unparsed lines past [`MAX_REQUEST_LINES`] or
+    /// [`MAX_REQUEST_LINE_BYTES`] (or longer than a line may be), counted but not
+    /// written.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requests_dropped: u64,
+    /// Why connections stopped being seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The most distinct (path, access) pairs init writes; the rest are counted.
@@ -209,6 +298,16 @@ pub struct Observation {
     pub opens: Vec<Open>,
     #[serde(default)]
     pub execs: Vec<Exec>,
+    /// Whether connections to the forwarded ports were seen ([`Line::Start`]'s
+    /// `requests`).
+    #[serde(default)]
+    pub requests_watched: bool,
+    #[serde(default)]
+    pub connections: Vec<Connection>,
+    #[serde(default)]
+    pub requests: Vec<Request>,
+    #[serde(default)]
+    pub unparsed: Vec<Unparsed>,
     pub end: Option<End>,
     /// Lines that did not parse or came out of order (1-based line numbers, bounded).
     pub bad_lines: Vec<u64>,
@@ -288,6 +387,30 @@ impl Observation {
     }
 }
 
+impl Observation {
+    /// Why this observation cannot show every connection made to the forwarded ports
+    /// and every request they carried; `None` when it can.
+    pub fn requests_incomplete(&self) -> Option<String> {
+        if !self.requests_watched {
+            return Some("connections to the forwarded ports were not observed".into());
+        }
+        if self.cut || !self.bad_lines.is_empty() || self.end.is_none() {
+            return self.incomplete();
+        }
+        let end = self.end.as_ref()?;
+        if let Some(e) = &end.request_error {
+            return Some(format!("observing connections failed: {e}"));
+        }
+        if end.requests_dropped > 0 {
+            return Some(format!(
+                "{} connection or request line(s) past the bound of {MAX_REQUEST_LINES} lines or {MAX_REQUEST_LINE_BYTES} bytes were not recorded",
+                end.requests_dropped
+            ));
+        }
+        None
+    }
+}
+
 /// Parse an observation file. Never fails: what does not parse is kept as a bad line
 /// and makes the observation incomplete.
 pub fn parse(reader: &mut dyn BufRead) -> Observation {
@@ -324,8 +447,16 @@ pub fn parse(reader: &mut dyn BufRead) -> Observation {
                 o.unwatched = unwatched;
                 o.execs_watched = execs;
             }
+            Ok(Line::Relaying { .. }) if started && !o.requests_watched && o.end.is_none() => {
+                o.requests_watched = true;
+            }
             Ok(Line::Open(open)) if o.end.is_none() => o.opens.push(open),
             Ok(Line::Exec(exec)) if o.end.is_none() && o.execs_watched => o.execs.push(exec),
+            Ok(Line::Connection(c)) if o.end.is_none() && o.requests_watched => {
+                o.connections.push(c)
+            }
+            Ok(Line::Request(r)) if o.end.is_none() && o.requests_watched => o.requests.push(r),
+            Ok(Line::Unparsed(u)) if o.end.is_none() && o.requests_watched => o.unparsed.push(u),
             Ok(Line::End(end)) if o.end.is_none() => o.end = Some(end),
             _ => {
                 if o.bad_lines.len() < 100 {
@@ -434,6 +565,59 @@ mod tests {
         let o = parse(&mut &forged[..]);
         assert!(o.execs.is_empty());
         assert_eq!(o.bad_lines, [2]);
+    }
+
+    #[test]
+    fn connections_and_requests_count_only_once_announced_and_their_losses_are_their_own() {
+        let conn = Line::Connection(Connection {
+            ms: 1,
+            conn: 0,
+            port: 8080,
+            clients: vec![Client {
+                pid: 5,
+                exe: Some("/usr/bin/curl".into()),
+            }],
+            unattributed: None,
+        });
+        let req = Line::Request(Request {
+            ms: 2,
+            conn: 0,
+            method: "DELETE".into(),
+            path: "/api/notes/3".into(),
+            path_cut: false,
+        });
+        let relaying = Line::Relaying { ports: vec![8080] };
+        let bytes = file(&[
+            start(),
+            relaying.clone(),
+            conn.clone(),
+            req.clone(),
+            Line::End(End::default()),
+        ]);
+        let o = parse(&mut &bytes[..]);
+        assert_eq!((o.connections.len(), o.requests.len()), (1, 1));
+        assert_eq!((o.incomplete(), o.requests_incomplete()), (None, None));
+        let bytes = file(&[
+            start(),
+            relaying.clone(),
+            Line::End(End {
+                requests_dropped: 2,
+                ..End::default()
+            }),
+        ]);
+        let o = parse(&mut &bytes[..]);
+        assert_eq!(o.incomplete(), None);
+        assert!(o
+            .requests_incomplete()
+            .is_some_and(|w| w.contains("2 connection")));
+        // Without the announcement (a file from before), or before the start, they are
+        // garbage, and the requests were not observed.
+        let bytes = file(&[start(), conn, req, Line::End(End::default())]);
+        let o = parse(&mut &bytes[..]);
+        assert_eq!(o.bad_lines, [2, 3]);
+        assert!(o.requests_incomplete().is_some());
+        let bytes = file(&[relaying, start(), Line::End(End::default())]);
+        assert!(parse(&mut &bytes[..]).requests_incomplete().is_some());
     }
 
     #[test]

@@ -129,6 +129,11 @@ pub struct ChallengeEvidence {
     /// them): what a required run of `browser` is an exec of.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub browser_programs: Vec<String>,
+    /// The trial's `APP_URL`, for a served app: the port whose observed requests are
+    /// the app's. Absent for a CLI app and in records from before requests were
+    /// observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_url: Option<String>,
     /// Every run of a CLI app the relay made for the agent, as the relay saw it:
     /// what the app itself was given and answered. `None` for a served app, and in
     /// records from before runs were relayed into the record.
@@ -175,6 +180,11 @@ pub struct Derived {
     /// the account names that never ran. Absent where there is no observation at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execs: Option<ExecFindings>,
+    /// What the sandbox's helper saw sent to the app, by which program: the requests
+    /// the challenge requires. Absent where there is no observation, or the challenge
+    /// requires no requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<crate::evidence::observed_requests::RequestFindings>,
     pub final_message: Option<String>,
 }
 
@@ -232,8 +242,8 @@ pub fn derive(
     );
     // Calls the report only counted were never assessed.
     policy.not_kept.tool_calls = parsed.report.dropped.tool_calls;
-    let (observed, execs) = match &evidence.observation {
-        None => (None, None),
+    let (observed, execs, requests) = match &evidence.observation {
+        None => (None, None, None),
         Some(o) => {
             let (observed, observation) =
                 assess_observation(trial_dir, o, &evidence.roots, provenance.profile, &policy)?;
@@ -254,7 +264,15 @@ pub fn derive(
                     inputs: &provenance.inputs,
                 },
             );
-            (Some(observed), Some(execs))
+            let requests = (!provenance.manifest.work.requests.is_empty()).then(|| {
+                crate::evidence::observed_requests::assess(
+                    &observation,
+                    &provenance.manifest.work.requests,
+                    evidence.app_url.as_deref(),
+                    &evidence.browser_programs,
+                )
+            });
+            (Some(observed), Some(execs), requests)
         }
     };
     let final_message = parsed.transcript.final_message.clone();
@@ -268,6 +286,7 @@ pub fn derive(
         policy: &policy,
         observed: observed.as_ref(),
         execs: execs.as_ref(),
+        requests: requests.as_ref(),
     });
     Ok((
         Derived {
@@ -275,6 +294,7 @@ pub fn derive(
             policy,
             observed,
             execs,
+            requests,
             final_message,
         },
         verdict,

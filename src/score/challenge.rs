@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::evidence::observed_execs::ExecFindings;
 use crate::evidence::observed_policy::ObservedPolicy;
+use crate::evidence::observed_requests::RequestFindings;
 use crate::evidence::policy::{PathCategory, PolicyFindings};
 use crate::evidence::ProcessEnd;
 use crate::spec::challenge::{Manifest, Profile};
@@ -211,6 +212,41 @@ pub struct ChallengeInputs<'a> {
     pub observed: Option<&'a ObservedPolicy>,
     /// What the kernel saw executed; `None` only where there is no observation.
     pub execs: Option<&'a ExecFindings>,
+    /// What the sandbox's helper saw sent to the app; `None` where there is no
+    /// observation (or the challenge requires no requests).
+    pub requests: Option<&'a RequestFindings>,
+}
+
+/// The first required request that does not hold: `failed` when a matching request
+/// came from another program (or too few came), `unknown` when the observation cannot
+/// show it.
+fn unmet_requests(i: &ChallengeInputs<'_>) -> Option<(TaskOutcome, String)> {
+    use crate::evidence::observed_requests::RequestOutcome;
+    let first = i.manifest.work.requests.first()?;
+    let Some(found) = i.requests else {
+        return Some((
+            TaskOutcome::Unknown,
+            format!(
+                "required request `{}` cannot be checked: nothing observed the requests sent to the app",
+                first.id
+            ),
+        ));
+    };
+    let bad = found
+        .required
+        .iter()
+        .find(|r| r.outcome != RequestOutcome::Met)?;
+    let outcome = match bad.outcome {
+        RequestOutcome::Failed => TaskOutcome::Failed,
+        _ => TaskOutcome::Unknown,
+    };
+    Some((
+        outcome,
+        format!(
+            "required request `{}` ({} {} from a {}): {}",
+            bad.id, bad.method, bad.path, bad.client, bad.why
+        ),
+    ))
 }
 
 /// Validity from what the kernel saw opened: a forbidden open contaminates even when
@@ -689,6 +725,8 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
     let (evaluation_validity, validity_reason) = match i.observed {
         Some(o) => observed_validity(o, i.profile),
         None => account_validity(i.policy, i.profile),
+    } else if let Some((outcome, why)) = unmet_requests(i) {
+        (outcome, why)
     };
     ChallengeVerdict {
         passed: task_outcome == TaskOutcome::Success && evaluation_validity == Validity::Clean,
@@ -775,6 +813,7 @@ mod tests {
         );
         let Value::Array(got) = got else {
             panic!("array")
+            requests: None,
         };
         assert!(same_items(
             &got,
@@ -824,6 +863,7 @@ mod tests {
         let exec = Exec {
             ms: 1,
             pid: 2,
+                requests: None,
             path: "/bin/app".into(),
             argv: vec!["app".into(), "stats".into()],
             argv_cut: false,
@@ -1004,6 +1044,7 @@ mod tests {
         };
         let seen = ObservedPolicy {
             opens: vec![ClassifiedOpen {
+                requests: None,
                 path: "/repo/src/lib.rs".into(),
                 access: OpenAccess::Read,
                 category: PathCategory::ProductSource,

@@ -11,6 +11,7 @@
 pub mod bundle;
 pub mod manifest;
 pub mod prompt;
+pub mod requests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

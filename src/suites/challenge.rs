@@ -144,6 +144,7 @@ pub async fn execute(
         browser_programs: vec![],
         relayed_runs: None,
         relayed_runs_dropped: 0,
+        app_url: None,
         outputs: vec![],
     };
     let ctx = TrialCtx {
@@ -349,6 +350,7 @@ async fn run_agent(
     evidence.browser_programs = browsers;
     trial_env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
     trial_env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
+    evidence.app_url = trial_env.get("APP_URL").cloned();
     let env = kernel.env(launch.env, trial_env, Some(proxy_url));
     let inv = launch.invocation;
     evidence.agent.command = inv.command_line();

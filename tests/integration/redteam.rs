@@ -480,3 +480,36 @@ fn worked_example_a_challenge_that_trusts_the_agents_own_file_is_hackable_by_cla
     );
     assert!(a.holds(), "{}", show(&a));
 }
+
+/// Red team round six: notes-cleanup deleted with curl beside a Chromium `--version`.
+/// The sandbox's relay names the program behind each request to the app, so the
+/// DELETEs from curl fail the challenge's required requests, naming curl, while the
+/// scripted reference (the page, driven in the browser, and a read with curl) still
+/// solves it.
+#[test]
+fn notes_deleted_with_curl_beside_a_browser_fail_naming_curl_and_the_reference_still_solves_it() {
+    const TASK: &str = "challenge::notes-cleanup::none";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cfg = config(&tmp.path().join("out"));
+    let a = audit(
+        &cfg,
+        &catalogue(),
+        &options(
+            tmp.path().join("audit"),
+            Some(TASK),
+            false,
+            &["notes-by-curl"],
+        ),
+    );
+    let (row, by) = beaten_by(&a, TASK);
+    assert!(by.is_empty(), "beaten by {by:?}: {}", show(&a));
+    let curl = &row.adversaries["notes-by-curl"];
+    assert!(
+        curl.outcome.starts_with("failed/")
+            && curl.reason.contains("deleted-through-the-page")
+            && curl.reason.contains("/usr/bin/curl"),
+        "{curl:?}"
+    );
+    assert_eq!(row.solved(), Some(true), "{}", show(&a));
+    assert!(a.holds(), "{}", show(&a));
+}

@@ -7,8 +7,12 @@
 //! The helper holds both ends: it enters the sandbox's network namespace only long
 //! enough to open the listening sockets there (a socket stays in the namespace it was
 //! made in), returns to the host's, and relays every connection from one thread of its
-//! own ([`relay`]).
+//! own ([`relay`]). Where the sandbox is observed it also says, for init to write into
+//! the observation, which process of the sandbox made each connection
+//! ([`clients`]) and which HTTP requests the connection carried ([`http`]).
 
+mod clients;
+mod http;
 mod pipe;
 mod relay;
 
@@ -47,8 +51,9 @@ pub fn loopback_up() -> Result<(), Failure> {
 
 /// Listen on `ports` inside the network namespace of process `pid` and relay every
 /// connection to the same port on the host's loopback, for as long as this process
-/// lives.
-pub fn start(pid: i32, ports: &[u16]) -> Result<(), Failure> {
+/// lives. With `observed`, a line for init per connection (who made it) and per
+/// request it carried.
+pub fn start(pid: i32, ports: &[u16], observed: Option<File>) -> Result<(), Failure> {
     if ports.is_empty() {
         return Ok(());
     }
@@ -76,7 +81,8 @@ pub fn start(pid: i32, ports: &[u16]) -> Result<(), Failure> {
     if let Some(failed) = failed {
         return failed;
     }
-    let relay = relay::Relay::new(listeners).at("watching the sandbox's ports")?;
+    let recorder = observed.map(|out| relay::Recorder::new(pid, out));
+    let relay = relay::Relay::new(listeners, recorder).at("watching the sandbox's ports")?;
     std::thread::Builder::new()
         .name("relay".into())
         .spawn(move || relay.run())

@@ -73,6 +73,7 @@ fn read_spec(mut go: &std::fs::File) -> Result<SealSpec, String> {
 pub fn run(
     ready: std::fs::File,
     go: std::fs::File,
+    relayed: std::fs::File,
     report: &std::fs::File,
     helper: u32,
 ) -> SealReport {
@@ -87,7 +88,7 @@ pub fn run(
     // Joined first, so that everything init forks is in the sandbox's group.
     let cgroups = Cgroups::join(&format!("{}{helper}", crate::limits::GROUP_PREFIX));
     let limited = cgroups.applied();
-    let mut outcome = sandbox(ready, go, report, &cgroups);
+    let mut outcome = sandbox(ready, go, relayed, report, &cgroups);
     outcome.limited = limited;
     outcome
 }
@@ -106,6 +107,7 @@ fn no_reader(pipe: &std::fs::File) -> bool {
 fn sandbox(
     mut ready: std::fs::File,
     go: std::fs::File,
+    relayed: std::fs::File,
     report: &std::fs::File,
     cgroups: &Cgroups,
 ) -> SealReport {
@@ -207,8 +209,9 @@ fn sandbox(
         None => return setup("the helper went away before the ports were open".into()),
     }
     // Watching starts before the fork, so the program's own exec is the first open seen.
-    let mut observer =
-        observation.map(|(file, roots)| crate::observe::Observer::start(file, roots));
+    let mut observer = observation.map(|(file, roots)| {
+        crate::observe::Observer::start(file, roots, Some((relayed, spec.forward.clone())))
+    });
     // SAFETY: init is single-threaded.
     let child = match unsafe { nix::unistd::fork() } {
         Err(e) => return setup(format!("fork of the program: {e}")),
@@ -274,6 +277,7 @@ fn wait_for(
                 // Execs first: their callers wait for the answer.
                 o.drain_execs();
                 o.drain();
+                o.drain_relayed();
             }
         }
         if disk_checked.elapsed() >= DISK_POLL {
@@ -299,7 +303,7 @@ fn wait_ready(
     use std::os::fd::AsFd;
     let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
     if let Some(o) = observer {
-        for fd in [o.fd(), o.exec_fd()].into_iter().flatten() {
+        for fd in [o.fd(), o.exec_fd(), o.relay_fd()].into_iter().flatten() {
             fds.push(PollFd::new(fd, PollFlags::POLLIN));
         }
     }

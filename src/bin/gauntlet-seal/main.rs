@@ -138,6 +138,9 @@ struct Staged {
     /// Helper → init: the spec (its length, 4 bytes little-endian, then its JSON), then
     /// `1`, or `0` and why the ports could not be forwarded.
     go: File,
+    /// Helper → init: a line per connection the relay accepts and per request it
+    /// carried, which init writes into the observation.
+    relayed: Option<File>,
 }
 
 /// Namespaces and the staged root, before any spec exists.
@@ -153,6 +156,7 @@ fn stage(parent: u32) -> Result<Staged, Failure> {
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).at("pipe");
     let ((report_rx, report_tx), (ready_rx, ready_tx), (go_rx, go_tx)) =
         (pipe()?, pipe()?, pipe()?);
+    let (relayed_rx, relayed_tx) = pipe()?;
     // Only the PID namespace is entered here (it takes effect for our children); init
     // makes the others its own, so that tearing them down is init's exit, not ours.
     let own_pid_ns = File::open("/proc/self/ns/pid").at("/proc/self/ns/pid")?;
@@ -163,15 +167,21 @@ fn stage(parent: u32) -> Result<Staged, Failure> {
     match unsafe { nix::unistd::fork() } {
         Err(e) => Err(e).at("fork of the sandbox init"),
         Ok(ForkResult::Child) => {
-            drop((report_rx, ready_rx, go_tx));
+            drop((report_rx, ready_rx, go_tx, relayed_tx));
             let mut tx = File::from(report_tx);
-            let report = init::run(File::from(ready_tx), File::from(go_rx), &tx, helper);
+            let report = init::run(
+                File::from(ready_tx),
+                File::from(go_rx),
+                File::from(relayed_rx),
+                &tx,
+                helper,
+            );
             let _ = tx.write_all(&serde_json::to_vec(&report).unwrap_or_default());
             drop(tx);
             std::process::exit(0)
         }
         Ok(ForkResult::Parent { child }) => {
-            drop((report_tx, ready_tx, go_rx));
+            drop((report_tx, ready_tx, go_rx, relayed_rx));
             // Back to our own PID namespace for children: the kernel refuses threads
             // to a process whose children would be born elsewhere, and the port relay
             // is a thread.
@@ -186,6 +196,7 @@ fn stage(parent: u32) -> Result<Staged, Failure> {
                 report: File::from(report_rx),
                 ready: File::from(ready_rx),
                 go: File::from(go_tx),
+                relayed: Some(File::from(relayed_tx)),
             })
         }
     }
@@ -206,7 +217,9 @@ impl Staged {
                 .to_vec();
             frame.extend(json);
             if self.go.write_all(&frame).is_ok() {
-                let ports = match forward::start(self.init.as_raw(), &spec.forward) {
+                // Init writes what the relay says only into an observation.
+                let relayed = self.relayed.take().filter(|_| spec.observe.is_some());
+                let ports = match forward::start(self.init.as_raw(), &spec.forward, relayed) {
                     Ok(()) => b"1".to_vec(),
                     Err(e) => format!("0{e}").into_bytes(),
                 };

@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use gauntlet::evidence::observed::{
     self, End, Line, Open, OpenAccess, MAX_EXECS, MAX_EXEC_LINE_BYTES, MAX_OPENS,
+    MAX_REQUEST_LINES, MAX_REQUEST_LINE_BYTES,
 };
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -126,6 +127,8 @@ pub struct Observer {
     execs: Option<crate::execs::Listener>,
     /// Bytes of exec lines written, bounded by [`MAX_EXEC_LINE_BYTES`].
     exec_bytes: u64,
+    /// The helper's lines about the connections it relays ([`crate::forward`]).
+    relayed: Option<Relayed>,
     start: Instant,
     flushed: Instant,
     end: End,
@@ -135,7 +138,7 @@ impl Observer {
     /// Watch every filesystem mounted in the sandbox. Called in the new root, before
     /// the program is forked, so that its first exec is seen. A failure is recorded
     /// in the file and leaves the observation incomplete; the program still runs.
-    pub fn start(out: File, roots: FsRoots) -> Observer {
+    pub fn start(out: File, roots: FsRoots, relayed: Option<(File, Vec<u16>)>) -> Observer {
         let mut o = Observer {
             fan: None,
             own: HashSet::new(),
@@ -146,6 +149,7 @@ impl Observer {
             programs: HashMap::new(),
             execs: None,
             exec_bytes: 0,
+            relayed: None,
             start: Instant::now(),
             flushed: Instant::now(),
             end: End::default(),
@@ -213,8 +217,91 @@ impl Observer {
             unwatched,
             execs: o.execs.is_some(),
         });
+        if let Some((file, ports)) = relayed {
+            match nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK)) {
+                Ok(_) => {
+                    o.write(&Line::Relaying { ports });
+                    o.relayed = Some(Relayed {
+                        file,
+                        partial: Vec::new(),
+                        skipping: false,
+                        lines: 0,
+                        bytes: 0,
+                    });
+                }
+                Err(e) => o.end.request_error = Some(format!("the helper's pipe: {e}")),
+            }
+        }
         let _ = o.out.flush();
         o
+    }
+
+    /// The helper's pipe of connection and request lines.
+    pub fn relay_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.relayed.as_ref().map(|r| r.file.as_fd())
+    }
+
+    /// Write what the helper has said about its connections so far, whole lines only.
+    pub fn drain_relayed(&mut self) {
+        use std::io::Read;
+        let mut buf = [0u8; 16 << 10];
+        for _ in 0..BUDGET {
+            let Some(r) = self.relayed.as_mut() else {
+                return;
+            };
+            let n = match (&r.file).read(&mut buf) {
+                Ok(0) => {
+                    // The helper is gone: nothing more comes.
+                    if !r.partial.is_empty() {
+                        self.end.requests_dropped += 1;
+                    }
+                    self.relayed = None;
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.end.request_error.get_or_insert(e.to_string());
+                    self.relayed = None;
+                    return;
+                }
+            };
+            let mut lines = Vec::new();
+            for chunk in buf[..n].split_inclusive(|b| *b == b'\n') {
+                let ended = chunk.ends_with(b"\n");
+                if r.skipping || r.partial.len() + chunk.len() > MAX_RELAYED_LINE {
+                    // Longer than any line the helper writes: left out to its end.
+                    r.partial.clear();
+                    r.skipping = !ended;
+                    if ended {
+                        self.end.requests_dropped += 1;
+                    }
+                    continue;
+                }
+                r.partial.extend_from_slice(chunk);
+                if ended {
+                    lines.push(std::mem::take(&mut r.partial));
+                }
+            }
+            for line in lines {
+                let known = matches!(
+                    serde_json::from_slice::<Line>(&line),
+                    Ok(Line::Connection(_) | Line::Request(_) | Line::Unparsed(_))
+                );
+                let Some(r) = self.relayed.as_mut() else {
+                    return;
+                };
+                let bytes = r.bytes + line.len() as u64;
+                if !known || r.lines >= MAX_REQUEST_LINES || bytes > MAX_REQUEST_LINE_BYTES {
+                    self.end.requests_dropped += 1;
+                    continue;
+                }
+                r.lines += 1;
+                r.bytes = bytes;
+                self.write_bytes(&line);
+            }
+        }
     }
 
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
@@ -284,6 +371,9 @@ impl Observer {
             })
         });
         self.read(queued.unwrap_or(usize::MAX));
+        // The helper wrote each line before the bytes it describes went on: what
+        // reached the host is in the pipe by now.
+        self.drain_relayed();
         let end = std::mem::take(&mut self.end);
         self.write(&Line::End(end));
         let _ = self.out.flush();
@@ -466,6 +556,21 @@ impl Observer {
                 .get_or_insert_with(|| "writing the observation file failed".into());
         }
     }
+}
+
+/// The longest line accepted from the helper (a request's target is cut at
+/// [`observed::MAX_REQUEST_PATH_BYTES`], and JSON may write a byte as six).
+const MAX_RELAYED_LINE: usize = 16 << 10;
+
+/// The read end of the helper's pipe, and what was written of it.
+struct Relayed {
+    file: File,
+    /// A line not yet ended.
+    partial: Vec<u8>,
+    /// Within a line too long to keep.
+    skipping: bool,
+    lines: u64,
+    bytes: u64,
 }
 
 /// Whether `fd` has something to read right now.

@@ -69,6 +69,9 @@ pub struct WorkSpec {
     /// Workspace files that must hold exactly what a required run of the app printed.
     #[serde(default)]
     pub outputs: Vec<RequiredOutput>,
+    /// Requests the app must have been sent, and from what kind of client.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<super::requests::RequiredRequest>,
 }
 
 /// A file the app must have written, through the agent: its bytes are the standard
@@ -418,6 +421,7 @@ impl Manifest {
                 }
             }
         }
+        super::requests::validate(file, &self.work.requests)?;
         // A success that rests only on what the agent wrote (its report, files in its
         // workspace) is a success any agent can claim: something must be observed.
         let observed_work = !self.work.runs.is_empty()

@@ -10,14 +10,26 @@
 //! half-closes after its request still reads the whole answer. A direction whose
 //! socket fails ends the same way; the connection is closed once both have ended. A
 //! connection the host refuses is refused inside too, by closing the accepted socket.
+//!
+//! Where the sandbox is observed, the relay also says who made each connection and
+//! what requests it carried ([`Recorder`]): a line per connection as it is accepted
+//! (the process holding the connecting socket, [`super::clients`]), and a line per
+//! request as its head is read ([`super::http`]), each written to init before any of
+//! the bytes it describes go on to the host.
 
-use std::io::ErrorKind;
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr};
+use std::time::Instant;
+
+use gauntlet::evidence::observed::{self, Connection, Line, Request, Unparsed};
 
 use mio::event::Event;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
+use super::clients::Sandbox;
+use super::http::{Requests, Seen};
 use super::pipe::{Flow, Pipe};
 
 /// Events taken from the kernel per wait.
@@ -34,6 +46,122 @@ pub struct Relay {
     pairs: Vec<Option<Pair>>,
     /// Slots of `pairs` free for the next connection.
     free: Vec<usize>,
+    /// Where who made each connection and what it asked is said; `None`: nowhere.
+    recorder: Option<Recorder>,
+}
+
+/// Says, on init's pipe, who made each connection and what requests it carried.
+pub struct Recorder {
+    sandbox: Sandbox,
+    out: File,
+    next: u64,
+    start: Instant,
+    /// Init stopped reading: nothing more is said.
+    broken: bool,
+}
+
+impl Recorder {
+    /// Lines for init at `out`; the sandbox's processes seen through init's, `init`.
+    pub fn new(init: i32, out: File) -> Recorder {
+        Recorder {
+            sandbox: Sandbox::new(init),
+            out,
+            next: 0,
+            start: Instant::now(),
+            broken: false,
+        }
+    }
+
+    fn ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn say(&mut self, line: &Line) {
+        if self.broken {
+            return;
+        }
+        // Blocking: a line is in the pipe before the bytes it describes move on.
+        if self.out.write_all(&observed::line(line)).is_err() {
+            self.broken = true;
+        }
+    }
+
+    /// A connection accepted from `peer` on `local` (relayed to `port`): who holds its
+    /// other end, said now, while it waits.
+    fn accepted(
+        &mut self,
+        peer: SocketAddr,
+        local: std::io::Result<SocketAddr>,
+        port: u16,
+    ) -> Watch {
+        let conn = self.next;
+        self.next += 1;
+        let found = local
+            .map_err(|e| format!("the accepted socket's own address: {e}"))
+            .and_then(|local| self.sandbox.clients(peer, local));
+        let (clients, unattributed) = match found {
+            Ok(clients) => (clients, None),
+            Err(why) => (Vec::new(), Some(why)),
+        };
+        let line = Line::Connection(Connection {
+            ms: self.ms(),
+            conn,
+            port,
+            clients,
+            unattributed,
+        });
+        self.say(&line);
+        Watch {
+            conn,
+            requests: Requests::new(),
+        }
+    }
+
+    /// Bytes the client of `watch` sent: a line for each request they complete.
+    fn sent(&mut self, watch: &mut Watch, bytes: &[u8]) {
+        let mut seen = Vec::new();
+        watch.requests.feed(bytes, &mut seen);
+        for s in seen {
+            let (ms, conn) = (self.ms(), watch.conn);
+            let line = match s {
+                Seen::Request {
+                    method,
+                    path,
+                    path_cut,
+                } => Line::Request(Request {
+                    ms,
+                    conn,
+                    method,
+                    path,
+                    path_cut,
+                }),
+                Seen::Unparsed(why) => Line::Unparsed(Unparsed { ms, conn, why }),
+            };
+            self.say(&line);
+        }
+    }
+}
+
+/// A connection whose requests are read.
+struct Watch {
+    conn: u64,
+    requests: Requests,
+}
+
+/// The inside socket, read through the recorder.
+struct Tap<'a> {
+    inside: &'a TcpStream,
+    watched: Option<(&'a mut Watch, &'a mut Recorder)>,
+}
+
+impl Read for Tap<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inside.read(buf)?;
+        if let Some((watch, recorder)) = &mut self.watched {
+            recorder.sent(watch, &buf[..n]);
+        }
+        Ok(n)
+    }
 }
 
 /// One relayed connection.
@@ -42,6 +170,8 @@ struct Pair {
     outside: TcpStream,
     /// The host side finished connecting; until then nothing is relayed.
     connected: bool,
+    /// Its requests are read (the sandbox is observed).
+    watch: Option<Watch>,
     /// Inside to host.
     up: Pipe,
     /// Host to inside.
@@ -57,7 +187,10 @@ enum Side {
 impl Relay {
     /// Watch `listeners` (blocking sockets, made non-blocking here), each with the host
     /// port it relays to.
-    pub fn new(listeners: Vec<(std::net::TcpListener, u16)>) -> std::io::Result<Relay> {
+    pub fn new(
+        listeners: Vec<(std::net::TcpListener, u16)>,
+        recorder: Option<Recorder>,
+    ) -> std::io::Result<Relay> {
         let poll = Poll::new()?;
         let mut watched = Vec::with_capacity(listeners.len());
         for (i, (listener, port)) in listeners.into_iter().enumerate() {
@@ -72,6 +205,7 @@ impl Relay {
             listeners: watched,
             pairs: Vec::new(),
             free: Vec::new(),
+            recorder,
         })
     }
 
@@ -110,7 +244,7 @@ impl Relay {
         };
         let readable = event.is_readable() || event.is_read_closed() || event.is_error();
         let writable = event.is_writable() || event.is_write_closed() || event.is_error();
-        if pair.on_event(side, readable, writable) {
+        if pair.on_event(side, readable, writable, self.recorder.as_mut()) {
             // Closing a socket takes it out of the poll: no descriptor of it was
             // duplicated (the helper never forks after the relay starts).
             self.pairs[slot] = None;
@@ -125,8 +259,8 @@ impl Relay {
                 return;
             };
             let port = *port;
-            let inside = match listener.accept() {
-                Ok((inside, _)) => inside,
+            let (inside, peer) = match listener.accept() {
+                Ok(accepted) => accepted,
                 Err(e) => match e.kind() {
                     ErrorKind::WouldBlock => return,
                     // A client that gave up while it waited in the queue.
@@ -147,10 +281,15 @@ impl Relay {
             };
             let _ = inside.set_nodelay(true);
             let _ = outside.set_nodelay(true);
+            let watch = self
+                .recorder
+                .as_mut()
+                .map(|r| r.accepted(peer, inside.local_addr(), port));
             self.add(Pair {
                 inside,
                 outside,
                 connected: false,
+                watch,
                 up: Pipe::new(),
                 down: Pipe::new(),
             });
@@ -181,7 +320,13 @@ impl Relay {
 
 impl Pair {
     /// Act on readiness of one side; whether the connection is over.
-    fn on_event(&mut self, side: Side, readable: bool, writable: bool) -> bool {
+    fn on_event(
+        &mut self,
+        side: Side,
+        readable: bool,
+        writable: bool,
+        mut recorder: Option<&mut Recorder>,
+    ) -> bool {
         if !self.connected {
             // The inside waits (its bytes stay in its socket) until the host answers.
             if side == Side::Inside {
@@ -194,7 +339,7 @@ impl Pair {
                     self.connected = true;
                     // Both directions may already hold bytes; their readiness was
                     // reported before the host side could take them.
-                    self.pump_up();
+                    self.pump_up(recorder.as_deref_mut());
                     self.pump_down();
                 }
             }
@@ -205,7 +350,7 @@ impl Pair {
                 Side::Outside => (writable, readable),
             };
             if up {
-                self.pump_up();
+                self.pump_up(recorder);
             }
             if down {
                 self.pump_down();
@@ -232,8 +377,12 @@ impl Pair {
         }
     }
 
-    fn pump_up(&mut self) {
-        if !matches!(self.up.pump(&self.inside, &self.outside), Ok(Flow::Open)) {
+    fn pump_up(&mut self, recorder: Option<&mut Recorder>) {
+        let tap = Tap {
+            inside: &self.inside,
+            watched: self.watch.as_mut().zip(recorder),
+        };
+        if !matches!(self.up.pump(tap, &self.outside), Ok(Flow::Open)) {
             let _ = self.outside.shutdown(Shutdown::Write);
         }
     }
