@@ -711,6 +711,8 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
         )
     } else if let Some((outcome, why)) = unobserved_work(i) {
         (outcome, why)
+    } else if let Some((outcome, why)) = unmet_requests(i) {
+        (outcome, why)
     } else {
         (
             TaskOutcome::Success,
@@ -725,8 +727,6 @@ pub fn score(i: &ChallengeInputs<'_>) -> ChallengeVerdict {
     let (evaluation_validity, validity_reason) = match i.observed {
         Some(o) => observed_validity(o, i.profile),
         None => account_validity(i.policy, i.profile),
-    } else if let Some((outcome, why)) = unmet_requests(i) {
-        (outcome, why)
     };
     ChallengeVerdict {
         passed: task_outcome == TaskOutcome::Success && evaluation_validity == Validity::Clean,
@@ -799,6 +799,7 @@ mod tests {
             policy,
             observed: None,
             execs: None,
+            requests: None,
         })
     }
 
@@ -813,7 +814,6 @@ mod tests {
         );
         let Value::Array(got) = got else {
             panic!("array")
-            requests: None,
         };
         assert!(same_items(
             &got,
@@ -849,6 +849,7 @@ mod tests {
                 policy: &p,
                 observed: None,
                 execs,
+                requests: None,
             })
         };
         let check = |seen: Option<Exec>| RunCheck {
@@ -863,7 +864,6 @@ mod tests {
         let exec = Exec {
             ms: 1,
             pid: 2,
-                requests: None,
             path: "/bin/app".into(),
             argv: vec!["app".into(), "stats".into()],
             argv_cut: false,
@@ -1030,6 +1030,7 @@ mod tests {
                 policy,
                 observed: Some(observed),
                 execs: None,
+                requests: None,
             })
         };
         // The account reads nothing forbidden and holds an opaque command; the kernel
@@ -1044,7 +1045,6 @@ mod tests {
         };
         let seen = ObservedPolicy {
             opens: vec![ClassifiedOpen {
-                requests: None,
                 path: "/repo/src/lib.rs".into(),
                 access: OpenAccess::Read,
                 category: PathCategory::ProductSource,

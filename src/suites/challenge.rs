@@ -142,9 +142,9 @@ pub async fn execute(
         app_program: None,
         app_program_file: None,
         browser_programs: vec![],
+        app_url: None,
         relayed_runs: None,
         relayed_runs_dropped: 0,
-        app_url: None,
         outputs: vec![],
     };
     let ctx = TrialCtx {
@@ -348,9 +348,9 @@ async fn run_agent(
     .collect();
     browsers.dedup();
     evidence.browser_programs = browsers;
+    evidence.app_url = trial_env.get("APP_URL").cloned();
     trial_env.insert("GAUNTLET_CHALLENGE".into(), t.challenge.manifest.id.clone());
     trial_env.insert("GAUNTLET_INSTRUCTION_PROFILE".into(), t.profile.to_string());
-    evidence.app_url = trial_env.get("APP_URL").cloned();
     let env = kernel.env(launch.env, trial_env, Some(proxy_url));
     let inv = launch.invocation;
     evidence.agent.command = inv.command_line();
