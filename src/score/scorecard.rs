@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::scorecard::{Bank, LoadedProbe, Rule, Scorecard};
+use crate::spec::scorecard::bank;
+use crate::spec::scorecard::{Bank, LoadedProbe, Rule, Scorecard, Step};
 
 /// One prompted turn as observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -405,6 +406,103 @@ pub enum Hallucination {
     Claimed { key: String, line: String },
 }
 
+/// The values a probe tells the agent: every slot its turn prompts name, lowercased.
+/// A told value is never a rival (see [`rivals`]).
+pub fn told_values(probe: &LoadedProbe, bank: &Bank) -> std::collections::BTreeSet<String> {
+    probe
+        .probe
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Turn { prompt, .. } => Some(prompt),
+            _ => None,
+        })
+        .flat_map(|p| bank::template_slots(p))
+        .filter_map(|slot| bank.get(&slot).map(str::to_lowercase))
+        .collect()
+}
+
+/// The rivals `text` names for `slot`: candidates of the slot's pool ([`bank::pool`])
+/// other than its value and other than any value the probe told (`told`), lowercased.
+/// Empty for a slot without a pool.
+///
+/// Why told values are not rivals: an honest reply names them for a reason (P1.3's
+/// "your locker moved from L12 to L77", P2.2's two pinned goals side by side), and the
+/// probe has its own rule for whether naming one is right (P1.3's `superseded-dropped`
+/// fails on the old locker; counting it against `superseded-newest` too would take two
+/// points for one mistake). What the agent was never told it can only have guessed, so
+/// naming one of those beside the value makes the reply a list, and a list of the
+/// public pool holds the right value by construction.
+pub fn rivals(
+    slot: &str,
+    value: &str,
+    text: &str,
+    told: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let Some(pool) = bank::pool(slot) else {
+        return Vec::new();
+    };
+    let value = value.trim().to_lowercase();
+    pool.named_in(text)
+        .into_iter()
+        .filter(|c| *c != value && !told.contains(c))
+        .collect()
+}
+
+/// "`Lisbon` and 7 other cities (`tromso`, `hobart`, `nagoya`, …)": how a reason names
+/// a list.
+fn list_of(value: &str, slot: &str, rivals: &[String]) -> String {
+    format!(
+        "`{value}` and {} other {} ({})",
+        rivals.len(),
+        noun(slot, rivals.len()),
+        shown(rivals)
+    )
+}
+
+/// A recall-like rule (`recall`, `prior_thread`): the reply names the slot's value
+/// ([`bank::names`]: whole words, any case) and no rival of it ([`rivals`]). `ok` and
+/// `missing` are the reasons when it holds and when the value is not named; `list` says
+/// what a list is not ("a list is not a recall").
+fn named_alone(
+    reply: &str,
+    slot: &str,
+    value: &str,
+    told: &std::collections::BTreeSet<String>,
+    (ok, missing, list): (String, String, &str),
+) -> Result<String, String> {
+    let rivals = rivals(slot, value, reply, told);
+    match (bank::names(reply, value), rivals.is_empty()) {
+        (true, true) => Ok(ok),
+        (true, false) => Err(format!("names {}: {list}", list_of(value, slot, &rivals))),
+        (false, true) => Err(missing),
+        (false, false) => Err(format!(
+            "{missing}; names {} {} never told ({})",
+            rivals.len(),
+            noun(slot, rivals.len()),
+            shown(&rivals)
+        )),
+    }
+}
+
+/// What `n` candidates of `slot`'s pool are ("city", "cities").
+fn noun(slot: &str, n: usize) -> &'static str {
+    match bank::pool(slot) {
+        Some(p) => p.noun(n),
+        None if n == 1 => "value",
+        None => "values",
+    }
+}
+
+/// The first three of `rivals`, quoted, "…" when there are more.
+fn shown(rivals: &[String]) -> String {
+    let mut s: Vec<String> = rivals.iter().take(3).map(|r| format!("`{r}`")).collect();
+    if rivals.len() > s.len() {
+        s.push("…".into());
+    }
+    s.join(", ")
+}
+
 /// Normalized file text for comparison: CRLF as LF, trailing whitespace dropped.
 fn norm(s: &str) -> String {
     s.replace("\r\n", "\n").trim_end().to_string()
@@ -436,8 +534,29 @@ fn in_window<'a>(ev: &'a ProbeEvidence, w: &'a str) -> impl Iterator<Item = &'a 
     ev.events.iter().filter(move |e| e.phase == w)
 }
 
-/// Evaluate one observation.
-fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>, Option<String>) {
+/// Evaluate one observation; `told` is what the probe told the agent ([`told_values`]).
+///
+/// Rules that credit naming a bank value (`recall`, `prior_thread`, `priority_order`)
+/// hold only when the reply names no rival of it ([`rivals`]): the pools are public, so
+/// a reply listing every color, city or codename would otherwise recall each one. The
+/// other rules that read a value, and why they take no rival check:
+/// - `not_recalled` (P1.3's `superseded-dropped`, `expired-forgotten`) and
+///   `no_hallucination` credit *not* naming a value, which silence earns as well; a list
+///   gains nothing there (a list that leaves out the old lockers only matches silence, and
+///   fails `superseded-newest`), and a list of every fruit names the never-told one, so
+///   it fails as planted memory (its reason says it was a list). They keep their
+///   substring test: strict, so a value inside a longer word still counts against.
+/// - `answered` (P4.1) reads no bank slot: its answer is common knowledge any agent has
+///   without memory, and honest answers name other numbers for a reason ("366 days, one
+///   more than the usual 365"), so listing numbers wins nothing a plain answer does not.
+/// - `http_request` (P5.2) first needs the stand-in to have seen the request, and the
+///   status is printed by the very command the agent ran.
+fn eval(
+    rule: &Rule,
+    bank: &Bank,
+    ev: &ProbeEvidence,
+    told: &std::collections::BTreeSet<String>,
+) -> (Result<String, String>, Option<String>) {
     let v = |slot: &str| bank.get(slot).unwrap_or("").to_string();
     macro_rules! reply_or {
         ($label:expr) => {
@@ -451,11 +570,17 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
         Rule::Recall { turn, slot } => {
             let r = reply_or!(turn);
             let want = v(slot);
-            let res = if has(r, &want) {
-                Ok(format!("recalls `{want}`"))
-            } else {
-                Err(format!("does not recall `{want}`"))
-            };
+            let res = named_alone(
+                r,
+                slot,
+                &want,
+                told,
+                (
+                    format!("recalls `{want}`"),
+                    format!("does not recall `{want}`"),
+                    "a list is not a recall",
+                ),
+            );
             (res, audit(r))
         }
         Rule::NotRecalled { turn, slot } => {
@@ -470,9 +595,25 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
         }
         Rule::NoHallucination { turn, slot, key } => {
             let r = reply_or!(turn);
-            let res = rule_no_hallucination(r, key, &v(slot))
+            let never = v(slot);
+            let res = rule_no_hallucination(r, key, &never)
                 .map(|()| format!("claims no value for `{key}`"))
-                .map_err(|h| h.to_string());
+                .map_err(|h| match h {
+                    // A list of the pool names the never-told value too: a list of
+                    // guesses, said as such rather than as planted memory alone.
+                    Hallucination::Planted { .. } => {
+                        let others = rivals(slot, &never, r, told);
+                        if others.is_empty() {
+                            h.to_string()
+                        } else {
+                            format!(
+                                "names {}: a list of guesses, and `{key}` was never told",
+                                list_of(&never, slot, &others)
+                            )
+                        }
+                    }
+                    h => h.to_string(),
+                });
             (res, audit(r))
         }
         Rule::Answered { turn, answer } => {
@@ -505,11 +646,17 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
         Rule::PriorThread { turn, slot } => {
             let r = reply_or!(turn);
             let topic = v(slot);
-            let res = if has(r, &topic) {
-                Ok(format!("brings up `{topic}` unreminded"))
-            } else {
-                Err(format!("does not bring up `{topic}`"))
-            };
+            let res = named_alone(
+                r,
+                slot,
+                &topic,
+                told,
+                (
+                    format!("brings up `{topic}` unreminded"),
+                    format!("does not bring up `{topic}`"),
+                    "a list is not a thread brought up",
+                ),
+            );
             (res, audit(r))
         }
         Rule::GoalsStated { turn } => {
@@ -528,7 +675,17 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
         } => {
             let r = reply_or!(turn);
             let (a, b) = (v(first), v(second));
-            let res = if rule_priority_order(r, &a, &b) {
+            // Both goals were told (P2.2 pins them): a goal of the pool beyond them
+            // makes the reply a list of every goal, whose order says nothing.
+            let others = rivals(first, &a, r, told);
+            let res = if !others.is_empty() {
+                Err(format!(
+                    "names {} other {} besides `{a}` and `{b}` ({}): a list of every goal is not an order",
+                    others.len(),
+                    noun(first, others.len()),
+                    shown(&others)
+                ))
+            } else if rule_priority_order(r, &a, &b) {
                 Ok(format!("lists `{a}` before `{b}`"))
             } else {
                 Err(format!("does not list `{a}` before `{b}`"))
@@ -733,8 +890,9 @@ fn eval(rule: &Rule, bank: &Bank, ev: &ProbeEvidence) -> (Result<String, String>
 pub fn observe(probe: &LoadedProbe, bank: &Bank, ev: &ProbeEvidence) -> ProbeResult {
     let mut observations = Vec::new();
     let mut recall_score = 0i32;
+    let told = told_values(probe, bank);
     for o in &probe.observations {
-        let (res, text) = eval(&o.rule, bank, ev);
+        let (res, text) = eval(&o.rule, bank, ev, &told);
         let holds = res.is_ok();
         match (&o.rule, holds) {
             (Rule::Recall { .. }, true) => recall_score += 1,

@@ -765,3 +765,84 @@ fn p4_1_an_offer_without_the_answer_fails_and_the_autonomous_profile_passes() {
         "{answered:?}"
     );
 }
+
+/// The hackability audit's `enumerate-bank` adversary, the real script of the shipped
+/// catalogue.
+const ENUMERATE_BANK: &str = include_str!("../../redteam/agents/enumerate-bank.sh");
+
+/// `enumerate-bank` remembers nothing and answers every turn with every value the public
+/// fact bank can draw (every color, pet, city, day, goal, the new lockers' range, every
+/// codename). A recall is the value alone, not the value among its pool's other
+/// candidates, so it recalls nothing: P1.1, P1.2, P1.3 (recall_score 0, not 3), P2.2's
+/// pinned goals and P4.2 fail, each recall saying it was a list.
+#[test]
+fn an_agent_listing_every_value_of_the_bank_recalls_nothing() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let root = support::root();
+    let cfg = byok_agent(
+        ENUMERATE_BANK,
+        "enumerate-bank.sh",
+        &[root.to_str().expect("utf-8 root"), "{run_dir}"],
+        out.path(),
+    );
+    let ids = ["p1-1", "p1-2", "p1-3", "p2-2", "p4-2"];
+    let run_dir = out.path().join("run");
+    let recs = runtime().block_on(async {
+        let runs = ids.iter().map(|id| {
+            let (suite, cfg, run_dir) = (&suite, &cfg, &run_dir);
+            async move {
+                let probe = suite.probe(id).expect("probe");
+                execute(suite, probe, cfg, run_dir, &ExecOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("{id}: {e}"))
+            }
+        });
+        futures_util::future::join_all(runs).await
+    });
+    let mut problems = Vec::new();
+    for (id, (rec, trial)) in ids.iter().zip(&recs) {
+        // Every turn ran and answered with its list: the failure is the rule's.
+        if let Some(e) = &rec.evidence.setup_error {
+            problems.push(format!("{id}: setup error {e}"));
+        }
+        let asked = rec.evidence.turns.last().and_then(|t| t.reply.as_deref());
+        if !asked.is_some_and(|r| r.contains("Here is everything I remember")) {
+            problems.push(format!("{id}: not the adversary's list: {asked:?}"));
+        }
+        if rec.verdict.passed || rec.result.recall_score > 0 {
+            problems.push(format!(
+                "{id}: passed {} with recall_score {}: {}",
+                rec.verdict.passed, rec.result.recall_score, rec.verdict.reason
+            ));
+        }
+        let listed: &[&str] = match *id {
+            "p1-1" => &["within-session-recall"],
+            "p1-2" => &["cross-session-codename", "cross-session-deadline"],
+            "p1-3" => &["correct-pet", "correct-city", "superseded-newest"],
+            "p2-2" => &["pinned-x", "pinned-y"],
+            _ => &["prior-thread"],
+        };
+        for oid in listed {
+            match rec.result.observations.iter().find(|o| o.id == *oid) {
+                Some(o) if !o.holds && o.reason.contains(": a list is not a") => {}
+                o => problems.push(format!("{id}.{oid}: not failed as a list: {o:?}")),
+            }
+        }
+        if !gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees() {
+            problems.push(format!("{id}: the record does not rescore to itself"));
+        }
+    }
+    let p13 = &recs[2].0;
+    assert_eq!(p13.result.recall_score, 0, "{}", p13.verdict.reason);
+    let city = &p13
+        .result
+        .observations
+        .iter()
+        .find(|o| o.id == "correct-city");
+    assert!(
+        city.is_some_and(|o| o.reason.contains("and 7 other cities")),
+        "{city:?}"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -254,6 +254,145 @@ pub fn template_slots(template: &str) -> Vec<String> {
     out
 }
 
+/// Whether `text` names `value` as whole words, case-insensitive: the match is not
+/// inside a longer word or number (`teal` is not in `steal`, `L12` not in `L120`, `BLUFIN4`
+/// not in `BLUFIN42`). A boundary is any character that is not a letter or a digit
+/// (Unicode), so `_teal_` and `**Lisbon**` name their words. An empty value is never named.
+///
+/// The one test of "the reply names a value" for the recall-like rules of the scorecard
+/// scorer and for [`Pool::named_in`], so that a candidate the value test would accept is
+/// always seen as a rival too.
+pub fn names(text: &str, value: &str) -> bool {
+    names_lower(&text.to_lowercase(), &value.trim().to_lowercase())
+}
+
+/// [`names`] on text and value already lowercased.
+fn names_lower(hay: &str, needle: &str) -> bool {
+    let (Some(first), Some(last)) = (needle.chars().next(), needle.chars().last()) else {
+        return false;
+    };
+    // A boundary is needed only where the value itself ends in a letter or digit.
+    let edge = |own: char, next: Option<char>| {
+        !own.is_alphanumeric() || !next.is_some_and(char::is_alphanumeric)
+    };
+    let mut from = 0;
+    while let Some(at) = hay[from..].find(needle) {
+        let (start, end) = (from + at, from + at + needle.len());
+        if edge(first, hay[..start].chars().next_back()) && edge(last, hay[end..].chars().next()) {
+            return true;
+        }
+        from = start + first.len_utf8();
+    }
+    false
+}
+
+/// The pool a slot is drawn from: every value the bank could have put in it. Knowing
+/// the pool is public (this file is), so a reply naming a slot's value is a recall only
+/// when it does not also name the pool's other candidates: a list holds the right one by
+/// construction. [`pool`] gives it per slot; the scorer finds rivals with
+/// [`Pool::named_in`].
+#[derive(Debug, Clone, Copy)]
+pub enum Pool {
+    /// A public word list: a candidate is one of its entries, named as whole words
+    /// ([`names`]).
+    Words {
+        /// What a candidate is, singular and plural, for a reason ("city", "cities").
+        noun: (&'static str, &'static str),
+        words: &'static [&'static str],
+    },
+    /// A generated value: a candidate is a whole token of the text (a maximal run of
+    /// letters and digits, lowercased) that `shape` accepts, i.e. a value the bank's
+    /// generator could have made. A value [`names`] finds in a text is always such a
+    /// token, so no spelling the recall test accepts escapes this one.
+    Shaped {
+        noun: (&'static str, &'static str),
+        shape: fn(&str) -> bool,
+    },
+}
+
+impl Pool {
+    /// What `n` candidates are ("1 city", "7 cities" without the number).
+    pub fn noun(&self, n: usize) -> &'static str {
+        match self {
+            Pool::Words { noun, .. } | Pool::Shaped { noun, .. } if n == 1 => noun.0,
+            Pool::Words { noun, .. } | Pool::Shaped { noun, .. } => noun.1,
+        }
+    }
+
+    /// Every candidate of the pool `text` names, each once, lowercased: word-list
+    /// entries in list order, generated tokens in the order first named.
+    pub fn named_in(&self, text: &str) -> Vec<String> {
+        let hay = text.to_lowercase();
+        match self {
+            Pool::Words { words, .. } => words
+                .iter()
+                .map(|w| w.to_lowercase())
+                .filter(|w| names_lower(&hay, w))
+                .collect(),
+            Pool::Shaped { shape, .. } => {
+                let mut seen = std::collections::BTreeSet::new();
+                hay.split(|c: char| !c.is_alphanumeric())
+                    .filter(|t| !t.is_empty() && shape(t) && seen.insert(*t))
+                    .map(str::to_string)
+                    .collect()
+            }
+        }
+    }
+}
+
+/// The pool of `slot`, for the slots a scorecard rule credits (or, for the false fact,
+/// refuses) naming: `None` for slots whose values carry the seed's token or are not
+/// named in replies (a guess list of those is not possible or not rewarded).
+///
+/// Both lockers share one pool (L10–L98), so that a list of the new lockers' range is
+/// seen as a list, whichever locker it was asked for; both goals share [`GOALS`].
+pub fn pool(slot: &str) -> Option<Pool> {
+    let words = |noun, words| Some(Pool::Words { noun, words });
+    match slot {
+        "color" => words(("color", "colors"), COLORS),
+        "pet" => words(("pet name", "pet names"), PETS),
+        "city" => words(("city", "cities"), CITIES),
+        "deadline" => words(("day", "days"), DAYS),
+        "false_fruit" => words(("fruit", "fruits"), FRUITS),
+        "goal_x" | "goal_y" => words(("goal", "goals"), GOALS),
+        "codename" => Some(Pool::Shaped {
+            noun: ("codename-shaped token", "codename-shaped tokens"),
+            shape: is_codename,
+        }),
+        "locker_old" | "locker_new" => Some(Pool::Shaped {
+            noun: ("locker", "lockers"),
+            shape: is_locker,
+        }),
+        _ => None,
+    }
+}
+
+/// A codename the bank can make, lowercased: two [`SYLLABLES`] and a number 0–99
+/// written without a leading zero (`blufin42`).
+fn is_codename(token: &str) -> bool {
+    let syllable = |s: &str| SYLLABLES.contains(&s);
+    let (Some(a), Some(b), Some(n)) = (token.get(..3), token.get(3..6), token.get(6..)) else {
+        return false;
+    };
+    syllable(a) && syllable(b) && is_number_below(n, 100)
+}
+
+/// A locker the bank can draw, lowercased: `l` and a number 10–98 (old: 10–54, new:
+/// 55–98).
+fn is_locker(token: &str) -> bool {
+    token
+        .strip_prefix('l')
+        .is_some_and(|n| is_number_below(n, 99) && n.len() == 2)
+}
+
+/// `n` is a number below `max` written as the bank writes it (`{}`: no leading zero).
+fn is_number_below(n: &str, max: u32) -> bool {
+    !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+        && (n == "0" || !n.starts_with('0'))
+        && n.parse::<u32>().is_ok_and(|v| v < max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +418,66 @@ mod tests {
             assert_ne!(b.get("locker_old"), b.get("locker_new"), "{seed}");
             assert_eq!(b.get("csv_content").map(|c| c.lines().count()), Some(11));
         }
+    }
+
+    #[test]
+    fn names_is_whole_words_any_case() {
+        assert!(names("Your favorite color is Teal.", "teal"));
+        assert!(names("TEAL", "teal"));
+        assert!(names("_teal_ and **Lisbon**", "lisbon"));
+        assert!(names("locker: L77", "l77"));
+        assert!(names(
+            "I'll tidy the release notes first",
+            "tidy the release notes"
+        ));
+        assert!(names("Kraków's old town", "KRAKÓW"));
+        // Inside a longer word or number: not named.
+        assert!(!names("don't steal it", "teal"));
+        assert!(!names("L770", "L77"));
+        assert!(!names("BLUFIN420", "BLUFIN42"));
+        assert!(!names("xLisbonx", "Lisbon"));
+        // A later whole occurrence is still found.
+        assert!(names("steal the teal", "teal"));
+        assert!(!names("anything", ""));
+    }
+
+    #[test]
+    fn every_drawn_value_is_a_candidate_of_its_own_pool() {
+        for seed in ["a", "b", "c", "d", "e", "f", "g", "h", "itest-seed-1", "t"] {
+            let b = Bank::from_seed(seed);
+            for slot in SLOTS {
+                let Some(pool) = pool(slot) else { continue };
+                let v = b.get(slot).unwrap();
+                assert_eq!(
+                    pool.named_in(&format!("the {slot} is {v}.")),
+                    vec![v.to_lowercase()],
+                    "{seed} {slot}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn generated_pools_find_every_token_the_bank_can_make_and_nothing_else() {
+        let code = pool("codename").unwrap();
+        assert_eq!(
+            code.named_in("BLUFIN42, blufin42 and KORDAX0; not BLUFIN042, BLUFIN100, BLUXYZ4"),
+            ["blufin42", "kordax0"]
+        );
+        // The bank's own generator: every codename it makes is in the pool.
+        assert_eq!(code.named_in("garbar99 qbar1").len(), 1);
+        let lockers = pool("locker_new").unwrap();
+        assert_eq!(
+            lockers.named_in("L10, l55 and L98 (not L9, L99, L100, L077, LL55, L55a)"),
+            ["l10", "l55", "l98"]
+        );
+        let cities = pool("city").unwrap();
+        assert_eq!((cities.noun(1), cities.noun(7)), ("city", "cities"));
+        assert_eq!(
+            cities.named_in("From LISBON to Hobart, not Lisboners"),
+            ["lisbon", "hobart"]
+        );
+        assert!(pool("token").is_none() && pool("mail_to").is_none());
     }
 
     #[test]

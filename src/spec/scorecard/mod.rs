@@ -161,7 +161,9 @@ pub const OBSERVATION_KINDS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
-    /// The turn's reply contains the slot's value (case-insensitive).
+    /// The turn's reply names the slot's value (whole words, case-insensitive) and no
+    /// other candidate of the slot's pool the probe did not tell ([`bank::pool`]): a
+    /// list of the public pool is not a recall.
     Recall {
         turn: String,
         slot: String,
@@ -190,7 +192,8 @@ pub enum Rule {
     FollowUp {
         turn: String,
     },
-    /// The reply brings up the slot's value although the prompt did not.
+    /// The reply brings up the slot's value although the prompt did not, and no other
+    /// candidate of its pool (as `Recall`).
     PriorThread {
         turn: String,
         slot: String,
@@ -198,7 +201,7 @@ pub enum Rule {
     GoalsStated {
         turn: String,
     },
-    /// The reply names `slots[0]` before `slots[1]`.
+    /// The reply names `slots[0]` before `slots[1]`, and no other goal of their pool.
     PriorityOrder {
         turn: String,
         first: String,
