@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::observed::{Observation, OpenAccess};
-use super::policy::{classify, Access, PathCategory, PolicyFindings, Roots, MAX_FINDINGS};
+use super::policy::{
+    answer_key, classify, Access, PathCategory, PolicyFindings, Roots, MAX_FINDINGS,
+};
 use crate::spec::challenge::Profile;
 
 /// Host directories whose files are every program's runtime: what a process opens
@@ -79,6 +81,13 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// An answer key the kernel saw opened, and why it is one ([`answer_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AnswerKeyRead {
+    pub path: String,
+    pub why: String,
+}
+
 /// Everything the observation shows under the trial's profile.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ObservedPolicy {
@@ -93,6 +102,10 @@ pub struct ObservedPolicy {
     pub by_category: BTreeMap<String, u64>,
     /// Distinct paths opened against the profile's rules, in order.
     pub disallowed_reads: Vec<String>,
+    /// Of those, the answer keys no profile allows, each with why, in order. Absent
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_keys: Vec<AnswerKeyRead>,
     /// Whether any example, test or product source was opened.
     pub escalated_to_product_code: bool,
     pub discrepancies: Discrepancies,
@@ -111,6 +124,10 @@ pub fn classify_observed(roots: &Roots, p: &Path) -> PathCategory {
     }
     if p.starts_with(&roots.trial_dir) {
         return PathCategory::TrialWorkspace;
+    }
+    // An answer key is never the agent's runtime, whatever its command line names.
+    if answer_key(roots, p).is_some() {
+        return PathCategory::AnswerKey;
     }
     if is_runtime(roots, p) {
         return PathCategory::Runtime;
@@ -161,6 +178,16 @@ pub fn assess(
         let allowed = open.access == OpenAccess::Write || category.allowed_under(profile);
         if !allowed && disallowed.insert(path) {
             out.disallowed_reads.push(path.to_owned());
+            if let Some(why) = (category == PathCategory::AnswerKey)
+                .then(|| answer_key(roots, Path::new(path)))
+                .flatten()
+                .filter(|_| out.answer_keys.len() < MAX_FINDINGS)
+            {
+                out.answer_keys.push(AnswerKeyRead {
+                    path: path.to_owned(),
+                    why: why.to_owned(),
+                });
+            }
         }
         out.escalated_to_product_code |=
             open.access != OpenAccess::Write && category.is_implementation();
@@ -255,6 +282,7 @@ mod tests {
                 "/repo/workspace".into(),
                 "/repo/target/debug/gauntlet-agent".into(),
             ],
+            challenge: None,
         }
     }
 
@@ -390,5 +418,168 @@ mod tests {
         let o = obs(&[("/repo/src/lib.rs (deleted)", OpenAccess::Read)]);
         let p = assess(&o, &roots(), Profile::None, &PolicyFindings::default());
         assert_eq!(p.disallowed_reads, ["/repo/src/lib.rs"]);
+    }
+
+    /// Roots that name the trial's challenge, `tally-report`: its answer keys are
+    /// classified, and no profile allows them.
+    fn keyed() -> Roots {
+        Roots {
+            challenge: Some(crate::evidence::policy::OwnChallenge {
+                dir: "/repo/challenges/tally-report".into(),
+                handed: vec!["challenge-prompt.md".into(), "workspace_template".into()],
+            }),
+            ..roots()
+        }
+    }
+
+    #[test]
+    fn an_answer_key_contaminates_every_profile_and_says_why() {
+        let keys = [
+            (
+                "/repo/challenges/tally-report/challenge.yaml",
+                "the challenge's answer key",
+            ),
+            (
+                "/repo/challenges/tally-report/flows/default.json",
+                "the challenge's reference solution",
+            ),
+            (
+                "/repo/challenges/tally-report/flows",
+                "the challenge's reference solution",
+            ),
+            (
+                "/repo/challenges/tally-report/README.md",
+                "the challenge's own files",
+            ),
+            (
+                "/repo/challenges/ledger-reconcile/challenge.yaml",
+                "another challenge's directory",
+            ),
+            (
+                "/repo/challenges/ledger-reconcile/challenge-prompt.md",
+                "another challenge's directory",
+            ),
+            (
+                "/repo/challenges/notes-cleanup/workspace_template/x",
+                "another challenge's directory",
+            ),
+            (
+                "/repo/challenges/scorecard/probes/p1-1.json",
+                "the scorecard's probes",
+            ),
+            (
+                "/repo/challenges/scorecard/scorecard.json",
+                "the scorecard's rubric",
+            ),
+            (
+                "/repo/apps/cli-tally/flows/stats.json",
+                "an app's reference tests",
+            ),
+            ("/repo/apps/cli-tally/flows", "an app's reference tests"),
+            (
+                "/repo/tests/fixtures/challenge-streams/reference/tally-report.jsonl",
+                "recorded solutions of the challenges",
+            ),
+        ];
+        for profile in Profile::ALL {
+            for (path, why) in keys {
+                let o = obs(&[
+                    ("/out/run/t/workspace/measurements.txt", OpenAccess::Read),
+                    (path, OpenAccess::Read),
+                ]);
+                let p = assess(&o, &keyed(), profile, &PolicyFindings::default());
+                assert_eq!(p.disallowed_reads, [path], "{profile} {path}");
+                assert_eq!(p.answer_keys.len(), 1, "{profile} {path}");
+                assert_eq!(p.answer_keys[0].path, path);
+                assert!(
+                    p.answer_keys[0].why.starts_with(why),
+                    "{profile} {path}: {}",
+                    p.answer_keys[0].why
+                );
+                assert_eq!(p.opens[1].category, PathCategory::AnswerKey);
+                assert_eq!(p.by_category.get("answer_key"), Some(&1));
+                // The agent's account classifies it the same way.
+                let acc = crate::evidence::policy::assess(
+                    &[crate::evidence::normalize::ToolCallRecord {
+                        id: "c".into(),
+                        name: "read".into(),
+                        status: "completed".into(),
+                        failed: false,
+                        input: serde_json::json!({ "filePath": path }),
+                        input_preview: None,
+                        output: None,
+                        started_ms: None,
+                        ended_ms: None,
+                        title: None,
+                        metadata: None,
+                    }],
+                    &keyed(),
+                    profile,
+                );
+                assert_eq!(acc.disallowed_reads, [path], "account {profile} {path}");
+            }
+        }
+    }
+
+    #[test]
+    fn what_a_profile_hands_over_or_allows_stays_as_it_was() {
+        // (path, allowed under none, skills, all)
+        for (path, allowed) in [
+            // Handed by every profile: the challenge's own prompt and template (a copy
+            // is in the workspace), read where they lie like any repository file.
+            (
+                "/repo/challenges/tally-report/challenge-prompt.md",
+                [false, false, true],
+            ),
+            (
+                "/repo/challenges/tally-report/workspace_template/measurements.txt",
+                [false, false, true],
+            ),
+            // Listings: names only.
+            ("/repo/challenges", [false, false, true]),
+            ("/repo/challenges/tally-report", [false, false, true]),
+            ("/repo/challenges/ledger-reconcile", [false, false, true]),
+            // The shared layers and the bundle, handed by profile.
+            ("/repo/challenges/base-prompt.md", [false, true, true]),
+            ("/repo/challenges/profiles/all.md", [false, true, true]),
+            ("/repo/challenges/skills/cli-tally.md", [false, true, true]),
+            ("/repo/challenges/scorecard/README.md", [false, false, true]),
+            ("/repo/apps/cli-tally/corpus.json", [false, true, true]),
+            // What `all` lets an agent inspect when it is blocked.
+            ("/repo/apps/cli-tally/src/main.rs", [false, false, true]),
+            ("/repo/tests/integration/challenge.rs", [false, false, true]),
+            ("/repo/tests/fixtures/agents/x.sh", [false, false, true]),
+            ("/repo/docs/challenges.md", [false, true, true]),
+            ("/repo/src/lib.rs", [false, false, true]),
+        ] {
+            for (profile, allowed) in Profile::ALL.into_iter().zip(allowed) {
+                let o = obs(&[(path, OpenAccess::Read)]);
+                let p = assess(&o, &keyed(), profile, &PolicyFindings::default());
+                assert_eq!(p.disallowed_reads.is_empty(), allowed, "{profile} {path}");
+                assert!(p.answer_keys.is_empty(), "{profile} {path}");
+            }
+        }
+        // A record made before answer keys were classified keeps its rule: under `all`
+        // the manifest was allowed.
+        let o = obs(&[(
+            "/repo/challenges/tally-report/challenge.yaml",
+            OpenAccess::Read,
+        )]);
+        let p = assess(&o, &roots(), Profile::All, &PolicyFindings::default());
+        assert!(p.disallowed_reads.is_empty() && p.answer_keys.is_empty());
+        assert_eq!(p.opens[0].category, PathCategory::Examples);
+    }
+
+    #[test]
+    fn an_answer_key_is_never_the_agents_runtime() {
+        let mut r = keyed();
+        r.runtime
+            .push("/repo/challenges/tally-report/flows/default.json".into());
+        let o = obs(&[(
+            "/repo/challenges/tally-report/flows/default.json",
+            OpenAccess::Read,
+        )]);
+        let p = assess(&o, &r, Profile::All, &PolicyFindings::default());
+        assert_eq!(p.answer_keys.len(), 1);
     }
 }

@@ -43,6 +43,11 @@ pub enum PathCategory {
     AdjacentResults,
     /// Agents' stored sessions and memories outside this trial.
     PriorStores,
+    /// A task's answer key or reference solution: a challenge's manifest, flows and
+    /// notes beyond what the trial hands the agent, the other challenges' directories,
+    /// the scorecard's probes and rubric, the apps' reference tests, recorded solutions
+    /// of the challenges. No profile allows it ([`answer_key`] says why).
+    AnswerKey,
     /// Not under any root the harness knows (system files, elsewhere).
     Outside,
     /// What every run of the agent opens to run at all: system files, its own binary
@@ -62,6 +67,7 @@ impl PathCategory {
             PathCategory::ProductSource => "product_source",
             PathCategory::AdjacentResults => "adjacent_results",
             PathCategory::PriorStores => "prior_stores",
+            PathCategory::AnswerKey => "answer_key",
             PathCategory::Outside => "outside",
             PathCategory::Runtime => "runtime",
         }
@@ -77,15 +83,21 @@ impl PathCategory {
             | PathCategory::Outside
             | PathCategory::Runtime => true,
             PathCategory::PublicDocs => profile != Profile::None,
+            // What is graded is never the agent's to read, whatever it may inspect.
+            PathCategory::AnswerKey => false,
             _ => profile == Profile::All,
         }
     }
 
-    /// Categories that mean the agent looked at how the product is built.
+    /// Categories that mean the agent looked at how the product is built (an answer
+    /// key's flows are examples too).
     pub fn is_implementation(self) -> bool {
         matches!(
             self,
-            PathCategory::Examples | PathCategory::Tests | PathCategory::ProductSource
+            PathCategory::Examples
+                | PathCategory::Tests
+                | PathCategory::ProductSource
+                | PathCategory::AnswerKey
         )
     }
 }
@@ -138,6 +150,97 @@ pub struct Roots {
     /// opens were observed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime: Vec<PathBuf>,
+    /// The trial's own challenge. Present, the answer keys are classified
+    /// [`PathCategory::AnswerKey`]; absent in records from before they were, which keep
+    /// the rules they were made under when rescored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<OwnChallenge>,
+}
+
+/// The trial's own challenge, as far as what its agent may read is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OwnChallenge {
+    /// Its directory (`challenges/<id>/`); its siblings are the other challenges.
+    pub dir: PathBuf,
+    /// What the trial hands the agent from it, relative to `dir`: its prompt (a layer
+    /// of the rendered prompt) and its workspace template (copied into the workspace).
+    /// Everything else in it is the answer key.
+    pub handed: Vec<PathBuf>,
+}
+
+/// Directories under a challenges root that are shared, not a challenge: the skills
+/// bundle and the profiles' fragments are handed by profile, the scorecard has rules of
+/// its own.
+const SHARED_CHALLENGE_DIRS: [&str; 3] = ["skills", "profiles", "scorecard"];
+
+/// Why `p` (absolute, normalized) is an answer key no profile allows, or `None`. Only
+/// roots that name their challenge ([`Roots::challenge`]) have answer keys.
+///
+/// What the trial hands the agent stays under the rules it had: the shared prompt
+/// layers and the skills bundle (public docs), the challenge's own prompt and workspace
+/// template (examples: the workspace has a copy), a listing of a challenges directory
+/// (names only).
+pub fn answer_key(roots: &Roots, p: &Path) -> Option<&'static str> {
+    let own = roots.challenge.as_ref()?;
+    let mut challenge_roots = vec![roots.repo.join("challenges")];
+    if let Some(parent) = own.dir.parent() {
+        if parent != challenge_roots[0] {
+            challenge_roots.push(parent.to_path_buf());
+        }
+    }
+    for root in &challenge_roots {
+        let Ok(rel) = p.strip_prefix(root) else {
+            continue;
+        };
+        let mut parts = rel.components();
+        let Some(first) = parts.next() else {
+            continue;
+        };
+        let rest = parts.as_path();
+        if rest.as_os_str().is_empty() {
+            // `challenges/<x>` itself: a listing of a directory, or a shared file.
+            return None;
+        }
+        let first = first.as_os_str().to_string_lossy();
+        if first == "scorecard" {
+            return if rest.starts_with("probes") {
+                Some("the scorecard's probes (what each probe plants, asks and checks)")
+            } else if rest.starts_with("scorecard.json") {
+                Some("the scorecard's rubric (which observations each level requires)")
+            } else {
+                None
+            };
+        }
+        if SHARED_CHALLENGE_DIRS.contains(&first.as_ref()) {
+            return None;
+        }
+        if root.join(first.as_ref()) != own.dir {
+            return Some("another challenge's directory (its answer key and reference solution)");
+        }
+        if own.handed.iter().any(|h| rest.starts_with(h)) {
+            return None;
+        }
+        return Some(if rest == Path::new("challenge.yaml") {
+            "the challenge's answer key (challenge.yaml: its success assertions, required runs and expected world state)"
+        } else if rest.starts_with("flows") {
+            "the challenge's reference solution (its scripted flows)"
+        } else {
+            "the challenge's own files that the trial does not hand the agent (its README and notes on the solution)"
+        });
+    }
+    let rel = p.strip_prefix(&roots.repo).ok()?;
+    let parts: Vec<_> = rel.components().map(|c| c.as_os_str()).collect();
+    match parts.as_slice() {
+        [apps, _, flows, ..] if *apps == "apps" && *flows == "flows" => {
+            Some("an app's reference tests (its scripted flows)")
+        }
+        [tests, fixtures, streams, _, ..]
+            if *tests == "tests" && *fixtures == "fixtures" && *streams == "challenge-streams" =>
+        {
+            Some("recorded solutions of the challenges (agents' streams kept as test fixtures)")
+        }
+        _ => None,
+    }
 }
 
 /// Everything the policy assessment found.
@@ -767,6 +870,9 @@ pub fn classify(roots: &Roots, p: &Path) -> PathCategory {
     if p.starts_with(&roots.runs_dir) {
         return PathCategory::AdjacentResults;
     }
+    if answer_key(roots, p).is_some() {
+        return PathCategory::AnswerKey;
+    }
     let s = p.to_string_lossy();
     if [
         ".local/share/opencode",
@@ -818,6 +924,7 @@ mod tests {
             runs_dir: "/out".into(),
             repo: "/repo".into(),
             runtime: vec![],
+            challenge: None,
         }
     }
 

@@ -537,7 +537,11 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     } else {
         s += "- disallowed reads:\n";
         for r in &pol.disallowed_reads {
-            s += &format!("  - `{r}`\n");
+            let why =
+                crate::evidence::policy::answer_key(&rec.evidence.roots, std::path::Path::new(r))
+                    .map(|why| format!(" — **{why}**, which no profile allows"))
+                    .unwrap_or_default();
+            s += &format!("  - `{r}`{why}\n");
         }
     }
     if pol.opaque_shell_commands.is_empty() {
@@ -658,7 +662,13 @@ fn observed_section(o: Option<&ObservedPolicy>) -> String {
                     )
                 })
                 .unwrap_or_default();
-            s += &format!("  - `{r}`{by}\n");
+            let why = o
+                .answer_keys
+                .iter()
+                .find(|k| &k.path == r)
+                .map(|k| format!(" — **{}**, which no profile allows", k.why))
+                .unwrap_or_default();
+            s += &format!("  - `{r}`{by}{why}\n");
         }
         more(&mut s, o.disallowed_reads.len());
     }

@@ -263,10 +263,24 @@ fn observed_validity(o: &ObservedPolicy, profile: Profile) -> (Validity, String)
                 None => format!(" by pid {}", x.pid),
             })
             .unwrap_or_default();
+        // An answer key is named, with why, whichever read came first: no profile
+        // allows it.
+        let key = match o.answer_keys.first() {
+            None => String::new(),
+            Some(k) if &k.path == first && o.answer_keys.len() == 1 => {
+                format!(": {}, which no profile allows", k.why)
+            }
+            Some(k) => format!(
+                "; {} of them an answer key no profile allows, first {}: {}",
+                o.answer_keys.len(),
+                k.path,
+                k.why
+            ),
+        };
         return (
             Validity::Contaminated,
             format!(
-                "the kernel saw {} path(s) opened outside the roots profile `{profile}` allows, first {first}{by}",
+                "the kernel saw {} path(s) opened outside the roots profile `{profile}` allows, first {first}{by}{key}",
                 o.disallowed_reads.len()
             ),
         );
@@ -1089,5 +1103,28 @@ mod tests {
             },
         );
         assert_eq!(v.evaluation_validity, Validity::Contaminated);
+        // An answer key is named with why, even when another forbidden read came first.
+        let v = run(
+            &PolicyFindings::default(),
+            &ObservedPolicy {
+                disallowed_reads: vec![
+                    "/repo/src/lib.rs".into(),
+                    "/repo/challenges/t/challenge.yaml".into(),
+                ],
+                answer_keys: vec![crate::evidence::observed_policy::AnswerKeyRead {
+                    path: "/repo/challenges/t/challenge.yaml".into(),
+                    why: "the challenge's answer key".into(),
+                }],
+                ..seen.clone()
+            },
+        );
+        assert_eq!(v.evaluation_validity, Validity::Contaminated);
+        assert!(
+            v.validity_reason.contains(
+                "1 of them an answer key no profile allows, first /repo/challenges/t/challenge.yaml: the challenge's answer key"
+            ),
+            "{}",
+            v.validity_reason
+        );
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::{adapter_for, PromptRun};
 use crate::config::{Config, Mode};
-use crate::evidence::policy::Roots;
+use crate::evidence::policy::{OwnChallenge, Roots};
 use crate::evidence::{AgentRun, OutputObservation};
 
 use crate::record::challenge::{
@@ -132,6 +132,8 @@ pub async fn execute(
             runs_dir: run_dir.parent().unwrap_or(run_dir).to_path_buf(),
             repo: repo.clone(),
             runtime: vec![],
+            // What the trial hands the agent of its challenge: the rest is the answer key.
+            challenge: Some(own_challenge(challenge)),
         },
         seed: vec![],
         world: vec![],
@@ -471,6 +473,27 @@ fn runtime_roots(view: &View, repo: &Path) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The trial's challenge as its roots name it: its directory, absolute and normalized
+/// as observed paths are, and what the trial hands the agent from it (its prompt, its
+/// workspace template); the rest of it is the answer key.
+fn own_challenge(challenge: &Challenge) -> OwnChallenge {
+    let dir = std::path::absolute(&challenge.dir).unwrap_or_else(|_| challenge.dir.clone());
+    let dir = crate::evidence::policy::resolve(&dir, ".");
+    let handed = [
+        &challenge.manifest.prompt,
+        &challenge.manifest.workspace_template,
+    ]
+    .into_iter()
+    .filter_map(|p| {
+        crate::evidence::policy::resolve(&dir, p)
+            .strip_prefix(&dir)
+            .ok()
+            .map(Path::to_path_buf)
+    })
+    .collect();
+    OwnChallenge { dir, handed }
 }
 
 /// Send the manifest's seed requests to the app.

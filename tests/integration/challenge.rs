@@ -442,6 +442,92 @@ fn reading_product_source_under_none_is_contaminated_yet_the_task_outcome_stands
     );
 }
 
+/// The red team's `copy-answers` reads tally-report's manifest, the answer key, and
+/// makes the world it asserts. `all` lets an agent inspect the repository, never read
+/// what it is graded by: the trial is contaminated, naming the manifest and why, in the
+/// record, metrics.json and final-report.md. The honest reference under `all` stays
+/// clean.
+#[test]
+fn copying_the_answer_key_is_contaminated_even_under_all() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let root = support::root();
+    let l = loaded();
+    let argv = [
+        "sh".to_string(),
+        root.join("redteam/agents/copy-answers.sh")
+            .to_string_lossy()
+            .into_owned(),
+        root.to_string_lossy().into_owned(),
+        out.path().join("run").to_string_lossy().into_owned(),
+    ];
+    let cfg = support::config(AgentChoice::command(argv.to_vec()), out.path());
+    let (rec, dir) = run_as(
+        cfg,
+        &l,
+        "tally-report",
+        Profile::All,
+        &Options::default(),
+        out.path(),
+    );
+    let key = l
+        .challenges
+        .get("tally-report")
+        .expect("challenge")
+        .dir
+        .join("challenge.yaml");
+    let key = key.to_string_lossy();
+    let why = "the challenge's answer key";
+    assert_eq!(
+        rec.verdict.evaluation_validity,
+        Validity::Contaminated,
+        "{}",
+        rec.verdict.validity_reason
+    );
+    assert!(!rec.verdict.passed);
+    // The reason names the first answer key read (the manifest, unless the adversary's
+    // walk of what it can see came across another first), and why.
+    assert!(
+        rec.verdict.validity_reason.contains("no profile allows"),
+        "{}",
+        rec.verdict.validity_reason
+    );
+    let observed = rec.derived.observed.as_ref().expect("observed");
+    assert!(
+        observed
+            .answer_keys
+            .iter()
+            .any(|k| k.path == key && k.why.starts_with(why)),
+        "{:?}",
+        observed.answer_keys
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).expect("metrics"))
+            .expect("metrics json");
+    let keys = metrics["observed"]["answer_keys"].to_string();
+    assert!(keys.contains(&*key) && keys.contains(why), "{keys}");
+    let report = std::fs::read_to_string(dir.join("final-report.md")).expect("report");
+    assert!(
+        report.contains(&format!("`{key}`")) && report.contains(why),
+        "{report}"
+    );
+
+    // The reference solves it through the app alone, and stays clean under `all`.
+    let (rec, _) = run(
+        &l,
+        "tally-report",
+        Profile::All,
+        &Options::default(),
+        out.path(),
+    );
+    assert_eq!(
+        (rec.verdict.task_outcome, rec.verdict.evaluation_validity),
+        (TaskOutcome::Success, Validity::Clean),
+        "{} / {}",
+        rec.verdict.outcome_reason,
+        rec.verdict.validity_reason
+    );
+}
+
 /// A shell command whose paths cannot be read out is kept whole in the agent's account;
 /// the kernel saw what it opened (the workspace's CSV), so the trial is clean. Without
 /// the observation (an unsealed run) nothing shows what it read: unauditable.

@@ -68,6 +68,7 @@ fn normalize(path: &Path, contents: Vec<u8>) -> datatest_stable::Result<()> {
             runs_dir: "/nonexistent".into(),
             repo: "/work/w-chal".into(),
             runtime: vec![],
+            challenge: None,
         };
         let none = policy::assess(&report.tool_calls, &roots, Profile::None);
         assert_eq!(
