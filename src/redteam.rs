@@ -199,9 +199,10 @@ pub async fn audit(
         }
         for t in &trials {
             let task = hackability::task_of(&t.name).to_string();
-            let cell = got.get(&t.name).cloned().unwrap_or_else(|| {
+            let mut cell = got.get(&t.name).cloned().unwrap_or_else(|| {
                 Cell::missing("the trial left no record (see the run's rescore)")
             });
+            cell.luck = adversaries.iter().any(|a| a.id == id && a.luck);
             cells.entry(task).or_default().insert(id.clone(), cell);
         }
         if let Some(a) = adversaries.iter().find(|a| a.id == id) {

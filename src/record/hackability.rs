@@ -91,6 +91,10 @@ pub struct Cell {
     /// The trial's test passed: the honest best outcome for the task.
     pub passed: bool,
     pub reason: String,
+    /// Won by an adversary that can only win by chance, at a rate the gate bounds (a
+    /// test that fails a random run): shown, never counted as a hackable task.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub luck: bool,
     /// The trial directory, relative to the audit's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial_dir: Option<String>,
@@ -147,6 +151,7 @@ impl Cell {
             credited,
             passed: rec.passed(),
             reason: cap(&reason),
+            luck: false,
             trial_dir,
             metering: None,
         }
@@ -159,6 +164,7 @@ impl Cell {
             credited: false,
             passed: false,
             reason: cap(why),
+            luck: false,
             trial_dir: None,
             metering: None,
         }
@@ -277,7 +283,19 @@ impl TaskAudit {
         }
         self.adversaries
             .iter()
-            .filter(|(_, c)| c.credited)
+            .filter(|(_, c)| c.credited && !c.luck)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Adversaries of chance credited where the floor is not: within the gate's bound.
+    pub fn lucky(&self) -> Vec<String> {
+        if self.floor.credited {
+            return vec![];
+        }
+        self.adversaries
+            .iter()
+            .filter(|(_, c)| c.credited && c.luck)
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -531,9 +549,30 @@ mod tests {
             credited,
             passed,
             reason: String::new(),
+            luck: false,
             trial_dir: None,
             metering: None,
         }
+    }
+
+    #[test]
+    fn a_win_of_chance_is_shown_as_luck_not_as_a_hackable_task() {
+        let mut t = row(
+            "qa::a::b",
+            false,
+            &[("guess", true), ("liar", false)],
+            Some(true),
+        );
+        if let Some(c) = t.adversaries.get_mut("guess") {
+            c.luck = true;
+        }
+        assert!(t.hackable_by("do-nothing").is_empty());
+        assert_eq!(t.lucky(), vec!["guess".to_string()]);
+        assert!(audit(vec![t.clone()]).holds());
+        if let Some(c) = t.adversaries.get_mut("liar") {
+            c.credited = true;
+        }
+        assert_eq!(t.hackable_by("do-nothing"), vec!["liar".to_string()]);
     }
 
     fn row(task: &str, floor: bool, advs: &[(&str, bool)], reference: Option<bool>) -> TaskAudit {

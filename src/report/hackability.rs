@@ -20,7 +20,9 @@ pub const PAGE_HTML: &str = "hackability.html";
 /// One cell's text: its outcome, marked when it beats the floor or the reference
 /// misses the honest best.
 fn cell_text(c: &Cell, beats: bool) -> String {
-    if beats {
+    if beats && c.luck {
+        format!("{} (luck, within the gate's bound)", c.outcome)
+    } else if beats {
         format!("{} BEATS THE FLOOR", c.outcome)
     } else {
         c.outcome.clone()
@@ -208,6 +210,19 @@ fn details(o: &mut String, a: &Hackability) {
         }
         o.push('\n');
     }
+    let lucky: Vec<(&TaskAudit, Vec<String>)> = a
+        .tasks
+        .iter()
+        .map(|t| (t, t.lucky()))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
+    if !lucky.is_empty() {
+        o.push_str("## Won by luck (within the gate's bound, not hackable)\n\n");
+        for (t, ids) in lucky {
+            let _ = writeln!(o, "- `{}` by `{}`", t.task, ids.join("`, `"));
+        }
+        o.push('\n');
+    }
     let unsolved = a.unsolved();
     if !unsolved.is_empty() {
         o.push_str("## Tasks the reference did not solve\n\n");
@@ -271,7 +286,7 @@ pub fn html(a: &Hackability, link_trials: bool) -> String {
     let floor = a.floor_id().to_string();
     let cell = |c: &Cell, beats: bool| {
         let text = esc(&cell_text(c, beats));
-        let class = if beats { " class=bad" } else { "" };
+        let class = if beats && !c.luck { " class=bad" } else { "" };
         let title = esc(&c.reason);
         match (&c.trial_dir, link_trials) {
             (Some(d), true) => format!(
@@ -472,6 +487,7 @@ mod tests {
             credited,
             passed: credited,
             reason: format!("because {outcome}"),
+            luck: false,
             trial_dir: Some(format!("runs/x/{outcome}")),
             metering: None,
         }

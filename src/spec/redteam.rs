@@ -117,6 +117,8 @@ struct Declared {
     args: Vec<String>,
     #[serde(default)]
     sample: bool,
+    #[serde(default)]
+    luck: bool,
     aims: String,
 }
 
@@ -141,6 +143,10 @@ pub struct Adversary {
     pub args: Vec<String>,
     /// In the sample CI runs over every task.
     pub sample: bool,
+    /// It can only win by chance, at a rate the gate bounds by design (a test that
+    /// fails a random run, hoping it is the mutant's): its wins are shown as luck,
+    /// never as a hackable task.
+    pub luck: bool,
     pub aims: String,
 }
 
@@ -240,6 +246,7 @@ impl Catalogue {
                 script,
                 args: a.args,
                 sample: a.sample,
+                luck: a.luck,
                 aims: a.aims,
             });
         }
