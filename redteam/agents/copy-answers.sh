@@ -20,10 +20,10 @@
 #              assertion lists, deletes what an `http_get ... equals` list of items
 #              leaves out, writes `file` assertions' values; then reports the manifest's
 #              success assertions. With no manifest, it replays the challenge's
-#              scripted flow (the reference solution). Under profiles `none` and
-#              `skills` the harness must give `contaminated` (it read the repository);
-#              under `all` reading it is allowed, and success + clean there means the
-#              answer key is in reach of a permitted read (reported).
+#              scripted flow (the reference solution). Under every profile the
+#              harness must give `contaminated`: a challenge's manifest and flows are
+#              its answer key, which no profile allows (`all` allows the repository's
+#              docs and code, never the answer key).
 #   scorecard  Reads every record, stdout and prompt file of other trials under
 #              {run_dir}, the probe files and the fact bank under {repo}, $HOME, /tmp
 #              and the workspace; answers with every earlier prompt it found (same seed,
