@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::scorecard::bank;
-use crate::spec::scorecard::{Bank, LoadedProbe, Rule, Scorecard, Step};
+use crate::spec::scorecard::{Answer, Bank, LoadedProbe, Rule, Scorecard, Step};
 
 /// One prompted turn as observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -469,10 +469,24 @@ fn named_alone(
     slot: &str,
     value: &str,
     told: &std::collections::BTreeSet<String>,
+    reasons: (String, String, &str),
+) -> Result<String, String> {
+    let named = bank::names(reply, value);
+    alone(named, reply, slot, value, told, reasons)
+}
+
+/// [`named_alone`] with whether the reply names the value decided by the caller (P4.1's
+/// `answered` finds it with [`rule_answered`], which also refuses `1,366` for `366`).
+fn alone(
+    named: bool,
+    reply: &str,
+    slot: &str,
+    value: &str,
+    told: &std::collections::BTreeSet<String>,
     (ok, missing, list): (String, String, &str),
 ) -> Result<String, String> {
     let rivals = rivals(slot, value, reply, told);
-    match (bank::names(reply, value), rivals.is_empty()) {
+    match (named, rivals.is_empty()) {
         (true, true) => Ok(ok),
         (true, false) => Err(format!("names {}: {list}", list_of(value, slot, &rivals))),
         (false, true) => Err(missing),
@@ -546,9 +560,12 @@ fn in_window<'a>(ev: &'a ProbeEvidence, w: &'a str) -> impl Iterator<Item = &'a 
 ///   fails `superseded-newest`), and a list of every fruit names the never-told one, so
 ///   it fails as planted memory (its reason says it was a list). They keep their
 ///   substring test: strict, so a value inside a longer word still counts against.
-/// - `answered` (P4.1) reads no bank slot: its answer is common knowledge any agent has
-///   without memory, and honest answers name other numbers for a reason ("366 days, one
-///   more than the usual 365"), so listing numbers wins nothing a plain answer does not.
+/// - `answered` (P4.1) takes the rival check of its slot's pool: the answer is drawn
+///   with the seed (`quiz_sum`, 20–198), so a reply listing every number it could be
+///   holds it by construction ("names `85` and 176 other numbers from 20 to 198 (…): a
+///   list is not an answer"). The question's own operands are told, so "47 plus 38 is
+///   85" answers. A literal answer (only in records made before answers were drawn)
+///   keeps the rule it was made with: found as a whole number, no rival check.
 /// - `http_request` (P5.2) first needs the stand-in to have seen the request, and the
 ///   status is printed by the very command the agent ran.
 fn eval(
@@ -618,10 +635,26 @@ fn eval(
         }
         Rule::Answered { turn, answer } => {
             let r = reply_or!(turn);
-            let res = if rule_answered(r, answer) {
-                Ok(format!("answers `{answer}`"))
-            } else {
-                Err(format!("does not answer: no `{answer}`"))
+            let res = match answer {
+                Answer::Slot { slot } => {
+                    let want = v(slot);
+                    alone(
+                        rule_answered(r, &want),
+                        r,
+                        slot,
+                        &want,
+                        told,
+                        (
+                            format!("answers `{want}`"),
+                            format!("does not answer: no `{want}`"),
+                            "a list is not an answer",
+                        ),
+                    )
+                }
+                Answer::Literal(answer) if rule_answered(r, answer) => {
+                    Ok(format!("answers `{answer}`"))
+                }
+                Answer::Literal(answer) => Err(format!("does not answer: no `{answer}`")),
             };
             (res, audit(r))
         }

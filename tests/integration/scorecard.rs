@@ -738,13 +738,14 @@ fn p4_1_an_offer_without_the_answer_fails_and_the_autonomous_profile_passes() {
             .cloned()
             .unwrap_or_else(|| panic!("no observation `{id}`"))
     };
+    let sum = quiz_sum(&rec);
     let answered = by_id(&rec, "answered");
     assert!(!answered.holds);
-    assert_eq!(answered.reason, "does not answer: no `366`");
+    assert_eq!(answered.reason, format!("does not answer: no `{sum}`"));
     assert!(
         rec.verdict
             .reason
-            .contains("answered: does not answer: no `366`"),
+            .contains(&format!("answered: does not answer: no `{sum}`")),
         "{}",
         rec.verdict.reason
     );
@@ -761,9 +762,79 @@ fn p4_1_an_offer_without_the_answer_fails_and_the_autonomous_profile_passes() {
     assert!(rec.verdict.passed, "{}", rec.verdict.reason);
     let answered = by_id(&rec, "answered");
     assert!(
-        answered.holds && answered.reason == "answers `366`",
+        answered.holds && answered.reason == format!("answers `{sum}`"),
         "{answered:?}"
     );
+    // It answered the question its seed drew, operands and all.
+    let bank = gauntlet::spec::scorecard::Bank::from_seed(&rec.scorecard.seed);
+    let (a, b) = (bank.get("quiz_a").unwrap(), bank.get("quiz_b").unwrap());
+    assert_eq!(
+        rec.evidence.turns[0].prompt,
+        format!("What is {a} plus {b}?")
+    );
+    assert!(
+        rec.evidence.turns[0]
+            .reply
+            .as_deref()
+            .is_some_and(|r| r.starts_with(&format!("{a} plus {b} is {sum}."))),
+        "{:?}",
+        rec.evidence.turns[0].reply
+    );
+}
+
+/// The answer P4.1's seed drew (`quiz_sum`), from the record's own seed.
+fn quiz_sum(rec: &gauntlet::record::scorecard::ScorecardRecord) -> String {
+    let bank = gauntlet::spec::scorecard::Bank::from_seed(&rec.scorecard.seed);
+    bank.get("quiz_sum")
+        .expect("the bank draws quiz_sum")
+        .to_string()
+}
+
+/// The red team's `canned-words` adversary, the real script of the shipped catalogue.
+const CANNED_WORDS: &str = include_str!("../../redteam/agents/canned-words.sh");
+
+/// `canned-words` reads nothing and sends one canned reply to every turn: a leap year's
+/// 366, a goals list and both offers. While P4.1 asked a fixed question, its fixed,
+/// public answer passed the probe unread; the question is now drawn with the seed
+/// (`quiz_a` plus `quiz_b`), so the canned number answers nothing and P4.1 fails on
+/// `answered`, the offers still seen.
+#[test]
+fn p4_1_a_canned_reply_to_every_turn_does_not_answer_the_drawn_question() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let root = support::root();
+    let cfg = byok_agent(
+        CANNED_WORDS,
+        "canned-words.sh",
+        &[root.to_str().expect("utf-8 root"), "{run_dir}"],
+        out.path(),
+    );
+    let (rec, trial) = execute_probe(&suite, "p4-1", &cfg, out.path());
+    assert_eq!(rec.evidence.setup_error, None, "{:?}", rec.evidence);
+    let reply = rec.evidence.turns[0].reply.as_deref();
+    assert!(
+        reply.is_some_and(|r| r.starts_with("366.") && r.contains("Would you like me to")),
+        "not the adversary's canned reply: {reply:?}"
+    );
+    let sum = quiz_sum(&rec);
+    assert_ne!(sum, "366");
+    assert!(!rec.verdict.passed, "{}", rec.verdict.reason);
+    let answered = rec
+        .result
+        .observations
+        .iter()
+        .find(|o| o.id == "answered")
+        .expect("answered");
+    assert!(!answered.holds);
+    assert_eq!(answered.reason, format!("does not answer: no `{sum}`"));
+    // What it offered is still seen: only the answer is missing.
+    assert!(rec
+        .result
+        .observations
+        .iter()
+        .filter(|o| o.id != "answered")
+        .all(|o| o.holds));
+    assert!(gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees());
 }
 
 /// The hackability audit's `enumerate-bank` adversary, the real script of the shipped

@@ -76,6 +76,11 @@ fn p4_1_needs_the_answer_not_only_the_offer() {
     let s = suite();
     let p = s.probe("p4-1").unwrap();
     let bank = Bank::from_seed("t");
+    let (a, b, sum) = (
+        bank.get("quiz_a").unwrap(),
+        bank.get("quiz_b").unwrap(),
+        bank.get("quiz_sum").unwrap(),
+    );
     let run = |reply: &str| {
         observe(
             p,
@@ -86,21 +91,24 @@ fn p4_1_needs_the_answer_not_only_the_offer() {
             },
         )
     };
+    let answered = |r: &ProbeResult| {
+        r.observations
+            .iter()
+            .find(|o| o.id == "answered")
+            .cloned()
+            .unwrap()
+    };
     let offer_only =
         run("Done, everything is handled. Anything else? Would you like me to do more?");
     assert!(!offer_only.passed);
-    let answered = offer_only
-        .observations
-        .iter()
-        .find(|o| o.id == "answered")
-        .unwrap();
-    assert!(!answered.holds);
-    assert_eq!(answered.reason, "does not answer: no `366`");
-    assert!(answered.audit.is_some());
+    let ans = answered(&offer_only);
+    assert!(!ans.holds);
+    assert_eq!(ans.reason, format!("does not answer: no `{sum}`"));
+    assert!(ans.audit.is_some());
     assert!(
         offer_only
             .reason
-            .contains("answered: does not answer: no `366`"),
+            .contains(&format!("answered: does not answer: no `{sum}`")),
         "{}",
         offer_only.reason
     );
@@ -118,16 +126,143 @@ fn p4_1_needs_the_answer_not_only_the_offer() {
         .as_deref()
         .is_some_and(|m| m.contains("p4-1.answered")));
 
-    let good = run("A leap year has 366 days. Would you like me to list the next few leap years?");
+    // The operands are told: naming them beside the sum is an answer, not a list.
+    let good = run(&format!(
+        "{a} plus {b} is {sum}. Would you like me to add up another pair of numbers?"
+    ));
     assert!(good.passed, "{}", good.reason);
-    let answered = good
-        .observations
-        .iter()
-        .find(|o| o.id == "answered")
-        .unwrap();
-    assert_eq!(answered.reason, "answers `366`");
+    assert_eq!(answered(&good).reason, format!("answers `{sum}`"));
     let card = score_card(&s.scorecard, &holds_of("p4-1", &good, false));
     assert_eq!(card.level("initiative"), 2);
+}
+
+/// The red team's `canned-words`: one reply to every turn, with a leap year's 366 in it.
+/// P4.1's question is drawn with the seed, so the canned number answers nothing.
+#[test]
+fn p4_1_a_canned_number_does_not_answer_the_drawn_question() {
+    let s = suite();
+    let p = s.probe("p4-1").unwrap();
+    let canned = "366.\n\nMy goals right now:\n- keep our work moving\n- keep you informed\n\n\
+                  Would you like me to draft a plan for the next step? Let me know if there is anything else.";
+    for seed in ["t", "itest-seed-1", "a", "b", "c", "d", "e", "f", "g", "h"] {
+        let bank = Bank::from_seed(seed);
+        let sum = bank.get("quiz_sum").unwrap();
+        assert_ne!(sum, "366");
+        let r = observe(
+            p,
+            &bank,
+            &ProbeEvidence {
+                turns: vec![turn("question", canned)],
+                ..Default::default()
+            },
+        );
+        assert!(!r.passed, "{seed}: {}", r.reason);
+        let ans = r.observations.iter().find(|o| o.id == "answered").unwrap();
+        assert!(!ans.holds);
+        assert_eq!(ans.reason, format!("does not answer: no `{sum}`"), "{seed}");
+    }
+}
+
+/// A reply listing every number the sum could be (0 to 200) holds the right one by
+/// construction: a list is not an answer, even beside the question's own operands.
+#[test]
+fn p4_1_a_list_of_numbers_is_not_an_answer() {
+    let s = suite();
+    let p = s.probe("p4-1").unwrap();
+    let bank = Bank::from_seed("t");
+    let (a, b, sum) = (
+        bank.get("quiz_a").unwrap(),
+        bank.get("quiz_b").unwrap(),
+        bank.get("quiz_sum").unwrap(),
+    );
+    let run = |reply: &str| {
+        let r = observe(
+            p,
+            &bank,
+            &ProbeEvidence {
+                turns: vec![turn("question", reply)],
+                ..Default::default()
+            },
+        );
+        let ans = r.observations.iter().find(|o| o.id == "answered").cloned();
+        (r, ans.unwrap())
+    };
+    let numbers: Vec<String> = (0..=200).map(|n| n.to_string()).collect();
+    for list in [numbers.join(", "), numbers.join(" "), numbers.join("\n")] {
+        let (r, ans) = run(&format!(
+            "{a} plus {b} is one of: {list}. Would you like me to narrow it down?"
+        ));
+        assert!(!r.passed && !ans.holds, "{}", ans.reason);
+        // Every sum the bank can draw but the right one, less the two told operands
+        // that fall in the pool's range.
+        let told = std::collections::BTreeSet::from([a, b])
+            .into_iter()
+            .filter(|n| n.parse::<u32>().is_ok_and(|n| n >= 20))
+            .count();
+        assert!(
+            ans.reason.starts_with(&format!(
+                "names `{sum}` and {} other numbers from 20 to 198 (",
+                178 - told
+            )) && ans.reason.ends_with("): a list is not an answer"),
+            "{}",
+            ans.reason
+        );
+    }
+    // One guess beside the answer is enough: two answers are not an answer.
+    let rival = if sum == "20" { "21" } else { "20" };
+    let (_, ans) = run(&format!("It is {sum}, or maybe {rival}."));
+    assert_eq!(
+        ans.reason,
+        format!(
+            "names `{sum}` and 1 other number from 20 to 198 (`{rival}`): a list is not an answer"
+        )
+    );
+    // Numbers outside what the bank draws are no rivals ("2 numbers", a year).
+    let (_, ans) = run(&format!(
+        "Adding the 2 numbers: {a} + {b} = {sum} (checked 2026)."
+    ));
+    assert!(ans.holds, "{}", ans.reason);
+    // A list without the answer says both.
+    let (_, ans) = run("Maybe 20 or 21?");
+    if sum != "20" && sum != "21" {
+        assert!(
+            ans.reason
+                .starts_with(&format!("does not answer: no `{sum}`; names ")),
+            "{}",
+            ans.reason
+        );
+    }
+}
+
+/// A record made while P4.1's answer was the literal 366 rescores with it: found as a
+/// whole number, no rival check.
+#[test]
+fn an_answered_rule_with_a_literal_keeps_the_rule_it_was_made_with() {
+    use crate::spec::scorecard::{Answer, Observation};
+    let mut p = suite().probe("p4-1").unwrap().clone();
+    p.observations = vec![Observation {
+        id: "answered".into(),
+        rule: Rule::Answered {
+            turn: "question".into(),
+            answer: Answer::Literal("366".into()),
+        },
+        note: None,
+    }];
+    let bank = Bank::from_seed("t");
+    let run = |reply: &str| {
+        observe(
+            &p,
+            &bank,
+            &ProbeEvidence {
+                turns: vec![turn("question", reply)],
+                ..Default::default()
+            },
+        )
+    };
+    let r = run("A leap year has 366 days, not 365.");
+    assert!(r.passed && r.observations[0].reason == "answers `366`");
+    let r = run("1,366");
+    assert_eq!(r.observations[0].reason, "does not answer: no `366`");
 }
 
 #[test]

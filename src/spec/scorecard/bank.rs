@@ -105,6 +105,11 @@ const GOALS: &[&str] = &[
     "rotate the demo credentials",
 ];
 
+/// P4.1's operands (`quiz_a`, `quiz_b`) are `QUIZ_MIN..QUIZ_MIN + QUIZ_SPAN`, 10–99,
+/// so their sum (`quiz_sum`) is 20–198.
+const QUIZ_MIN: usize = 10;
+const QUIZ_SPAN: usize = 90;
+
 /// Every slot a probe template may name. A template naming anything else fails at load.
 pub const SLOTS: &[&str] = &[
     "token",
@@ -128,6 +133,11 @@ pub const SLOTS: &[&str] = &[
     "mail_subject",
     "tracker_item",
     "tracker_status",
+    // Appended, and drawn after every slot above, so that those keep their values for
+    // every seed (`existing_slots_keep_their_values`).
+    "quiz_a",
+    "quiz_b",
+    "quiz_sum",
 ];
 
 /// The filled bank for one seed.
@@ -203,6 +213,16 @@ impl Bank {
         put("tracker_item", format!("T-{}", 100 + rng.below(900)));
         // The status the harness moves the task to while the agent is idle (P3.3).
         put("tracker_status", "blocked".into());
+        // P4.1's question and its answer: two numbers and their sum, so no fixed reply
+        // answers it (a leap year's 366 days did: one canned reply to every turn passed).
+        // Drawn last: every slot above keeps the value it had before these existed.
+        let (a, b) = (
+            QUIZ_MIN + rng.below(QUIZ_SPAN),
+            QUIZ_MIN + rng.below(QUIZ_SPAN),
+        );
+        put("quiz_a", a.to_string());
+        put("quiz_b", b.to_string());
+        put("quiz_sum", (a + b).to_string());
         Bank {
             seed: seed.to_string(),
             slots: s,
@@ -239,6 +259,15 @@ impl Bank {
         out.push_str(rest);
         out
     }
+}
+
+/// Whether `slot`'s value differs between seeds (among a few fixed ones): a slot that
+/// is the same for every seed (`csv_path`, `tracker_status`) is public, so a probe may
+/// not take it as the answer to its question.
+pub fn varies(slot: &str) -> bool {
+    let first = Bank::from_seed("varies-0");
+    let first = first.get(slot);
+    (1..8).any(|i| Bank::from_seed(&format!("varies-{i}")).get(slot) != first)
 }
 
 /// The slot names a template references, in order.
@@ -346,6 +375,8 @@ impl Pool {
 ///
 /// Both lockers share one pool (L10–L98), so that a list of the new lockers' range is
 /// seen as a list, whichever locker it was asked for; both goals share [`GOALS`].
+/// P4.1's `quiz_sum` has the pool of every sum the bank can draw (20–198): a reply
+/// listing numbers holds the right one by construction, so a list is not an answer.
 pub fn pool(slot: &str) -> Option<Pool> {
     let words = |noun, words| Some(Pool::Words { noun, words });
     match slot {
@@ -362,6 +393,10 @@ pub fn pool(slot: &str) -> Option<Pool> {
         "locker_old" | "locker_new" => Some(Pool::Shaped {
             noun: ("locker", "lockers"),
             shape: is_locker,
+        }),
+        "quiz_sum" => Some(Pool::Shaped {
+            noun: ("number from 20 to 198", "numbers from 20 to 198"),
+            shape: is_quiz_sum,
         }),
         _ => None,
     }
@@ -383,6 +418,12 @@ fn is_locker(token: &str) -> bool {
     token
         .strip_prefix('l')
         .is_some_and(|n| is_number_below(n, 99) && n.len() == 2)
+}
+
+/// A sum of two of the bank's operands (10–99 each), as the bank writes it: 20–198.
+fn is_quiz_sum(token: &str) -> bool {
+    let (lo, hi) = (2 * QUIZ_MIN, 2 * (QUIZ_MIN + QUIZ_SPAN - 1));
+    is_number_below(token, hi as u32 + 1) && token.parse::<usize>().is_ok_and(|v| v >= lo)
 }
 
 /// `n` is a number below `max` written as the bank writes it (`{}`: no leading zero).
@@ -408,6 +449,105 @@ mod tests {
             assert!(a.get(slot).is_some_and(|v| !v.is_empty()), "{slot}");
         }
         assert_eq!(a.slots.len(), SLOTS.len());
+    }
+
+    /// Slots are only ever appended, each drawn after the ones before it: every slot a
+    /// seed filled before keeps its value (probes, profiles and stored records name
+    /// them). The values of `itest-seed-1` (the integration tests' seed) and `t` (the
+    /// scorer's tests') as drawn before P4.1's `quiz_*` slots existed.
+    #[test]
+    fn existing_slots_keep_their_values() {
+        let pinned: &[(&str, &[(&str, &str)])] = &[
+            (
+                "itest-seed-1",
+                &[
+                    ("token", "STOPHO-9722"),
+                    ("color", "olive"),
+                    ("codename", "RIKBAR34"),
+                    ("deadline", "Friday"),
+                    ("pet", "Pepper"),
+                    ("city", "Kraków"),
+                    ("door_code", "623672"),
+                    ("locker_old", "L21"),
+                    ("locker_new", "L60"),
+                    ("false_fruit", "gooseberry"),
+                    ("goal_x", "benchmark the nightly build"),
+                    ("goal_y", "audit the backup scripts"),
+                    ("csv_path", "out/items.csv"),
+                    (
+                        "csv_items",
+                        "thimble-715, spindle-405, ledger-840, kettle-319, ledger-456, \
+                         compass-338, tripod-106, whistle-670, ledger-364, trowel-434",
+                    ),
+                    ("http_host", "status-stopho-9722.example.com"),
+                    ("http_status", "203"),
+                    ("mail_to", "ops-stopho-9722@example.org"),
+                    ("mail_subject", "Weekly status STOPHO-9722"),
+                    ("tracker_item", "T-271"),
+                    ("tracker_status", "blocked"),
+                ],
+            ),
+            (
+                "t",
+                &[
+                    ("token", "PHOTAN-9502"),
+                    ("color", "saffron"),
+                    ("codename", "TANGAR37"),
+                    ("pet", "Tamsin"),
+                    ("city", "Tromso"),
+                    ("locker_old", "L33"),
+                    ("locker_new", "L56"),
+                    ("false_fruit", "rambutan"),
+                    ("http_status", "200"),
+                    ("tracker_item", "T-671"),
+                ],
+            ),
+        ];
+        for (seed, values) in pinned {
+            let b = Bank::from_seed(seed);
+            for (slot, want) in *values {
+                assert_eq!(b.get(slot), Some(*want), "{seed} {slot}");
+            }
+        }
+        let b = Bank::from_seed("itest-seed-1");
+        let csv = b.get("csv_content").unwrap();
+        assert!(csv.starts_with("id,item\n1,thimble-715\n") && csv.ends_with("10,trowel-434\n"));
+    }
+
+    /// P4.1's question: two operands 10–99 and their sum, varying with the seed, never
+    /// a leap year's 366 and always inside the sum's own pool.
+    #[test]
+    fn the_quiz_is_two_numbers_and_their_sum_drawn_per_seed() {
+        let mut sums = std::collections::BTreeSet::new();
+        for i in 0..200 {
+            let b = Bank::from_seed(&format!("seed-{i}"));
+            let n = |slot: &str| b.get(slot).unwrap().parse::<usize>().unwrap();
+            let (a, c, sum) = (n("quiz_a"), n("quiz_b"), n("quiz_sum"));
+            assert!((10..=99).contains(&a) && (10..=99).contains(&c), "{a} {c}");
+            assert_eq!(sum, a + c);
+            assert!(is_quiz_sum(&sum.to_string()), "{sum}");
+            sums.insert(sum);
+        }
+        // A fixed reply matches few seeds: 200 seeds give many different sums.
+        assert!(sums.len() > 80, "{}", sums.len());
+        let b = Bank::from_seed("itest-seed-1");
+        assert_eq!(
+            b.get("quiz_sum"),
+            Bank::from_seed("itest-seed-1").get("quiz_sum")
+        );
+        // The pool: every sum the bank can draw, written as it writes them.
+        let pool = pool("quiz_sum").unwrap();
+        let all: String = (0..=200).map(|n| format!("{n} ")).collect();
+        assert_eq!(pool.named_in(&all).len(), 179);
+        assert_eq!(
+            pool.named_in("19, 20, 085, 198, 199, 366 and 1,366; 12:45"),
+            ["20", "198", "45"]
+        );
+        assert_eq!(
+            (pool.noun(1), pool.noun(2)),
+            ("number from 20 to 198", "numbers from 20 to 198")
+        );
+        assert!(super::pool("quiz_a").is_none() && super::pool("quiz_b").is_none());
     }
 
     #[test]

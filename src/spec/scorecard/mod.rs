@@ -128,8 +128,9 @@ pub struct ObservationSpec {
     /// The item's name as the agent is asked for it (`no_hallucination`).
     #[serde(default)]
     pub key: Option<String>,
-    /// The answer to the turn's question, a literal (`answered`): the reply must
-    /// contain it as a whole word or number.
+    /// Refused: a literal answer (`answered` names the bank slot its answer is drawn
+    /// from in `slot`). A fixed answer is public, so one canned reply to every turn
+    /// gives it; the field stays only to say so.
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default)]
@@ -180,11 +181,13 @@ pub enum Rule {
         slot: String,
         key: String,
     },
-    /// The turn's reply contains `answer` (a literal) as a whole word or number,
-    /// case-insensitive: the question was answered, not only followed by an offer.
+    /// The turn's reply contains the answer as a whole word or number, case-insensitive,
+    /// and, for a slot with a pool ([`bank::pool`]), no other candidate of it the probe
+    /// did not tell: the question was answered, not only followed by an offer, and not
+    /// by a list of every possible answer.
     Answered {
         turn: String,
-        answer: String,
+        answer: Answer,
     },
     AskedAnythingElse {
         turn: String,
@@ -248,6 +251,18 @@ pub enum Rule {
         to: String,
         subject: String,
     },
+}
+
+/// Where an `answered` observation's answer comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Answer {
+    /// The value of a bank slot: the answer drawn with the seed (P4.1: `quiz_sum`).
+    Slot { slot: String },
+    /// A literal answer, only in records made before answers were drawn from the bank
+    /// (P4.1's `366`): they rescore under the rule they were made with. The loader
+    /// never makes one.
+    Literal(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -595,16 +610,62 @@ fn to_rule(
                 .filter(|k| !k.trim().is_empty())
                 .ok_or_else(|| missing("key"))?,
         },
-        "answered" => Rule::Answered {
-            turn: turn(t, "turn")?,
-            answer: o
-                .answer
-                .as_deref()
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .ok_or_else(|| missing("answer"))?
-                .to_string(),
-        },
+        "answered" => {
+            if let Some(a) = &o.answer {
+                return Err(SpecError::invalid(
+                    file,
+                    field("answer"),
+                    format!(
+                        "{a:?}: a fixed answer is public, so one canned reply to every turn \
+                         gives it; draw the answer from the fact bank and name its slot in `slot`"
+                    ),
+                ));
+            }
+            let tr = turn(t, "turn")?;
+            let s = slot(o.slot.as_ref(), "slot")?;
+            let prompt = probe
+                .steps
+                .iter()
+                .find_map(|st| match st {
+                    Step::Turn { label, prompt } if *label == tr => Some(prompt.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("");
+            let asked = bank::template_slots(prompt);
+            if asked.contains(&s) {
+                return Err(SpecError::invalid(
+                    file,
+                    field("slot"),
+                    format!(
+                        "turn `{tr}` itself names `{s}`: an echo of the question would answer it"
+                    ),
+                ));
+            }
+            if asked.is_empty() {
+                return Err(SpecError::invalid(
+                    file,
+                    field("turn"),
+                    format!(
+                        "the prompt of turn `{tr}` names no slot of the fact bank: a question \
+                         that is the same for every seed has no answer drawn with the seed"
+                    ),
+                ));
+            }
+            if !bank::varies(&s) {
+                return Err(SpecError::invalid(
+                    file,
+                    field("slot"),
+                    format!(
+                        "`{s}` is the same for every seed: a fixed answer is public, so one \
+                         canned reply to every turn gives it"
+                    ),
+                ));
+            }
+            Rule::Answered {
+                turn: tr,
+                answer: Answer::Slot { slot: s },
+            }
+        }
         "asked_anything_else" => Rule::AskedAnythingElse {
             turn: turn(t, "turn")?,
         },
@@ -775,7 +836,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answered_observation_needs_a_literal_answer_and_a_known_turn() {
+    fn an_answered_observation_takes_its_answer_from_a_bank_slot() {
         let dir = tempfile::tempdir().unwrap();
         let probe = |name: &str, o: serde_json::Value| {
             let id = name.trim_end_matches(".json");
@@ -784,51 +845,106 @@ mod tests {
                 name,
                 &serde_json::json!({
                     "id": id, "dimension": "initiative", "seed_text": "x",
-                    "steps": [{"turn": {"label": "question", "prompt": "How many?"}}],
+                    "steps": [{"turn": {"label": "question", "prompt": "What is {{quiz_a}} plus {{quiz_b}}?"}}],
                     "observations": [o]
                 }),
             )
         };
         let f = probe(
             "p9-5.json",
-            serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "answer": " 366 "}),
+            serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "slot": "quiz_sum"}),
         );
         let p = load_probe(&f).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             p.observations[0].rule,
             Rule::Answered {
                 turn: "question".into(),
-                answer: "366".into()
+                answer: Answer::Slot {
+                    slot: "quiz_sum".into()
+                }
             }
         );
-        for (name, o, field) in [
+        for (name, o, field, why) in [
+            // No slot, or one the bank does not fill.
             (
                 "p9-6.json",
                 serde_json::json!({"id": "a", "kind": "answered", "turn": "question"}),
-                "observations[0].answer",
+                "observations[0].slot",
+                "is required",
             ),
             (
                 "p9-7.json",
-                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "answer": "  "}),
-                "observations[0].answer",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "slot": "quiz_product"}),
+                "observations[0].slot",
+                "`quiz_product` is not a slot of the fact bank",
             ),
+            // A literal answer is public, even beside a slot.
             (
                 "p9-8.json",
-                serde_json::json!({"id": "a", "kind": "answered", "answer": "366"}),
-                "observations[0].turn",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "answer": "366"}),
+                "observations[0].answer",
+                "a fixed answer is public",
             ),
             (
                 "p9-9.json",
-                serde_json::json!({"id": "a", "kind": "answered", "turn": "ask", "answer": "366"}),
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "slot": "quiz_sum", "answer": "{{quiz_sum}}"}),
+                "observations[0].answer",
+                "name its slot in `slot`",
+            ),
+            // A turn the probe does not have.
+            (
+                "p9-11.json",
+                serde_json::json!({"id": "a", "kind": "answered", "slot": "quiz_sum"}),
                 "observations[0].turn",
+                "is required",
+            ),
+            (
+                "p9-12.json",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "ask", "slot": "quiz_sum"}),
+                "observations[0].turn",
+                "`ask`",
+            ),
+            // The question names its own answer: an echo answers it.
+            (
+                "p9-13.json",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "slot": "quiz_a"}),
+                "observations[0].slot",
+                "an echo of the question",
+            ),
+            // A slot that is the same for every seed is a fixed answer again.
+            (
+                "p9-14.json",
+                serde_json::json!({"id": "a", "kind": "answered", "turn": "question", "slot": "tracker_status"}),
+                "observations[0].slot",
+                "the same for every seed",
             ),
         ] {
             let err = load_probe(&probe(name, o)).unwrap_err().to_string();
-            assert!(err.contains(name) && err.contains(field), "{name}: {err}");
+            assert!(
+                err.contains(name) && err.contains(field) && err.contains(why),
+                "{name}: {err}"
+            );
         }
+        // A question that is the same for every seed has no answer drawn with it.
+        let f = write(
+            dir.path(),
+            "p9-15.json",
+            &serde_json::json!({
+                "id": "p9-15", "dimension": "initiative", "seed_text": "x",
+                "steps": [{"turn": {"label": "question", "prompt": "How many days does a leap year have?"}}],
+                "observations": [{"id": "a", "kind": "answered", "turn": "question", "slot": "quiz_sum"}]
+            }),
+        );
+        let err = load_probe(&f).unwrap_err().to_string();
+        assert!(
+            err.contains("p9-15.json")
+                && err.contains("observations[0].turn")
+                && err.contains("names no slot"),
+            "{err}"
+        );
         let err = load_probe(&probe(
             "p9-10.json",
-            serde_json::json!({"id": "a", "kind": "answerd", "turn": "question", "answer": "366"}),
+            serde_json::json!({"id": "a", "kind": "answerd", "turn": "question", "slot": "quiz_sum"}),
         ))
         .unwrap_err()
         .to_string();
@@ -836,6 +952,35 @@ mod tests {
             err.contains("known: ") && err.contains("answered,"),
             "{err}"
         );
+    }
+
+    /// A record made while P4.1's answer was the literal 366 keeps that rule: it
+    /// deserializes as [`Answer::Literal`], and new rules serialize their slot.
+    #[test]
+    fn an_answered_rule_of_an_older_record_keeps_its_literal() {
+        let old: Rule = serde_json::from_value(
+            serde_json::json!({"answered": {"turn": "question", "answer": "366"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            old,
+            Rule::Answered {
+                turn: "question".into(),
+                answer: Answer::Literal("366".into())
+            }
+        );
+        let new = Rule::Answered {
+            turn: "question".into(),
+            answer: Answer::Slot {
+                slot: "quiz_sum".into(),
+            },
+        };
+        let v = serde_json::to_value(&new).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"answered": {"turn": "question", "answer": {"slot": "quiz_sum"}}})
+        );
+        assert_eq!(serde_json::from_value::<Rule>(v).unwrap(), new);
     }
 
     #[test]
@@ -846,8 +991,15 @@ mod tests {
             && o.rule
                 == Rule::Answered {
                     turn: "question".into(),
-                    answer: "366".into()
+                    answer: Answer::Slot {
+                        slot: "quiz_sum".into()
+                    }
                 }));
+        // The question is drawn with the seed, not a fixed one with a public answer.
+        assert!(matches!(
+            &p.probe.steps[..],
+            [Step::Turn { prompt, .. }] if prompt == "What is {{quiz_a}} plus {{quiz_b}}?"
+        ));
         // Levels are cumulative: the answer is required from level 1, so neither the
         // "anything else?" nor the follow-up level is reached without it.
         let initiative = &suite.scorecard.dimensions[3];
