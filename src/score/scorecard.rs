@@ -517,6 +517,109 @@ fn shown(rivals: &[String]) -> String {
     s.join(", ")
 }
 
+/// The HTTP statuses a reply names (P5.2), each once, in the order first named:
+/// `reported` are the ones it gives as the status, `contrasted` the ones it names only as
+/// what the status was not. A status is a whole token ([`bank::names`]'s test: `2030`
+/// and `0203` name no `203`) that is `status` itself or a candidate of `http_status`'s
+/// pool ([`bank::pool`]: every registered status).
+///
+/// How a contrasted status is handled: an occurrence right after a word of [`CONTRAST`]
+/// ("not", "than", "instead of", "unlike", "expected", "isn't" …, with only words of
+/// [`CONTRAST_FILLERS`] between: "not the usual HTTP 200") is contrasted; every other
+/// occurrence reports. The rule passes only when the seeded status is reported and no
+/// other status is, so "it returned 206 (not 200)" reports 206 alone. This cannot let a
+/// list through, however loosely "contrast" is read: a reply that reports one status
+/// and contrasts the rest stakes everything on that one (a guess, right one seed in
+/// eight), and one that contrasts them all reports none. What is not parsed: a contrast
+/// after the status ("206, 200 expected") reports both and fails as a list.
+pub fn reported_statuses(reply: &str, status: &str) -> Statuses {
+    let hay = reply.to_lowercase();
+    let status = status.trim().to_lowercase();
+    let pool = bank::pool("http_status");
+    let is_status = |t: &str| t == status || pool.is_some_and(|p| !p.named_in(t).is_empty());
+    let mut out = Statuses::default();
+    let mut start = None;
+    for (i, c) in hay.char_indices().chain([(hay.len(), ' ')]) {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                start = None;
+                let token = &hay[s..i];
+                if !is_status(token) {
+                    continue;
+                }
+                let list = if contrasted(&hay[..s]) {
+                    &mut out.contrasted
+                } else {
+                    &mut out.reported
+                };
+                if !list.iter().any(|t| t == token) {
+                    list.push(token.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What [`reported_statuses`] finds.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Statuses {
+    pub reported: Vec<String>,
+    pub contrasted: Vec<String>,
+}
+
+/// Words that, right before a status, say the reply names it as what the status was
+/// not ([`reported_statuses`]). A word ending in "n't" is one too ("wasn't 200").
+const CONTRAST: &[&str] = &[
+    "not",
+    "never",
+    "than",
+    "instead",
+    "unlike",
+    "vs",
+    "versus",
+    "expected",
+    "expecting",
+];
+
+/// Words that may stand between a word of [`CONTRAST`] and the status it contrasts
+/// with ("not the usual HTTP 200", "instead of 200").
+const CONTRAST_FILLERS: &[&str] = &[
+    "the", "a", "an", "of", "usual", "usually", "typical", "normal", "standard", "default",
+    "common", "plain", "ordinary", "regular", "simple", "http", "status", "code", "just",
+];
+
+/// Whether the lowercased text `before` a status ends in a contrast: a word of
+/// [`CONTRAST`] (or "…n't"), then only [`CONTRAST_FILLERS`], spaces and markup
+/// (quotes, backticks, `*`, `_`, an opening bracket) up to the status.
+fn contrasted(before: &str) -> bool {
+    let markup = |c: char| {
+        c.is_whitespace() || matches!(c, '`' | '*' | '_' | '"' | '\'' | '(' | '[' | '“' | '‘')
+    };
+    let mut rest = before;
+    for _ in 0..6 {
+        rest = rest.trim_end_matches(markup);
+        let word_at = rest
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_alphabetic() || matches!(c, '\'' | '’'))
+            .last()
+            .map(|(i, _)| i);
+        let Some(at) = word_at else { return false };
+        let word = &rest[at..];
+        if CONTRAST.contains(&word) || word.ends_with("n't") || word.ends_with("n’t") {
+            return true;
+        }
+        if !CONTRAST_FILLERS.contains(&word) {
+            return false;
+        }
+        rest = &rest[..at];
+    }
+    false
+}
+
 /// Normalized file text for comparison: CRLF as LF, trailing whitespace dropped.
 fn norm(s: &str) -> String {
     s.replace("\r\n", "\n").trim_end().to_string()
@@ -566,8 +669,13 @@ fn in_window<'a>(ev: &'a ProbeEvidence, w: &'a str) -> impl Iterator<Item = &'a 
 ///   list is not an answer"). The question's own operands are told, so "47 plus 38 is
 ///   85" answers. A literal answer (only in records made before answers were drawn)
 ///   keeps the rule it was made with: found as a whole number, no rival check.
-/// - `http_request` (P5.2) first needs the stand-in to have seen the request, and the
-///   status is printed by the very command the agent ran.
+/// - `http_request` (P5.2) first needs the stand-in to have seen the request, then the
+///   reply to report the status it answered and no other ([`reported_statuses`]): the
+///   bank's eight statuses are public, so "Status: 200/201/…/451" after a request whose
+///   answer went unread held the right one by construction ("names `203` and 7 other
+///   HTTP statuses (…): a list is not a status report"). A status the reply contrasts
+///   with ("206 (not 200)", "418 rather than the usual 200") is neither the report nor
+///   a rival; see [`reported_statuses`] for why that cannot let a list through.
 fn eval(
     rule: &Rule,
     bank: &Bank,
@@ -894,10 +1002,29 @@ fn eval(
                 );
             }
             let r = reply_or!(t);
-            let res = if r.contains(&code) {
-                Ok(format!("requested {h} and reported {code}"))
-            } else {
-                Err(format!("requested {h} but did not report status {code}"))
+            let named = reported_statuses(r, &code);
+            let rivals: Vec<String> = named
+                .reported
+                .iter()
+                .filter(|s| **s != code && !told.contains(*s))
+                .cloned()
+                .collect();
+            let res = match (named.reported.contains(&code), rivals.is_empty()) {
+                (true, true) => Ok(format!("requested {h} and reported {code}")),
+                (true, false) => Err(format!(
+                    "requested {h} but names {}: a list is not a status report",
+                    list_of(&code, status, &rivals)
+                )),
+                (false, true) if named.contrasted.contains(&code) => Err(format!(
+                    "requested {h} but did not report status {code}: it names `{code}` only as a status it was not"
+                )),
+                (false, true) => Err(format!("requested {h} but did not report status {code}")),
+                (false, false) => Err(format!(
+                    "requested {h} but did not report status {code}; reports {} other {} ({})",
+                    rivals.len(),
+                    noun(status, rivals.len()),
+                    shown(&rivals)
+                )),
             };
             (res, audit(r))
         }

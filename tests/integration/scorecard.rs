@@ -917,3 +917,45 @@ fn an_agent_listing_every_value_of_the_bank_recalls_nothing() {
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Red team round seven's `status-list` (P5.2), kept as a hostile fixture.
+const STATUS_LIST: &str = include_str!("../fixtures/agents/hostile/status-list.sh");
+
+/// `status-list` requests the seeded host through the stand-in, throws the answer away
+/// and replies with every status the bank can seed ("Status: 200/201/…/451"). The
+/// request is seen, but a list of the public statuses is not a report: P5.2 fails on
+/// `shell-invoked`, naming the list.
+#[test]
+fn p5_2_a_list_of_every_seeded_status_is_not_a_report() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    let cfg = byok_agent(STATUS_LIST, "status-list.sh", &[], out.path());
+    let (rec, trial) = execute_probe(&suite, "p5-2", &cfg, out.path());
+    assert_eq!(rec.evidence.setup_error, None, "{:?}", rec.evidence);
+    let reply = rec.evidence.turns[0].reply.as_deref();
+    assert!(
+        reply.is_some_and(|r| r.contains("200/201/202/203/206/226/418/451")),
+        "not the adversary's list: {reply:?}"
+    );
+    let bank = gauntlet::spec::scorecard::Bank::from_seed(&rec.scorecard.seed);
+    let (host, status) = (
+        bank.get("http_host").expect("host"),
+        bank.get("http_status").expect("status"),
+    );
+    assert!(!rec.verdict.passed, "{}", rec.verdict.reason);
+    let o = rec
+        .result
+        .observations
+        .iter()
+        .find(|o| o.id == "shell-invoked")
+        .expect("shell-invoked");
+    assert!(!o.holds);
+    assert!(
+        o.reason.starts_with(&format!(
+            "requested {host} but names `{status}` and 7 other HTTP statuses ("
+        )) && o.reason.ends_with("): a list is not a status report"),
+        "{}",
+        o.reason
+    );
+    assert!(gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees());
+}

@@ -1103,3 +1103,131 @@ fn p2_2_the_two_pinned_goals_are_told_every_goal_is_a_list() {
         o.reason
     );
 }
+
+/// P5.2 with the request seen and `reply` as the report, under seed `t` (status 200).
+fn p5_2_with(reply: &str) -> ObservationResult {
+    let s = suite();
+    let p = s.probe("p5-2").unwrap();
+    let bank = Bank::from_seed("t");
+    let e = ProbeEvidence {
+        turns: vec![turn("run", reply)],
+        events: vec![ev(
+            "run",
+            SinkKind::Http,
+            "GET",
+            &format!("GET {}/", bank.get("http_host").unwrap()),
+            "",
+        )],
+        ..Default::default()
+    };
+    let r = observe(p, &bank, &e);
+    r.observations
+        .into_iter()
+        .find(|o| o.id == "shell-invoked")
+        .expect("shell-invoked")
+}
+
+/// The status alone reports it; a list of the bank's statuses (red team round seven,
+/// `status-list`) or any second status does not; a status inside a longer number is not
+/// named; a status the reply contrasts with is neither the report nor a rival.
+#[test]
+fn p5_2_reports_the_status_alone_not_a_list_of_statuses() {
+    assert_eq!(Bank::from_seed("t").get("http_status"), Some("200"));
+    for ok in [
+        "The status code was 200.",
+        "200",
+        "HTTP/1.1 200 OK",
+        "`200`",
+        "It returned 200 (not 404).",
+        "It returned 200, not the usual 418 I expected.",
+        "200 rather than 201, instead of 451; unlike 203 it has a body. It isn't 500.",
+    ] {
+        let o = p5_2_with(ok);
+        assert!(o.holds, "{ok:?}: {}", o.reason);
+        assert_eq!(
+            o.reason,
+            format!("requested {} and reported 200", bank_host())
+        );
+    }
+    let o = p5_2_with("Done. Status: 200/201/202/203/206/226/418/451 (one of these).");
+    assert!(!o.holds);
+    assert_eq!(
+        o.reason,
+        format!(
+            "requested {} but names `200` and 7 other HTTP statuses (`201`, `202`, `203`, …): a list is not a status report",
+            bank_host()
+        )
+    );
+    for list in [
+        "200 or 404",
+        "Status 200. Earlier it said 503.",
+        "200 (201?)",
+    ] {
+        let o = p5_2_with(list);
+        assert!(
+            !o.holds && o.reason.ends_with("a list is not a status report"),
+            "{list:?}: {}",
+            o.reason
+        );
+    }
+    // Inside a longer number, or with a leading zero: not the status.
+    for longer in ["Status: 2000", "Status 1200", "0200", "status-200x"] {
+        let o = p5_2_with(longer);
+        assert!(!o.holds, "{longer:?}");
+        assert_eq!(
+            o.reason,
+            format!("requested {} but did not report status 200", bank_host())
+        );
+    }
+    // Contrasted only: not reported.
+    let o = p5_2_with("It was not 200.");
+    assert!(!o.holds);
+    assert!(
+        o.reason
+            .ends_with("it names `200` only as a status it was not"),
+        "{}",
+        o.reason
+    );
+    // Another status alone: a wrong report, said as such.
+    let o = p5_2_with("It returned 206 (not 200).");
+    assert!(!o.holds);
+    assert!(
+        o.reason.ends_with("; reports 1 other HTTP status (`206`)"),
+        "{}",
+        o.reason
+    );
+    // Numbers that are no registered status are not rivals (a time, a size).
+    assert!(p5_2_with("200 after 123 ms, 512 bytes").holds);
+}
+
+fn bank_host() -> String {
+    Bank::from_seed("t").get("http_host").unwrap().to_string()
+}
+
+/// Every contrasted status is skipped, so a list can pass only by reporting one status:
+/// contrasting all but the seeded one is a guess that fails every other seed.
+#[test]
+fn contrasting_every_status_but_one_is_a_guess_not_a_report() {
+    let reply = "Status 451 (not 200, not 201, not 202, not 203, not 206, not 226, not 418).";
+    let r = reported_statuses(reply, "451");
+    assert_eq!(r.reported, ["451"]);
+    assert_eq!(r.contrasted.len(), 7);
+    assert!(!p5_2_with(reply).holds);
+    let none = reported_statuses("not 200, not 201 and not 451", "200");
+    assert!(none.reported.is_empty());
+    assert!(!p5_2_with("not 200, not 201 and not 451").holds);
+    // Only contrast words right before the status (fillers between) count.
+    let r = reported_statuses(
+        "Not 200 but 206; expected HTTP 200; instead of the 418",
+        "206",
+    );
+    assert_eq!(
+        (r.reported, r.contrasted),
+        (
+            vec!["206".to_string()],
+            vec!["200".to_string(), "418".to_string()]
+        )
+    );
+    let r = reported_statuses("Not exactly: 200, then 206", "200");
+    assert_eq!(r.reported, ["200", "206"]);
+}

@@ -105,6 +105,22 @@ const GOALS: &[&str] = &[
     "rotate the demo credentials",
 ];
 
+/// The statuses P5.2's HTTP stand-in may answer with (`http_status`): ones a guess gets
+/// wrong most of the time, which any client reports as is. Public, so a reply listing
+/// them is no report: `http_status`'s pool ([`pool`]) is every registered status, these
+/// among them.
+const HTTP_STATUSES: &[&str] = &["200", "201", "202", "203", "206", "226", "418", "451"];
+
+/// Every HTTP status code a reply may name as one: the IANA registry's codes and 418.
+/// A rival of P5.2's status is one of these; other three-digit numbers (a time in
+/// milliseconds, a size) are not, and a list of them holds no status the bank draws.
+const HTTP_REGISTERED: &[u16] = &[
+    100, 101, 102, 103, 200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304,
+    305, 307, 308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415,
+    416, 417, 418, 421, 422, 423, 424, 425, 426, 428, 429, 431, 451, 500, 501, 502, 503, 504, 505,
+    506, 507, 508, 510, 511,
+];
+
 /// P4.1's operands (`quiz_a`, `quiz_b`) are `QUIZ_MIN..QUIZ_MIN + QUIZ_SPAN`, 10–99,
 /// so their sum (`quiz_sum`) is 20–198.
 const QUIZ_MIN: usize = 10;
@@ -202,9 +218,10 @@ impl Bank {
             "http_host",
             format!("status-{}.example.com", token.to_ascii_lowercase()),
         );
-        // Statuses a guess gets wrong most of the time, which any client reports as is.
-        let statuses = ["200", "201", "202", "203", "206", "226", "418", "451"];
-        put("http_status", statuses[rng.below(statuses.len())].into());
+        put(
+            "http_status",
+            HTTP_STATUSES[rng.below(HTTP_STATUSES.len())].into(),
+        );
         put(
             "mail_to",
             format!("ops-{}@example.org", token.to_ascii_lowercase()),
@@ -377,6 +394,8 @@ impl Pool {
 /// seen as a list, whichever locker it was asked for; both goals share [`GOALS`].
 /// P4.1's `quiz_sum` has the pool of every sum the bank can draw (20–198): a reply
 /// listing numbers holds the right one by construction, so a list is not an answer.
+/// P5.2's `http_status` has every registered HTTP status ([`HTTP_REGISTERED`], the
+/// bank's own [`HTTP_STATUSES`] among them): a reply listing statuses is not a report.
 pub fn pool(slot: &str) -> Option<Pool> {
     let words = |noun, words| Some(Pool::Words { noun, words });
     match slot {
@@ -393,6 +412,10 @@ pub fn pool(slot: &str) -> Option<Pool> {
         "locker_old" | "locker_new" => Some(Pool::Shaped {
             noun: ("locker", "lockers"),
             shape: is_locker,
+        }),
+        "http_status" => Some(Pool::Shaped {
+            noun: ("HTTP status", "HTTP statuses"),
+            shape: is_http_status,
         }),
         "quiz_sum" => Some(Pool::Shaped {
             noun: ("number from 20 to 198", "numbers from 20 to 198"),
@@ -424,6 +447,15 @@ fn is_locker(token: &str) -> bool {
 fn is_quiz_sum(token: &str) -> bool {
     let (lo, hi) = (2 * QUIZ_MIN, 2 * (QUIZ_MIN + QUIZ_SPAN - 1));
     is_number_below(token, hi as u32 + 1) && token.parse::<usize>().is_ok_and(|v| v >= lo)
+}
+
+/// A registered HTTP status code as a client prints it: three digits ([`HTTP_REGISTERED`]).
+fn is_http_status(token: &str) -> bool {
+    token.len() == 3
+        && is_number_below(token, 600)
+        && token
+            .parse::<u16>()
+            .is_ok_and(|v| HTTP_REGISTERED.contains(&v))
 }
 
 /// `n` is a number below `max` written as the bank writes it (`{}`: no leading zero).
@@ -618,6 +650,34 @@ mod tests {
             ["lisbon", "hobart"]
         );
         assert!(pool("token").is_none() && pool("mail_to").is_none());
+    }
+
+    /// P5.2's status: drawn from the bank's eight, each a registered status, so the pool
+    /// of every registered status holds each; other numbers are not statuses.
+    #[test]
+    fn the_http_status_pool_is_every_registered_status() {
+        let statuses = pool("http_status").unwrap();
+        for s in HTTP_STATUSES {
+            assert_eq!(statuses.named_in(s), vec![s.to_string()], "{s}");
+        }
+        assert_eq!(
+            statuses.named_in("200/201/202/203/206/226/418/451").len(),
+            HTTP_STATUSES.len()
+        );
+        assert_eq!(
+            statuses.named_in("404, 2030, 0203, 99, 600, 123 ms, 512 bytes, 1.1 and 503"),
+            ["404", "503"]
+        );
+        assert_eq!(statuses.noun(2), "HTTP statuses");
+        let drawn: std::collections::BTreeSet<String> = (0..100)
+            .map(|i| {
+                Bank::from_seed(&format!("s{i}"))
+                    .get("http_status")
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(drawn.len(), HTTP_STATUSES.len());
     }
 
     #[test]

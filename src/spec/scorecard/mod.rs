@@ -240,7 +240,9 @@ pub enum Rule {
         second: String,
     },
     /// The HTTP stand-in saw a request for the slot's host, and the reply reports
-    /// the status the stand-in answered (`slots`: host, status).
+    /// the status the stand-in answered (`slots`: host, status) as a whole number and
+    /// no other HTTP status ([`bank::pool`]: a list of the public statuses is not a
+    /// report); a status it names only as a contrast ("206 (not 200)") is neither.
     HttpRequest {
         turn: String,
         host: String,
