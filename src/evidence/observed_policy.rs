@@ -427,6 +427,7 @@ mod tests {
             challenge: Some(crate::evidence::policy::OwnChallenge {
                 dir: "/repo/challenges/tally-report".into(),
                 handed: vec!["challenge-prompt.md".into(), "workspace_template".into()],
+                whole_repository: true,
             }),
             ..roots()
         }
@@ -479,6 +480,50 @@ mod tests {
             (
                 "/repo/tests/fixtures/challenge-streams/reference/tally-report.jsonl",
                 "recorded solutions of the challenges",
+            ),
+            // The repository beyond its docs and product source (red team round seven):
+            // its history holds every key by another name (`git show HEAD:…`), its tests
+            // the reference's recorded runs and the expected values.
+            (
+                "/repo/.git/objects/pack/pack-1f2e.pack",
+                "the repository's history",
+            ),
+            ("/repo/.git/objects/ab/cdef0123", "the repository's history"),
+            ("/repo/.git/objects", "the repository's history"),
+            ("/repo/.git/index", "the repository's history"),
+            ("/repo/.git/HEAD", "the repository's history"),
+            ("/repo/.git/refs/heads/main", "the repository's history"),
+            ("/repo/.git/COMMIT_EDITMSG", "the repository's history"),
+            (
+                "/repo/tests/integration/snapshots/streams/reference__tally-report.snap",
+                "the test suite",
+            ),
+            (
+                "/repo/tests/integration/snapshots/streams/reference__ledger-reconcile.snap",
+                "the test suite",
+            ),
+            ("/repo/tests/integration/snapshots", "the test suite"),
+            ("/repo/tests/integration/challenge.rs", "the test suite"),
+            (
+                "/repo/tests/fixtures/agents/hostile/lump-ledger.sh",
+                "the test suite",
+            ),
+            ("/repo/tests/fixtures/agents/x.sh", "the test suite"),
+            (
+                "/repo/benches-as-tests/challenge.rs",
+                "a repository file that is neither",
+            ),
+            (
+                "/repo/redteam/agents/copy-answers.sh",
+                "a repository file that is neither",
+            ),
+            (
+                "/repo/results/published/x/summary.json",
+                "a repository file that is neither",
+            ),
+            (
+                "/repo/target/debug/other",
+                "a repository file that is neither",
             ),
         ];
         for profile in Profile::ALL {
@@ -545,12 +590,26 @@ mod tests {
             ("/repo/challenges/skills/cli-tally.md", [false, true, true]),
             ("/repo/challenges/scorecard/README.md", [false, false, true]),
             ("/repo/apps/cli-tally/corpus.json", [false, true, true]),
-            // What `all` lets an agent inspect when it is blocked.
+            // What `all` lets an agent inspect when it is blocked: docs, product source
+            // (all of an app but its flows), the Cargo files, the README.
             ("/repo/apps/cli-tally/src/main.rs", [false, false, true]),
-            ("/repo/tests/integration/challenge.rs", [false, false, true]),
-            ("/repo/tests/fixtures/agents/x.sh", [false, false, true]),
+            (
+                "/repo/apps/ext-wordbadge/extension/x.js",
+                [false, false, true],
+            ),
             ("/repo/docs/challenges.md", [false, true, true]),
             ("/repo/src/lib.rs", [false, false, true]),
+            ("/repo/Cargo.toml", [false, false, true]),
+            ("/repo/Cargo.lock", [false, false, true]),
+            ("/repo/README.md", [false, true, true]),
+            // Top-level entries themselves: a listing (names only), a top-level file.
+            ("/repo", [false, false, true]),
+            ("/repo/tests", [false, false, true]),
+            ("/repo/.git", [false, false, true]),
+            ("/repo/redteam", [false, false, true]),
+            ("/repo/.gitignore", [false, false, true]),
+            // The ignore rules a search tool reads on its way up.
+            ("/repo/.git/info/exclude", [false, false, true]),
         ] {
             for (profile, allowed) in Profile::ALL.into_iter().zip(allowed) {
                 let o = obs(&[(path, OpenAccess::Read)]);
@@ -568,6 +627,78 @@ mod tests {
         let p = assess(&o, &roots(), Profile::All, &PolicyFindings::default());
         assert!(p.disallowed_reads.is_empty() && p.answer_keys.is_empty());
         assert_eq!(p.opens[0].category, PathCategory::Examples);
+    }
+
+    /// The agent's runtime in the repository (its own script, the pinned CLIs, the
+    /// harness's binaries) is not the repository's answer key; its siblings are, and
+    /// no runtime makes the history readable.
+    #[test]
+    fn the_agents_own_script_is_runtime_and_its_siblings_are_keys() {
+        let mut r = keyed();
+        r.runtime
+            .push("/repo/tests/fixtures/agents/quiet-reader.sh".into());
+        r.runtime.push("/repo/.git/objects".into());
+        for (path, key) in [
+            ("/repo/tests/fixtures/agents/quiet-reader.sh", false),
+            ("/repo/workspace/node_modules/x/cli.js", false),
+            ("/repo/target/debug/gauntlet-agent", false),
+            ("/repo/tests/fixtures/agents/hostile/hand-tally.sh", true),
+            ("/repo/.git/objects/pack/pack-1f2e.pack", true),
+        ] {
+            let o = obs(&[(path, OpenAccess::Read)]);
+            for profile in Profile::ALL {
+                let p = assess(&o, &r, profile, &PolicyFindings::default());
+                assert_eq!(p.answer_keys.len(), usize::from(key), "{profile} {path}");
+            }
+        }
+        // The runs directory keeps its category: other trials, hidden by the seal.
+        let mut r = keyed();
+        r.runs_dir = "/repo/results/runs".into();
+        let o = obs(&[("/repo/results/runs/other/record.json", OpenAccess::Read)]);
+        let p = assess(&o, &r, Profile::All, &PolicyFindings::default());
+        assert!(p.answer_keys.is_empty());
+        assert_eq!(p.opens[0].category, PathCategory::AdjacentResults);
+        // Runs written above the repository do not make the whole of it another run's.
+        r.runs_dir = "/".into();
+        let o = obs(&[("/repo/tests/integration/challenge.rs", OpenAccess::Read)]);
+        let p = assess(&o, &r, Profile::All, &PolicyFindings::default());
+        assert_eq!(p.answer_keys.len(), 1);
+    }
+
+    #[test]
+    fn a_record_made_before_round_seven_keeps_its_rule() {
+        let mut r = keyed();
+        if let Some(c) = r.challenge.as_mut() {
+            c.whole_repository = false;
+        }
+        for (path, category) in [
+            (
+                "/repo/.git/objects/ab/cdef0123",
+                PathCategory::ProductSource,
+            ),
+            (
+                "/repo/tests/integration/snapshots/streams/reference__tally-report.snap",
+                PathCategory::Tests,
+            ),
+        ] {
+            let o = obs(&[(path, OpenAccess::Read)]);
+            let p = assess(&o, &r, Profile::All, &PolicyFindings::default());
+            assert!(p.disallowed_reads.is_empty(), "{path}");
+            assert_eq!(p.opens[0].category, category, "{path}");
+        }
+        // Its own challenge's key stays one.
+        let o = obs(&[(
+            "/repo/challenges/tally-report/challenge.yaml",
+            OpenAccess::Read,
+        )]);
+        let p = assess(&o, &r, Profile::All, &PolicyFindings::default());
+        assert_eq!(p.answer_keys.len(), 1);
+        // The field is absent from such a record, and reads back false.
+        let c: crate::evidence::policy::OwnChallenge = serde_json::from_value(
+            serde_json::json!({"dir": "/repo/challenges/tally-report", "handed": []}),
+        )
+        .expect("old roots");
+        assert!(!c.whole_repository);
     }
 
     #[test]

@@ -46,7 +46,8 @@ pub enum PathCategory {
     /// A task's answer key or reference solution: a challenge's manifest, flows and
     /// notes beyond what the trial hands the agent, the other challenges' directories,
     /// the scorecard's probes and rubric, the apps' reference tests, recorded solutions
-    /// of the challenges. No profile allows it ([`answer_key`] says why).
+    /// of the challenges; the repository's history, its tests and the rest of it that is
+    /// neither docs nor product source. No profile allows it ([`answer_key`] says why).
     AnswerKey,
     /// Not under any root the harness knows (system files, elsewhere).
     Outside,
@@ -166,6 +167,12 @@ pub struct OwnChallenge {
     /// of the rendered prompt) and its workspace template (copied into the workspace).
     /// Everything else in it is the answer key.
     pub handed: Vec<PathBuf>,
+    /// Whether the answer keys reach past the challenges to the whole repository (its
+    /// history, its tests, everything but docs, product source and the build files:
+    /// [`answer_key`] says which). Absent (false) in records made before they did (red team
+    /// round seven), which keep the rule they were made under when rescored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_repository: bool,
 }
 
 /// Directories under a challenges root that are shared, not a challenge: the skills
@@ -239,8 +246,60 @@ pub fn answer_key(roots: &Roots, p: &Path) -> Option<&'static str> {
         {
             Some("recorded solutions of the challenges (agents' streams kept as test fixtures)")
         }
+        _ if own.whole_repository => repository_key(roots, p, &parts),
         _ => None,
     }
+}
+
+/// What an agent may read of the repository outside `challenges/`, whatever its profile
+/// lets it inspect: `docs/`, `src/`, `apps/` (all of an app but its flows), the Cargo
+/// files, the README and the licence; and every top-level entry itself (a directory's
+/// listing: names only; a top-level file: build and configuration, `.gitignore`).
+const READABLE_IN_REPOSITORY: [&str; 7] = [
+    "docs",
+    "src",
+    "apps",
+    "Cargo.toml",
+    "Cargo.lock",
+    "README.md",
+    "LICENSE",
+];
+
+/// The rest of the repository (`rel`: `p`'s components under it) is an answer key: its
+/// history holds every challenge's key by another name (`git show HEAD:challenges/…`),
+/// its tests pin the tasks' solutions (insta snapshots of the reference's runs,
+/// fixtures, expected values), and the rest (benches, the red team's adversaries,
+/// published results, configuration) is no product source or documentation either.
+/// Kept as they were: the agent's runtime (its own script, the pinned CLIs'
+/// `workspace/`, the harness's binaries: its command line is the harness's, never the
+/// agent's choice; `.git` is never runtime), the runs directory (other trials, hidden by
+/// the seal) and the ignore rules every search tool reads on its way up
+/// (`.git/info/exclude`; the `.gitignore` files are top-level or in readable trees).
+fn repository_key(roots: &Roots, p: &Path, rel: &[&std::ffi::OsStr]) -> Option<&'static str> {
+    let [top, rest @ ..] = rel else {
+        return None;
+    };
+    if *top == ".git" {
+        return match rest {
+            [] => None,
+            [info, exclude] if *info == "info" && *exclude == "exclude" => None,
+            _ => Some(
+                "the repository's history (git objects, packs, refs and index: every challenge's answer key by another name)",
+            ),
+        };
+    }
+    if rest.is_empty()
+        || READABLE_IN_REPOSITORY.iter().any(|r| *top == *r)
+        || roots.runtime.iter().any(|r| p.starts_with(r))
+        || (p.starts_with(&roots.runs_dir) && !roots.repo.starts_with(&roots.runs_dir))
+    {
+        return None;
+    }
+    Some(if *top == "tests" {
+        "the test suite (its snapshots, fixtures and assertions record the tasks' solutions and expected values)"
+    } else {
+        "a repository file that is neither docs nor product source (readable: docs/, src/, apps/ but their flows, the Cargo files, the README)"
+    })
 }
 
 /// Everything the policy assessment found.

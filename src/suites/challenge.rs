@@ -477,7 +477,8 @@ fn runtime_roots(view: &View, repo: &Path) -> Vec<PathBuf> {
 
 /// The trial's challenge as its roots name it: its directory, absolute and normalized
 /// as observed paths are, and what the trial hands the agent from it (its prompt, its
-/// workspace template); the rest of it is the answer key.
+/// workspace template); the rest of it is the answer key, and so is the repository
+/// beyond its docs and product source.
 fn own_challenge(challenge: &Challenge) -> OwnChallenge {
     let dir = std::path::absolute(&challenge.dir).unwrap_or_else(|_| challenge.dir.clone());
     let dir = crate::evidence::policy::resolve(&dir, ".");
@@ -493,7 +494,11 @@ fn own_challenge(challenge: &Challenge) -> OwnChallenge {
             .map(Path::to_path_buf)
     })
     .collect();
-    OwnChallenge { dir, handed }
+    OwnChallenge {
+        dir,
+        handed,
+        whole_repository: true,
+    }
 }
 
 /// Send the manifest's seed requests to the app.

@@ -528,6 +528,84 @@ fn copying_the_answer_key_is_contaminated_even_under_all() {
     );
 }
 
+/// Red team round seven: the same key by other names. `git-key.sh` reads tally-report's
+/// manifest out of the repository's git objects (`git show HEAD:…`, mode `git`), or the
+/// reference's recorded run out of its insta snapshot (mode `snap`), and does what it
+/// says: the task succeeds. Under `all` both are contaminated, the record and
+/// metrics.json naming the path and why; the agent's own script (in `tests/`) is its
+/// runtime, never named.
+#[test]
+fn the_answer_key_by_another_name_is_contaminated_even_under_all() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let root = support::root();
+    let l = loaded();
+    let script = root.join("tests/fixtures/agents/hostile/git-key.sh");
+    for (mode, key, why) in [
+        ("git", root.join(".git"), "the repository's history"),
+        (
+            "snap",
+            root.join("tests/integration/snapshots/streams/reference__tally-report.snap"),
+            "the test suite",
+        ),
+    ] {
+        let dir = out.path().join(mode);
+        let argv = vec![
+            "sh".to_string(),
+            script.to_string_lossy().into_owned(),
+            root.to_string_lossy().into_owned(),
+            mode.to_string(),
+        ];
+        let cfg = support::config(AgentChoice::command(argv), &dir);
+        let (rec, trial) = run_as(
+            cfg,
+            &l,
+            "tally-report",
+            Profile::All,
+            &Options::default(),
+            &dir,
+        );
+        let v = &rec.verdict;
+        // The attack works: what the key says is what the task asks.
+        assert_eq!(
+            v.task_outcome,
+            TaskOutcome::Success,
+            "{mode}: {}",
+            v.outcome_reason
+        );
+        assert_eq!(
+            v.evaluation_validity,
+            Validity::Contaminated,
+            "{mode}: {}",
+            v.validity_reason
+        );
+        assert!(!v.passed);
+        assert!(
+            v.validity_reason.contains("no profile allows"),
+            "{mode}: {}",
+            v.validity_reason
+        );
+        let observed = rec.derived.observed.as_ref().expect("observed");
+        let read = observed
+            .answer_keys
+            .iter()
+            .find(|k| Path::new(&k.path).starts_with(&key))
+            .unwrap_or_else(|| panic!("{mode}: {:?}", observed.answer_keys));
+        assert!(read.why.starts_with(why), "{mode}: {}", read.why);
+        assert!(
+            !observed
+                .answer_keys
+                .iter()
+                .any(|k| Path::new(&k.path) == script),
+            "{mode}: the agent's own script is its runtime"
+        );
+        let metrics = std::fs::read_to_string(trial.join("metrics.json")).expect("metrics");
+        assert!(
+            metrics.contains(&serde_json::to_string(&read.path).expect("json")),
+            "{mode}: {metrics}"
+        );
+    }
+}
+
 /// A shell command whose paths cannot be read out is kept whole in the agent's account;
 /// the kernel saw what it opened (the workspace's CSV), so the trial is clean. Without
 /// the observation (an unsealed run) nothing shows what it read: unauditable.
