@@ -22,7 +22,7 @@ use crate::spec::redteam::{Adversary, Catalogue, Class};
 /// Where an audit's runs go in its directory: one run directory per adversary, and
 /// [`REFERENCE`] for the reference's.
 pub const RUNS_DIR: &str = "runs";
-pub const REFERENCE: &str = "reference";
+pub const REFERENCE: &str = crate::spec::redteam::RESERVED_ID;
 /// The scripted scorecard profile adversaries' models answer with: a bare
 /// acknowledgement, no step to carry out.
 pub const ADVERSARY_PROFILE: &str = "stub";
@@ -53,6 +53,8 @@ pub enum RedteamError {
     Exists(PathBuf),
     #[error("GAUNTLET_SANDBOX=off: an audit runs sealed, or an adversary reaches the harness's files and the other adversaries' runs")]
     Unsealed,
+    #[error("interrupted ({0}): an audit stopped part-way is no audit; its runs are kept")]
+    Interrupted(String),
     #[error("no planned task matches --filter `{0}`")]
     NothingPlanned(String),
     #[error(transparent)]
@@ -214,6 +216,10 @@ pub async fn audit(
                 wall_ms,
             });
         }
+    }
+    // An audit stopped part-way has cells that never ran: it must not pass for one.
+    if let Some(stop) = crate::sys::shutdown::requested() {
+        return Err(RedteamError::Interrupted(stop.name().to_string()));
     }
     let hashes = crate::record::identity::task_hashes(&suites, &planned).map_err(|source| {
         RedteamError::Io {

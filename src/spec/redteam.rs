@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{SpecError, Suite};
 
+/// The id an audit gives the scripted reference's run: no adversary may take it.
+pub const RESERVED_ID: &str = "reference";
+
 /// The catalogue's file in its directory.
 pub const CATALOGUE_FILE: &str = "catalogue.toml";
 
@@ -196,6 +199,13 @@ impl Catalogue {
                     &file,
                     field("id"),
                     format!("`{}` is not a kebab-case name", a.id),
+                ));
+            }
+            if a.id == RESERVED_ID {
+                return Err(SpecError::invalid(
+                    &file,
+                    field("id"),
+                    format!("`{RESERVED_ID}` names the scripted reference's run in an audit"),
                 ));
             }
             if !seen.insert(a.id.clone()) {
@@ -441,6 +451,10 @@ mod tests {
                 "(toml)",
             ),
             (every_class("colour = 1"), "(toml)"),
+            (
+                every_class("").replacen("id = \"tell-apart\"", "id = \"reference\"", 1),
+                "names the scripted reference's run",
+            ),
         ];
         for (toml, want) in cases {
             let d = tempfile::tempdir().unwrap();
