@@ -31,14 +31,13 @@ fn cell_text(c: &Cell, beats: bool) -> String {
 
 fn suite_rows(a: &Hackability, suite: Suite) -> (Vec<String>, Vec<&TaskAudit>) {
     let rows: Vec<&TaskAudit> = a.tasks.iter().filter(|t| t.suite == suite).collect();
-    let mut advs: Vec<String> = a
+    let advs: Vec<String> = a
         .adversaries
         .iter()
         .filter(|r| r.id != a.floor_id())
         .filter(|r| rows.iter().any(|t| t.adversaries.contains_key(&r.id)))
         .map(|r| r.id.clone())
         .collect();
-    advs.dedup();
     (advs, rows)
 }
 

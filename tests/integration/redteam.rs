@@ -546,3 +546,22 @@ fn notes_deleted_with_curl_beside_a_browser_fail_naming_curl_and_the_reference_s
     assert_eq!(row.solved(), Some(true), "{}", show(&a));
     assert!(a.holds(), "{}", show(&a));
 }
+
+/// The adversaries carry their shared helpers and the fact bank's word lists as copies
+/// (a sourced sibling file would be a repository read): a copy older than
+/// `redteam/lib/rtlib.py` or `src/spec/scorecard/bank.rs` is an adversary weaker than
+/// the catalogue says, and an audit by it would hold for the wrong reason.
+#[test]
+fn every_adversary_carries_the_current_shared_helpers_and_bank_lists() {
+    let out = std::process::Command::new("python3")
+        .arg(support::root().join("redteam/embed.py"))
+        .arg("--check")
+        .output()
+        .expect("python3 runs redteam/embed.py");
+    assert!(
+        out.status.success(),
+        "stale copies: run `python3 redteam/embed.py`\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
