@@ -225,7 +225,7 @@ enum Command {
         /// Also write the audit as the repository's audit of its tasks
         /// (redteam/audited.json), which every run records and its pages show; only
         /// for an audit of every planned task by every adversary asked for.
-        #[arg(long, conflicts_with_all = ["filter", "no_reference", "sample"])]
+        #[arg(long, conflicts_with_all = ["filter", "no_reference", "sample", "adversaries"])]
         write_audited: bool,
     },
     /// Find tells: start each app R times and each of its mutants once, as the gate
@@ -1162,15 +1162,11 @@ fn redteam(
     }
     print!("{}", page::markdown(&audit));
     if write_audited {
-        if opts.adversaries.is_empty() {
-            let file = cfg.redteam_dir.join(record::hackability::AUDITED_FILE);
-            if let Err(e) = audit.write(&file) {
-                return error(e);
-            }
-            println!("{}", file.display());
-        } else {
-            return error("--write-audited: the repository's audit is of every adversary (or the sample), not of those --adversary names");
+        let file = cfg.redteam_dir.join(record::hackability::AUDITED_FILE);
+        if let Err(e) = audit.write(&file) {
+            return error(e);
         }
+        println!("{}", file.display());
     }
     println!("{}", out.join(page::PAGE_HTML).display());
     if audit.holds() {
