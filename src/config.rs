@@ -8,6 +8,7 @@
 //! | `GAUNTLET_CONFIG` | path of a TOML file with the keys below (lowercase, no prefix) | none |
 //! | `GAUNTLET_AGENT` | `reference`, `command`, or a pinned CLI: `opencode`, `claude-code`, `codex` (docs/agents.md) | `reference` |
 //! | `GAUNTLET_AGENT_CMD` | the command line for the `command` adapter | none |
+//! | `GAUNTLET_AGENT_DAEMON_CMD` | the `command` agent's background mode: a command line the scorecard runs through each block of idle windows (docs/agent-protocol.md, "Background mode") | none |
 //! | `GAUNTLET_AGENT_STREAM` | `1`: the reference agent asks its provider for server-sent events (`gauntlet-agent --stream`); the CLIs choose for themselves | `0` |
 //! | `GAUNTLET_MODE` | `scripted` or `byok` | `scripted` |
 //! | `GAUNTLET_MODEL` | model name sent to the provider | `scripted-model` |
@@ -120,6 +121,11 @@ pub struct AgentChoice {
     /// The command line of a `command` agent; empty, and unused, for every other kind.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
+    /// The background mode of a `command` agent: the command line the scorecard starts
+    /// for a block of idle windows (`Adapter::daemon_launch`); empty, none. Unused by
+    /// every other kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub daemon_argv: Vec<String>,
     /// The reference agent streams its model calls (`--stream`): both halves of every
     /// wire protocol must be metered, and a local server may stream differently from
     /// how it answers whole. Unused by every other kind.
@@ -133,6 +139,7 @@ impl AgentChoice {
         AgentChoice {
             kind,
             argv: vec![],
+            daemon_argv: vec![],
             stream: false,
         }
     }
@@ -142,8 +149,15 @@ impl AgentChoice {
         AgentChoice {
             kind: AgentKind::Command,
             argv,
+            daemon_argv: vec![],
             stream: false,
         }
+    }
+
+    /// This `command` agent with a background mode running `daemon_argv`.
+    pub fn with_daemon(mut self, daemon_argv: Vec<String>) -> AgentChoice {
+        self.daemon_argv = daemon_argv;
+        self
     }
 
     pub fn kind(&self) -> AgentKind {
@@ -418,6 +432,8 @@ pub enum ConfigError {
 const KEYS: &[&str] = &[
     "agent",
     "agent_cmd",
+    // After `agent_cmd`, which makes a new command agent.
+    "agent_daemon_cmd",
     "agent_stream",
     "mode",
     "model",
@@ -492,6 +508,16 @@ impl Config {
             .get(&cfg.api_key_env)
             .filter(|k| !k.is_empty())
             .map(|k| ApiKey(k.clone()));
+        if !cfg.agent.daemon_argv.is_empty() && cfg.agent.kind != AgentKind::Command {
+            return Err(ConfigError::Invalid {
+                source_name: "GAUNTLET_AGENT_DAEMON_CMD".into(),
+                value: shell_words::join(&cfg.agent.daemon_argv),
+                reason: format!(
+                    "only a `command` agent takes a background command; the agent is `{}`",
+                    cfg.agent.kind
+                ),
+            });
+        }
         if cfg.agent.kind == AgentKind::Command && cfg.agent.argv.is_empty() {
             return Err(ConfigError::Invalid {
                 source_name: "GAUNTLET_AGENT_CMD".into(),
@@ -528,6 +554,13 @@ impl Config {
                     return Err(bad("is empty"));
                 }
                 self.agent = AgentChoice::command(argv);
+            }
+            "agent_daemon_cmd" => {
+                let argv = shell_words::split(value).map_err(|e| bad(&e.to_string()))?;
+                if argv.is_empty() {
+                    return Err(bad("is empty"));
+                }
+                self.agent.daemon_argv = argv;
             }
             "mode" => {
                 self.mode = match value {
@@ -771,6 +804,30 @@ mod tests {
         assert_eq!(
             c.agent,
             AgentChoice::command(vec!["sh".into(), "-c".into(), "echo hi".into()])
+        );
+    }
+
+    #[test]
+    fn a_command_agent_may_have_a_background_command_and_no_other_agent_may() {
+        let c = Config::from_sources(&env(&[
+            ("GAUNTLET_AGENT_DAEMON_CMD", "sh bg.sh {state_dir}"),
+            ("GAUNTLET_AGENT_CMD", "sh turn.sh"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            c.agent,
+            AgentChoice::command(vec!["sh".into(), "turn.sh".into()]).with_daemon(vec![
+                "sh".into(),
+                "bg.sh".into(),
+                "{state_dir}".into()
+            ])
+        );
+        let err = Config::from_sources(&env(&[("GAUNTLET_AGENT_DAEMON_CMD", "sh bg.sh")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("GAUNTLET_AGENT_DAEMON_CMD") && err.contains("reference"),
+            "{err}"
         );
     }
 

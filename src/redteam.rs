@@ -92,18 +92,24 @@ pub fn chosen<'c>(
 
 /// The agent an adversary is: `sh <script> <args>`, with `{repo}` and `{run_dir}`
 /// filled here and the `command` adapter's own placeholders left for it to fill per
-/// trial.
+/// trial; and, when it has one, its background mode `sh <daemon> <daemon_args>`.
 pub fn agent_of(adversary: &Adversary, run_dir: &Path) -> AgentChoice {
     let repo = crate::binaries::repo_root();
-    let mut argv = vec![
-        "sh".to_string(),
-        adversary.script.to_string_lossy().into_owned(),
-    ];
-    argv.extend(adversary.args.iter().map(|a| {
-        a.replace("{repo}", &repo.to_string_lossy())
-            .replace("{run_dir}", &run_dir.to_string_lossy())
-    }));
-    AgentChoice::command(argv)
+    let command = |script: &Path, args: &[String]| {
+        let mut argv = vec!["sh".to_string(), script.to_string_lossy().into_owned()];
+        argv.extend(args.iter().map(|a| {
+            a.replace("{repo}", &repo.to_string_lossy())
+                .replace("{run_dir}", &run_dir.to_string_lossy())
+        }));
+        argv
+    };
+    let agent = AgentChoice::command(command(&adversary.script, &adversary.args));
+    match &adversary.daemon {
+        // Its background mode, run as the reference agent's daemon is (the `command`
+        // adapter's `daemon_launch`): through each block of idle windows.
+        Some(daemon) => agent.with_daemon(command(daemon, &adversary.daemon_args)),
+        None => agent,
+    }
 }
 
 /// Run the audit: every chosen adversary, then the reference, each over the planned

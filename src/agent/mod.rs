@@ -352,6 +352,9 @@ impl Reference {
 /// its environment either way.
 pub struct Command {
     pub argv: Vec<String>,
+    /// Its background mode ([`Adapter::daemon_launch`]): a command line with the
+    /// placeholders `{workspace}`, `{state_dir}` and `{title}`; empty, none.
+    pub daemon_argv: Vec<String>,
 }
 
 impl Adapter for Command {
@@ -359,7 +362,15 @@ impl Adapter for Command {
         AgentKind::Command
     }
     fn version(&self) -> String {
-        format!("command: {}", shell_words::join(&self.argv))
+        if self.daemon_argv.is_empty() {
+            format!("command: {}", shell_words::join(&self.argv))
+        } else {
+            format!(
+                "command: {}; background: {}",
+                shell_words::join(&self.argv),
+                shell_words::join(&self.daemon_argv)
+            )
+        }
     }
     fn invocation(&self, run: &RunSpec) -> Invocation {
         let fill = |s: &String| {
@@ -429,6 +440,44 @@ impl Adapter for Command {
                 })
             }
         }
+    }
+    /// Its own background command, when it has one (`GAUNTLET_AGENT_DAEMON_CMD`, a
+    /// catalogue adversary's `daemon`), started like the reference agent's daemon: in
+    /// the workspace, for the whole block of idle windows, with `{workspace}`,
+    /// `{state_dir}` and `{title}` filled and `GAUNTLET_WORKSPACE`, `GAUNTLET_STATE_DIR`
+    /// set. A scripted profile's daemon config is the reference agent's and is not
+    /// passed on.
+    fn daemon_launch(
+        &self,
+        run: &DaemonRun,
+        _ctx: &LaunchContext<'_>,
+    ) -> Result<Option<Launch>, AdapterError> {
+        if self.daemon_argv.is_empty() {
+            return Ok(None);
+        }
+        session::ensure_dir(&run.state_dir)?;
+        let fill = |s: &String| {
+            s.replace("{workspace}", &run.workspace.to_string_lossy())
+                .replace("{state_dir}", &run.state_dir.to_string_lossy())
+                .replace("{title}", &run.title)
+        };
+        let mut argv = self.daemon_argv.iter().map(fill);
+        Ok(Some(Launch {
+            invocation: Invocation {
+                program: PathBuf::from(argv.next().unwrap_or_default()),
+                args: argv.collect(),
+            },
+            env: BTreeMap::from([
+                (
+                    "GAUNTLET_WORKSPACE".into(),
+                    run.workspace.to_string_lossy().into_owned(),
+                ),
+                (
+                    "GAUNTLET_STATE_DIR".into(),
+                    run.state_dir.to_string_lossy().into_owned(),
+                ),
+            ]),
+        }))
     }
 }
 
@@ -503,6 +552,7 @@ pub fn adapter_for(choice: &AgentChoice) -> Box<dyn Adapter> {
         }),
         AgentKind::Command => Box::new(Command {
             argv: choice.argv.clone(),
+            daemon_argv: choice.daemon_argv.clone(),
         }),
         AgentKind::OpenCode => Box::new(opencode::OpenCode::new(npm_bin(choice))),
         AgentKind::ClaudeCode => Box::new(claude_code::ClaudeCode::new(npm_bin(choice))),
@@ -553,6 +603,7 @@ mod tests {
         for choice in AgentKind::ALL.map(|kind| AgentChoice {
             kind,
             argv: vec!["true".into()],
+            daemon_argv: vec![],
             stream: false,
         }) {
             let adapter = adapter_for(&choice);
@@ -617,6 +668,7 @@ mod tests {
         let file = format!("/w/{PROMPT_FILE}");
         let command = Command {
             argv: vec!["agent".into(), "--task".into(), "{prompt_file}".into()],
+            daemon_argv: vec![],
         };
         let reference = Reference {
             program: PathBuf::from("gauntlet-agent"),
@@ -706,6 +758,7 @@ mod tests {
                 "{prompt}".into(),
                 "--in={workspace}".into(),
             ],
+            daemon_argv: vec![],
         };
         let inv = command
             .prompt_invocation(&run)

@@ -182,6 +182,7 @@ mod tests {
                 "--state={state_dir}".into(),
                 "--prompt-file={prompt_file}".into(),
             ],
+            daemon_argv: vec![],
         };
         let ctx = LaunchContext {
             home: dir.path(),
@@ -205,6 +206,58 @@ mod tests {
         assert_eq!(launch.env["GAUNTLET_SESSION_RESUME"], "true");
         assert_eq!(launch.env["GAUNTLET_STATE_DIR"], state.to_string_lossy());
         assert!(state.is_dir(), "the state dir is created for the agent");
+    }
+
+    /// A command agent's background command: none without one; with one, its
+    /// placeholders filled and the state directory made, like the reference's daemon.
+    #[test]
+    fn the_command_adapter_runs_its_own_background_command_only_when_it_has_one() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ctx = LaunchContext {
+            home: dir.path(),
+            workspace: dir.path(),
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        };
+        let state = dir.path().join("state");
+        let run = DaemonRun {
+            title: "scorecard::continuous::p3-3 background".into(),
+            workspace: dir.path().join("ws"),
+            state_dir: state.clone(),
+            // The scripted profile's reference daemon config: not the command's.
+            config: Some(dir.path().join("daemon.toml")),
+        };
+        let mut cmd = Command {
+            argv: vec!["turn.sh".into()],
+            daemon_argv: vec![],
+        };
+        assert!(matches!(cmd.daemon_launch(&run, &ctx), Ok(None)));
+        cmd.daemon_argv = vec![
+            "sh".into(),
+            "bg.sh".into(),
+            "--state={state_dir}".into(),
+            "--in={workspace}".into(),
+            "{title}".into(),
+        ];
+        let launch = cmd
+            .daemon_launch(&run, &ctx)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("a background command runs"));
+        assert_eq!(launch.invocation.program, PathBuf::from("sh"));
+        let a = &launch.invocation.args;
+        assert_eq!(a[1], format!("--state={}", state.display()));
+        assert_eq!(a[2], format!("--in={}", dir.path().join("ws").display()));
+        assert_eq!(a[3], "scorecard::continuous::p3-3 background");
+        assert_eq!(launch.env["GAUNTLET_STATE_DIR"], state.to_string_lossy());
+        assert!(
+            state.is_dir(),
+            "the state dir is created for the background mode"
+        );
+        assert!(
+            cmd.version().contains("background: sh bg.sh"),
+            "{}",
+            cmd.version()
+        );
     }
 
     #[test]

@@ -118,6 +118,11 @@ struct Declared {
     script: String,
     #[serde(default)]
     args: Vec<String>,
+    /// A background mode: a script run through each scorecard block of idle windows.
+    #[serde(default)]
+    daemon: Option<String>,
+    #[serde(default)]
+    daemon_args: Vec<String>,
     #[serde(default)]
     sample: bool,
     #[serde(default)]
@@ -144,6 +149,14 @@ pub struct Adversary {
     /// Placeholders (`{repo}`, `{run_dir}`, and the `command` adapter's own) are
     /// filled per run and per trial.
     pub args: Vec<String>,
+    /// Its background mode, when it has one: a script (absolute) the scorecard runs
+    /// through each block of idle windows, as it runs the reference agent's daemon
+    /// (`Adapter::daemon_launch` of the `command` adapter), with `daemon_args`
+    /// (`{repo}`, `{run_dir}`, and the adapter's `{workspace}`, `{state_dir}`,
+    /// `{title}`). A `command` agent's processes end with its turn: without one, the
+    /// idle-window probes see nothing of it.
+    pub daemon: Option<PathBuf>,
+    pub daemon_args: Vec<String>,
     /// In the sample CI runs over every task.
     pub sample: bool,
     /// It can only win by chance, at a rate the gate bounds by design (a test that
@@ -222,24 +235,50 @@ impl Catalogue {
                     format!("`{}` plays no suite", a.id),
                 ));
             }
-            let rel = Path::new(&a.script);
-            if rel.is_absolute()
-                || rel
-                    .components()
-                    .any(|c| !matches!(c, std::path::Component::Normal(_)))
-            {
+            let inside = |name: &str, rel: &str| {
+                let path = Path::new(rel);
+                if path.is_absolute()
+                    || path
+                        .components()
+                        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+                {
+                    return Err(SpecError::invalid(
+                        &file,
+                        field(name),
+                        format!("`{rel}` must be a path inside {}", dir.display()),
+                    ));
+                }
+                let script = dir.join(path);
+                if !script.is_file() {
+                    return Err(SpecError::invalid(
+                        &file,
+                        field(name),
+                        format!("{} does not exist", script.display()),
+                    ));
+                }
+                Ok(script)
+            };
+            let script = inside("script", &a.script)?;
+            let daemon = a
+                .daemon
+                .as_deref()
+                .map(|d| inside("daemon", d))
+                .transpose()?;
+            if daemon.is_some() && !a.suites.contains(&Suite::Scorecard) {
                 return Err(SpecError::invalid(
                     &file,
-                    field("script"),
-                    format!("`{}` must be a path inside {}", a.script, dir.display()),
+                    field("daemon"),
+                    format!(
+                        "`{}` does not play the scorecard: a background mode runs only in its idle windows",
+                        a.id
+                    ),
                 ));
             }
-            let script = dir.join(rel);
-            if !script.is_file() {
+            if daemon.is_none() && !a.daemon_args.is_empty() {
                 return Err(SpecError::invalid(
                     &file,
-                    field("script"),
-                    format!("{} does not exist", script.display()),
+                    field("daemon_args"),
+                    "arguments of a background mode that is not declared (`daemon`)",
                 ));
             }
             if a.aims.trim().is_empty() {
@@ -255,6 +294,8 @@ impl Catalogue {
                 suites: a.suites,
                 script,
                 args: a.args,
+                daemon,
+                daemon_args: a.daemon_args,
                 sample: a.sample,
                 luck: a.luck,
                 aims: a.aims,
@@ -388,6 +429,18 @@ mod tests {
         assert_eq!(c.adversaries.len(), Class::ALL.len());
         assert_eq!(c.floor().id, "floor");
         assert!(c.get("tell-apart").unwrap().script.is_absolute());
+        assert_eq!(c.get("tell-apart").unwrap().daemon, None);
+        let with_daemon = every_class("").replacen(
+            "class = \"fake-loop\"\nsuites = [\"qa\"]",
+            "class = \"fake-loop\"\nsuites = [\"scorecard\"]\ndaemon = \"agents/x.sh\"\ndaemon_args = [\"{state_dir}\"]",
+            1,
+        );
+        let e = tempfile::tempdir().unwrap();
+        write(e.path(), &with_daemon, &["x.sh"]);
+        let loop_ = Catalogue::load(e.path()).unwrap();
+        let loop_ = loop_.get("fake-loop").unwrap();
+        assert_eq!(loop_.daemon, Some(e.path().join("agents/x.sh")));
+        assert_eq!(loop_.daemon_args, ["{state_dir}"]);
         let before = c.sha256.clone();
         std::fs::write(d.path().join(AUDITED_FILE), "{}").unwrap();
         assert_eq!(
@@ -454,6 +507,30 @@ mod tests {
             (
                 every_class("").replacen("id = \"tell-apart\"", "id = \"reference\"", 1),
                 "names the scripted reference's run",
+            ),
+            (
+                every_class("").replacen(
+                    "class = \"fake-loop\"\nsuites = [\"qa\"]",
+                    "class = \"fake-loop\"\nsuites = [\"scorecard\"]\ndaemon = \"agents/missing.sh\"",
+                    1,
+                ),
+                "adversary[8].daemon",
+            ),
+            (
+                every_class("").replacen(
+                    "class = \"fake-loop\"\nsuites = [\"qa\"]",
+                    "class = \"fake-loop\"\nsuites = [\"qa\"]\ndaemon = \"agents/x.sh\"",
+                    1,
+                ),
+                "a background mode runs only in its idle windows",
+            ),
+            (
+                every_class("").replacen(
+                    "class = \"fake-loop\"\nsuites = [\"qa\"]",
+                    "class = \"fake-loop\"\nsuites = [\"scorecard\"]\ndaemon_args = [\"x\"]",
+                    1,
+                ),
+                "adversary[8].daemon_args",
             ),
         ];
         for (toml, want) in cases {

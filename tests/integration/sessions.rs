@@ -612,6 +612,7 @@ fn agents_without_a_background_mode_say_so() {
         Box::new(gauntlet::agent::opencode::OpenCode::new("opencode".into())),
         Box::new(gauntlet::agent::Command {
             argv: vec!["true".into()],
+            daemon_argv: vec![],
         }),
     ] {
         assert!(
