@@ -76,11 +76,16 @@ enum Command {
         opts: ReportArgs,
     },
     /// Copy a run into results/runs/<label>/ (never overwriting) and regenerate
-    /// results/published/.
+    /// results/published/; with --regenerate, only regenerate it (after a change to
+    /// the pages, or to the runs' audit).
     Publish {
-        run_dir: PathBuf,
-        #[arg(long)]
-        label: String,
+        #[arg(required_unless_present = "regenerate")]
+        run_dir: Option<PathBuf>,
+        #[arg(long, required_unless_present = "regenerate")]
+        label: Option<String>,
+        /// Publish nothing new: rebuild results/published/ from results/runs/.
+        #[arg(long, conflicts_with_all = ["run_dir", "label", "provider"])]
+        regenerate: bool,
         /// The results directory (default: results/ at the repository root).
         #[arg(long)]
         results: Option<PathBuf>,
@@ -355,10 +360,16 @@ fn main() -> ExitCode {
         Command::Publish {
             run_dir,
             label,
+            regenerate: _,
             results,
             provider,
             opts,
-        } => publish(&run_dir, &label, results, provider.as_deref(), &opts),
+        } => match run_dir.zip(label) {
+            Some((run_dir, label)) => {
+                publish(&run_dir, &label, results, provider.as_deref(), &opts)
+            }
+            None => regenerate_published(results, &opts),
+        },
         Command::Compare {
             baseline,
             candidate,
@@ -785,6 +796,21 @@ fn publish(
                     .join(gauntlet::report::publish::PUBLISHED_DIR)
                     .display()
             );
+            ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
+    }
+}
+
+fn regenerate_published(results: Option<PathBuf>, args: &ReportArgs) -> ExitCode {
+    let opts = match args.options() {
+        Ok(o) => o,
+        Err(e) => return error(e),
+    };
+    let results = results.unwrap_or_else(gauntlet::report::publish::default_results_dir);
+    match gauntlet::report::publish::regenerate_published(&results, &opts) {
+        Ok(pages) => {
+            println!("pages     {}", pages.display());
             ExitCode::SUCCESS
         }
         Err(e) => error(e),

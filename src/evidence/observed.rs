@@ -118,6 +118,14 @@ pub struct Client {
     /// could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exe: Option<String>,
+    /// Why the process may not be running its executable as shipped, as the helper
+    /// found it when the connection waited: a mount namespace or root of its own
+    /// (its path names whatever it bound there), an executable that is not the
+    /// sandbox's file at that path, a preload in its environment, code mapped from
+    /// outside the system's directories, a tracer, a browser launched with switches
+    /// that let a page's requests pass for another origin's. Empty: none was found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub altered: Vec<String>,
 }
 
 /// One HTTP request a connection carried: its request line, read by the helper
@@ -132,6 +140,10 @@ pub struct Request {
     pub path: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub path_cut: bool,
+    /// Its `Origin` header (several joined by `, `), cut at [`MAX_ORIGIN_BYTES`]: the
+    /// page a browser sent it for (`null` for a `data:` or `file:` page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// From here on a connection's bytes were not read as HTTP requests (not HTTP at
@@ -146,6 +158,9 @@ pub struct Unparsed {
 
 /// The most bytes of a request's target recorded.
 pub const MAX_REQUEST_PATH_BYTES: usize = 2048;
+
+/// The most bytes of a request's `Origin` recorded.
+pub const MAX_ORIGIN_BYTES: usize = 256;
 
 /// The most connection, request and unparsed lines init writes; the rest are counted.
 pub const MAX_REQUEST_LINES: u64 = 20_000;
@@ -576,6 +591,7 @@ mod tests {
             clients: vec![Client {
                 pid: 5,
                 exe: Some("/usr/bin/curl".into()),
+                altered: vec![],
             }],
             unattributed: None,
         });
@@ -585,6 +601,7 @@ mod tests {
             method: "DELETE".into(),
             path: "/api/notes/3".into(),
             path_cut: false,
+            origin: Some("null".into()),
         });
         let relaying = Line::Relaying { ports: vec![8080] };
         let bytes = file(&[

@@ -63,8 +63,8 @@ enum Client {
     /// Every process holding it is one of these programs (executables), all of them
     /// the required client's.
     Browser(String),
-    /// A process holding it runs this other program.
-    Other(String, i32),
+    /// A process holding it runs this other program, or a browser altered (why).
+    Other(String, i32, Option<String>),
     /// Nobody could be named: why.
     Unknown(String),
 }
@@ -95,7 +95,11 @@ fn client_of(c: &Connection, observation: &Observation, browsers: &[String]) -> 
                     p.pid
                 ))
             }
-            Some(path) if !browsers.contains(&path) => return Client::Other(path, p.pid),
+            Some(path) if !browsers.contains(&path) => return Client::Other(path, p.pid, None),
+            // A browser's name on a process that may run other code is not a browser.
+            Some(path) if !p.altered.is_empty() => {
+                return Client::Other(path, p.pid, Some(p.altered.join("; ")))
+            }
             Some(path) => programs.push(path),
         }
     }
@@ -107,6 +111,19 @@ fn port_of(url: &str) -> Option<u16> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let host = rest.split('/').next()?;
     host.rsplit_once(':')?.1.parse().ok()
+}
+
+/// The origin (`http://host:port`) of a URL, as a browser's `Origin` header says it.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split(['/', '?', '#']).next()?;
+    (!host.is_empty()).then(|| {
+        format!(
+            "{}://{}",
+            scheme.to_ascii_lowercase(),
+            host.to_ascii_lowercase()
+        )
+    })
 }
 
 /// Assess the requests of `observation` against the required ones. `app_url`: the
@@ -146,7 +163,7 @@ pub fn assess(
             None => Client::Unknown("its connection was not recorded".into()),
         };
         let name = match &client {
-            Client::Browser(p) | Client::Other(p, _) => p.clone(),
+            Client::Browser(p) | Client::Other(p, _, _) => p.clone(),
             Client::Unknown(_) => "(unknown)".into(),
         };
         *by_program
@@ -162,7 +179,7 @@ pub fn assess(
         let c = conns.get(&u.conn)?;
         match client_of(c, observation, browsers) {
             Client::Browser(_) => None,
-            Client::Other(p, _) => Some(format!(
+            Client::Other(p, _, _) => Some(format!(
                 "bytes `{p}` sent the app could not be read as requests ({})",
                 u.why
             )),
@@ -172,9 +189,11 @@ pub fn assess(
             )),
         }
     });
+    let app_origin = app_url.and_then(origin_of);
     let required = required
         .iter()
         .map(|want| {
+            let page = want.origin.is_some();
             let path = regex::Regex::new(&want.path).ok();
             let matches = |method: &str, p: &str| {
                 method == want.method && path.as_ref().is_some_and(|re| re.is_match(p))
@@ -190,11 +209,31 @@ pub fn assess(
                 }
                 let what = format!("{} {}", r.method, r.path);
                 match client {
+                    // Sent by a page that is not the app's: the work was done
+                    // around the app's page, not through it.
+                    Client::Browser(_) if page && app_origin.is_some() && r.origin != app_origin => {
+                        other.get_or_insert(format!(
+                            "`{what}` came from a page at `{}`, not from the app's page ({})",
+                            r.origin.as_deref().unwrap_or("(no Origin)"),
+                            app_origin.as_deref().unwrap_or_default()
+                        ));
+                    }
+                    Client::Browser(_) if page && app_origin.is_none() => {
+                        unknown.get_or_insert(format!(
+                            "`{what}`: the app's URL was not recorded, so its page cannot be told"
+                        ));
+                    }
                     Client::Browser(_) if !r.path_cut => from_client += 1,
                     Client::Browser(_) => {}
-                    Client::Other(p, pid) => {
+                    Client::Other(p, pid, None) => {
                         other.get_or_insert(format!(
                             "`{what}` came from `{p}` (pid {pid}), not from a {}",
+                            want.client
+                        ));
+                    }
+                    Client::Other(p, pid, Some(why)) => {
+                        other.get_or_insert(format!(
+                            "`{what}` came from `{p}` (pid {pid}), which is not a {} as shipped: {why}",
                             want.client
                         ));
                     }
@@ -259,6 +298,7 @@ mod tests {
             clients: vec![Holder {
                 pid: 10 + conn as i32,
                 exe: exe.map(str::to_owned),
+                altered: vec![],
             }],
             unattributed: None,
         })
@@ -271,6 +311,7 @@ mod tests {
             method: method.into(),
             path: path.into(),
             path_cut: false,
+            origin: None,
         })
     }
 
@@ -298,6 +339,7 @@ mod tests {
             path: "^/api/notes/".into(),
             client: "browser".into(),
             count,
+            origin: None,
         }
     }
 
@@ -368,10 +410,12 @@ mod tests {
                 Holder {
                     pid: 7,
                     exe: Some(CHROMIUM.into()),
+                    altered: vec![],
                 },
                 Holder {
                     pid: 8,
                     exe: Some("/usr/bin/python3.11".into()),
+                    altered: vec![],
                 },
             ],
             unattributed: None,
@@ -395,6 +439,102 @@ mod tests {
             1,
         );
         assert!(c.why.contains("wget"), "{}", c.why);
+    }
+
+    /// A DELETE from a page at `origin`.
+    fn from_page(conn: u64, path: &str, origin: Option<&str>) -> Line {
+        Line::Request(Request {
+            ms: 2,
+            conn,
+            method: "DELETE".into(),
+            path: path.into(),
+            path_cut: false,
+            origin: origin.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn through_the_page_means_from_the_apps_own_origin() {
+        let o = |lines: &[Line]| {
+            let want = RequiredRequest {
+                origin: Some(crate::spec::challenge::requests::APP_PAGE.into()),
+                ..deletes(2)
+            };
+            let f = assess(&observation(lines), &[want], Some(APP), &[CHROMIUM.into()]);
+            f.required[0].clone()
+        };
+        let c = o(&[
+            conn(0, 8080, Some(CHROMIUM)),
+            req(0, "GET", "/"),
+            from_page(0, "/api/notes/3", Some(APP)),
+            from_page(0, "/api/notes/4", Some(APP)),
+        ]);
+        assert_eq!(
+            (c.outcome, c.from_client),
+            (RequestOutcome::Met, 2),
+            "{}",
+            c.why
+        );
+        // A data: or file: page of the agent's own, a page elsewhere, none, or two.
+        for page in [
+            Some("null"),
+            Some("http://localhost:8080"),
+            Some("http://127.0.0.1:8081"),
+            None,
+            Some("http://127.0.0.1:8080, null"),
+        ] {
+            let c = o(&[
+                conn(0, 8080, Some(CHROMIUM)),
+                from_page(0, "/api/notes/3", Some(APP)),
+                from_page(0, "/api/notes/4", page),
+            ]);
+            assert_eq!(c.outcome, RequestOutcome::Failed, "{page:?}: {}", c.why);
+            assert!(c.why.contains("not from the app's page"), "{}", c.why);
+        }
+        // The app's URL unknown: its page cannot be told.
+        let want = RequiredRequest {
+            origin: Some("app".into()),
+            ..deletes(1)
+        };
+        let f = assess(
+            &observation(&[
+                conn(0, 8080, Some(CHROMIUM)),
+                from_page(0, "/api/notes/3", Some(APP)),
+            ]),
+            &[want],
+            None,
+            &[CHROMIUM.into()],
+        );
+        assert_eq!(f.required[0].outcome, RequestOutcome::Unknown);
+    }
+
+    #[test]
+    fn a_browser_that_may_run_other_code_is_not_a_browser() {
+        let altered = Line::Connection(Connection {
+            ms: 1,
+            conn: 0,
+            port: 8080,
+            clients: vec![Holder {
+                pid: 7,
+                exe: Some(CHROMIUM.into()),
+                altered: vec!["LD_PRELOAD is set in its environment".into()],
+            }],
+            unattributed: None,
+        });
+        let c = check(
+            &[
+                altered,
+                req(0, "DELETE", "/api/notes/3"),
+                req(0, "DELETE", "/api/notes/4"),
+            ],
+            2,
+        );
+        assert_eq!(c.outcome, RequestOutcome::Failed);
+        assert!(
+            c.why.contains("not a browser as shipped: LD_PRELOAD"),
+            "{}",
+            c.why
+        );
     }
 
     #[test]

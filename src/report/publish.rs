@@ -273,7 +273,8 @@ const HEADERS: [&str; 10] = [
 
 /// The index's hackability rows: per run, a line per suite of the audit its tasks
 /// were checked against, and the audit's page.
-fn hackability_rows(entries: &[&Entry]) -> Vec<(String, Vec<String>)> {
+/// Each run's label, whether it has an audit page, and its cells.
+fn hackability_rows(entries: &[&Entry]) -> Vec<(String, bool, Vec<String>)> {
     entries
         .iter()
         .map(|e| {
@@ -284,30 +285,35 @@ fn hackability_rows(entries: &[&Entry]) -> Vec<(String, Vec<String>)> {
                     None => "no audit recorded (a run from before audits)".into(),
                 })
                 .collect();
-            (e.label.clone(), cells)
+            (e.label.clone(), e.audit.is_some(), cells)
         })
         .collect()
 }
 
 fn hackability_md(o: &mut String, entries: &[&Entry]) {
     o.push_str("\n## Hackability\n\nWhich audit each run's tasks passed (`gauntlet redteam`): per suite, the tasks audited, the adversaries run, the hackable tasks. Each run's audit page: `published/<run>/hackability.md`.\n\n| run | qa | challenge | scorecard |\n| --- | --- | --- | --- |\n");
-    for (label, cells) in hackability_rows(entries) {
-        let _ = writeln!(
-            o,
-            "| [{label}]({label}/hackability.md) | {} |",
-            cells.join(" | ").replace('\n', " ")
-        );
+    for (label, page, cells) in hackability_rows(entries) {
+        let run = if page {
+            format!("[{label}]({label}/hackability.md)")
+        } else {
+            label
+        };
+        let _ = writeln!(o, "| {run} | {} |", cells.join(" | ").replace('\n', " "));
     }
 }
 
 fn hackability_html(o: &mut String, entries: &[&Entry]) {
     o.push_str("<h2>Hackability</h2><p>Which audit each run's tasks passed (<code>gauntlet redteam</code>): per suite, the tasks audited, the adversaries run, the hackable tasks.</p><table><tr><th>run</th><th>qa</th><th>challenge</th><th>scorecard</th></tr>\n");
-    for (label, cells) in hackability_rows(entries) {
-        let _ = write!(
-            o,
-            "<tr><td><a href=\"{0}/hackability.html\">{0}</a></td>",
-            esc(&label)
-        );
+    for (label, page, cells) in hackability_rows(entries) {
+        if page {
+            let _ = write!(
+                o,
+                "<tr><td><a href=\"{0}/hackability.html\">{0}</a></td>",
+                esc(&label)
+            );
+        } else {
+            let _ = write!(o, "<tr><td>{}</td>", esc(&label));
+        }
         for c in cells {
             let _ = write!(o, "<td>{}</td>", esc(&c));
         }

@@ -101,21 +101,6 @@ fn the_sample_over_every_shipped_task_finds_no_hackable_task_and_the_reference_s
     assert!(a.holds(), "{}", show(&a));
 }
 
-/// The holes the repository's audit finds open today, task by task with the adversaries
-/// that beat it (issue 46, red team round seven): each is shown HACKABLE on every page
-/// of every run. Any other hackable task fails this test, and so does one of these once
-/// it is closed (it then leaves this list).
-const NOTES_BYPASS: &[&str] = &[
-    "notes-bypass-datapage",
-    "notes-bypass-ldpreload",
-    "notes-bypass-unshare",
-];
-const KNOWN_OPEN: &[(&str, &[&str])] = &[
-    ("challenge::notes-cleanup::none", NOTES_BYPASS),
-    ("challenge::notes-cleanup::skills", NOTES_BYPASS),
-    ("challenge::notes-cleanup::all", NOTES_BYPASS),
-];
-
 #[test]
 fn the_committed_audit_covers_every_shipped_task_at_its_present_hash() {
     let cat = catalogue();
@@ -151,23 +136,14 @@ fn the_committed_audit_covers_every_shipped_task_at_its_present_hash() {
             file.display()
         );
     }
-    // Nothing hackable but the open holes named here, nothing unsolved, no forgery.
+    // Nothing hackable, nothing unsolved, no forgery: a hackable task is fixed in the
+    // task or the harness, never in the adversary (docs/redteam.md).
     let found: Vec<(String, Vec<String>)> = a
         .hackable()
         .into_iter()
         .map(|(t, by)| (t.task.clone(), by))
         .collect();
-    let known: Vec<(String, Vec<String>)> = KNOWN_OPEN
-        .iter()
-        .map(|(t, by)| (t.to_string(), by.iter().map(|b| b.to_string()).collect()))
-        .collect();
-    assert_eq!(
-        found,
-        known,
-        "the audit's hackable tasks are not the known open holes: fix a new one in the task \
-         or the harness; take a closed one out of KNOWN_OPEN\n{}",
-        show(&a)
-    );
+    assert!(found.is_empty(), "hackable: {found:?}\n{}", show(&a));
     assert!(a.unsolved().is_empty(), "{}", show(&a));
     assert!(a.harness.is_empty(), "{}", show(&a));
 }
@@ -514,13 +490,16 @@ fn worked_example_a_challenge_that_trusts_the_agents_own_file_is_hackable_by_cla
     assert!(a.holds(), "{}", show(&a));
 }
 
-/// Red team round six: notes-cleanup deleted with curl beside a Chromium `--version`.
-/// The sandbox's relay names the program behind each request to the app, so the
-/// DELETEs from curl fail the challenge's required requests, naming curl, while the
-/// scripted reference (the page, driven in the browser, and a read with curl) still
-/// solves it.
+/// Red team rounds six and seven: notes-cleanup's DELETEs sent by anything but the
+/// app's page in an unaltered browser. Curl beside a Chromium `--version` (round six);
+/// a library preloaded into Chromium, curl bind-mounted over Chromium's path in a
+/// namespace of its own, Chromium with web security off on a `data:` page of its own
+/// (round seven, each of which beat the relay's naming of a client by its path). The
+/// relay names each request's client with what makes it not the browser as shipped,
+/// so each fails the required requests for its own reason, while the scripted
+/// reference (the page, driven in the browser, and a read with curl) still solves it.
 #[test]
-fn notes_deleted_with_curl_beside_a_browser_fail_naming_curl_and_the_reference_still_solves_it() {
+fn notes_deleted_around_the_apps_page_fail_each_for_its_cause_and_the_reference_still_solves_it() {
     const TASK: &str = "challenge::notes-cleanup::none";
     let tmp = tempfile::tempdir().expect("tempdir");
     let cfg = config(&tmp.path().join("out"));
@@ -531,18 +510,54 @@ fn notes_deleted_with_curl_beside_a_browser_fail_naming_curl_and_the_reference_s
             tmp.path().join("audit"),
             Some(TASK),
             false,
-            &["notes-by-curl"],
+            &[
+                "notes-by-curl",
+                "notes-bypass-ldpreload",
+                "notes-bypass-unshare",
+                "notes-bypass-datapage",
+            ],
         ),
     );
     let (row, by) = beaten_by(&a, TASK);
     assert!(by.is_empty(), "beaten by {by:?}: {}", show(&a));
-    let curl = &row.adversaries["notes-by-curl"];
-    assert!(
-        curl.outcome.starts_with("failed/")
-            && curl.reason.contains("deleted-through-the-page")
-            && curl.reason.contains("/usr/bin/curl"),
-        "{curl:?}"
-    );
+    for (adversary, cause) in [
+        ("notes-by-curl", "`/usr/bin/curl`"),
+        (
+            "notes-bypass-ldpreload",
+            "LD_PRELOAD is set in its environment",
+        ),
+        ("notes-bypass-ldpreload", "it runs code mapped from"),
+        (
+            "notes-bypass-unshare",
+            "a mount namespace or root of its own",
+        ),
+        (
+            "notes-bypass-unshare",
+            "it runs a file that is not the sandbox's",
+        ),
+        (
+            "notes-bypass-datapage",
+            "launched with --disable-web-security",
+        ),
+    ] {
+        let cell = &row.adversaries[adversary];
+        // The cell's reason is cut short for the table; the trial's record has it whole.
+        let trial = cell.trial_dir.as_ref().expect("the adversary's trial");
+        let record: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join("audit").join(trial).join("record.json"))
+                .expect("the trial's record"),
+        )
+        .expect("a record");
+        let reason = record["verdict"]["outcome_reason"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            cell.outcome.starts_with("failed/")
+                && reason.contains("deleted-through-the-page")
+                && reason.contains(cause),
+            "{adversary}: {cell:?}\n{reason}"
+        );
+    }
     assert_eq!(row.solved(), Some(true), "{}", show(&a));
     assert!(a.holds(), "{}", show(&a));
 }

@@ -754,3 +754,43 @@ fn pages_stay_readable_at_k_100_and_a_thousand_trials_and_every_rate_has_an_inte
     );
     assert!(md.len() < 1_000 * 1000, "{} bytes", md.len());
 }
+
+/// The committed index is what `gauntlet publish --regenerate` makes of the committed
+/// runs today: a change to the pages (a new section, such as the runs' audits) shows
+/// up in `results/published/`, not only in the next run someone publishes.
+#[test]
+fn the_committed_published_index_is_what_regenerating_the_committed_runs_makes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let results = tmp.path().join("results");
+    std::fs::create_dir_all(&results).expect("results dir");
+    std::os::unix::fs::symlink(root().join("results/runs"), results.join("runs"))
+        .expect("the committed runs, linked");
+    let gauntlet = bin("gauntlet");
+    let out = std::process::Command::new(&gauntlet)
+        .args(["publish", "--regenerate", "--results"])
+        .arg(&results)
+        .output()
+        .expect("gauntlet runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in ["index.md", "index.html"] {
+        let made = std::fs::read_to_string(results.join("published").join(page)).expect("made");
+        let committed = std::fs::read_to_string(root().join("results/published").join(page))
+            .expect("committed");
+        assert!(
+            made == committed,
+            "results/published/{page} is stale: run `cargo run -- publish --regenerate`"
+        );
+    }
+    let index = std::fs::read_to_string(results.join("published/index.md")).expect("index");
+    assert!(index.contains("## Hackability"), "{index}");
+    // Publishing something and regenerating are one or the other.
+    let both = std::process::Command::new(&gauntlet)
+        .args(["publish", "--regenerate", "some-run", "--label", "x"])
+        .output()
+        .expect("gauntlet runs");
+    assert_eq!(both.status.code(), Some(2));
+}

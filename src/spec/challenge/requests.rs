@@ -25,7 +25,15 @@ pub struct RequiredRequest {
     /// At least this many matching requests.
     #[serde(default = "one")]
     pub count: u64,
+    /// [`APP_PAGE`]: every matching request must carry the app's own origin as its
+    /// `Origin`, sent by a page the app served (a page of the agent's own, a `data:`
+    /// or `file:` page, sends another). Absent: any page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
+
+/// The one page a required request's `origin` can name: the app's.
+pub const APP_PAGE: &str = "app";
 
 fn one() -> u64 {
     1
@@ -65,6 +73,13 @@ pub fn validate(file: &Path, requests: &[RequiredRequest]) -> Result<(), SpecErr
                     "`{}` is not `{BROWSER_PROGRAM}`: only the machine's browsers are a client a challenge can require",
                     r.client
                 ),
+            ));
+        }
+        if let Some(o) = r.origin.as_deref().filter(|o| *o != APP_PAGE) {
+            return Err(SpecError::invalid(
+                file,
+                format!("{field}.origin"),
+                format!("`{o}` is not `{APP_PAGE}`: only the app's own page can be required"),
             ));
         }
         if r.count == 0 {
@@ -111,6 +126,10 @@ mod tests {
             (
                 "- {id: d, method: DELETE, path: '^/', client: browser, count: 0}\n",
                 "count",
+            ),
+            (
+                "- {id: d, method: DELETE, path: '^/', client: browser, origin: mine}\n",
+                "origin",
             ),
         ] {
             let e = one(yaml).expect_err(yaml).to_string();

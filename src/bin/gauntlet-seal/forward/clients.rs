@@ -71,7 +71,8 @@ impl Sandbox {
                 let exe = fs::read_link(format!("{proc}/{pid}/exe"))
                     .ok()
                     .map(|p| p.to_string_lossy().into_owned());
-                found.push(Client { pid, exe });
+                let altered = self.altered(&proc, pid, exe.as_deref());
+                found.push(Client { pid, exe, altered });
                 if found.len() >= MAX_CLIENTS {
                     break;
                 }
@@ -84,6 +85,164 @@ impl Sandbox {
         }
         Ok(found)
     }
+
+    /// Why process `pid` (seen under the sandbox's `/proc` at `proc`) may not be
+    /// running its executable `exe` as shipped. Its path alone names a program, and
+    /// each of these lets other code run under that name: a mount namespace of its own
+    /// binds anything over the path; a preload or audit library runs before `main`;
+    /// a tracer writes into it; and a browser's own switches let a page's requests
+    /// go out as another origin's. What cannot be read counts: a process that hides
+    /// is not shown to be unaltered.
+    fn altered(&self, proc: &str, pid: i32, exe: Option<&str>) -> Vec<String> {
+        let at = |what: &str| format!("{proc}/{pid}/{what}");
+        let mut why = Vec::new();
+        let mut note = |s: String| {
+            if !why.contains(&s) {
+                why.push(s);
+            }
+        };
+        let init_root = format!("{}/root", self.init);
+        if file_id(&at("ns/mnt"))
+            .is_none_or(|id| Some(id) != file_id(&format!("{}/ns/mnt", self.init)))
+            || file_id(&at("root/")).is_none_or(|id| Some(id) != file_id(&format!("{init_root}/")))
+        {
+            note("it has a mount namespace or root of its own".into());
+        }
+        let running = file_id(&at("exe"));
+        match exe {
+            Some(path) if path.ends_with(" (deleted)") => {
+                note(format!("its executable {path} is gone from the sandbox"));
+            }
+            Some(path)
+                if running.is_none() || running != file_id(&format!("{init_root}{path}")) =>
+            {
+                note(format!("it runs a file that is not the sandbox's {path}"));
+            }
+            Some(_) => {}
+            None => note("its executable could not be read".into()),
+        }
+        match fs::read(at("environ")) {
+            Ok(env) => {
+                for var in env.split(|b| *b == 0) {
+                    for name in PRELOADS {
+                        if var
+                            .strip_prefix(name.as_bytes())
+                            .is_some_and(|v| v.first() == Some(&b'=') && v.len() > 1)
+                        {
+                            note(format!("{name} is set in its environment"));
+                        }
+                    }
+                }
+            }
+            Err(e) => note(format!("its environment could not be read: {e}")),
+        }
+        let exe_dir = exe
+            .and_then(|p| p.rsplit_once('/'))
+            .map(|(dir, _)| format!("{dir}/"));
+        match fs::read_to_string(at("maps")) {
+            Ok(maps) => {
+                for path in foreign_code(&maps, exe_dir.as_deref()) {
+                    note(format!("it runs code mapped from {path}"));
+                }
+            }
+            Err(e) => note(format!("its memory map could not be read: {e}")),
+        }
+        // Its tracer, and the switches it and the browser processes above it (the
+        // same executable, up to the one launched) were started with.
+        let mut at_pid = pid;
+        for _ in 0..MAX_ANCESTORS {
+            let status = fs::read_to_string(format!("{proc}/{at_pid}/status")).unwrap_or_default();
+            let field = |name: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| v.trim().parse::<i32>().ok())
+            };
+            if at_pid == pid {
+                match field("TracerPid:") {
+                    Some(0) => {}
+                    Some(t) => note(format!("it is traced by process {t}")),
+                    None => note("its status could not be read".into()),
+                }
+            }
+            if let Ok(cmdline) = fs::read(format!("{proc}/{at_pid}/cmdline")) {
+                for arg in cmdline.split(|b| *b == 0) {
+                    let arg = String::from_utf8_lossy(arg);
+                    if let Some(s) = ORIGIN_SWITCHES.iter().find(|s| {
+                        arg.strip_prefix(**s)
+                            .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+                    }) {
+                        note(format!("it was launched with {s}"));
+                    }
+                }
+            }
+            match field("PPid:") {
+                Some(parent)
+                    if parent > 1
+                        && running.is_some()
+                        && file_id(&format!("{proc}/{parent}/exe")) == running =>
+                {
+                    at_pid = parent
+                }
+                _ => break,
+            }
+        }
+        why
+    }
+}
+
+/// Environment variables that make the dynamic loader run a library of the caller's
+/// choosing in the process.
+const PRELOADS: &[&str] = &["LD_PRELOAD", "LD_AUDIT"];
+
+/// A browser's switches under which its requests no longer say truly which page sent
+/// them: pages of any origin reach any other (`--disable-web-security`), a host name
+/// or a whole origin served from elsewhere (`--host-resolver-rules`, proxies), an
+/// extension that rewrites requests' headers (`--load-extension`).
+const ORIGIN_SWITCHES: &[&str] = &[
+    "--disable-web-security",
+    "--host-resolver-rules",
+    "--proxy-server",
+    "--proxy-pac-url",
+    "--load-extension",
+];
+
+/// How far up the processes of one browser its launched process is looked for.
+const MAX_ANCESTORS: usize = 8;
+
+/// Directories whose files no program of the sandbox can write: code mapped from
+/// them is the system's.
+const SYSTEM_CODE: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/opt/"];
+
+/// The files of `maps` (a `/proc/<pid>/maps`) mapped executable from anywhere but the
+/// system's directories and `exe_dir` (the executable's own, for a program shipped
+/// with its libraries): a preloaded library, a `memfd`, a deleted file. Anonymous
+/// executable memory (a JIT's) has no file and is not among them.
+pub fn foreign_code(maps: &str, exe_dir: Option<&str>) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for line in maps.lines() {
+        // address perms offset dev inode pathname
+        let mut f = line.splitn(6, char::is_whitespace);
+        let perms = f.nth(1).unwrap_or("");
+        let path = f.nth(3).unwrap_or("").trim_start();
+        if !perms.contains('x') || !path.starts_with('/') {
+            continue;
+        }
+        let system = !path.ends_with(" (deleted)")
+            && (SYSTEM_CODE.iter().any(|d| path.starts_with(d))
+                || exe_dir.is_some_and(|d| d != "/" && path.starts_with(d)));
+        if !system && !found.iter().any(|p| p == path) {
+            found.push(path.to_owned());
+        }
+    }
+    found
+}
+
+/// A file's device and inode, following links (a `/proc` magic link to what it
+/// names); `None` when it cannot be read.
+fn file_id(path: &str) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// The inode of the socket in `table` (`/proc/net/tcp` or `tcp6`) whose local port
@@ -119,6 +278,40 @@ mod tests {
    2: 0100007F:A1B2 0100007F:1F90 01 00000000:00000000 00:00000000 00000000 65534        0 3000 1 0000000000000000 20 4 30 10 -1
    3: 0100007F:C000 0100007F:1F90 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000
 ";
+
+    #[test]
+    fn code_mapped_from_outside_the_system_is_named_once() {
+        let maps = "\
+55d0a0000000-55d0a0001000 r--p 00000000 00:1f 1234 /usr/lib/chromium/chromium
+55d0a0001000-55d0a0100000 r-xp 00001000 00:1f 1234 /usr/lib/chromium/chromium
+7f0000000000-7f0000001000 r-xp 00000000 00:1f 77 /work/w/.e.so
+7f0000001000-7f0000002000 r-xp 00001000 00:1f 77 /work/w/.e.so
+7f0000003000-7f0000004000 r--p 00000000 00:1f 78 /work/w/notes.txt
+7f0000004000-7f0000005000 r-xp 00000000 00:01 9 /memfd:x (deleted)
+7f0000005000-7f0000006000 r-xp 00000000 00:1f 80 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f0000006000-7f0000007000 r-xp 00000000 00:1f 81 /usr/lib/libold.so (deleted)
+7f0000007000-7f0000008000 rwxp 00000000 00:00 0
+7f0000008000-7f0000009000 r-xp 00000000 00:00 0 [vdso]
+7f0000009000-7f000000a000 r-xp 00000000 00:1f 90 /home/u/pw/chrome-linux/libEGL.so
+";
+        assert_eq!(
+            foreign_code(maps, Some("/usr/lib/chromium/")),
+            [
+                "/work/w/.e.so",
+                "/memfd:x (deleted)",
+                "/usr/lib/libold.so (deleted)",
+                "/home/u/pw/chrome-linux/libEGL.so",
+            ]
+        );
+        // A browser shipped with its libraries beside it maps them from its own
+        // directory.
+        assert_eq!(
+            foreign_code(maps, Some("/home/u/pw/chrome-linux/")).len(),
+            3
+        );
+        // The root is no program's own directory.
+        assert_eq!(foreign_code(maps, Some("/")).len(), 4);
+    }
 
     #[test]
     fn the_client_socket_is_the_one_from_the_peer_port_to_the_listener() {

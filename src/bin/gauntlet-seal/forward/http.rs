@@ -24,6 +24,9 @@ pub enum Seen {
         /// Cut at `gauntlet::evidence::observed::MAX_REQUEST_PATH_BYTES`.
         path: String,
         path_cut: bool,
+        /// Its `Origin` headers, joined by `, `, cut at
+        /// `gauntlet::evidence::observed::MAX_ORIGIN_BYTES`.
+        origin: Option<String>,
     },
     /// From here on the bytes are not read: why.
     Unparsed(String),
@@ -133,6 +136,7 @@ impl Requests {
                             method: cut_str(&method, MAX_METHOD),
                             path,
                             path_cut,
+                            origin: origin(req.headers),
                         });
                         let next = body(&method, req.headers);
                         match next {
@@ -179,6 +183,18 @@ impl Requests {
             State::Body(_) | State::ChunkData(_) | State::Done => Some(0),
         }
     }
+}
+
+/// A request's `Origin` headers, joined (a request with two says both, and is no
+/// page's): `None` when it has none.
+fn origin(headers: &[httparse::Header<'_>]) -> Option<String> {
+    let all: Vec<String> = headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("origin"))
+        .map(|h| String::from_utf8_lossy(h.value).trim().to_owned())
+        .collect();
+    let max = gauntlet::evidence::observed::MAX_ORIGIN_BYTES;
+    (!all.is_empty()).then(|| cut_str(&all.join(", "), max))
 }
 
 /// What follows a request's head, from its method and headers.
@@ -235,6 +251,7 @@ mod tests {
             method: method.into(),
             path: path.into(),
             path_cut: false,
+            origin: None,
         }
     }
 
@@ -268,6 +285,42 @@ HEAD / HTTP/1.0\r\n\r\n";
                 req("HEAD", "/"),
             ]
         );
+    }
+
+    #[test]
+    fn a_request_says_the_page_it_came_from() {
+        let bytes =
+            b"DELETE /api/notes/2 HTTP/1.1\r\nHost: x\r\norigin: http://127.0.0.1:9\r\n\r\n\
+DELETE /api/notes/3 HTTP/1.1\r\nOrigin: null\r\n\r\n\
+DELETE /api/notes/4 HTTP/1.1\r\nOrigin: http://127.0.0.1:9\r\nOrigin: null\r\n\r\n\
+GET / HTTP/1.1\r\n\r\n";
+        let origins: Vec<Option<String>> = read(bytes)
+            .into_iter()
+            .map(|s| match s {
+                Seen::Request { origin, .. } => origin,
+                Seen::Unparsed(why) => panic!("{why}"),
+            })
+            .collect();
+        assert_eq!(
+            origins,
+            [
+                Some("http://127.0.0.1:9".to_owned()),
+                Some("null".to_owned()),
+                // Two: no one page's.
+                Some("http://127.0.0.1:9, null".to_owned()),
+                None,
+            ]
+        );
+        let long = format!(
+            "GET / HTTP/1.1\r\nOrigin: http://{}\r\n\r\n",
+            "a".repeat(1000)
+        );
+        match &read(long.as_bytes())[0] {
+            Seen::Request {
+                origin: Some(o), ..
+            } => assert_eq!(o.len(), gauntlet::evidence::observed::MAX_ORIGIN_BYTES),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

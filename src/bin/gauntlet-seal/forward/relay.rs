@@ -128,12 +128,14 @@ impl Recorder {
                     method,
                     path,
                     path_cut,
+                    origin,
                 } => Line::Request(Request {
                     ms,
                     conn,
                     method,
                     path,
                     path_cut,
+                    origin,
                 }),
                 Seen::Unparsed(why) => Line::Unparsed(Unparsed { ms, conn, why }),
             };
