@@ -200,6 +200,43 @@ pub struct Exec {
     /// something): the path names whatever it put there, not the sandbox's file.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub own_root: bool,
+    /// The dynamic loader's variables (`LD_PRELOAD=…`, `LD_LIBRARY_PATH=…`) in the
+    /// environment the call passed, read with its arguments: what the loader would
+    /// run in the program before its own code, whatever the program does to its
+    /// environment afterwards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loader: Vec<String>,
+    /// Why not all of the call's environment was read: a loader variable may be
+    /// among what was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loader_unread: Option<String>,
+}
+
+/// Directories whose files no program of the sandbox can write: code mapped or loaded
+/// from them is the system's.
+pub const SYSTEM_CODE: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/opt/"];
+
+/// Why the loader variables of an exec make its program run code it does not ship:
+/// a preload or audit library, or a library path outside [`SYSTEM_CODE`]. `None`:
+/// they do not.
+pub fn loader_alters(e: &Exec) -> Option<String> {
+    if let Some(why) = &e.loader_unread {
+        return Some(format!("its environment was not all read ({why})"));
+    }
+    for var in &e.loader {
+        let (name, value) = var.split_once('=').unwrap_or((var, ""));
+        let foreign = match name {
+            "LD_PRELOAD" | "LD_AUDIT" => !value.trim().is_empty(),
+            "LD_LIBRARY_PATH" => value.split([':', ';']).any(|d| {
+                !d.is_empty() && !SYSTEM_CODE.iter().any(|s| format!("{d}/").starts_with(s))
+            }),
+            _ => false,
+        };
+        if foreign {
+            return Some(format!("it was executed with {var}"));
+        }
+    }
+    None
 }
 
 /// The most arguments of one exec recorded.
@@ -529,6 +566,8 @@ mod tests {
             unreadable: None,
             refused: false,
             own_root: false,
+            loader: vec![],
+            loader_unread: None,
         })
     }
 

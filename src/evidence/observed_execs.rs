@@ -596,6 +596,8 @@ mod tests {
                 unreadable: None,
                 refused: false,
                 own_root: false,
+                loader: vec![],
+                loader_unread: None,
             }));
         }
         lines.push(Line::End(End::default()));

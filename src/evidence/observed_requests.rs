@@ -80,14 +80,11 @@ fn client_of(c: &Connection, observation: &Observation, browsers: &[String]) -> 
     }
     let mut programs = Vec::new();
     for p in &c.clients {
-        let program = p.exe.clone().or_else(|| {
-            observation
-                .execs
-                .iter()
-                .rev()
-                .find(|e| e.pid == p.pid)
-                .map(|e| e.path.clone())
-        });
+        // What the process last executed: it runs that program, loaded as the call's
+        // environment told the loader.
+        let exec = observation.execs.iter().rev().find(|e| e.pid == p.pid);
+        let program = p.exe.clone().or_else(|| exec.map(|e| e.path.clone()));
+        let loaded = exec.and_then(super::observed::loader_alters);
         match program {
             None => {
                 return Client::Unknown(format!(
@@ -97,8 +94,13 @@ fn client_of(c: &Connection, observation: &Observation, browsers: &[String]) -> 
             }
             Some(path) if !browsers.contains(&path) => return Client::Other(path, p.pid, None),
             // A browser's name on a process that may run other code is not a browser.
-            Some(path) if !p.altered.is_empty() => {
-                return Client::Other(path, p.pid, Some(p.altered.join("; ")))
+            Some(path) if !p.altered.is_empty() || loaded.is_some() => {
+                let why: Vec<&str> = loaded
+                    .iter()
+                    .map(String::as_str)
+                    .chain(p.altered.iter().map(String::as_str))
+                    .collect();
+                return Client::Other(path, p.pid, Some(why.join("; ")));
             }
             Some(path) => programs.push(path),
         }
@@ -433,6 +435,8 @@ mod tests {
             unreadable: None,
             refused: false,
             own_root: false,
+            loader: vec![],
+            loader_unread: None,
         });
         let c = check(
             &[exec, conn(0, 8080, None), req(0, "DELETE", "/api/notes/3")],
@@ -535,6 +539,65 @@ mod tests {
             "{}",
             c.why
         );
+    }
+
+    #[test]
+    fn a_browser_executed_with_a_preload_is_not_a_browser_whatever_it_did_to_its_environment_since()
+    {
+        let exec = |loader: &[&str], unread: Option<&str>| {
+            Line::Exec(Exec {
+                ms: 0,
+                pid: 10,
+                path: CHROMIUM.into(),
+                argv: vec!["chromium".into()],
+                argv_cut: false,
+                unreadable: None,
+                refused: false,
+                own_root: false,
+                loader: loader.iter().map(|s| s.to_string()).collect(),
+                loader_unread: unread.map(str::to_owned),
+            })
+        };
+        let lines = |e: Line| {
+            vec![
+                e,
+                conn(0, 8080, Some(CHROMIUM)),
+                req(0, "DELETE", "/api/notes/3"),
+            ]
+        };
+        for (e, cause) in [
+            (
+                exec(&["LD_PRELOAD=/work/w/.e.so"], None),
+                "executed with LD_PRELOAD",
+            ),
+            (
+                exec(&["LD_AUDIT=/tmp/a.so"], None),
+                "executed with LD_AUDIT",
+            ),
+            (
+                exec(
+                    &["LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/work/w/lib"],
+                    None,
+                ),
+                "LD_LIBRARY_PATH",
+            ),
+            (
+                exec(&[], Some("more than 4096 environment variables")),
+                "not all read",
+            ),
+        ] {
+            let c = check(&lines(e), 1);
+            assert_eq!(c.outcome, RequestOutcome::Failed, "{}", c.why);
+            assert!(c.why.contains(cause), "{}", c.why);
+        }
+        // The system's own library path, an empty preload, other loader variables.
+        for e in [
+            exec(&["LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib"], None),
+            exec(&["LD_PRELOAD=", "LD_BIND_NOW=1"], None),
+        ] {
+            let c = check(&lines(e), 1);
+            assert_eq!(c.outcome, RequestOutcome::Met, "{}", c.why);
+        }
     }
 
     #[test]

@@ -884,6 +884,8 @@ mod tests {
             unreadable: None,
             refused: false,
             own_root: false,
+            loader: vec![],
+            loader_unread: None,
         };
         // Seen: success, whatever else ran.
         let seen = ExecFindings {

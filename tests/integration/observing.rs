@@ -264,3 +264,56 @@ for i in $(seq 50); do [ -f detached.txt ] && break; sleep 0.1; done
     assert_eq!(o.execs[0].path, "/bin/sh", "{:#?}", o.execs[0]);
     assert!(o.execs.windows(2).all(|w| w[0].ms <= w[1].ms));
 }
+
+/// The loader's variables are read from the environment each exec passes, with its
+/// arguments: a preload shows on the exec that loaded it, whatever the program does to
+/// its own environment afterwards, and an environment too long to read says so.
+#[test]
+fn each_exec_says_the_loader_variables_it_was_given() {
+    let (dir, product, ws) = tree();
+    let script = r#"
+LD_PRELOAD=/nonexistent/e.so /bin/true preloaded 2>/dev/null
+env LD_LIBRARY_PATH=/usr/lib:/tmp/libs LD_BIND_NOW=1 /bin/true library-path
+env -i /bin/true bare
+python3 -c '
+import os
+env = {"V%d" % i: "x" for i in range(5000)}
+env["LD_PRELOAD"] = "/nonexistent/late.so"
+os.execve("/bin/true", ["true", "crowded"], env)
+' 2>/dev/null
+true
+"#;
+    let (o, _) = observe(dir.path(), &product, &ws, script);
+    let exec = |arg: &str| {
+        o.execs
+            .iter()
+            .find(|e| e.argv.get(1).map(String::as_str) == Some(arg))
+            .unwrap_or_else(|| panic!("the exec of {arg}: {:#?}", o.execs))
+    };
+    let preloaded = exec("preloaded");
+    assert_eq!(
+        preloaded.loader,
+        ["LD_PRELOAD=/nonexistent/e.so"],
+        "{preloaded:?}"
+    );
+    assert!(observed::loader_alters(preloaded).is_some());
+    let lib = exec("library-path");
+    assert_eq!(
+        lib.loader,
+        ["LD_LIBRARY_PATH=/usr/lib:/tmp/libs", "LD_BIND_NOW=1"],
+        "{lib:?}"
+    );
+    assert!(observed::loader_alters(lib).is_some_and(|w| w.contains("/tmp/libs")));
+    let bare = exec("bare");
+    assert!(
+        bare.loader.is_empty() && bare.loader_unread.is_none(),
+        "{bare:?}"
+    );
+    assert_eq!(observed::loader_alters(bare), None);
+    let crowded = exec("crowded");
+    assert!(
+        crowded.loader_unread.as_deref() == Some("more than 4096 environment variables"),
+        "{crowded:?}"
+    );
+    assert!(observed::loader_alters(crowded).is_some());
+}

@@ -522,6 +522,7 @@ fn notes_deleted_around_the_apps_page_fail_each_for_its_cause_and_the_reference_
     assert!(by.is_empty(), "beaten by {by:?}: {}", show(&a));
     for (adversary, cause) in [
         ("notes-by-curl", "`/usr/bin/curl`"),
+        ("notes-bypass-ldpreload", "it was executed with LD_PRELOAD="),
         (
             "notes-bypass-ldpreload",
             "LD_PRELOAD is set in its environment",

@@ -202,10 +202,10 @@ impl Listener {
         let nr = i64::from(req.data.nr);
         let a = req.data.args;
         // execve(path, argv, envp); execveat(dirfd, path, argv, envp, flags).
-        let (dirfd, path_at, argv_at, flags) = if nr == libc::SYS_execve {
-            (libc::AT_FDCWD, a[0], a[1], 0)
+        let (dirfd, path_at, argv_at, envp_at, flags) = if nr == libc::SYS_execve {
+            (libc::AT_FDCWD, a[0], a[1], a[2], 0)
         } else if nr == libc::SYS_execveat {
-            (a[0] as i32, a[1], a[2], a[4] as i32)
+            (a[0] as i32, a[1], a[2], a[3], a[4] as i32)
         } else {
             return None;
         };
@@ -258,6 +258,10 @@ impl Listener {
                 }
             }
         }
+        let (loader, loader_unread) = match read_loader(pid, envp_at) {
+            Ok(found) => found,
+            Err(e) => (Vec::new(), Some(format!("the environment: {e}"))),
+        };
         Some(Exec {
             ms,
             pid,
@@ -267,6 +271,8 @@ impl Listener {
             unreadable,
             refused: false,
             own_root: !same_root(pid),
+            loader,
+            loader_unread,
         })
     }
 
@@ -412,6 +418,59 @@ fn read_pointers(pid: i32, at: u64) -> std::io::Result<(Vec<u64>, bool)> {
     }
     Ok((out, false))
 }
+
+/// The dynamic loader's variables (`LD_*`) in the environment array at `at`, each cut
+/// at [`MAX_ARG_BYTES`], and why not all of the environment could be read: a variable
+/// past [`MAX_ENV_VARS`], or past [`MAX_LOADER_VARS`] loader ones, could be a preload
+/// nobody saw. Only a variable's first bytes are read unless they say `LD_`.
+fn read_loader(pid: i32, at: u64) -> std::io::Result<(Vec<String>, Option<String>)> {
+    let mut found = Vec::new();
+    if at == 0 {
+        return Ok((found, None));
+    }
+    let mut addr = at;
+    let mut vars = 0;
+    while vars < MAX_ENV_VARS {
+        // The pointers up to the page's end, in one read.
+        let to_page = ((PAGE - addr % PAGE) as usize).max(8) / 8 * 8;
+        let mut words = vec![0u8; to_page.min(512)];
+        let n = read_mem(pid, addr, &mut words)?;
+        if n < 8 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+        for word in words[..n - n % 8].chunks_exact(8) {
+            let p = u64::from_ne_bytes(word.try_into().unwrap_or([0; 8]));
+            if p == 0 {
+                return Ok((found, None));
+            }
+            vars += 1;
+            if vars > MAX_ENV_VARS {
+                break;
+            }
+            let mut head = [0u8; 3];
+            if read_mem(pid, p, &mut head)? == 3 && &head == b"LD_" {
+                if found.len() == MAX_LOADER_VARS {
+                    return Ok((
+                        found,
+                        Some(format!("more than {MAX_LOADER_VARS} loader variables")),
+                    ));
+                }
+                found.push(read_string(pid, p)?.0);
+            }
+            addr = addr.wrapping_add(8);
+        }
+    }
+    Ok((
+        found,
+        Some(format!("more than {MAX_ENV_VARS} environment variables")),
+    ))
+}
+
+/// The most environment variables read of one exec.
+const MAX_ENV_VARS: usize = 4096;
+
+/// The most loader variables recorded of one exec.
+const MAX_LOADER_VARS: usize = 16;
 
 /// Whether `pid` resolves paths as init does: the same mount namespace and the same
 /// root. A caller that made its own (a bind over the app's path in a namespace of its

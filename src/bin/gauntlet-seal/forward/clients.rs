@@ -12,7 +12,7 @@
 use std::fs;
 use std::net::SocketAddr;
 
-use gauntlet::evidence::observed::Client;
+use gauntlet::evidence::observed::{Client, SYSTEM_CODE};
 
 /// The most processes named for one connection (a descriptor can be inherited by
 /// any number of children).
@@ -209,10 +209,6 @@ const ORIGIN_SWITCHES: &[&str] = &[
 
 /// How far up the processes of one browser its launched process is looked for.
 const MAX_ANCESTORS: usize = 8;
-
-/// Directories whose files no program of the sandbox can write: code mapped from
-/// them is the system's.
-const SYSTEM_CODE: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/opt/"];
 
 /// The files of `maps` (a `/proc/<pid>/maps`) mapped executable from anywhere but the
 /// system's directories and `exe_dir` (the executable's own, for a program shipped
