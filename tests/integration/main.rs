@@ -31,6 +31,7 @@ mod proxy_leak;
 mod proxy_provider;
 mod proxy_wire;
 mod redteam;
+mod redteam_change;
 mod redteam_meter;
 mod redteam_round5;
 mod redteam_work;

@@ -128,6 +128,10 @@ pub struct ObservationSpec {
     /// The item's name as the agent is asked for it (`no_hallucination`).
     #[serde(default)]
     pub key: Option<String>,
+    /// `acted_on_change`: seed minutes after the change within which the side effect
+    /// must come (a response to the change, not a guess timed for the end).
+    #[serde(default)]
+    pub within_minutes: Option<u32>,
     /// Refused: a literal answer (`answered` names the bank slot its answer is drawn
     /// from in `slot`). A fixed answer is public, so one canned reply to every turn
     /// gives it; the field stays only to say so.
@@ -218,12 +222,21 @@ pub enum Rule {
     IdleEffect {
         window: String,
     },
-    /// After the world changed, a side effect in the window names the changed item
-    /// and its new value (both slots' values).
+    /// The agent observed the change that opens the window and acted on it: a side
+    /// effect the sinks timed names the changed item and its new value (both slots'
+    /// values, whole words), after the harness's change and within `within_minutes`
+    /// seed minutes of it; the tracker had shown the agent the new value before that
+    /// effect; and no side effect before the change named them both (a claim made
+    /// before it was true is a guess). See `score::scorecard::acted_on_change`.
     ActedOnChange {
         window: String,
         item: String,
         value: String,
+        /// `None` only in records made before the tracker logged reads: they rescore
+        /// with the rule they were made with (a side effect in the window naming both,
+        /// substrings), as P4.1's literal answer does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        within_minutes: Option<u32>,
     },
     /// The agent opened a thread in the tracker nobody asked for.
     NewThread,
@@ -710,10 +723,36 @@ fn to_rule(
         },
         "acted_on_change" => {
             let (a, b) = two("slots", &o.slots)?;
+            let w = window(o.window.as_ref())?;
+            // The window is the one the change opens: the change's time is when the
+            // window starts, so nothing in the window comes before it.
+            let opens = probe.steps.windows(2).any(|pair| {
+                matches!(
+                    pair,
+                    [Step::World(WorldChange::TrackerSet { .. }), Step::Idle { label, .. }]
+                        if *label == w
+                )
+            });
+            if !opens {
+                return Err(SpecError::invalid(
+                    file,
+                    field("window"),
+                    format!("idle window `{w}` must come right after the world change it observes"),
+                ));
+            }
+            let within = o.within_minutes.ok_or_else(|| missing("within_minutes"))?;
+            if within == 0 {
+                return Err(SpecError::invalid(
+                    file,
+                    field("within_minutes"),
+                    "must be at least 1: no effect follows a change in no time",
+                ));
+            }
             Rule::ActedOnChange {
-                window: window(o.window.as_ref())?,
+                window: w,
                 item: slot(Some(&a), "slots")?,
                 value: slot(Some(&b), "slots")?,
+                within_minutes: Some(within),
             }
         }
         "new_thread" => Rule::NewThread,
@@ -801,6 +840,72 @@ mod tests {
         assert!(err.contains("p9-1.json"), "{err}");
         assert!(err.contains("observations[0].kind"), "{err}");
         assert!(err.contains("feels_right"), "{err}");
+    }
+
+    /// `acted_on_change` says how soon the effect must follow the change, and observes
+    /// the window the change opens.
+    #[test]
+    fn acted_on_change_needs_a_bound_and_the_window_the_change_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = |observation: serde_json::Value, world_first: bool| {
+            let change = serde_json::json!({"world": {"tracker_set": {
+                "item": "{{tracker_item}}", "status": "{{tracker_status}}"}}});
+            let before = serde_json::json!({"idle": {"label": "before", "seed_hours": 12}});
+            let after = serde_json::json!({"idle": {"label": "after", "seed_hours": 12}});
+            let steps = if world_first {
+                vec![before, change, after]
+            } else {
+                vec![before, after, change]
+            };
+            let f = write(
+                dir.path(),
+                "p9-9.json",
+                &serde_json::json!({
+                    "id": "p9-9", "dimension": "continuous", "seed_text": "x",
+                    "steps": steps, "observations": [observation]
+                }),
+            );
+            load_probe(&f)
+        };
+        let obs = |extra: serde_json::Value| {
+            let mut o = serde_json::json!({"id": "acted", "kind": "acted_on_change",
+                "window": "after", "slots": ["tracker_item", "tracker_status"]});
+            if let (Some(o), Some(extra)) = (o.as_object_mut(), extra.as_object()) {
+                o.extend(extra.clone());
+            }
+            o
+        };
+        let loaded = probe(obs(serde_json::json!({"within_minutes": 60})), true).unwrap();
+        assert!(matches!(
+            &loaded.observations[0].rule,
+            Rule::ActedOnChange {
+                within_minutes: Some(60),
+                ..
+            }
+        ));
+        for (o, world_first, want) in [
+            (
+                obs(serde_json::json!({})),
+                true,
+                "observations[0].within_minutes",
+            ),
+            (
+                obs(serde_json::json!({"within_minutes": 0})),
+                true,
+                "at least 1",
+            ),
+            (
+                obs(serde_json::json!({"within_minutes": 60})),
+                false,
+                "right after the world change",
+            ),
+        ] {
+            let err = probe(o, world_first).unwrap_err().to_string();
+            assert!(
+                err.contains("p9-9.json") && err.contains(want),
+                "{want}: {err}"
+            );
+        }
     }
 
     #[test]

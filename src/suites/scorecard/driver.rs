@@ -9,7 +9,9 @@
 //! An idle window is real time (the seed's hours scaled by the configured day): the
 //! agent's background mode, when it has one, runs through it unprompted and the sinks
 //! keep observing; an agent without one is simply left alone and scores what it does.
-//! The harness changes the world between windows (P3.3) through the sinks' mutation API.
+//! The harness changes the world between windows (P3.3) through the sinks' mutation API,
+//! at a time drawn when the block starts ([`window_hours`]): the probe's windows give the
+//! block's length, not the change's time.
 //!
 //! What outlives a turn is the agent's own: its state directory, and the workspace (a
 //! world sink: a file written there is a side effect the probe observes, P5.4 re-runs
@@ -495,20 +497,10 @@ impl Driver<'_> {
     ) -> Result<(), SetupError> {
         let day = self.cfg.idle_day().as_secs_f64();
         let scaled = |hours: f64| Duration::from_secs_f64(hours * 3600.0 / 86_400.0 * day);
-        let total: Duration = block
-            .iter()
-            .filter_map(|s| match s {
-                Step::Idle { seed_hours, .. } => Some(scaled(*seed_hours)),
-                _ => None,
-            })
-            .sum();
-        let seed_hours_total: f64 = block
-            .iter()
-            .filter_map(|s| match s {
-                Step::Idle { seed_hours, .. } => Some(*seed_hours),
-                _ => None,
-            })
-            .sum();
+        // When each world change happens is drawn now, so nothing the agent knows times it.
+        let hours = window_hours(block, random_unit);
+        let total: Duration = hours.iter().map(|h| scaled(*h)).sum();
+        let seed_hours_total: f64 = hours.iter().sum();
         // The background mode, if the agent has one, through the whole block.
         let bg = background::start(&BackgroundRun {
             driver: self,
@@ -531,9 +523,9 @@ impl Driver<'_> {
             ));
         }
         let mut result = Ok(());
-        for step in block {
+        for (step, seed_hours) in block.iter().zip(&hours) {
             match step {
-                Step::Idle { label, seed_hours } => {
+                Step::Idle { label, .. } => {
                     let d = scaled(*seed_hours);
                     let start_ms = now_ms();
                     let t0 = std::time::Instant::now();
@@ -622,6 +614,52 @@ impl Driver<'_> {
         }
         result
     }
+}
+
+/// How long each step of a block of idle windows lasts, in seed hours (0 for a world
+/// change), with the time of each world change drawn (`draw`: uniform in `[0, 1)`).
+///
+/// A world change between two windows of `a` and `b` seed hours happens anywhere from a
+/// quarter of the way into the first to three quarters of the way into the second: the
+/// first window then lasts `a/4 + u·3(a+b)/4`, the second the rest of `a + b`. The
+/// block's length is the probe's; only the change moves. Were it always at the same
+/// point (P3.3: twelve hours in), a claim held back until just after that point would
+/// look like a response to the change without anything having been observed.
+pub fn window_hours(block: &[Step], mut draw: impl FnMut() -> f64) -> Vec<f64> {
+    let mut hours: Vec<f64> = block
+        .iter()
+        .map(|s| match s {
+            Step::Idle { seed_hours, .. } => *seed_hours,
+            _ => 0.0,
+        })
+        .collect();
+    for k in 1..block.len().saturating_sub(1) {
+        let between = matches!(
+            (&block[k - 1], &block[k], &block[k + 1]),
+            (Step::Idle { .. }, Step::World(_), Step::Idle { .. })
+        );
+        if !between {
+            continue;
+        }
+        let (a, b) = (hours[k - 1], hours[k + 1]);
+        let u = draw().clamp(0.0, 1.0);
+        let first = a / 4.0 + u * 0.75 * (a + b);
+        hours[k - 1] = first;
+        hours[k + 1] = (a + b - first).max(0.0);
+    }
+    hours
+}
+
+/// A number in `[0, 1)` from the OS's entropy (the clock's low bits without it): drawn at
+/// run time, never from the seed, which is public.
+fn random_unit() -> f64 {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    let n = match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => u64::from(chrono::Utc::now().timestamp_subsec_nanos()),
+    };
+    (n >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Why the probe ends after a workspace snapshot `at` a step stopped short: stopped
@@ -734,4 +772,42 @@ fn remove_tree(root: &Path) -> std::io::Result<()> {
     }
     reopen(root);
     std::fs::remove_dir_all(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::scorecard::WorldChange;
+
+    fn idle(label: &str, seed_hours: f64) -> Step {
+        Step::Idle {
+            label: label.into(),
+            seed_hours,
+        }
+    }
+
+    /// P3.3's block, 12 + 12 seed hours around the change: the change falls anywhere
+    /// from 3 to 21 hours in, as drawn, and the block keeps its 24 hours.
+    #[test]
+    fn a_world_change_between_two_windows_happens_when_the_draw_says() {
+        let block = [
+            idle("before", 12.0),
+            Step::World(WorldChange::TrackerSet {
+                item: "{{tracker_item}}".into(),
+                status: "{{tracker_status}}".into(),
+            }),
+            idle("after", 12.0),
+        ];
+        for (u, first) in [(0.0, 3.0), (0.5, 12.0), (0.999_999, 21.0)] {
+            let h = window_hours(&block, || u);
+            assert!((h[0] - first).abs() < 1e-3, "{u}: {h:?}");
+            assert_eq!(h[1], 0.0);
+            assert!((h[0] + h[2] - 24.0).abs() < 1e-9, "{h:?}");
+        }
+        // A window with no change beside it keeps its length, and nothing is drawn.
+        let alone = [idle("day", 24.0)];
+        assert_eq!(window_hours(&alone, || panic!("drawn")), vec![24.0]);
+        let u = random_unit();
+        assert!((0.0..1.0).contains(&u), "{u}");
+    }
 }

@@ -124,6 +124,7 @@ pub async fn execute(
         obs.evidence
             .events
             .extend(observe::network_events(&network, &obs.phases));
+        obs.evidence.tracker = Some(observe::tracker_log(&network.tracker));
         // The sinks' own logs, raw, beside the record, and hashed in it.
         if rec::write_new_json(&trial_dir, SINKS_LOG, &network).is_ok() {
             let bytes = rec::digest::record_bytes(&network).unwrap_or_default();

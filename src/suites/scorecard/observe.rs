@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use crate::score::scorecard::{FileObs, SinkEvent, SinkKind, FILE_TEXT_CAP};
-use crate::world::sinks::{workspace, SinksObservation, WorkspaceSnapshot};
+use crate::score::scorecard::{
+    FileObs, SinkEvent, SinkKind, TrackerChange, TrackerLog, TrackerReveal, FILE_TEXT_CAP,
+};
+use crate::world::sinks::{workspace, SinksObservation, TrackerObservation, WorkspaceSnapshot};
 
 /// One step of the probe as it ran: `[start_ms, end_ms]` on the sinks' clock.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -105,6 +107,8 @@ pub fn workspace_events(
                 what: p.clone(),
                 method: method.to_string(),
                 text: cap(&text, 4096),
+                at_ms: None,
+                seq: None,
             });
         }
     }
@@ -115,6 +119,8 @@ pub fn workspace_events(
             what: p.clone(),
             method: "delete".to_string(),
             text: String::new(),
+            at_ms: None,
+            seq: None,
         });
     }
     out
@@ -130,6 +136,8 @@ pub fn network_events(obs: &SinksObservation, phases: &[Phase]) -> Vec<SinkEvent
             what: format!("{} {}{}", r.method, r.host, r.path),
             method: r.method.clone(),
             text: format!("answered {}", r.status),
+            at_ms: Some(r.at_ms),
+            seq: None,
         });
     }
     for m in &obs.mail {
@@ -139,6 +147,8 @@ pub fn network_events(obs: &SinksObservation, phases: &[Phase]) -> Vec<SinkEvent
             what: m.rcpt_to.join(", "),
             method: "DATA".to_string(),
             text: m.subject.clone().unwrap_or_default(),
+            at_ms: Some(m.at_ms),
+            seq: None,
         });
     }
     let t = &obs.tracker;
@@ -194,9 +204,44 @@ pub fn network_events(obs: &SinksObservation, phases: &[Phase]) -> Vec<SinkEvent
             what,
             method: method.to_string(),
             text: cap(&text, 4096),
+            at_ms: Some(c.at_ms),
+            seq: Some(c.seq),
         });
     }
     out
+}
+
+/// What `acted_on_change` reads of the tracker's log: the harness's changes, the first
+/// answer that showed each status change, and how many reads the agent made.
+pub fn tracker_log(t: &TrackerObservation) -> TrackerLog {
+    TrackerLog {
+        changes: t
+            .changes
+            .iter()
+            .filter(|c| c.actor == "harness")
+            .map(|c| TrackerChange {
+                seq: c.seq,
+                at_ms: c.at_ms,
+                id: c.id.clone(),
+                field: c.field.clone().unwrap_or_default(),
+                from: c.from.clone().unwrap_or_default(),
+                to: c.to.clone().unwrap_or_default(),
+            })
+            .collect(),
+        reveals: t
+            .reveals
+            .iter()
+            .map(|r| TrackerReveal {
+                change: r.change,
+                id: r.id.clone(),
+                status: r.status.clone(),
+                at_ms: r.at_ms,
+                after: r.after,
+                request: r.request.clone(),
+            })
+            .collect(),
+        reads: t.reads,
+    }
 }
 
 #[cfg(test)]

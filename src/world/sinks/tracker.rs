@@ -21,6 +21,13 @@
 //! urgent`. Errors are `{"error": "..."}` with 400 (naming the field) or 404. Every
 //! change made over HTTP has actor `agent` (a client cannot claim to be the harness);
 //! the harness's own mutations (Rust API) have actor `harness`.
+//!
+//! Reads are logged too, because what the agent was shown is evidence: whether it could
+//! have observed a change before it acted on one (P3.3). Every read counts
+//! ([`TrackerObservation::reads`], the first [`READS_KEPT`] listed), and the first answer
+//! that served the status a change set — `GET /tasks`, `GET /tasks/{id}`, the task a
+//! write answers with, or the change itself in `GET /changes` — is kept as that change's
+//! [`Reveal`], with the place it took in the change log.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -168,6 +175,47 @@ pub struct TrackerObservation {
     pub threads: Vec<Thread>,
     pub tasks: Vec<Task>,
     pub changes: Vec<Change>,
+    /// How many requests the tracker answered that changed nothing (`GET`s, and
+    /// requests it refused). Absent (0) in logs from before reads were counted.
+    #[serde(default)]
+    pub reads: u64,
+    /// The first [`READS_KEPT`] of them.
+    #[serde(default)]
+    pub read_log: Vec<Read>,
+    /// For each status change, the first answer that served the status it set: when
+    /// the agent could first have seen it. A change no answer served has none.
+    #[serde(default)]
+    pub reveals: Vec<Reveal>,
+}
+
+/// Reads the tracker lists one by one ([`TrackerObservation::read_log`]); past them it
+/// counts. A client polling as fast as it can is bounded in what it costs the record.
+pub const READS_KEPT: usize = 1000;
+
+/// One request that changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Read {
+    pub at_ms: u64,
+    /// `GET /tasks/T-1`, with its query.
+    pub request: String,
+    /// The answer's status code.
+    pub status: u16,
+}
+
+/// The first answer that served the status a change set (of any actor).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reveal {
+    /// The change's `seq`.
+    pub change: u64,
+    /// The task and the status the answer served.
+    pub id: String,
+    pub status: String,
+    pub at_ms: u64,
+    /// How many changes were logged when it was served: a change with a greater `seq`
+    /// was made after the agent was shown this one.
+    pub after: u64,
+    /// The request it answered (`GET /changes?since=3`).
+    pub request: String,
 }
 
 impl TrackerObservation {
@@ -202,6 +250,11 @@ struct State {
     /// Threads and tasks as earlier sessions left them: observed, never served.
     earlier_threads: Vec<Thread>,
     earlier_tasks: Vec<Task>,
+    reads: u64,
+    read_log: Vec<Read>,
+    reveals: Vec<Reveal>,
+    /// Per task, the status change no answer has served yet (its `seq`).
+    unrevealed: BTreeMap<String, u64>,
 }
 
 impl State {
@@ -231,6 +284,8 @@ impl State {
                 self.earlier_tasks.push(t);
             }
         }
+        // The seeded tasks are served again, as seeded: no change of theirs is pending.
+        self.unrevealed.clear();
         self.plant(self.seed.clone());
     }
 
@@ -420,9 +475,52 @@ impl State {
         }
         let task = task.clone();
         for c in changed {
+            let status = c.0 == "status";
             self.log(actor, ChangeKind::TaskUpdated, id, Some(c));
+            if status {
+                self.unrevealed
+                    .insert(id.to_string(), self.changes.len() as u64);
+            }
         }
         Ok(task)
+    }
+
+    /// A request that changed nothing: counted, and listed while there is room.
+    fn read(&mut self, request: &str, status: u16) {
+        self.reads += 1;
+        if self.read_log.len() < READS_KEPT {
+            self.read_log.push(Read {
+                at_ms: now_ms(),
+                request: request.to_string(),
+                status,
+            });
+        }
+    }
+
+    /// An answer to `request` served `id`'s status `status`, or (`change`) the status
+    /// change numbered so: if it is the task's status change nobody was shown yet, this
+    /// answer is when it was first revealed.
+    fn served(&mut self, request: &str, id: &str, status: &str, change: Option<u64>) {
+        let Some(&pending) = self.unrevealed.get(id) else {
+            return;
+        };
+        let set = self
+            .changes
+            .get(pending.saturating_sub(1) as usize)
+            .and_then(|c| c.to.clone())
+            .unwrap_or_default();
+        if change.is_some_and(|c| c != pending) || set != status {
+            return;
+        }
+        self.unrevealed.remove(id);
+        self.reveals.push(Reveal {
+            change: pending,
+            id: id.to_string(),
+            status: status.to_string(),
+            at_ms: now_ms(),
+            after: self.changes.len() as u64,
+            request: request.to_string(),
+        });
     }
 
     /// What the tracker serves now: the current session's threads and tasks.
@@ -439,6 +537,9 @@ impl State {
                 .filter_map(|id| self.tasks.get(id).cloned())
                 .collect(),
             changes: self.changes.clone(),
+            reads: self.reads,
+            read_log: self.read_log.clone(),
+            reveals: self.reveals.clone(),
         }
     }
 
@@ -459,6 +560,9 @@ impl State {
                 .chain(now.tasks)
                 .collect(),
             changes: now.changes,
+            reads: now.reads,
+            read_log: now.read_log,
+            reveals: now.reveals,
         }
     }
 }
@@ -615,6 +719,52 @@ fn to_value<T: Serialize>(value: &T) -> Value {
 fn route(state: &Mutex<State>, received: &Received) -> (u16, Value) {
     let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
     let state = &mut *guard;
+    let logged = state.changes.len();
+    let (status, body) = answer(state, received);
+    let request = format!(
+        "{} {}",
+        received.parts.method,
+        received
+            .parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+    );
+    if state.changes.len() == logged {
+        state.read(&request, status);
+    }
+    // What the answer showed of the tasks' statuses: a task, a list of them, or the
+    // change feed's status changes.
+    if status < 300 {
+        let shown: Vec<(String, String, Option<u64>)> = match &body {
+            Value::Array(items) => items.iter().filter_map(shown_status).collect(),
+            item => shown_status(item).into_iter().collect(),
+        };
+        for (id, s, change) in shown {
+            state.served(&request, &id, &s, change);
+        }
+    }
+    (status, body)
+}
+
+/// The task status an answer's item shows: a task (`id`, `status`), or a status change
+/// of the feed (`id`, `to`, and its `seq`).
+fn shown_status(item: &Value) -> Option<(String, String, Option<u64>)> {
+    let id = item.get("id")?.as_str()?.to_string();
+    if item.get("kind").and_then(Value::as_str) == Some("task_updated") {
+        if item.get("field").and_then(Value::as_str) != Some("status") {
+            return None;
+        }
+        let to = item.get("to")?.as_str()?.to_string();
+        return Some((id, to, item.get("seq").and_then(Value::as_u64)));
+    }
+    let status = item.get("status")?.as_str()?.to_string();
+    item.get("priority")?;
+    Some((id, status, None))
+}
+
+fn answer(state: &mut State, received: &Received) -> (u16, Value) {
     let method = received.parts.method.as_str();
     let path = received.parts.uri.path().trim_end_matches('/');
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -756,6 +906,116 @@ mod tests {
         assert_eq!(s.changes[0].to.as_deref(), Some("blocked"));
         assert_eq!(s.changes[0].actor, "harness");
         assert!(s.update_task(AGENT, "nope", TaskUpdate::default()).is_err());
+    }
+
+    fn request(state: &Mutex<State>, method: &str, uri: &str, body: &str) -> (u16, Value) {
+        let (parts, ()) = hyper::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_parts();
+        let received = Received {
+            parts,
+            body: bytes::Bytes::from(body.to_string()),
+            truncated: false,
+        };
+        route(state, &received)
+    }
+
+    /// Every request that changes nothing is a read; the first answer that shows the
+    /// status a change set — the change in the feed, the task, the task list, the task a
+    /// write answers with — is that change's reveal, once, with how many changes were
+    /// logged by then.
+    #[test]
+    fn reads_are_counted_and_the_first_answer_showing_a_change_reveals_it() {
+        let state = Mutex::new(State::seeded(seed()));
+        let with = |f: &mut dyn FnMut(&mut State)| f(&mut state.lock().unwrap());
+        // Before the change: reads, a thread; nothing to reveal.
+        request(&state, "GET", "/tasks/task-a", "");
+        request(&state, "POST", "/threads", r#"{"title":"watching task-a"}"#);
+        request(&state, "GET", "/", "");
+        with(&mut |s| {
+            s.update_task(
+                HARNESS,
+                "task-a",
+                TaskUpdate {
+                    status: Some(TaskStatus::Blocked),
+                    ..TaskUpdate::default()
+                },
+            )
+            .map(|_| ())
+            .unwrap_or_else(|e| panic!("{e}"))
+        });
+        // The root's counts and the thread list show no status: no reveal.
+        request(&state, "GET", "/", "");
+        request(&state, "GET", "/threads", "");
+        request(&state, "GET", "/changes?since=2", "");
+        with(&mut |s| assert!(s.reveals.is_empty(), "{:?}", s.reveals));
+        // The change feed from the start shows it.
+        request(&state, "GET", "/changes?since=0", "");
+        request(&state, "GET", "/tasks", "");
+        let seen = state.lock().unwrap().observe();
+        assert_eq!(seen.reads, 7, "{:?}", seen.read_log);
+        assert_eq!(seen.read_log[0].request, "GET /tasks/task-a");
+        assert_eq!(seen.reveals.len(), 1, "{:?}", seen.reveals);
+        let r = &seen.reveals[0];
+        assert_eq!((r.change, r.after), (2, 2));
+        assert_eq!((r.id.as_str(), r.status.as_str()), ("task-a", "blocked"));
+        assert_eq!(r.request, "GET /changes?since=0");
+
+        // The task alone reveals a later change, and so does a write's answer.
+        for (method, uri, body) in [
+            ("GET", "/tasks/task-a", ""),
+            ("PATCH", "/tasks/task-a", r#"{"priority":"urgent"}"#),
+        ] {
+            with(&mut |s| {
+                let next = if s.tasks["task-a"].status == TaskStatus::Done {
+                    TaskStatus::Open
+                } else {
+                    TaskStatus::Done
+                };
+                s.update_task(
+                    HARNESS,
+                    "task-a",
+                    TaskUpdate {
+                        status: Some(next),
+                        ..TaskUpdate::default()
+                    },
+                )
+                .map(|_| ())
+                .unwrap_or_else(|e| panic!("{e}"))
+            });
+            request(&state, method, uri, body);
+        }
+        let seen = state.lock().unwrap().observe();
+        let shown: Vec<(&str, &str)> = seen
+            .reveals
+            .iter()
+            .map(|r| (r.status.as_str(), r.request.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("blocked", "GET /changes?since=0"),
+                ("done", "GET /tasks/task-a"),
+                ("open", "PATCH /tasks/task-a"),
+            ]
+        );
+        // The write is no read.
+        assert_eq!(seen.reads, 8);
+    }
+
+    /// A client polling as fast as it can costs the record a count past the list.
+    #[test]
+    fn the_read_log_is_bounded_and_the_count_goes_on() {
+        let state = Mutex::new(State::seeded(seed()));
+        for _ in 0..READS_KEPT + 5 {
+            request(&state, "GET", "/tasks", "");
+        }
+        let seen = state.lock().unwrap().observe();
+        assert_eq!(seen.reads, READS_KEPT as u64 + 5);
+        assert_eq!(seen.read_log.len(), READS_KEPT);
     }
 
     #[test]
