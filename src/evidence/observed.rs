@@ -210,6 +210,11 @@ pub struct Exec {
     /// among what was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loader_unread: Option<String>,
+    /// The remote ports of TCP connections the caller carried into the program (its
+    /// sockets without close-on-exec, connected when it called): connections the
+    /// program did not make.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<u16>,
 }
 
 /// Directories whose files no program of the sandbox can write: code mapped or loaded
@@ -227,8 +232,13 @@ pub fn loader_alters(e: &Exec) -> Option<String> {
         let (name, value) = var.split_once('=').unwrap_or((var, ""));
         let foreign = match name {
             "LD_PRELOAD" | "LD_AUDIT" => !value.trim().is_empty(),
+            // A directory is the system's only as an absolute path with no way back
+            // up (`/usr/../tmp` is `/tmp`).
             "LD_LIBRARY_PATH" => value.split([':', ';']).any(|d| {
-                !d.is_empty() && !SYSTEM_CODE.iter().any(|s| format!("{d}/").starts_with(s))
+                !d.is_empty()
+                    && (!d.starts_with('/')
+                        || d.split('/').any(|c| c == "..")
+                        || !SYSTEM_CODE.iter().any(|s| format!("{d}/").starts_with(s)))
             }),
             _ => false,
         };
@@ -568,6 +578,7 @@ mod tests {
             own_root: false,
             loader: vec![],
             loader_unread: None,
+            carried: vec![],
         })
     }
 

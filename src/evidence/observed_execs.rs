@@ -598,6 +598,7 @@ mod tests {
                 own_root: false,
                 loader: vec![],
                 loader_unread: None,
+                carried: vec![],
             }));
         }
         lines.push(Line::End(End::default()));

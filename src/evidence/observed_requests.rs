@@ -84,7 +84,16 @@ fn client_of(c: &Connection, observation: &Observation, browsers: &[String]) -> 
         // environment told the loader.
         let exec = observation.execs.iter().rev().find(|e| e.pid == p.pid);
         let program = p.exe.clone().or_else(|| exec.map(|e| e.path.clone()));
-        let loaded = exec.and_then(super::observed::loader_alters);
+        let loaded = exec.and_then(|e| {
+            super::observed::loader_alters(e).or_else(|| {
+                (!e.carried.is_empty()).then(|| {
+                    format!(
+                        "it was executed holding connections it had not made (to port {:?})",
+                        e.carried
+                    )
+                })
+            })
+        });
         match program {
             None => {
                 return Client::Unknown(format!(
@@ -437,6 +446,7 @@ mod tests {
             own_root: false,
             loader: vec![],
             loader_unread: None,
+            carried: vec![],
         });
         let c = check(
             &[exec, conn(0, 8080, None), req(0, "DELETE", "/api/notes/3")],
@@ -556,6 +566,7 @@ mod tests {
                 own_root: false,
                 loader: loader.iter().map(|s| s.to_string()).collect(),
                 loader_unread: unread.map(str::to_owned),
+                carried: vec![],
             })
         };
         let lines = |e: Line| {
@@ -585,12 +596,25 @@ mod tests {
                 exec(&[], Some("more than 4096 environment variables")),
                 "not all read",
             ),
+            (
+                exec(&["LD_LIBRARY_PATH=/usr/../tmp/x"], None),
+                "LD_LIBRARY_PATH=/usr/../tmp/x",
+            ),
+            (exec(&["LD_LIBRARY_PATH=lib"], None), "LD_LIBRARY_PATH=lib"),
         ] {
             let c = check(&lines(e), 1);
             assert_eq!(c.outcome, RequestOutcome::Failed, "{}", c.why);
             assert!(c.why.contains(cause), "{}", c.why);
         }
         // The system's own library path, an empty preload, other loader variables.
+        // Executed holding a connection it did not make.
+        let Line::Exec(mut racing) = exec(&[], None) else {
+            unreachable!()
+        };
+        racing.carried = vec![8080];
+        let c = check(&lines(Line::Exec(racing)), 1);
+        assert_eq!(c.outcome, RequestOutcome::Failed, "{}", c.why);
+        assert!(c.why.contains("connections it had not made"), "{}", c.why);
         for e in [
             exec(&["LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib"], None),
             exec(&["LD_PRELOAD=", "LD_BIND_NOW=1"], None),

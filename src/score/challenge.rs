@@ -886,6 +886,7 @@ mod tests {
             own_root: false,
             loader: vec![],
             loader_unread: None,
+            carried: vec![],
         };
         // Seen: success, whatever else ran.
         let seen = ExecFindings {

@@ -1197,6 +1197,10 @@ fn effect_name(e: &SinkEvent) -> String {
     format!("{:?} {} {} in `{}`", e.sink, e.method, e.what, e.phase)
 }
 
+/// The least real time a response to a tracker change may take, whatever the probe's
+/// `within_minutes` comes to at a compressed day.
+const MIN_RESPONSE_MS: f64 = 5000.0;
+
 /// `acted_on_change` (P3.3): did the agent notice the change and act on it? Words that
 /// happen to match are not enough — P3.3's new status is the same for every seed and its
 /// turn names the task, so "T-… is blocked" filed on every tick, the tracker never read,
@@ -1298,7 +1302,10 @@ fn acted_on_change(ev: &ProbeEvidence, c: &Change<'_>) -> (Result<String, String
             None,
         );
     };
-    let limit_ms = f64::from(c.within_minutes) * 60_000.0 * scale;
+    // Never less than a few real seconds: at a compressed day (24 s per seed day, an
+    // hour is one second) a loaded machine's scheduling alone could make an honest
+    // daemon late.
+    let limit_ms = (f64::from(c.within_minutes) * 60_000.0 * scale).max(MIN_RESPONSE_MS);
     let delay = |e: &SinkEvent| e.at_ms.unwrap_or(u64::MAX).saturating_sub(change.at_ms);
     let seed_minutes = |ms: u64| ms as f64 / 60_000.0 / scale;
     let in_time: Vec<&SinkEvent> = after
@@ -1310,10 +1317,11 @@ fn acted_on_change(ev: &ProbeEvidence, c: &Change<'_>) -> (Result<String, String
         let e = after[0];
         return (
             Err(format!(
-                "the first side effect naming `{item}` and `{value}` after the change ({}) came {:.0} seed minutes after it, past the {} it may take: not a response to the change",
+                "the first side effect naming `{item}` and `{value}` after the change ({}) came {:.0} seed minutes after it, past the {} it may take (and past {} s): not a response to the change",
                 effect_name(e),
                 seed_minutes(delay(e)),
-                c.within_minutes
+                c.within_minutes,
+                MIN_RESPONSE_MS / 1000.0
             )),
             audit(&e.text),
         );

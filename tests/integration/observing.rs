@@ -317,3 +317,42 @@ true
     );
     assert!(observed::loader_alters(crowded).is_some());
 }
+
+/// A connection made before a program ran and carried into it (a socket without
+/// close-on-exec) is on that program's exec line; one closed on exec is not.
+#[test]
+fn each_exec_says_the_connections_it_carried_in() {
+    let (dir, product, ws) = tree();
+    let script = r#"
+python3 -c '
+import os, socket
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(2)
+port = l.getsockname()[1]
+open("port.txt", "w").write(str(port))
+kept = socket.create_connection(("127.0.0.1", port))
+closed = socket.create_connection(("127.0.0.1", port))
+os.set_inheritable(kept.fileno(), True)
+os.execv("/bin/true", ["true", "carrying"])
+'
+python3 -c '
+import os, socket
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+s = socket.create_connection(("127.0.0.1", l.getsockname()[1]))
+os.execv("/bin/true", ["true", "closing"])
+'
+"#;
+    let (o, stderr) = observe(dir.path(), &product, &ws, script);
+    let exec = |arg: &str| {
+        o.execs
+            .iter()
+            .find(|e| e.argv.get(1).map(String::as_str) == Some(arg))
+            .unwrap_or_else(|| panic!("the exec of {arg}: {:#?}\n{stderr}", o.execs))
+    };
+    let port: u16 = std::fs::read_to_string(ws.join("port.txt"))
+        .expect("the listener's port")
+        .trim()
+        .parse()
+        .expect("a port");
+    assert_eq!(exec("carrying").carried, [port], "{:#?}", exec("carrying"));
+    assert!(exec("closing").carried.is_empty(), "{:#?}", exec("closing"));
+}

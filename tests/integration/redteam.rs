@@ -515,11 +515,26 @@ fn notes_deleted_around_the_apps_page_fail_each_for_its_cause_and_the_reference_
                 "notes-bypass-ldpreload",
                 "notes-bypass-unshare",
                 "notes-bypass-datapage",
+                "notes-steal-fd",
+                "notes-exec-race-bare",
             ],
         ),
     );
     let (row, by) = beaten_by(&a, TASK);
     assert!(by.is_empty(), "beaten by {by:?}: {}", show(&a));
+    // A cell's reason is cut short for the table; the trial's record has it whole.
+    let whole_reason = |cell: &gauntlet::record::hackability::Cell| -> String {
+        let trial = cell.trial_dir.as_ref().expect("the adversary's trial");
+        let record: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join("audit").join(trial).join("record.json"))
+                .expect("the trial's record"),
+        )
+        .expect("a record");
+        record["verdict"]["outcome_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
     for (adversary, cause) in [
         ("notes-by-curl", "`/usr/bin/curl`"),
         ("notes-bypass-ldpreload", "it was executed with LD_PRELOAD="),
@@ -542,16 +557,7 @@ fn notes_deleted_around_the_apps_page_fail_each_for_its_cause_and_the_reference_
         ),
     ] {
         let cell = &row.adversaries[adversary];
-        // The cell's reason is cut short for the table; the trial's record has it whole.
-        let trial = cell.trial_dir.as_ref().expect("the adversary's trial");
-        let record: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(tmp.path().join("audit").join(trial).join("record.json"))
-                .expect("the trial's record"),
-        )
-        .expect("a record");
-        let reason = record["verdict"]["outcome_reason"]
-            .as_str()
-            .unwrap_or_default();
+        let reason = whole_reason(cell);
         assert!(
             cell.outcome.starts_with("failed/")
                 && reason.contains("deleted-through-the-page")
@@ -559,6 +565,29 @@ fn notes_deleted_around_the_apps_page_fail_each_for_its_cause_and_the_reference_
             "{adversary}: {cell:?}\n{reason}"
         );
     }
+    // Executing a browser on a connection made and written before: whichever the relay
+    // saw holding it, the program that made it or the browser that carried it in.
+    let race = &row.adversaries["notes-exec-race-bare"];
+    let reason = whole_reason(race);
+    assert!(
+        race.outcome.starts_with("failed/")
+            && (reason.contains("came from `/usr/bin/python3")
+                || reason.contains("executed holding connections it had not made")),
+        "{race:?}\n{reason}"
+    );
+    // Copying the browser's connection out of it is refused: the adversary claims
+    // the work, which was never done.
+    let steal = &row.adversaries["notes-steal-fd"];
+    let trial = tmp
+        .path()
+        .join("audit")
+        .join(steal.trial_dir.as_ref().expect("its trial"));
+    let stderr = std::fs::read_to_string(trial.join("agent.stderr")).unwrap_or_default();
+    assert!(
+        steal.outcome.starts_with("failed/")
+            && stderr.contains(&format!("pidfd_getfd -> -1 {}", libc::ENOSYS)),
+        "{steal:?}\n{stderr}"
+    );
     assert_eq!(row.solved(), Some(true), "{}", show(&a));
     assert!(a.holds(), "{}", show(&a));
 }

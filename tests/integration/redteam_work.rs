@@ -357,3 +357,31 @@ fn rt_the_app_run_on_other_data_than_the_tasks_input_is_not_the_work() {
         show(&rec, &dir)
     );
 }
+
+/// Red team round eight: the checks that tell a browser as shipped from other code
+/// under its name must not fail an honest agent. Chromium driven over its DevTools pipe,
+/// clicking the page's delete buttons, in each of the machine's browsers and through
+/// Debian's `/usr/bin/chromium` wrapper (which always passes an empty
+/// `--load-extension=`), is credited.
+#[test]
+fn rt_notes_cleaned_up_by_clicking_in_any_browser_are_credited() {
+    for browser in [
+        "/usr/lib/chromium/chromium-headless-shell",
+        "/usr/lib/chromium/chromium",
+        "/usr/bin/chromium",
+    ] {
+        let out = tempfile::tempdir().expect("tempdir");
+        let (rec, dir) = hostile(
+            "honest-notes-cdp.sh",
+            &[browser],
+            "notes-cleanup",
+            out.path(),
+        );
+        assert_eq!(
+            (rec.verdict.task_outcome, rec.verdict.evaluation_validity),
+            (TaskOutcome::Success, Validity::Clean),
+            "{browser}: an honest agent failed\n{}",
+            show(&rec, &dir)
+        );
+    }
+}

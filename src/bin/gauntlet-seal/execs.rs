@@ -273,6 +273,7 @@ impl Listener {
             own_root: !same_root(pid),
             loader,
             loader_unread,
+            carried: carried(pid),
         })
     }
 
@@ -430,7 +431,7 @@ fn read_loader(pid: i32, at: u64) -> std::io::Result<(Vec<String>, Option<String
     }
     let mut addr = at;
     let mut vars = 0;
-    while vars < MAX_ENV_VARS {
+    loop {
         // The pointers up to the page's end, in one read.
         let to_page = ((PAGE - addr % PAGE) as usize).max(8) / 8 * 8;
         let mut words = vec![0u8; to_page.min(512)];
@@ -438,32 +439,130 @@ fn read_loader(pid: i32, at: u64) -> std::io::Result<(Vec<String>, Option<String
         if n < 8 {
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
         }
+        let mut ptrs: Vec<u64> = Vec::new();
+        let mut end = false;
         for word in words[..n - n % 8].chunks_exact(8) {
             let p = u64::from_ne_bytes(word.try_into().unwrap_or([0; 8]));
             if p == 0 {
-                return Ok((found, None));
-            }
-            vars += 1;
-            if vars > MAX_ENV_VARS {
+                end = true;
                 break;
             }
-            let mut head = [0u8; 3];
-            if read_mem(pid, p, &mut head)? == 3 && &head == b"LD_" {
+            ptrs.push(p);
+            addr = addr.wrapping_add(8);
+        }
+        ptrs.truncate(MAX_ENV_VARS + 1 - vars.min(MAX_ENV_VARS));
+        vars += ptrs.len();
+        for (p, head) in ptrs.iter().zip(read_heads(pid, &ptrs)?) {
+            if &head == b"LD_" {
                 if found.len() == MAX_LOADER_VARS {
                     return Ok((
                         found,
                         Some(format!("more than {MAX_LOADER_VARS} loader variables")),
                     ));
                 }
-                found.push(read_string(pid, p)?.0);
+                found.push(read_string(pid, *p)?.0);
             }
-            addr = addr.wrapping_add(8);
+        }
+        if end && vars <= MAX_ENV_VARS {
+            return Ok((found, None));
+        }
+        if vars > MAX_ENV_VARS {
+            break;
         }
     }
     Ok((
         found,
         Some(format!("more than {MAX_ENV_VARS} environment variables")),
     ))
+}
+
+/// The first three bytes of each string at `ptrs`, in one `process_vm_readv` of one
+/// remote range per string where it can (an environment is a few dozen strings, and a
+/// call per string would double an exec's cost); a string whose range the batch could
+/// not read whole is read on its own.
+fn read_heads(pid: i32, ptrs: &[u64]) -> std::io::Result<Vec<[u8; 3]>> {
+    let mut heads = vec![[0u8; 3]; ptrs.len()];
+    let remote: Vec<libc::iovec> = ptrs
+        .iter()
+        .map(|p| libc::iovec {
+            iov_base: *p as *mut libc::c_void,
+            iov_len: 3,
+        })
+        .collect();
+    let local = libc::iovec {
+        iov_base: heads.as_mut_ptr().cast(),
+        iov_len: heads.len() * 3,
+    };
+    // SAFETY: `local` is `heads`' bytes (arrays of u8, contiguous), as long as the
+    // remote ranges together; the remote ranges are only read.
+    let n =
+        unsafe { libc::process_vm_readv(pid, &local, 1, remote.as_ptr(), remote.len() as u64, 0) };
+    let whole = if n < 0 { 0 } else { n as usize / 3 };
+    for (i, p) in ptrs.iter().enumerate().skip(whole) {
+        let mut head = [0u8; 3];
+        let got = read_mem(pid, *p, &mut head)?;
+        heads[i] = if got == 3 { head } else { [0; 3] };
+    }
+    Ok(heads)
+}
+
+/// The remote ports of the TCP connections `pid` carries into the program it is about
+/// to execute: its sockets without close-on-exec, connected (or connecting) as the
+/// sandbox's TCP table says. A connection made before a program ran, and sent on
+/// before the relay looked at who held it, would otherwise pass for that program's.
+fn carried(pid: i32) -> Vec<u16> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let mut inodes = Vec::new();
+    for fd in fds.flatten() {
+        let Ok(link) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        let Some(inode) = link
+            .to_str()
+            .and_then(|l| l.strip_prefix("socket:["))
+            .and_then(|l| l.strip_suffix(']'))
+        else {
+            continue;
+        };
+        let info = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        let cloexec = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .is_some_and(|f| f & libc::O_CLOEXEC as u32 != 0);
+        if !cloexec {
+            inodes.push(inode.to_owned());
+        }
+    }
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local rem st ... inode (field 9); 01 established, 02 SYN sent.
+            let (Some(remote), Some(state), Some(inode)) = (f.get(2), f.get(3), f.get(9)) else {
+                continue;
+            };
+            if (*state == "01" || *state == "02") && inodes.iter().any(|i| i == inode) {
+                if let Some(port) = remote
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+                {
+                    ports.push(port);
+                }
+            }
+        }
+    }
+    ports
 }
 
 /// The most environment variables read of one exec.

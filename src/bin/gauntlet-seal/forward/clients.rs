@@ -147,8 +147,9 @@ impl Sandbox {
             }
             Err(e) => note(format!("its memory map could not be read: {e}")),
         }
-        // Its tracer, and the switches it and the browser processes above it (the
-        // same executable, up to the one launched) were started with.
+        // Its tracer, and the switches it and the processes above it were started
+        // with: a browser's own launched process, and any wrapper between them (a
+        // `--utility-cmd-prefix` shell runs a browser's children).
         let mut at_pid = pid;
         for _ in 0..MAX_ANCESTORS {
             let status = fs::read_to_string(format!("{proc}/{at_pid}/status")).unwrap_or_default();
@@ -168,22 +169,13 @@ impl Sandbox {
             if let Ok(cmdline) = fs::read(format!("{proc}/{at_pid}/cmdline")) {
                 for arg in cmdline.split(|b| *b == 0) {
                     let arg = String::from_utf8_lossy(arg);
-                    if let Some(s) = ORIGIN_SWITCHES.iter().find(|s| {
-                        arg.strip_prefix(**s)
-                            .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
-                    }) {
+                    if let Some(s) = ORIGIN_SWITCHES.iter().find(|s| switched(&arg, s)) {
                         note(format!("it was launched with {s}"));
                     }
                 }
             }
             match field("PPid:") {
-                Some(parent)
-                    if parent > 1
-                        && running.is_some()
-                        && file_id(&format!("{proc}/{parent}/exe")) == running =>
-                {
-                    at_pid = parent
-                }
+                Some(parent) if parent > 1 => at_pid = parent,
                 _ => break,
             }
         }
@@ -195,19 +187,39 @@ impl Sandbox {
 /// choosing in the process.
 const PRELOADS: &[&str] = &["LD_PRELOAD", "LD_AUDIT"];
 
-/// A browser's switches under which its requests no longer say truly which page sent
-/// them: pages of any origin reach any other (`--disable-web-security`), a host name
-/// or a whole origin served from elsewhere (`--host-resolver-rules`, proxies), an
-/// extension that rewrites requests' headers (`--load-extension`).
+/// A browser's switches under which its requests no longer say truly which page or
+/// program sent them: pages of any origin reach any other (`--disable-web-security`),
+/// a host name or a whole origin served from elsewhere (host rules, proxies), an
+/// extension that rewrites requests' headers (`--load-extension` naming one), or its
+/// own processes run under a program of the caller's choosing (the command prefixes
+/// and launchers).
 const ORIGIN_SWITCHES: &[&str] = &[
     "--disable-web-security",
     "--host-resolver-rules",
+    "--host-rules",
     "--proxy-server",
     "--proxy-pac-url",
     "--load-extension",
+    "--utility-cmd-prefix",
+    "--renderer-cmd-prefix",
+    "--gpu-launcher",
+    "--browser-subprocess-path",
 ];
 
-/// How far up the processes of one browser its launched process is looked for.
+/// Whether `arg` is `switch`, bare or with a value; `--load-extension=` with none loads
+/// nothing (Debian's `/usr/bin/chromium` always passes it).
+fn switched(arg: &str, switch: &str) -> bool {
+    match arg.strip_prefix(switch) {
+        Some("") => true,
+        Some(rest) => match rest.strip_prefix('=') {
+            Some(value) => !(switch == "--load-extension" && value.trim_matches(',').is_empty()),
+            None => false,
+        },
+        None => false,
+    }
+}
+
+/// How far up a connection's holder its ancestors are looked at.
 const MAX_ANCESTORS: usize = 8;
 
 /// The files of `maps` (a `/proc/<pid>/maps`) mapped executable from anywhere but the
@@ -307,6 +319,17 @@ mod tests {
         );
         // The root is no program's own directory.
         assert_eq!(foreign_code(maps, Some("/")).len(), 4);
+    }
+
+    #[test]
+    fn a_switch_counts_bare_or_with_a_value_and_an_empty_extension_list_loads_nothing() {
+        assert!(switched("--disable-web-security", "--disable-web-security"));
+        assert!(switched("--proxy-server=127.0.0.1:9", "--proxy-server"));
+        assert!(switched("--load-extension=/w/ext", "--load-extension"));
+        assert!(!switched("--load-extension=", "--load-extension"));
+        assert!(!switched("--load-extension=,", "--load-extension"));
+        assert!(!switched("--proxy-server-x", "--proxy-server"));
+        assert!(!switched("--host-rules-x=1", "--host-rules"));
     }
 
     #[test]
