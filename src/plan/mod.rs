@@ -10,6 +10,7 @@
 
 pub mod challenge;
 pub mod names;
+pub mod partition;
 pub mod scorecard;
 
 use std::path::Path;

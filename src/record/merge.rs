@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::identity::{self, RunIdentity, IDENTITY_FILE};
 use super::manifest::MANIFEST_FILE;
 use super::{QaRecord, QaSpecRef, RECORD_FILE};
-use crate::sys::nextest::Partition;
+use crate::plan::partition::Partition;
 
 /// The manifest a merged run carries: where its trials came from.
 pub const MERGE_FILE: &str = "merge.json";

@@ -83,6 +83,27 @@ fn unsealed() -> crate::config::Sandbox {
     crate::config::Sandbox::Off
 }
 
+impl RecordConfig {
+    /// What of `cfg` a record of `agent` (at `agent_version`) keeps: the same for every
+    /// suite, so that records of one run compare.
+    pub fn of(cfg: &crate::config::Config, agent: &str, agent_version: String) -> RecordConfig {
+        RecordConfig {
+            agent: agent.into(),
+            agent_version,
+            model: cfg.model.clone(),
+            mode: cfg.mode,
+            n: cfg.n,
+            timeout_secs: cfg.timeout.as_secs_f64(),
+            gate_timeout_secs: cfg.gate_timeout.as_secs_f64(),
+            output_cap_bytes: cfg.output_cap_bytes,
+            upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
+            max_tokens_per_trial: cfg.max_tokens_per_trial,
+            commit: gauntlet_commit(&cfg.out_dir),
+            sandbox: cfg.sandbox,
+        }
+    }
+}
+
 /// Which piece of data a trial was planned from, by hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QaSpecRef {

@@ -184,8 +184,7 @@ pub async fn execute(
             started_at,
             t0,
             {
-                let mut c =
-                    crate::suites::qa::record_config(cfg, adapter.name(), adapter.version());
+                let mut c = crate::record::RecordConfig::of(cfg, adapter.name(), adapter.version());
                 c.timeout_secs = timeout.as_secs_f64();
                 c
             },

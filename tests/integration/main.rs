@@ -18,6 +18,7 @@ mod flowtest;
 mod hostile;
 mod independence;
 mod integrity;
+mod layers;
 mod merge;
 mod observed_work;
 mod observing;

@@ -634,7 +634,7 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
                 started_at: "2026-01-01T00:00:00+00:00".into(),
                 finished_at: "2026-01-01T00:00:01+00:00".into(),
                 wall_ms: 1000,
-                config: gauntlet::suites::qa::record_config(
+                config: gauntlet::record::RecordConfig::of(
                     &config(
                         gauntlet::config::AgentChoice::of(gauntlet::config::AgentKind::Reference),
                         &run,

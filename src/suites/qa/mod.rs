@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::{adapter_for, RunSpec};
-use crate::config::{Config, Mode};
+use crate::config::Config;
 use crate::evidence::{parse_claims, AgentRun, ClaimStatus, ClaimsFound, QaEvidence};
 use crate::phases::{timed, timed_sync, Phase};
 use crate::record::rescore::derive_qa_verdict;
@@ -125,7 +125,7 @@ pub async fn execute(
             name,
             started_at,
             t0,
-            record_config(cfg, adapter.name(), adapter.version()),
+            RecordConfig::of(cfg, adapter.name(), adapter.version()),
         ),
         repeat: repeat.unwrap_or(1),
         spec,
@@ -136,23 +136,6 @@ pub async fn execute(
         record::write_new_json(&trial_dir, record::RECORD_FILE, &rec)
     })?;
     Ok((rec, trial_dir))
-}
-
-pub fn record_config(cfg: &Config, agent: &str, agent_version: String) -> RecordConfig {
-    RecordConfig {
-        agent: agent.into(),
-        agent_version,
-        model: cfg.model.clone(),
-        mode: cfg.mode,
-        n: cfg.n,
-        timeout_secs: cfg.timeout.as_secs_f64(),
-        gate_timeout_secs: cfg.gate_timeout.as_secs_f64(),
-        output_cap_bytes: cfg.output_cap_bytes,
-        upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
-        max_tokens_per_trial: cfg.max_tokens_per_trial,
-        commit: record::gauntlet_commit(&cfg.out_dir),
-        sandbox: cfg.sandbox,
-    }
 }
 
 /// Start the world and the proxy, run the agent, re-run its claimed test. Fills

@@ -158,7 +158,7 @@ pub async fn execute(
             name,
             started_at,
             t0,
-            crate::suites::qa::record_config(cfg, adapter.name(), adapter.version()),
+            crate::record::RecordConfig::of(cfg, adapter.name(), adapter.version()),
         ),
         scorecard: ScorecardRun {
             seed: cfg.scorecard_seed.clone(),
