@@ -89,8 +89,8 @@ pub fn chromium() -> PathBuf {
 }
 
 /// Debian's `chromium-headless-shell`: the same Chromium release built as a headless
-/// browser only. It starts in a third of the full browser's time and uses about 40%
-/// of its CPU per flow run (measured on a 2-core machine), but loads no extensions.
+/// browser only. It starts faster and uses less CPU per flow run than the full
+/// browser (docs/test-flows.md, "What a browser step costs"), but loads no extensions.
 pub const DEFAULT_HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
 
 /// The browser for a page without an extension: the one `GAUNTLET_CHROMIUM` names

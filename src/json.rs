@@ -4,8 +4,8 @@ use serde::Deserialize;
 
 /// `bytes` parsed as JSON, exactly as `serde_json::from_slice` parses them.
 ///
-/// A slice parser checks every string it meets for UTF-8, one short check per string:
-/// loading a run of 10,000 records made 3.7 million of them, 5% of its instructions.
+/// A slice parser checks every string it meets for UTF-8, one short check per string,
+/// and a run's records hold millions of strings (docs/results.md, "Benchmark").
 /// Text checked once as a whole is parsed without those checks. Bytes that are not
 /// UTF-8 go to the slice parser, which names where they stop being text, as it always
 /// did.

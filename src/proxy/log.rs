@@ -45,8 +45,8 @@ struct Entries {
 /// Lines are written without a lock: a call's line is one `write` to a file opened
 /// with `O_APPEND`, which the kernel places at the end as a whole, so the lines of
 /// calls ending at once on different threads never interleave. A lock around the write
-/// made those threads wait on each other's system call: without it the standalone
-/// proxy carried 3–7% more calls per second at 64 connections.
+/// made those threads wait on each other's system call, which cost calls per second
+/// under many connections (README.md, "Status").
 #[derive(Debug)]
 struct Sink {
     file: std::fs::File,

@@ -107,9 +107,8 @@ impl Answer {
 ///
 /// An agent speaks HTTP/1.1 one call at a time per connection, so its calls need no
 /// pool. The shared client's pool and request building were most of what the proxy
-/// added to a call: with lanes, `benches/proxy-race.sh` measured the proxy's calls per
-/// second at 64 connections go from 0.35x a byte relay's to 0.49x (1 KB bodies) and
-/// from 0.59x to 0.75x (75 KB). A provider across the network is reached through the
+/// added to a call (`benches/proxy-race.sh`; the figures before and after lanes are in
+/// README.md, "Status"). A provider across the network is reached through the
 /// shared client, which honours the environment's HTTP proxy and speaks TLS.
 ///
 /// The lane's connection is driven by the agent connection's own task

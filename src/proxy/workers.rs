@@ -6,11 +6,10 @@
 //! between. Only the hand-over of a new connection crosses threads.
 //!
 //! On the calling program's work-stealing runtime, a call's wake-ups moved between
-//! threads. On 2 cores, `benches/proxy-race.sh` measured the standalone proxy's p50
-//! above a byte relay for a 1 KB call go from +0.041 ms to +0.019 ms this way, and its
-//! calls per second at 64 connections from 0.39x the relay's to 0.53x. One kind of call
-//! got slower: a lone 75 KB call, which keeps its thread busy reading the JSON, is
-//! answered about 40 µs later than on a runtime with a second thread.
+//! threads, which cost both latency and calls per second (`benches/proxy-race.sh`;
+//! the figures before and after are in README.md, "Status"). One kind of call gets
+//! slower: a lone large call, which keeps its thread busy reading the JSON, is
+//! answered a little later than on a runtime with a second thread.
 //!
 //! A trial's proxy gets one thread: the calls of an agent that floods its proxy are
 //! served there, not on the runtime the harness runs on.

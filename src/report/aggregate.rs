@@ -316,8 +316,8 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
     let groups: Vec<Vec<Counted>> = by_cap.values().cloned().collect();
     let all: Vec<Counted> = groups.iter().flatten().copied().collect();
     // The run's figures and the trial rows take about as long as every capability's
-    // and app's figures together (measured on 10,000 trials), so they are worked out
-    // beside them: the same numbers, in about half the time on two cores.
+    // and app's figures together, so they are worked out beside them: the same
+    // numbers, sooner on more than one core (docs/results.md, "Benchmark").
     let (run_figures, capabilities, apps, trials) = std::thread::scope(|scope| {
         let run_page =
             scope.spawn(|| (figures(&all, &groups, k, opts), trial_rows(&all, run, opts)));

@@ -399,9 +399,8 @@ fn create_output(path: &Path) -> Result<tokio::fs::File, ProcessError> {
 ///
 /// Created in place rather than on tokio's blocking pool: creating a file in a
 /// directory the trial just made takes microseconds, while handing the creation to a
-/// pool thread waits for one to be free. In a trial an app's two logs took 1.1 ms on
-/// average that way and 0.05 ms in place (a lone process, with the pool idle, showed
-/// no difference).
+/// pool thread waits for one to be free, which in a trial (the pool busy) cost every
+/// app start far more (docs/sealing.md, "Started ahead of need").
 pub(crate) fn create_capture_file(path: &Path) -> std::io::Result<tokio::fs::File> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;

@@ -142,7 +142,7 @@ pub fn chromium_available() -> Option<PathBuf> {
 ///
 /// The profile goes to `/dev/shm` where there is one: a profile is a few hundred
 /// files, and removing them from a disk mounted with `discard` takes longer than the
-/// whole check (0.4 s measured on the CI machines).
+/// whole check (docs/test-flows.md, "What a browser step costs").
 pub async fn preflight(
     target_env: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), BrowserError> {
@@ -202,9 +202,9 @@ impl Browser {
         }
         if binary == Path::new(crate::binaries::DEFAULT_HEADLESS_SHELL) {
             // The shell's pages in its own process, with no zygote, renderer or
-            // network service to start: 12% less wall and 19% less CPU per flow run
-            // (measured side by side, 2 cores). The full browser gets slower with it,
-            // and its extensions need their processes.
+            // network service to start, so a flow run takes less wall and CPU
+            // (docs/test-flows.md, "What a browser step costs"). The full browser gets
+            // slower with it, and its extensions need their processes.
             extra.push("--single-process".to_string());
         }
         let (process, ws) = ChromiumProcess::start(
@@ -311,7 +311,8 @@ impl Browser {
     /// The element is found, scrolled into view and measured by one script, and the
     /// three mouse events are sent back to back: each CDP round trip is a wake-up of
     /// the browser and of us, and a click used to take seven of them (and a rendering
-    /// frame for an `IntersectionObserver`), about 100 ms of a browser trial per click.
+    /// frame for an `IntersectionObserver`; docs/test-flows.md, "What a browser step
+    /// costs").
     pub async fn click(&self, selector: &str) -> Result<(), BrowserError> {
         self.wait_for(selector).await?;
         let (x, y) = self.centre_of(selector).await?;
@@ -391,7 +392,8 @@ impl Browser {
     /// The events are sent back to back and their answers awaited together: CDP runs a
     /// session's commands in the order they arrive and delivers input to the page in
     /// order, so the page sees the same keystrokes, without a round trip between each
-    /// (a 39-character note took 300 ms one key at a time).
+    /// (what a round trip per key cost: docs/test-flows.md, "What a browser step
+    /// costs").
     pub async fn type_text(&self, selector: &str, text: &str) -> Result<(), BrowserError> {
         self.wait_for(selector).await?;
         let fail = |reason: String| BrowserError::Selector {
@@ -452,8 +454,9 @@ impl Browser {
 
     /// Whether `selector` matches something now or within `slice`. The page answers
     /// the moment a DOM change makes it match (a `MutationObserver`), instead of at the
-    /// next of our polls: a wait used to end up to a poll late, about 5 ms of every
-    /// wait, a few dozen per browser trial. The slice ends on the browser's own timer
+    /// next of our polls: a wait used to end up to a poll late, on every one of the few
+    /// dozen waits of a browser trial (docs/test-flows.md, "What a browser step
+    /// costs"). The slice ends on the browser's own timer
     /// (`AbortSignal.timeout`), which the page's activity tracker does not count as the
     /// page's work. While a navigation replaces the document the evaluation fails; a
     /// plain count then says whether the new one matches.

@@ -12,6 +12,7 @@ mod bad_agents;
 mod browser;
 mod challenge;
 mod challenge_observed;
+mod comments;
 mod compare;
 mod export;
 mod flowtest;

@@ -400,7 +400,8 @@ fn reap(program: Pid) -> Option<End> {
 /// the tree descends from us (whatever it orphans becomes ours, as we are a subreaper),
 /// and so does everything in our group (only our descendants are born into it, and
 /// nothing outside our session may join it). Only a tree that forked something
-/// else is looked for in `/proc`, whose scans were most of an app's stop (3 ms).
+/// else is looked for in `/proc`, whose scans were most of an app's stop
+/// (docs/sealing.md, "Started ahead of need").
 fn kill_tree(running: Option<Pid>) {
     if let Some(program) = running {
         let _ = nix::sys::signal::kill(program, Signal::SIGKILL);

@@ -377,9 +377,9 @@ impl Observer {
         let end = std::mem::take(&mut self.end);
         self.write(&Line::End(end));
         let _ = self.out.flush();
-        // Closing a fanotify group waits for an RCU grace period (~15 ms here), and
-        // init's report would wait with it: the descriptor is left for init's exit to
-        // close, which nothing waits for.
+        // Closing a fanotify group waits for an RCU grace period (docs/challenges.md,
+        // "Observed execs"), and init's report would wait with it: the descriptor is
+        // left for init's exit to close, which nothing waits for.
         std::mem::forget(self.fan.take());
     }
 

@@ -31,14 +31,15 @@ use std::time::Duration;
 /// the step at the earliest, ends a read or wait that has not held. It covers what the
 /// tracker cannot see (a message from a worker, storage callbacks); the sample apps'
 /// pages do all their work through what it sees. Every browser gate run against a
-/// mutant pays it once: at 1 s it was a third of a 3 s browser-notes trial.
+/// mutant pays it once, so it is kept short (docs/test-flows.md, "What a browser step
+/// costs").
 pub const QUIET: Duration = Duration::from_millis(500);
 
 /// The same with an extension loaded, whose content scripts' timers and service
-/// worker the tracker cannot see. The longest such gap measured (ext-wordbadge:
-/// a change, the content script's 100 ms settle timer, its message to the worker, the
-/// badge set, the page's attribute written) was 156 ms with four browsers at once on
-/// 2 cores; this is six times that.
+/// worker the tracker cannot see: several times the longest such gap measured under
+/// load (ext-wordbadge: a change, the content script's settle timer, its message to
+/// the worker, the badge set, the page's attribute written; the figure is in
+/// docs/test-flows.md, "What a browser step costs").
 pub const QUIET_WITH_EXTENSION: Duration = Duration::from_millis(1000);
 
 /// Installed with `Page.addScriptToEvaluateOnNewDocument`: runs in every document of

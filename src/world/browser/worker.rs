@@ -4,8 +4,8 @@
 //! chromiumoxide drives pages only: it detaches from workers and offers no way to send
 //! a command to one. The badge used to be read from an extension page opened in a
 //! window of its own, which cost a target, a renderer's page and chromiumoxide's page
-//! set-up on every browser that read a badge (about 200 ms of each ext-wordbadge flow
-//! run on 2 cores). Every target has its own endpoint,
+//! set-up on every browser that read a badge (its cost: docs/test-flows.md, "What a
+//! browser step costs"). Every target has its own endpoint,
 //! `ws://<host>/devtools/page/<target id>`; `Runtime.evaluate` sent there runs in the
 //! worker's global scope, where `chrome.tabs` and `chrome.action` are.
 
