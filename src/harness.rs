@@ -38,7 +38,7 @@ pub enum TrialError {
     Qa {
         trial: String,
         #[source]
-        source: crate::suites::qa::TrialError,
+        source: crate::suites::qa::QaError,
     },
     #[error("{trial}: {source}")]
     Challenge {

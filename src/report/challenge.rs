@@ -21,16 +21,19 @@ pub const AUDIT_FILE: &str = "manual-audit.yaml";
 /// Bytes of a tool output shown in `metrics.json` (the whole is in the raw stdout).
 pub const OUTPUT_PREVIEW: usize = 512;
 
+/// Why a challenge trial's report files (`metrics.json`, `final-report.md`,
+/// `manual-audit.yaml`) or a run's challenge table could not be read or written; the
+/// run's pages fail with [`ReportError`](super::ReportError).
 #[derive(Debug, thiserror::Error)]
-pub enum ReportError {
+pub enum ChallengeReportError {
     #[error("{file}: {reason}")]
     Io { file: PathBuf, reason: String },
     #[error(transparent)]
     Record(#[from] crate::record::RecordError),
 }
 
-fn io_err(file: &Path, e: impl std::fmt::Display) -> ReportError {
-    ReportError::Io {
+fn io_err(file: &Path, e: impl std::fmt::Display) -> ChallengeReportError {
+    ChallengeReportError::Io {
         file: file.to_path_buf(),
         reason: e.to_string(),
     }
@@ -307,7 +310,7 @@ pub struct ManualAudit {
 }
 
 /// The manual audit of a trial directory, if any.
-pub fn read_audit(trial_dir: &Path) -> Result<Option<ManualAudit>, ReportError> {
+pub fn read_audit(trial_dir: &Path) -> Result<Option<ManualAudit>, ChallengeReportError> {
     let f = trial_dir.join(AUDIT_FILE);
     match std::fs::symlink_metadata(&f) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -345,7 +348,7 @@ pub fn audit(
     outcome: TaskOutcome,
     validity: Validity,
     note: &str,
-) -> Result<ManualAudit, ReportError> {
+) -> Result<ManualAudit, ChallengeReportError> {
     let rec_file = trial_dir.join(crate::record::RECORD_FILE);
     let rec = crate::record::challenge::load(&rec_file)?;
     let entry = AuditEntry {
@@ -389,7 +392,7 @@ pub fn write_reports_after_trial(trial_dir: &Path, rec: &ChallengeRecord) {
 }
 
 /// Write `metrics.json` and `final-report.md` beside the record.
-pub fn write_reports(trial_dir: &Path, rec: &ChallengeRecord) -> Result<(), ReportError> {
+pub fn write_reports(trial_dir: &Path, rec: &ChallengeRecord) -> Result<(), ChallengeReportError> {
     let m = metrics(rec);
     let json =
         serde_json::to_vec_pretty(&m).map_err(|e| io_err(&trial_dir.join(METRICS_FILE), e))?;
@@ -402,7 +405,7 @@ pub fn write_reports(trial_dir: &Path, rec: &ChallengeRecord) -> Result<(), Repo
 }
 
 /// Write through a temporary file and a rename: never a half-written report.
-fn replace_file(file: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+fn replace_file(file: &Path, bytes: &[u8]) -> Result<(), ChallengeReportError> {
     let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(|e| io_err(&tmp, e))?;
     std::fs::rename(&tmp, file).map_err(|e| io_err(file, e))
@@ -892,7 +895,7 @@ pub fn authoritative(trial_dir: &Path, rec: &ChallengeRecord) -> (TaskOutcome, V
 /// A markdown table of every challenge trial in a run directory, the manual audit's
 /// outcome beside the automatic one (the audit is authoritative). For the run pages:
 /// `report::challenge::run_table(run_dir)`.
-pub fn run_table(run_dir: &Path) -> Result<String, ReportError> {
+pub fn run_table(run_dir: &Path) -> Result<String, ChallengeReportError> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(run_dir)
         .map_err(|e| io_err(run_dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))

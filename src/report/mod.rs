@@ -38,6 +38,9 @@ pub const REPORT_MD: &str = "report.md";
 pub const REPORT_HTML: &str = "report.html";
 pub const SUMMARY_JSON: &str = "summary.json";
 
+/// Why a run could not be loaded, rendered, exported or published (`gauntlet report`,
+/// `compare`, `publish`); a challenge trial's own report files fail with
+/// [`ChallengeReportError`](challenge::ChallengeReportError).
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     #[error("{file}: {source}")]

@@ -24,7 +24,7 @@ pub struct Section {
 #[derive(Debug, thiserror::Error)]
 pub enum SectionError {
     #[error(transparent)]
-    Challenges(#[from] super::challenge::ReportError),
+    Challenges(#[from] super::challenge::ChallengeReportError),
     #[error(transparent)]
     Scorecard(#[from] super::leaderboard::LeaderboardError),
 }
@@ -142,7 +142,7 @@ mod tests {
                 title: "Challenges",
                 intro: "i",
                 table: Err(SectionError::Challenges(
-                    super::super::challenge::ReportError::Io {
+                    super::super::challenge::ChallengeReportError::Io {
                         file: "x/record.json".into(),
                         reason: "truncated".into(),
                     },

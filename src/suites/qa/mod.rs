@@ -20,8 +20,10 @@ use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::target::{Locator, Target};
 
+/// Why a qa trial left no record (the harness wraps it in its `TrialError`, naming the
+/// trial).
 #[derive(Debug, thiserror::Error)]
-pub enum TrialError {
+pub enum QaError {
     #[error(transparent)]
     Record(#[from] record::RecordError),
     #[error("app `{app}` has no capability `{capability}`")]
@@ -43,11 +45,11 @@ pub async fn execute(
     repeat: Option<u32>,
     cfg: &Config,
     run_dir: &Path,
-) -> Result<(QaRecord, PathBuf), TrialError> {
+) -> Result<(QaRecord, PathBuf), QaError> {
     let name = crate::plan::names::qa(&app.app.name, capability, repeat);
     let cap = app
         .capability(capability)
-        .ok_or_else(|| TrialError::NoCapability {
+        .ok_or_else(|| QaError::NoCapability {
             app: app.app.name.clone(),
             capability: capability.into(),
         })?;
@@ -115,7 +117,7 @@ pub async fn execute(
     let verdict = timed_sync(Phase::Score, || {
         derive_qa_verdict(&trial_dir, adapter.name(), &spec, &evidence)
     })
-    .map_err(|source| TrialError::Score {
+    .map_err(|source| QaError::Score {
         trial_dir: trial_dir.clone(),
         source: Box::new(source),
     })?;
