@@ -109,7 +109,7 @@ pub fn run_identity(
     }
     let mut specs = std::collections::BTreeMap::new();
     for a in &suites.apps {
-        let data = serde_json::to_vec(&(&a.corpus, &a.flows)).map_err(std::io::Error::other)?;
+        let data = serde_json::to_vec(&(&a.corpus, &a.scripts)).map_err(std::io::Error::other)?;
         specs.insert(
             format!("app:{}", a.app.name),
             format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),

@@ -132,13 +132,14 @@ enum Command {
     /// --usage-log as one JSON line when it ends; on SIGINT or SIGTERM it stops and
     /// prints the calls and tokens it metered.
     Proxy {
-        /// `scripted` answers from --flow; `byok` forwards to --upstream with the key
-        /// from the variable GAUNTLET_API_KEY_ENV names (default OPENAI_API_KEY).
+        /// `scripted` answers from the script --flow names; `byok` forwards to --upstream
+        /// with the key from the variable GAUNTLET_API_KEY_ENV names (default
+        /// OPENAI_API_KEY).
         #[arg(long, value_enum)]
         mode: ProxyModeArg,
-        /// scripted: the flow file (apps/<app>/flows/<capability>.json).
-        #[arg(long, required_if_eq("mode", "scripted"))]
-        flow: Option<PathBuf>,
+        /// scripted: the script file (apps/<app>/flows/<capability>.json).
+        #[arg(long = "flow", required_if_eq("mode", "scripted"))]
+        script: Option<PathBuf>,
         /// byok: the provider's base URL ending in its API version (default
         /// GAUNTLET_UPSTREAM_URL, else https://api.openai.com/v1).
         #[arg(long)]
@@ -384,13 +385,15 @@ fn main() -> ExitCode {
         } => export(&run_dir, format, &out, &opts),
         Command::Proxy {
             mode,
-            flow,
+            script,
             upstream,
             listen,
             usage_log,
             max_tokens,
             threads,
-        } => proxy(mode, flow, upstream, listen, usage_log, max_tokens, threads),
+        } => proxy(
+            mode, script, upstream, listen, usage_log, max_tokens, threads,
+        ),
         Command::Merge {
             run_dirs,
             out,
@@ -925,7 +928,7 @@ fn export(
 
 fn proxy(
     mode: ProxyModeArg,
-    flow: Option<PathBuf>,
+    script: Option<PathBuf>,
     upstream: Option<String>,
     listen: std::net::SocketAddr,
     usage_log: Option<PathBuf>,
@@ -939,12 +942,12 @@ fn proxy(
     };
     let mode = match mode {
         ProxyModeArg::Scripted => {
-            let Some(file) = flow else {
+            let Some(file) = script else {
                 return error("--mode scripted needs --flow");
             };
-            match gauntlet::spec::Flow::load(&file) {
-                Ok(flow) => ProxyMode::Scripted {
-                    flow,
+            match gauntlet::spec::Script::load(&file) {
+                Ok(script) => ProxyMode::Scripted {
+                    script,
                     model: cfg.model.clone(),
                 },
                 Err(e) => return error(e),
@@ -1322,7 +1325,7 @@ fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCod
     }
     let opts = gauntlet::suites::challenge::Options {
         timeout,
-        flow: None,
+        script: None,
     };
     match rt.block_on(gauntlet::suites::challenge::execute(
         &loaded.challenges,

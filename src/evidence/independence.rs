@@ -4,8 +4,8 @@
 //! tell the app's build from *a* changed build: an identity snapshot, a usage line
 //! that names the mutant, a guess. A test of a capability must also pass on the
 //! mutants of the other capabilities that leave it intact. Which ones those are is
-//! not declared by hand but observed: the app's reference tests (the tests its scripted
-//! flows have the reference agent write) are run against the app and every mutant,
+//! not declared by hand but observed: the app's reference tests (the tests its
+//! scripts have the reference agent write) are run against the app and every mutant,
 //! and the mutant of `y` is independent of `x` when the reference test of `x` passes
 //! on it. The matrix is kept as raw evidence beside every record whose gate drew from
 //! it, so that rescore re-derives the draw's candidates from the same cells.
@@ -28,7 +28,7 @@ pub struct Matrix {
     pub app: String,
     pub app_content_hash: String,
     /// SHA-256 over every reference test (files and command) the cells ran: a changed
-    /// flow is a new matrix.
+    /// script is a new matrix.
     pub reference_sha256: String,
     /// The verifiable capabilities, each with a mutant and a reference test, in the
     /// corpus's order.

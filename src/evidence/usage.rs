@@ -54,12 +54,12 @@ pub struct UsageEntry {
 /// How the scripted model's choices are written in [`UsageEntry::reply`]: made by the
 /// proxy, read back by the scorers, so that both sides agree on one format.
 pub mod script_note {
-    /// A call answered with the flow's tool step `k`, as the offered tool `tool`.
+    /// A call answered with the script's tool step `k`, as the offered tool `tool`.
     pub fn step(k: usize, tool: &str) -> String {
         format!("step {k} as `{tool}`")
     }
 
-    /// A call answered with the flow's final text after `k` tool results.
+    /// A call answered with the script's final text after `k` tool results.
     pub fn final_after(k: usize, from_tool_result: bool) -> String {
         if from_tool_result {
             format!("final from the last tool result (after {k} tool results)")
@@ -104,7 +104,7 @@ pub mod script_note {
         note.strip_prefix("step ")?.split(' ').next()?.parse().ok()
     }
 
-    /// Whether the note is the flow's final reply.
+    /// Whether the note is the script's final reply.
     pub fn is_final(note: &str) -> bool {
         note.starts_with("final")
     }
@@ -130,6 +130,7 @@ pub fn script_failure(tool_steps: usize, entries: &[UsageEntry]) -> Option<Strin
         notes
             .iter()
             .filter_map(|n| script_note::side_reason(n))
+            // `flow step`: the words of `proxy::mapping::Unexpressible`, kept in usage logs.
             .find(|why| why.starts_with("flow step"))
             .map(|why| format!(": {why}"))
             .unwrap_or_default()

@@ -14,11 +14,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub use run::{run_flow, StepFailed, Target};
-pub use spec::{Flow, FlowError};
+pub use spec::{TestFlow, TestFlowError};
 
 /// The whole `flow run` command: parse, run against the environment's target, exit.
 pub fn main(file: &Path) -> ExitCode {
-    let flow = match Flow::load(file) {
+    let flow = match TestFlow::load(file) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: invalid flow: {e}");

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 use super::check::{check, excerpt, Observed};
-use super::spec::{Action, BrowserStep, CliStep, Flow, HttpStep, Step};
+use super::spec::{Action, BrowserStep, CliStep, HttpStep, Step, TestFlow};
 use crate::world::browser::{Browser, LaunchOptions};
 
 /// A cli step's deadline (docs/test-flows.md).
@@ -54,7 +54,7 @@ pub struct StepFailed {
 /// Run every step in order, printing one line per step to `out`; stop at the first
 /// that fails. The browser, if any step used one, is killed before returning.
 pub async fn run_flow(
-    flow: &Flow,
+    flow: &TestFlow,
     target: &Target,
     launch: LaunchOptions,
     out: &mut dyn Write,

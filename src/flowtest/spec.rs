@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
-pub enum FlowError {
+pub enum TestFlowError {
     #[error("{file}: {reason}")]
     Read { file: PathBuf, reason: String },
     #[error("{file}: {field}: {reason}")]
@@ -26,7 +26,7 @@ pub enum FlowError {
 
 /// A parsed flow.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Flow {
+pub struct TestFlow {
     pub steps: Vec<Step>,
 }
 
@@ -159,18 +159,18 @@ impl Action {
     }
 }
 
-impl Flow {
-    pub fn load(file: &Path) -> Result<Flow, FlowError> {
-        let text = std::fs::read_to_string(file).map_err(|e| FlowError::Read {
+impl TestFlow {
+    pub fn load(file: &Path) -> Result<TestFlow, TestFlowError> {
+        let text = std::fs::read_to_string(file).map_err(|e| TestFlowError::Read {
             file: file.to_path_buf(),
             reason: e.to_string(),
         })?;
-        Flow::parse(file, &text)
+        TestFlow::parse(file, &text)
     }
 
     /// Parse `text` as the flow in `file` (the name is only used in errors).
-    pub fn parse(file: &Path, text: &str) -> Result<Flow, FlowError> {
-        let invalid = |field: &str, reason: String| FlowError::Invalid {
+    pub fn parse(file: &Path, text: &str) -> Result<TestFlow, TestFlowError> {
+        let invalid = |field: &str, reason: String| TestFlowError::Invalid {
             file: file.to_path_buf(),
             field: field.into(),
             reason,
@@ -199,7 +199,7 @@ impl Flow {
             .enumerate()
             .map(|(i, v)| parse_step(&format!("steps[{i}]"), v).map_err(|(f, r)| invalid(&f, r)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Flow { steps })
+        Ok(TestFlow { steps })
     }
 }
 
@@ -272,8 +272,8 @@ fn field<T: DeserializeOwned>(at: &str, name: &str, v: &Value) -> Result<T, (Str
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Flow, String> {
-        Flow::parse(Path::new("f.json"), text).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<TestFlow, String> {
+        TestFlow::parse(Path::new("f.json"), text).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn plan(loaded: &Loaded, cfg: &Config, no_browser: Option<&str>) -> Vec<Tria
                     c.manifest.app,
                     loaded.apps_dir.display()
                 )),
-                Some(ai) => (cfg.mode == Mode::Scripted && c.flow_for(profile).is_none())
+                Some(ai) => (cfg.mode == Mode::Scripted && c.script_for(profile).is_none())
                     .then(|| {
                         format!(
                             "no scripted flow for profile `{profile}` in challenges/{}/challenge.yaml",

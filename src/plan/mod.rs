@@ -172,7 +172,7 @@ pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Ve
             continue;
         }
         for cap in &app.corpus.capabilities {
-            let skip = (cfg.mode == Mode::Scripted && !app.flows.contains_key(&cap.id))
+            let skip = (cfg.mode == Mode::Scripted && !app.scripts.contains_key(&cap.id))
                 .then(|| {
                     format!(
                         "no scripted flow apps/{}/flows/{}.json",

@@ -1,5 +1,5 @@
 //! One model call, whatever its protocol: read the body (whole when scripted, its
-//! envelope when forwarded), check the budget, then answer from the flow or forward to
+//! envelope when forwarded), check the budget, then answer from the script or forward to
 //! the provider, and record the call.
 
 use std::sync::Arc;
@@ -50,7 +50,7 @@ async fn answer(
     state.log.body(pending.entry.seq, &raw);
     state.calls.request(pending.entry.seq, &raw);
     match &state.mode {
-        Mode::Scripted { flow, model } => {
+        Mode::Scripted { script, model } => {
             let parsed = match envelope::object(&raw)
                 .map_err(|e| e.to_string())
                 .and_then(|body| protocol.parse(&body).map_err(|e| e.to_string()))
@@ -65,7 +65,7 @@ async fn answer(
             if let Some(message) = state.budget_spent() {
                 return refuse(state, protocol, pending, ErrorKind::Budget, message);
             }
-            let choice = script::give_up_on_a_loop(state, script::choose(flow, &parsed.asked));
+            let choice = script::give_up_on_a_loop(state, script::choose(script, &parsed.asked));
             let tokens = meter::scripted(parsed.input_bytes, choice.reply.output_bytes());
             let response =
                 protocol.render(&parsed, &choice.reply, model, pending.entry.seq, tokens);

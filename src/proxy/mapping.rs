@@ -1,6 +1,6 @@
-//! Mapping a generic flow step onto a tool the requesting agent actually offers.
+//! Mapping a generic script step onto a tool the requesting agent actually offers.
 //!
-//! Flows say "run this shell command" or "write this file"; agents name their tools
+//! Scripts say "run this shell command" or "write this file"; agents name their tools
 //! differently (`shell`, `bash`, `Bash`, `exec_command`; `write_file`, `write`,
 //! `Write`) and name their arguments differently too. Where an offered tool's schema
 //! says which argument name it wants, the schema wins over the defaults below.
@@ -8,7 +8,7 @@
 use serde_json::{json, Map, Value};
 
 use super::script::{OfferedTool, ToolCall};
-use crate::spec::FlowStep;
+use crate::spec::ScriptStep;
 
 /// Shell tools, most preferred first.
 const SHELL_TOOLS: &[&str] = &["shell", "bash", "Bash", "exec_command"];
@@ -19,28 +19,30 @@ const PATH_KEYS: &[&str] = &["path", "filePath", "file_path"];
 
 /// The tool call expressing step `k`, or why none of `tools` can express it.
 pub(crate) fn tool_call(
-    step: &FlowStep,
+    step: &ScriptStep,
     k: usize,
     tools: &[OfferedTool],
 ) -> Result<ToolCall, Unexpressible> {
     let (tool, args) = match step {
-        FlowStep::Shell { command, .. } => shell(tools, command),
-        FlowStep::WriteFile { path, content } => match find(tools, WRITE_TOOLS) {
+        ScriptStep::Shell { command, .. } => shell(tools, command),
+        ScriptStep::WriteFile { path, content } => match find(tools, WRITE_TOOLS) {
             Some(tool) => Some((tool, file_args(tool, path, Some(content)))),
             None => shell(tools, &write_script(path, content)),
         },
-        FlowStep::ReadFile { path } => match find(tools, READ_TOOLS) {
+        ScriptStep::ReadFile { path } => match find(tools, READ_TOOLS) {
             Some(tool) => Some((tool, file_args(tool, path, None))),
             None => shell(tools, &format!("cat -- {}", shell_words::quote(path))),
         },
-        FlowStep::Tool { name, arguments } => tools.iter().find(|t| &t.name == name).map(|tool| {
-            let args = match arguments {
-                Value::Object(map) => map.clone(),
-                _ => Map::new(),
-            };
-            (tool, args)
-        }),
-        FlowStep::Final { .. } | FlowStep::SayToolResult { .. } => None,
+        ScriptStep::Tool { name, arguments } => {
+            tools.iter().find(|t| &t.name == name).map(|tool| {
+                let args = match arguments {
+                    Value::Object(map) => map.clone(),
+                    _ => Map::new(),
+                };
+                (tool, args)
+            })
+        }
+        ScriptStep::Final { .. } | ScriptStep::SayToolResult { .. } => None,
     }
     .ok_or_else(|| unexpressible(step, k, tools))?;
     let args = fill_required(tool, args, k);
@@ -157,14 +159,14 @@ fn property_type<'t>(tool: &'t OfferedTool, name: &str) -> Option<&'t str> {
     )
 }
 
-fn unexpressible(step: &FlowStep, k: usize, tools: &[OfferedTool]) -> Unexpressible {
+fn unexpressible(step: &ScriptStep, k: usize, tools: &[OfferedTool]) -> Unexpressible {
     let kind = match step {
-        FlowStep::Shell { .. } => "shell",
-        FlowStep::WriteFile { .. } => "write_file",
-        FlowStep::ReadFile { .. } => "read_file",
-        FlowStep::Tool { name, .. } => name.as_str(),
-        FlowStep::Final { .. } => "final",
-        FlowStep::SayToolResult { .. } => "say_tool_result",
+        ScriptStep::Shell { .. } => "shell",
+        ScriptStep::WriteFile { .. } => "write_file",
+        ScriptStep::ReadFile { .. } => "read_file",
+        ScriptStep::Tool { name, .. } => name.as_str(),
+        ScriptStep::Final { .. } => "final",
+        ScriptStep::SayToolResult { .. } => "say_tool_result",
     };
     Unexpressible {
         step: k,
@@ -173,7 +175,8 @@ fn unexpressible(step: &FlowStep, k: usize, tools: &[OfferedTool]) -> Unexpressi
     }
 }
 
-/// A flow step none of the tools a request offers can carry out.
+/// A script step none of the tools a request offers can carry out. Its message keeps
+/// the words `flow step`, which usage logs hold and `evidence::usage` reads back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "flow step {step} ({kind}) needs a shell or file tool, but the request offers only: {}",
@@ -202,7 +205,7 @@ mod tests {
 
     #[test]
     fn shell_prefers_the_listed_order_and_exec_command_takes_cmd() {
-        let step = FlowStep::Shell {
+        let step = ScriptStep::Shell {
             command: "ls".into(),
             expect: None,
         };
@@ -220,7 +223,7 @@ mod tests {
             "properties": {"command": {"type": "array"}, "description": {"type": "string"}},
             "required": ["command", "description"]
         });
-        let step = FlowStep::Shell {
+        let step = ScriptStep::Shell {
             command: "ls".into(),
             expect: None,
         };
@@ -233,7 +236,7 @@ mod tests {
 
     #[test]
     fn file_tools_use_their_own_path_names() {
-        let step = FlowStep::WriteFile {
+        let step = ScriptStep::WriteFile {
             path: "a/b.txt".into(),
             content: "x".into(),
         };
@@ -243,7 +246,7 @@ mod tests {
         let call =
             tool_call(&step, 0, &[tool("write", Value::Null)]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(args(&call), json!({"filePath": "a/b.txt", "content": "x"}));
-        let read = FlowStep::ReadFile { path: "r".into() };
+        let read = ScriptStep::ReadFile { path: "r".into() };
         let call = tool_call(&read, 0, &[tool("read_file", Value::Null)])
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(args(&call), json!({"path": "r"}));

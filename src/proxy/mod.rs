@@ -2,7 +2,7 @@
 //! gauntlet reports are the ones it observed, never the agent's word.
 //!
 //! It runs inside the test process on 127.0.0.1 port 0. In `scripted` mode it answers
-//! from a [`Flow`](crate::spec::Flow); in `byok` mode it forwards to a real provider and
+//! from a [`Script`](crate::spec::Script); in `byok` mode it forwards to a real provider and
 //! records the usage block of every call.
 //!
 //! It speaks OpenAI Chat Completions (`/v1/chat/completions`), OpenAI Responses
@@ -45,13 +45,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use crate::evidence::usage::{budget_hit, UsageEntry};
-use crate::spec::Flow;
+use crate::spec::Script;
 
 /// How the proxy answers model calls.
 #[derive(Clone)]
 pub enum ProxyMode {
-    /// Answer from a flow.
-    Scripted { flow: Flow, model: String },
+    /// Answer from a script.
+    Scripted { script: Script, model: String },
     /// Forward to `upstream`, a base URL ending in the API version such as
     /// "https://api.openai.com/v1" or "https://api.anthropic.com/v1": a call to
     /// `/v1/<path>` goes to `<upstream>/<path>`. The key goes as
@@ -65,9 +65,9 @@ pub enum ProxyMode {
 impl std::fmt::Debug for ProxyMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ProxyMode::Scripted { flow, model } => f
+            ProxyMode::Scripted { script, model } => f
                 .debug_struct("Scripted")
-                .field("flow", &flow.capability)
+                .field("script", &script.capability)
                 .field("model", model)
                 .finish(),
             ProxyMode::Byok { upstream, .. } => f

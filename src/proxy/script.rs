@@ -1,7 +1,7 @@
 //! The scripted model: which reply a request gets, decided from its content alone.
 //!
 //! Agents send side requests (titles, summaries), retry, and may run several calls at
-//! once, so request order says nothing about where the agent is in the flow. What the
+//! once, so request order says nothing about where the agent is in the script. What the
 //! request carries does: whether it offers tools at all, and how many tool results the
 //! conversation already holds. This module is protocol-neutral; each wire protocol
 //! extracts an [`Asked`] from its own request shape.
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::mapping;
 use crate::evidence::usage::script_note;
-use crate::spec::Flow;
+use crate::spec::Script;
 
 /// What a side request (one that offers no tools) is answered with.
 pub(crate) const SIDE_REPLY: &str = "ok";
@@ -83,9 +83,9 @@ const SIDE_PROMPT_MAX_BYTES: usize = 4096;
 ///
 /// A request is a side request (a title, a summary, a quota probe) when it offers no
 /// tool, when its short system prompt asks for a title, or when none of its tools can
-/// perform the flow's next step: it gets a short text and advances nothing, because
+/// perform the script's next step: it gets a short text and advances nothing, because
 /// agents such as Claude Code send side requests that offer tools too.
-pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
+pub(crate) fn choose(script: &Script, asked: &Asked) -> Choice {
     let side = |why: String| Choice {
         reply: Reply::Text(SIDE_REPLY.to_owned()),
         note: script_note::side(&why),
@@ -97,7 +97,7 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
         return side("the system prompt asks for a title".to_owned());
     }
     let k = asked.tool_results;
-    if let Some((failed, why)) = failed_step(flow, asked) {
+    if let Some((failed, why)) = failed_step(script, asked) {
         return Choice {
             reply: Reply::Text(format!(
                 "gauntlet: scripted step {failed} failed ({why}); the script ends here."
@@ -105,16 +105,16 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
             note: script_note::failed(failed, &why),
         };
     }
-    let Some(step) = flow.tool_steps().get(k) else {
-        if flow.says_tool_result() {
+    let Some(step) = script.tool_steps().get(k) else {
+        if script.says_tool_result() {
             let result = asked.last_tool_result.as_deref().unwrap_or("");
             return Choice {
-                reply: Reply::Text(format!("{}{result}", flow.final_text())),
+                reply: Reply::Text(format!("{}{result}", script.final_text())),
                 note: script_note::final_after(k, true),
             };
         }
         return Choice {
-            reply: Reply::Text(flow.final_text().to_owned()),
+            reply: Reply::Text(script.final_text().to_owned()),
             note: script_note::final_after(k, false),
         };
     };
@@ -132,12 +132,12 @@ pub(crate) fn choose(flow: &Flow, asked: &Asked) -> Choice {
 
 /// The tool step whose result the request carries, with why it failed, when it
 /// declares what its result must contain (`expect`) and the result lacks it.
-fn failed_step(flow: &Flow, asked: &Asked) -> Option<(usize, String)> {
+fn failed_step(script: &Script, asked: &Asked) -> Option<(usize, String)> {
     let k = asked.tool_results.checked_sub(1)?;
-    let crate::spec::FlowStep::Shell {
+    let crate::spec::ScriptStep::Shell {
         expect: Some(expect),
         ..
-    } = flow.tool_steps().get(k)?
+    } = script.tool_steps().get(k)?
     else {
         return None;
     };
@@ -193,18 +193,18 @@ fn asks_for_a_title(system: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::FlowStep;
+    use crate::spec::ScriptStep;
     use serde_json::json;
 
-    fn flow() -> Flow {
-        Flow {
+    fn script() -> Script {
+        Script {
             capability: "c".into(),
             steps: vec![
-                FlowStep::Shell {
+                ScriptStep::Shell {
                     command: "true".into(),
                     expect: None,
                 },
-                FlowStep::Final {
+                ScriptStep::Final {
                     text: "done".into(),
                 },
             ],
@@ -229,76 +229,76 @@ mod tests {
 
     #[test]
     fn say_tool_result_repeats_what_the_tool_returned() {
-        let flow = Flow {
+        let script = Script {
             capability: "c".into(),
             steps: vec![
-                FlowStep::Tool {
+                ScriptStep::Tool {
                     name: "recall".into(),
                     arguments: json!({"query": "color"}),
                 },
-                FlowStep::SayToolResult {
+                ScriptStep::SayToolResult {
                     prefix: "I remember: ".into(),
                 },
             ],
         };
-        let first = choose(&flow, &asked(&["shell", "recall"], 0, "agent"));
+        let first = choose(&script, &asked(&["shell", "recall"], 0, "agent"));
         assert!(
             matches!(first.reply, Reply::ToolCall(ref c) if c.name == "recall" && c.arguments.contains("color"))
         );
         let mut later = asked(&["shell", "recall"], 1, "agent");
         later.last_tool_result = Some("favorite_color: teal".into());
         assert_eq!(
-            choose(&flow, &later).reply,
+            choose(&script, &later).reply,
             Reply::Text("I remember: favorite_color: teal".into())
         );
         // An agent without the tool gets a side reply, not a fabricated call.
         assert!(matches!(
-            choose(&flow, &asked(&["bash"], 0, "agent")).reply,
+            choose(&script, &asked(&["bash"], 0, "agent")).reply,
             Reply::Text(_)
         ));
     }
 
     #[test]
     fn no_tools_is_a_side_request() {
-        let choice = choose(&flow(), &asked(&[], 0, ""));
+        let choice = choose(&script(), &asked(&[], 0, ""));
         assert_eq!(choice.reply, Reply::Text("ok".into()));
         assert!(choice.note.starts_with("side request"));
     }
 
     #[test]
     fn tool_results_pick_the_step() {
-        let first = choose(&flow(), &asked(&["bash"], 0, "you are an agent"));
+        let first = choose(&script(), &asked(&["bash"], 0, "you are an agent"));
         assert!(
             matches!(first.reply, Reply::ToolCall(ref c) if c.name == "bash" && c.id == "call_0")
         );
         assert_eq!(first.note, "step 0 as `bash`");
         for k in [1, 7] {
-            let choice = choose(&flow(), &asked(&["bash"], k, ""));
+            let choice = choose(&script(), &asked(&["bash"], k, ""));
             assert_eq!(choice.reply, Reply::Text("done".into()));
         }
     }
 
     #[test]
     fn a_step_whose_result_lacks_what_it_expects_ends_the_script_as_failed() {
-        let flow = Flow {
+        let script = Script {
             capability: "c".into(),
             steps: vec![
-                FlowStep::Shell {
+                ScriptStep::Shell {
                     command: "printf 'x\\n' >> \"$GAUNTLET_STATE_DIR/m\" && echo stored".into(),
                     expect: Some("stored".into()),
                 },
-                FlowStep::Shell {
+                ScriptStep::Shell {
                     command: "cat \"$GAUNTLET_STATE_DIR/m\"".into(),
                     expect: None,
                 },
-                FlowStep::Final {
+                ScriptStep::Final {
                     text: "done".into(),
                 },
             ],
         };
         let mut after = asked(&["bash"], 1, "agent");
         after.last_tool_result = Some("sh: /m: Read-only file system".into());
-        let choice = choose(&flow, &after);
+        let choice = choose(&script, &after);
         assert_eq!(
             script_note::failed_reason(&choice.note),
             Some("step 0 its result lacks `stored`: \"sh: /m: Read-only file system\"")
@@ -306,11 +306,11 @@ mod tests {
         assert!(matches!(choice.reply, Reply::Text(ref t) if t.contains("step 0 failed")));
         // The expected text present: the script goes on to the next step.
         after.last_tool_result = Some("stored\n".into());
-        assert_eq!(choose(&flow, &after).note, "step 1 as `bash`");
+        assert_eq!(choose(&script, &after).note, "step 1 as `bash`");
         // A step without `expect` is not judged: whatever `cat` printed, the final.
         let mut last = asked(&["bash"], 2, "agent");
         last.last_tool_result = Some("cat: no such file".into());
-        assert_eq!(choose(&flow, &last).reply, Reply::Text("done".into()));
+        assert_eq!(choose(&script, &last).reply, Reply::Text("done".into()));
     }
 
     #[test]
@@ -319,7 +319,7 @@ mod tests {
         // earlier turns' calls (`call_0`, `call_1`), which the agent has already seen.
         let mut resumed = asked(&["bash"], 0, "you are an agent");
         resumed.earlier_tool_results = 2;
-        let choice = choose(&flow(), &resumed);
+        let choice = choose(&script(), &resumed);
         assert!(
             matches!(choice.reply, Reply::ToolCall(ref c) if c.id == "call_2"),
             "{:?}",
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn an_unexpressible_step_is_a_side_request_naming_the_tools() {
-        let choice = choose(&flow(), &asked(&["web_search"], 0, ""));
+        let choice = choose(&script(), &asked(&["web_search"], 0, ""));
         assert_eq!(choice.reply, Reply::Text("ok".into()));
         assert!(choice.note.contains("web_search"), "{}", choice.note);
     }
@@ -338,15 +338,15 @@ mod tests {
     #[test]
     fn a_short_title_prompt_with_tools_is_a_side_request() {
         let title = "Generate a concise title for this coding session.";
-        let choice = choose(&flow(), &asked(&["Bash"], 0, title));
+        let choice = choose(&script(), &asked(&["Bash"], 0, title));
         assert_eq!(choice.reply, Reply::Text("ok".into()));
         // A long main prompt that happens to mention titles is not a side request.
         let main = format!("{} Use the page title when useful.", "x".repeat(5000));
-        let choice = choose(&flow(), &asked(&["Bash"], 0, &main));
+        let choice = choose(&script(), &asked(&["Bash"], 0, &main));
         assert!(matches!(choice.reply, Reply::ToolCall(_)));
         // A short main prompt documenting a `"title"` field is not a title request.
         let main = r#"You are an agent. POST /threads {"title","body"} opens a thread."#;
-        let choice = choose(&flow(), &asked(&["Bash"], 0, main));
+        let choice = choose(&script(), &asked(&["Bash"], 0, main));
         assert!(matches!(choice.reply, Reply::ToolCall(_)));
     }
 }

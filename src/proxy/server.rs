@@ -25,14 +25,14 @@ use super::upstream::{Lane, Upstream};
 use super::wire::{ErrorKind, Protocol};
 use super::workers::Workers;
 use super::{Budget, ProxyMode};
-use crate::spec::Flow;
+use crate::spec::Script;
 
 /// How long shutdown waits for in-flight calls before cutting them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// How the proxy answers, with what it needs to do so.
 pub(crate) enum Mode {
-    Scripted { flow: Flow, model: String },
+    Scripted { script: Script, model: String },
     Byok(Arc<Upstream>),
 }
 
@@ -57,7 +57,7 @@ impl State {
         budget: Budget,
     ) -> std::io::Result<State> {
         let mode = match mode {
-            ProxyMode::Scripted { flow, model } => Mode::Scripted { flow, model },
+            ProxyMode::Scripted { script, model } => Mode::Scripted { script, model },
             ProxyMode::Byok { upstream, api_key } => {
                 Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
             }

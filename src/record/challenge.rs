@@ -71,7 +71,8 @@ pub struct Provenance {
     pub dirty: Option<bool>,
     pub harness_version: String,
     /// SHA-256 of the scripted flow (scripted mode).
-    pub flow_sha256: Option<String>,
+    #[serde(rename = "flow_sha256")]
+    pub script_sha256: Option<String>,
     pub timeout_secs: f64,
 }
 

@@ -100,7 +100,7 @@ impl RunIdentity {
 /// - `probe:<dimension>::<id>`: the SHA-256 of the probe file.
 ///
 /// The app itself is pinned by `app:<name>` (its content hash, then the hash of its
-/// corpus and flows). Runs made before these entries existed have only `app:<name>`,
+/// corpus and scripts). Runs made before these entries existed have only `app:<name>`,
 /// `challenges` and `scorecard`: their records are checked against what those pin.
 pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
@@ -248,7 +248,7 @@ fn qa_value(r: &super::QaSpecRef) -> String {
         "{} {} {}",
         kind_name(r.kind),
         r.capability_sha256,
-        r.flow_sha256.as_deref().unwrap_or("-")
+        r.script_sha256.as_deref().unwrap_or("-")
     )
 }
 
@@ -290,7 +290,7 @@ pub fn check_record(planned: &RunIdentity, rec: &super::any::AnyRecord) -> Vec<S
                         ("spec.capability_sha256", s.capability_sha256.clone()),
                         (
                             "spec.flow_sha256",
-                            s.flow_sha256.clone().unwrap_or("-".into()),
+                            s.script_sha256.clone().unwrap_or("-".into()),
                         ),
                     ];
                     for (field, have) in have {

@@ -114,7 +114,8 @@ pub struct QaSpecRef {
     /// SHA-256 of the capability as written in the corpus (canonical JSON).
     pub capability_sha256: String,
     /// SHA-256 of the flow file used by scripted mode, if any.
-    pub flow_sha256: Option<String>,
+    #[serde(rename = "flow_sha256")]
+    pub script_sha256: Option<String>,
     /// SHA-256 of the app's independence matrix (`evidence::independence`) the gate drew
     /// its independent mutants from, as kept in the trial directory. Absent for an
     /// ambiguous capability and in records from before the gate checked specificity.
@@ -133,8 +134,8 @@ impl QaSpecRef {
             kind: cap.map(|c| c.kind).unwrap_or(CapabilityKind::Feature),
             app_content_hash: app.app.content_hash.clone(),
             capability_sha256: crate::hash::sha256(&serde_json::to_vec(&cap).unwrap_or_default()),
-            flow_sha256: app
-                .flows
+            script_sha256: app
+                .scripts
                 .get(capability)
                 .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
             matrix_sha256: None,

@@ -478,7 +478,7 @@ pub fn render_run(r: &RunRescore) -> String {
         )),
         Some(Some(false)) => out.push_str(&format!(
             "plan: records' apps checked against {plan}, which is from before it kept each trial's spec \
-             (capability, flow, challenge and probe hashes are not checked)\n"
+             (capability, script, challenge and probe hashes are not checked)\n"
         )),
         Some(None) => out.push_str(&format!(
             "plan: none ({plan} absent: a run made before it existed, or by a caller that plans nothing); \

@@ -257,7 +257,7 @@ impl SyntheticRun {
             kind,
             app_content_hash: crate::hash::sha256(app.as_bytes()),
             capability_sha256: crate::hash::sha256(format!("{app}::{cap}").as_bytes()),
-            flow_sha256: None,
+            script_sha256: None,
             matrix_sha256: None,
         };
         let verdict = derive_qa_verdict(&dir, AgentKind::Reference.name(), &spec, &evidence)?;

@@ -1,7 +1,7 @@
 //! Challenges: `challenges/<id>/` directories that hold data only.
 //!
 //! A challenge is a versioned manifest (`challenge.yaml`), a challenge prompt, a README,
-//! a workspace template and, for scripted mode, flows. Shared by all challenges:
+//! a workspace template and, for scripted mode, scripts. Shared by all challenges:
 //! `challenges/base-prompt.md`, one policy fragment per instruction profile
 //! (`challenges/profiles/<profile>.md`) and the skills bundle
 //! (`challenges/skills/bundle.yaml`, which lists every file it supplies with its
@@ -24,7 +24,7 @@ pub use manifest::{
 };
 pub use prompt::{PromptLayer, RenderedPrompt};
 
-use super::{Flow, SpecError};
+use super::{Script, SpecError};
 
 /// The instruction profile of one trial: exactly one per invocation.
 #[derive(
@@ -102,19 +102,19 @@ pub struct Challenge {
     pub manifest_sha256: String,
     /// The challenge prompt's bytes: the same for every profile.
     pub prompt: PromptLayer,
-    /// Scripted flows by profile name, or `default` for every profile.
-    pub flows: BTreeMap<String, Flow>,
+    /// Scripts by profile name, or `default` for every profile.
+    pub scripts: BTreeMap<String, Script>,
     /// The input of each required run that names one (`work.runs[].input`), read from
     /// the workspace template at load time, in the order of the runs.
     pub inputs: Vec<RunInput>,
 }
 
 impl Challenge {
-    /// The scripted flow a profile runs: its own, else the default.
-    pub fn flow_for(&self, profile: Profile) -> Option<&Flow> {
-        self.flows
+    /// The script a profile runs: its own, else the default.
+    pub fn script_for(&self, profile: Profile) -> Option<&Script> {
+        self.scripts
             .get(profile.as_str())
-            .or_else(|| self.flows.get("default"))
+            .or_else(|| self.scripts.get("default"))
     }
 
     pub fn template_dir(&self) -> PathBuf {
@@ -226,35 +226,35 @@ pub fn load_one(root: &Path, dir: &Path) -> Result<Challenge, SpecError> {
     let inputs = run_inputs(&file, &dir.join(&manifest.workspace_template), &manifest)?;
     let rel = dir.strip_prefix(root).unwrap_or(dir);
     let prompt = PromptLayer::load(root, &rel.join(&manifest.prompt).to_string_lossy())?;
-    let mut flows = BTreeMap::new();
-    for (key, path) in &manifest.flows {
+    let mut scripts = BTreeMap::new();
+    for (key, path) in &manifest.scripts {
         if key != "default" && key.parse::<Profile>().is_err() {
             return Err(SpecError::invalid(
                 &file,
                 format!("flows.{key}"),
-                "a flow is keyed by a profile (none, skills, all) or `default`",
+                "a script is keyed by a profile (none, skills, all) or `default`",
             ));
         }
-        let flow_file = dir.join(path);
-        let flow = Flow::load(&flow_file)?;
-        if flow.capability != manifest.id {
+        let script_file = dir.join(path);
+        let script = Script::load(&script_file)?;
+        if script.capability != manifest.id {
             return Err(SpecError::invalid(
-                &flow_file,
+                &script_file,
                 "capability",
                 format!(
                     "`{}` is not the challenge id `{}`",
-                    flow.capability, manifest.id
+                    script.capability, manifest.id
                 ),
             ));
         }
-        flows.insert(key.clone(), flow);
+        scripts.insert(key.clone(), script);
     }
     Ok(Challenge {
         dir: dir.to_path_buf(),
         manifest,
         manifest_sha256: crate::hash::sha256(&bytes),
         prompt,
-        flows,
+        scripts,
         inputs,
     })
 }

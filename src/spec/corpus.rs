@@ -1,7 +1,7 @@
 //! `corpus.json`: the corpus graph the agent is handed (schema_version 1).
 //!
 //! It holds requirements and capabilities with acceptance criteria, and nothing the
-//! agent must not see: no mutants, no flows, no expected verdicts.
+//! agent must not see: no mutants, no scripts, no expected verdicts.
 
 use std::collections::BTreeSet;
 use std::path::Path;

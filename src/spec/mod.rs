@@ -1,4 +1,4 @@
-//! Loading and validating the data gauntlet acts on: apps, corpus graphs and flows.
+//! Loading and validating the data gauntlet acts on: apps, corpus graphs and scripts.
 //!
 //! Everything here is parsed at list time, so it must be cheap and must fail before
 //! any process, socket or workspace exists. Every error names the file and the field.
@@ -6,16 +6,16 @@
 pub mod app;
 pub mod challenge;
 pub mod corpus;
-pub mod flow;
 pub mod redteam;
 pub mod scorecard;
+pub mod script;
 pub mod suite;
 
 use std::path::{Path, PathBuf};
 
 pub use app::{AppSpec, Modality};
 pub use corpus::{Capability, CapabilityKind, Corpus, Difficulty, Requirement};
-pub use flow::{Flow, FlowStep};
+pub use script::{Script, ScriptStep};
 pub use suite::Suite;
 
 /// Why a piece of data could not be loaded. Messages are lowercase and name the file.
@@ -92,12 +92,12 @@ pub(crate) fn check_id(file: &Path, field: &str, id: &str) -> Result<(), SpecErr
     }
 }
 
-/// A fully loaded qa app: manifest, corpus and one flow per capability that has one.
+/// A fully loaded qa app: manifest, corpus and one script per capability that has one.
 #[derive(Debug, Clone)]
 pub struct LoadedApp {
     pub app: AppSpec,
     pub corpus: Corpus,
-    pub flows: std::collections::BTreeMap<String, Flow>,
+    pub scripts: std::collections::BTreeMap<String, Script>,
 }
 
 impl LoadedApp {
@@ -144,7 +144,7 @@ pub fn load_apps(apps_dir: &Path) -> Result<Vec<LoadedApp>, SpecError> {
     Ok(apps)
 }
 
-/// Load one app directory: app.json, corpus.json and flows/, cross-checked.
+/// Load one app directory: app.json, corpus.json and the scripts in flows/, cross-checked.
 pub fn load_app(dir: &Path) -> Result<LoadedApp, SpecError> {
     let app = AppSpec::load(dir)?;
     let corpus = Corpus::load(&dir.join("corpus.json"))?;
@@ -165,6 +165,10 @@ pub fn load_app(dir: &Path) -> Result<LoadedApp, SpecError> {
             format!("{app_ids:?} does not match corpus.json capabilities {corpus_ids:?}"),
         ));
     }
-    let flows = flow::load_flows(&dir.join("flows"), &corpus)?;
-    Ok(LoadedApp { app, corpus, flows })
+    let scripts = script::load_scripts(&dir.join("flows"), &corpus)?;
+    Ok(LoadedApp {
+        app,
+        corpus,
+        scripts,
+    })
 }

@@ -25,7 +25,7 @@ use crate::spec::challenge::{
     Challenge, Challenges, Manifest, Profile, RenderedPrompt, WorldSource, RENDERED_PROMPT,
     SKILLS_DIR,
 };
-use crate::spec::{AppSpec, Flow};
+use crate::spec::{AppSpec, Script};
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
@@ -41,8 +41,8 @@ pub struct Options {
     /// The hard ceiling; `None`: the manifest's `timeout_secs`, else the config's
     /// `challenge_timeout`, else [`DEFAULT_TIMEOUT`].
     pub timeout: Option<Duration>,
-    /// A scripted flow to use instead of the challenge's own (harness tests).
-    pub flow: Option<Flow>,
+    /// A script to use instead of the challenge's own (harness tests).
+    pub script: Option<Script>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,10 +84,10 @@ pub async fn execute(
         (None, Some(s)) => Duration::from_secs_f64(s),
         (None, None) => cfg.challenge_timeout.unwrap_or(DEFAULT_TIMEOUT),
     };
-    let flow = opts
-        .flow
+    let script = opts
+        .script
         .clone()
-        .or_else(|| challenge.flow_for(profile).cloned());
+        .or_else(|| challenge.script_for(profile).cloned());
     let started_at = chrono::Utc::now();
     let t0 = Instant::now();
     let trial_dir = record::create_trial_dir(run_dir, &name)?;
@@ -115,7 +115,7 @@ pub async fn execute(
         dirty: commit.as_ref().map(|c| c.ends_with("-dirty")),
         commit,
         harness_version: crate::VERSION.into(),
-        flow_sha256: flow
+        script_sha256: script
             .as_ref()
             .filter(|_| cfg.mode == Mode::Scripted)
             .map(|f| crate::hash::sha256(&serde_json::to_vec(f).unwrap_or_default())),
@@ -155,7 +155,7 @@ pub async fn execute(
         app,
         profile,
         cfg,
-        flow: flow.as_ref(),
+        script: script.as_ref(),
         timeout,
         trial_dir: &trial_dir,
         rendered: &rendered,
@@ -204,7 +204,7 @@ struct TrialCtx<'a> {
     app: &'a AppSpec,
     profile: Profile,
     cfg: &'a Config,
-    flow: Option<&'a Flow>,
+    script: Option<&'a Script>,
     timeout: Duration,
     trial_dir: &'a Path,
     rendered: &'a RenderedPrompt,
@@ -263,10 +263,10 @@ async fn observe(
         cwd: &workspace,
     };
     let missing = format!(
-        "challenge `{}` has no flow for profile `{}`",
+        "challenge `{}` has no script for profile `{}`",
         t.challenge.manifest.id, t.profile
     );
-    let proxy = kernel.proxy(t.flow.cloned(), &missing).await?;
+    let proxy = kernel.proxy(t.script.cloned(), &missing).await?;
     let result = async {
         let mut world = Target::start(
             t.app,

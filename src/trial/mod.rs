@@ -20,7 +20,7 @@ use crate::agent::{
 use crate::config::{Config, ConfigError, Mode};
 use crate::evidence::RawFile;
 use crate::proxy::{Budget, Proxy, ProxyMode};
-use crate::spec::Flow;
+use crate::spec::Script;
 use crate::sys::process::ProcessSpec;
 use crate::sys::sandbox::View;
 
@@ -60,7 +60,7 @@ pub const CALLS_SUFFIX: &str = ".calls.jsonl";
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("scripted mode: {what}")]
-    NoFlow { what: String },
+    NoScript { what: String },
     #[error(transparent)]
     Key(#[from] ConfigError),
     #[error("metering proxy failed to start: {0}")]
@@ -107,13 +107,13 @@ impl Streams<'static> {
 }
 
 impl Context<'_> {
-    /// The trial's own metering proxy: scripted from `flow`, or forwarding to the
-    /// provider with the configured key. `what` says what the flow was for when it is
-    /// missing (`no flow for capability `x``).
-    pub async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, KernelError> {
+    /// The trial's own metering proxy: scripted from `script`, or forwarding to the
+    /// provider with the configured key. `what` says what the script was for when it is
+    /// missing (`no script for capability `x``).
+    pub async fn proxy(&self, script: Option<Script>, what: &str) -> Result<Proxy, KernelError> {
         let mode = match self.cfg.mode {
             Mode::Scripted => ProxyMode::Scripted {
-                flow: flow.ok_or_else(|| KernelError::NoFlow { what: what.into() })?,
+                script: script.ok_or_else(|| KernelError::NoScript { what: what.into() })?,
                 model: self.cfg.model.clone(),
             },
             Mode::Byok => ProxyMode::Byok {
@@ -270,7 +270,7 @@ pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
         "PATH".into(),
         format!("{}:{path}", crate::binaries::bin_dir().display()),
     );
-    // The browser the harness was told to use is the one its flow runs use too.
+    // The browser the harness was told to use is the one its test flow runs use too.
     if let Some(chromium) = crate::binaries::chromium_override() {
         env.insert(
             "GAUNTLET_CHROMIUM".into(),

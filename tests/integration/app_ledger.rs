@@ -1,14 +1,14 @@
 //! The frozen app `api-ledger` against its own data: the loader accepts it, its hash
-//! is current, and every scripted flow's test holds on the real app, fails on its
+//! is current, and every script's test holds on the real app, fails on its
 //! own mutant and passes on every other mutant (so each mutant breaks exactly one
-//! capability, as far as the flows can tell).
+//! capability, as far as the scripts can tell).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 use gauntlet::evidence::{parse_claims, ClaimStatus, ClaimsFound};
-use gauntlet::spec::{self, CapabilityKind, Flow, FlowStep};
+use gauntlet::spec::{self, CapabilityKind, Script, ScriptStep};
 
 /// The app's binary, found at run time (in an extracted nextest archive, when run
 /// from one), never at a path fixed when this test was built.
@@ -129,10 +129,10 @@ fn loader_accepts_api_ledger_and_its_hash_is_current() {
         loaded.app.content_hash, computed,
         "apps/api-ledger/app.json content_hash is stale; the content now hashes to {computed}"
     );
-    let flows: Vec<&str> = loaded.flows.keys().map(String::as_str).collect();
+    let scripts: Vec<&str> = loaded.scripts.keys().map(String::as_str).collect();
     let mut expected: Vec<&str> = loaded.app.capabilities.iter().map(String::as_str).collect();
     expected.sort();
-    assert_eq!(flows, expected, "one flow per capability");
+    assert_eq!(scripts, expected, "one script per capability");
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn corpus_holds_nothing_the_agent_must_not_see() {
     }
 }
 
-/// The heart of it: replay every flow as an agent would, then gate its claimed test
+/// The heart of it: replay every script as an agent would, then gate its claimed test
 /// as the harness would — on the app twice (it must be re-runnable) and on every
 /// mutant (it must fail on its own and only there).
 #[test]
@@ -188,7 +188,7 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
 
     for cap in &loaded.corpus.capabilities {
         let file = app_dir().join("flows").join(format!("{}.json", cap.id));
-        let flow = match Flow::load(&file) {
+        let script = match Script::load(&file) {
             Ok(f) => f,
             Err(e) => panic!("{e}"),
         };
@@ -196,9 +196,9 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
             Ok(d) => d,
             Err(e) => panic!("tempdir: {e}"),
         };
-        for (i, step) in flow.tool_steps().iter().enumerate() {
+        for (i, step) in script.tool_steps().iter().enumerate() {
             match step {
-                FlowStep::WriteFile { path, content } => {
+                ScriptStep::WriteFile { path, content } => {
                     let target = workspace.path().join(path);
                     if let Some(parent) = target.parent() {
                         if let Err(e) = std::fs::create_dir_all(parent) {
@@ -209,7 +209,7 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
                         panic!("write {}: {e}", target.display());
                     }
                 }
-                FlowStep::Shell { command, .. } => {
+                ScriptStep::Shell { command, .. } => {
                     let out = sh(workspace.path(), command, &app.url);
                     if !out.status.success() {
                         failures.push(format!(
@@ -219,24 +219,24 @@ fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
                         ));
                     }
                 }
-                FlowStep::ReadFile { path } => {
+                ScriptStep::ReadFile { path } => {
                     if !workspace.path().join(path).is_file() {
                         failures.push(format!("{}: step {i} reads missing {path}", cap.id));
                     }
                 }
-                FlowStep::Tool { name, .. } => {
+                ScriptStep::Tool { name, .. } => {
                     failures.push(format!(
                         "{}: step {i} calls agent-specific tool {name}",
                         cap.id
                     ));
                 }
-                FlowStep::Final { .. } | FlowStep::SayToolResult { .. } => {
+                ScriptStep::Final { .. } | ScriptStep::SayToolResult { .. } => {
                     unreachable!("tool_steps excludes the final step")
                 }
             }
         }
 
-        let claim = match parse_claims(flow.final_text()) {
+        let claim = match parse_claims(script.final_text()) {
             ClaimsFound::One(c) => c,
             other => {
                 failures.push(format!(

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 use gauntlet::evidence::{parse_claims, ClaimStatus, ClaimsFound};
-use gauntlet::spec::{self, CapabilityKind, FlowStep, LoadedApp, Modality};
+use gauntlet::spec::{self, CapabilityKind, LoadedApp, Modality, ScriptStep};
 use serde_json::{json, Value};
 
 /// The app's binary, found at run time (in an extracted nextest archive, when run
@@ -33,7 +33,7 @@ pub fn app_dir(name: &str) -> PathBuf {
     crate::support::root().join("apps").join(name)
 }
 
-/// Load an app and check what every frozen app must satisfy: current hash, one flow
+/// Load an app and check what every frozen app must satisfy: current hash, one script
 /// per capability, and a corpus that gives nothing away.
 pub fn load_frozen(name: &str, modality: Modality) -> LoadedApp {
     let loaded = match spec::load_app(&app_dir(name)) {
@@ -55,10 +55,10 @@ pub fn load_frozen(name: &str, modality: Modality) -> LoadedApp {
         loaded.app.content_hash, computed,
         "apps/{name}/app.json content_hash is stale; the content now hashes to {computed}"
     );
-    let flows: Vec<&str> = loaded.flows.keys().map(String::as_str).collect();
+    let scripts: Vec<&str> = loaded.scripts.keys().map(String::as_str).collect();
     let mut expected: Vec<&str> = loaded.app.capabilities.iter().map(String::as_str).collect();
     expected.sort();
-    assert_eq!(flows, expected, "{name}: one flow per capability");
+    assert_eq!(scripts, expected, "{name}: one script per capability");
     let text = match std::fs::read_to_string(app_dir(name).join("corpus.json")) {
         Ok(t) => t.to_lowercase(),
         Err(e) => panic!("read corpus.json: {e}"),
@@ -96,16 +96,16 @@ pub fn load_frozen(name: &str, modality: Modality) -> LoadedApp {
     loaded
 }
 
-/// Every flow's final claim: verified with a test in `<cap>-test` whose command is
+/// Every script's final claim: verified with a test in `<cap>-test` whose command is
 /// `command`, or honestly unverified (and without a test) for the ambiguous one.
-/// Returns, per verifiable capability, the content of the file the flow wrote there.
+/// Returns, per verifiable capability, the content of the file the script wrote there.
 pub fn claimed_files(loaded: &LoadedApp, command: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for cap in &loaded.corpus.capabilities {
-        let Some(flow) = loaded.flows.get(&cap.id) else {
-            panic!("{}: no flow", cap.id);
+        let Some(script) = loaded.scripts.get(&cap.id) else {
+            panic!("{}: no script", cap.id);
         };
-        let claim = match parse_claims(flow.final_text()) {
+        let claim = match parse_claims(script.final_text()) {
             ClaimsFound::One(c) => c,
             other => panic!("{}: final message has no single claim: {other:?}", cap.id),
         };
@@ -121,28 +121,28 @@ pub fn claimed_files(loaded: &LoadedApp, command: &str) -> Vec<(String, String)>
         };
         assert_eq!(test.dir, format!("{}-test", cap.id));
         assert_eq!(test.command, command, "{}", cap.id);
-        let written: Vec<(&String, &String)> = flow
+        let written: Vec<(&String, &String)> = script
             .tool_steps()
             .iter()
             .filter_map(|s| match s {
-                FlowStep::WriteFile { path, content } => Some((path, content)),
+                ScriptStep::WriteFile { path, content } => Some((path, content)),
                 _ => None,
             })
             .collect();
         let Some((path, content)) = written.first() else {
-            panic!("{}: the flow writes no test", cap.id);
+            panic!("{}: the script writes no test", cap.id);
         };
         assert!(
             path.starts_with(&format!("{}/", test.dir)),
             "{}: {path}",
             cap.id
         );
-        let ran = flow.tool_steps().iter().any(|s| {
-            matches!(s, FlowStep::Shell { command: c, .. } if *c == format!("cd {} && {}", test.dir, test.command))
+        let ran = script.tool_steps().iter().any(|s| {
+            matches!(s, ScriptStep::Shell { command: c, .. } if *c == format!("cd {} && {}", test.dir, test.command))
         });
         assert!(
             ran,
-            "{}: the flow never runs its test as the harness will",
+            "{}: the script never runs its test as the harness will",
             cap.id
         );
         out.push((cap.id.clone(), content.to_string()));

@@ -1,5 +1,5 @@
 //! The frozen app `cli-tally` against its own data: the loader accepts it, its hash is
-//! current, and every scripted flow's shell test holds on the real binary, fails on its
+//! current, and every script's shell test holds on the real binary, fails on its
 //! own mutant and holds on every other one — with the binaries handed over exactly as
 //! the harness hands them (`world::target::Target`: the CLI relay, the same bytes for
 //! the app and every mutant, which runs the real app with or without `--mutant`),
@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use gauntlet::spec::{FlowStep, Modality};
+use gauntlet::spec::{Modality, ScriptStep};
 use gauntlet::world::target::{Locator, Target};
 
 use super::app_notes::{assert_refused, claimed_files, describe, load_frozen};
@@ -133,7 +133,7 @@ pub fn loader_accepts_it_and_its_flows_claim_shell_tests(app: &str) {
     }
 }
 
-/// Replay every flow as an agent would, then gate its claimed test as the harness
+/// Replay every script as an agent would, then gate its claimed test as the harness
 /// would: on the real app twice and on every mutant, each through the relay.
 #[test]
 fn every_flow_proves_its_capability_and_fails_only_on_its_own_mutant() {
@@ -168,16 +168,16 @@ pub fn every_flow_proves_its_capability_on(app: &str) {
     }
     let mut failures = Vec::new();
     for cap in &loaded.corpus.capabilities {
-        let Some(flow) = loaded.flows.get(&cap.id) else {
-            panic!("{}: no flow", cap.id);
+        let Some(script) = loaded.scripts.get(&cap.id) else {
+            panic!("{}: no script", cap.id);
         };
         let workspace = match tempfile::tempdir() {
             Ok(d) => d,
             Err(e) => panic!("tempdir: {e}"),
         };
-        for (i, step) in flow.tool_steps().iter().enumerate() {
+        for (i, step) in script.tool_steps().iter().enumerate() {
             match step {
-                FlowStep::WriteFile { path, content } => {
+                ScriptStep::WriteFile { path, content } => {
                     let target = workspace.path().join(path);
                     if let Some(parent) = target.parent() {
                         if let Err(e) = std::fs::create_dir_all(parent) {
@@ -188,9 +188,9 @@ pub fn every_flow_proves_its_capability_on(app: &str) {
                         panic!("write {}: {e}", target.display());
                     }
                 }
-                FlowStep::Shell { command, .. } => {
+                ScriptStep::Shell { command, .. } => {
                     let out = sh(workspace.path(), command, &real);
-                    // The ambiguous flow looks at a refusal on purpose; its exit is its own.
+                    // The ambiguous script looks at a refusal on purpose; its exit is its own.
                     if !out.status.success() && cap.kind.is_verifiable() {
                         failures.push(format!(
                             "{}: step {i} `{command}`: {}",
@@ -199,10 +199,10 @@ pub fn every_flow_proves_its_capability_on(app: &str) {
                         ));
                     }
                 }
-                FlowStep::ReadFile { .. }
-                | FlowStep::Tool { .. }
-                | FlowStep::Final { .. }
-                | FlowStep::SayToolResult { .. } => {}
+                ScriptStep::ReadFile { .. }
+                | ScriptStep::Tool { .. }
+                | ScriptStep::Final { .. }
+                | ScriptStep::SayToolResult { .. } => {}
             }
         }
         if !cap.kind.is_verifiable() {

@@ -9,7 +9,7 @@ use gauntlet::plan::challenge::Loaded;
 use gauntlet::record::challenge::ChallengeRecord;
 use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::{Profile, RENDERED_PROMPT, SKILLS_DIR};
-use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::spec::{Script, ScriptStep};
 use gauntlet::suites::challenge::{execute, Options};
 
 use crate::support;
@@ -389,18 +389,18 @@ fn a_scripted_tally_trial_checks_the_report_file_in_the_workspace() {
     assert!(rec.verdict.world_assertions.iter().all(|a| a.holds));
 }
 
-/// A flow that does the ledger task but first reads gauntlet's own source.
-fn snooping_flow(l: &Loaded) -> Flow {
+/// A script that does the ledger task but first reads gauntlet's own source.
+fn snooping_script(l: &Loaded) -> Script {
     let c = l.challenges.get("ledger-reconcile").expect("challenge");
-    let mut flow = c.flow_for(Profile::None).expect("flow").clone();
+    let mut script = c.script_for(Profile::None).expect("script").clone();
     let src = support::root().join("apps/api-ledger/src/main.rs");
-    flow.steps.insert(
+    script.steps.insert(
         0,
-        FlowStep::ReadFile {
+        ScriptStep::ReadFile {
             path: src.to_string_lossy().into_owned(),
         },
     );
-    flow
+    script
 }
 
 #[test]
@@ -408,7 +408,7 @@ fn reading_product_source_under_none_is_contaminated_yet_the_task_outcome_stands
     let out = tempfile::tempdir().expect("tempdir");
     let l = loaded();
     let opts = Options {
-        flow: Some(snooping_flow(&l)),
+        script: Some(snooping_script(&l)),
         timeout: None,
     };
     let (rec, dir) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
@@ -613,21 +613,21 @@ fn the_answer_key_by_another_name_is_contaminated_even_under_all() {
 fn an_opaque_shell_command_is_kept_in_the_account_and_the_observation_decides() {
     let out = tempfile::tempdir().expect("tempdir");
     let l = loaded();
-    let mut flow = l
+    let mut script = l
         .challenges
         .get("ledger-reconcile")
-        .and_then(|c| c.flow_for(Profile::None))
-        .expect("flow")
+        .and_then(|c| c.script_for(Profile::None))
+        .expect("script")
         .clone();
-    flow.steps.insert(
+    script.steps.insert(
         0,
-        FlowStep::Shell {
+        ScriptStep::Shell {
             command: "cat $(ls *.csv)".into(),
             expect: None,
         },
     );
     let opts = Options {
-        flow: Some(flow),
+        script: Some(script),
         timeout: None,
     };
     let (rec, _) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
@@ -671,21 +671,21 @@ fn an_opaque_shell_command_is_kept_in_the_account_and_the_observation_decides() 
 fn a_trial_that_times_out_keeps_its_partial_evidence() {
     let out = tempfile::tempdir().expect("tempdir");
     let l = loaded();
-    let mut flow = l
+    let mut script = l
         .challenges
         .get("ledger-reconcile")
-        .and_then(|c| c.flow_for(Profile::None))
-        .expect("flow")
+        .and_then(|c| c.script_for(Profile::None))
+        .expect("script")
         .clone();
-    flow.steps.insert(
+    script.steps.insert(
         1,
-        FlowStep::Shell {
+        ScriptStep::Shell {
             command: "sleep 60".into(),
             expect: None,
         },
     );
     let opts = Options {
-        flow: Some(flow),
+        script: Some(script),
         timeout: Some(Duration::from_secs(4)),
     };
     let (rec, dir) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
@@ -942,11 +942,11 @@ fn an_invalid_manifest_fails_before_any_workspace_is_created() {
     );
 }
 
-fn ledger_flow(l: &Loaded) -> Flow {
+fn ledger_script(l: &Loaded) -> Script {
     l.challenges
         .get("ledger-reconcile")
-        .and_then(|c| c.flow_for(Profile::None))
-        .expect("flow")
+        .and_then(|c| c.script_for(Profile::None))
+        .expect("script")
         .clone()
 }
 
@@ -954,9 +954,9 @@ fn ledger_flow(l: &Loaded) -> Flow {
 fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
     let out = tempfile::tempdir().expect("tempdir");
     let l = loaded();
-    let mut flow = ledger_flow(&l);
+    let mut script = ledger_script(&l);
     // Post only the first row, then claim the full result.
-    flow.steps[1] = FlowStep::Shell {
+    script.steps[1] = ScriptStep::Shell {
         command: "curl -sf -X POST -H 'Content-Type: application/json' -d '{\"account\":\"ops\",\"amount\":120000}' \"$APP_URL/transactions\"".into(),
         expect: None,
     };
@@ -965,7 +965,7 @@ fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
         "ledger-reconcile",
         Profile::None,
         &Options {
-            flow: Some(flow),
+            script: Some(script),
             timeout: None,
         },
         out.path(),
@@ -1016,10 +1016,10 @@ fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
 fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
     let out = tempfile::tempdir().expect("tempdir");
     let l = loaded();
-    let mut flow = ledger_flow(&l);
-    flow.steps.insert(
+    let mut script = ledger_script(&l);
+    script.steps.insert(
         0,
-        FlowStep::Shell {
+        ScriptStep::Shell {
             command: "seq 1 40000".into(),
             expect: None,
         },
@@ -1029,7 +1029,7 @@ fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
         "ledger-reconcile",
         Profile::None,
         &Options {
-            flow: Some(flow),
+            script: Some(script),
             timeout: None,
         },
         out.path(),

@@ -28,7 +28,7 @@ use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::record::QaRecord;
 use gauntlet::score::Outcome;
 use gauntlet::spec::LoadedApp;
-use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::spec::{Script, ScriptStep};
 use gauntlet::sys::process::{self, ProcessSpec};
 use gauntlet::trial::base_env;
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -426,14 +426,14 @@ fn run_turn(
         .map_err(|e| fail(format!("tokio runtime: {e}")))?;
     rt.block_on(async {
         let model = "gauntlet-scripted";
-        let flow = Flow {
+        let script = Script {
             capability: "session-resume".into(),
-            steps: vec![FlowStep::Final {
+            steps: vec![ScriptStep::Final {
                 text: "Noted; happy to help.".into(),
             }],
         };
         let proxy = Proxy::start(ProxyMode::Scripted {
-            flow,
+            script,
             model: model.into(),
         })
         .await

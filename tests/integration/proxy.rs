@@ -9,7 +9,7 @@ use futures_util::stream::{self, StreamExt};
 use crate::support::client;
 use bytes::Bytes;
 use gauntlet::proxy::{Proxy, ProxyMode, UsageEntry};
-use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::spec::{Script, ScriptStep};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -19,28 +19,28 @@ use serde_json::{json, Value};
 
 const FINAL_TEXT: &str = "all done: the file holds hello";
 
-fn three_step_flow() -> Flow {
-    Flow {
+fn three_step_flow() -> Script {
+    Script {
         capability: "balance".into(),
         steps: vec![
-            FlowStep::WriteFile {
+            ScriptStep::WriteFile {
                 path: "out/a.txt".into(),
                 content: "hello\n".into(),
             },
-            FlowStep::Shell {
+            ScriptStep::Shell {
                 command: "cat out/a.txt".into(),
                 expect: None,
             },
-            FlowStep::Final {
+            ScriptStep::Final {
                 text: FINAL_TEXT.into(),
             },
         ],
     }
 }
 
-async fn scripted(flow: Flow) -> Proxy {
+async fn scripted(script: Script) -> Proxy {
     Proxy::start(ProxyMode::Scripted {
-        flow,
+        script,
         model: "scripted-model".into(),
     })
     .await

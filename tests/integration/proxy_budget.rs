@@ -3,17 +3,17 @@
 //! hits its limit is still scored and its record says which limit it hit.
 
 use gauntlet::proxy::{budget_hit, Budget, Proxy, ProxyMode};
-use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::spec::{Script, ScriptStep};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::proxy_provider::{self as provider, ALL, KEY};
 use crate::support::client;
 
-fn flow() -> Flow {
-    Flow {
+fn script() -> Script {
+    Script {
         capability: "balance".into(),
-        steps: vec![FlowStep::Final {
+        steps: vec![ScriptStep::Final {
             text: "nothing to do".into(),
         }],
     }
@@ -62,7 +62,7 @@ async fn scripted_calls_are_refused_once_the_budget_is_spent() {
         let protocol = golden.protocol;
         let proxy = Proxy::start_with_budget(
             ProxyMode::Scripted {
-                flow: flow(),
+                script: script(),
                 model: "m".into(),
             },
             Budget {

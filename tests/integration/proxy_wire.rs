@@ -1,29 +1,29 @@
 //! Scripted mode in the OpenAI Responses and Anthropic Messages protocols, over real
-//! sockets, with requests shaped like the ones Codex and Claude Code send: each flow
-//! step maps onto the tool the request offers, tool results advance the flow, streamed
+//! sockets, with requests shaped like the ones Codex and Claude Code send: each script
+//! step maps onto the tool the request offers, tool results advance the script, streamed
 //! replies reassemble to the whole ones, and side requests advance nothing.
 
 use crate::support::client;
 use gauntlet::proxy::{Proxy, ProxyMode};
-use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::spec::{Script, ScriptStep};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 const FINAL_TEXT: &str = "checked: the balance sums the account";
 
-fn flow() -> Flow {
-    Flow {
+fn script() -> Script {
+    Script {
         capability: "balance".into(),
         steps: vec![
-            FlowStep::WriteFile {
+            ScriptStep::WriteFile {
                 path: "t/check.sh".into(),
                 content: "exit 0\n".into(),
             },
-            FlowStep::Shell {
+            ScriptStep::Shell {
                 command: "sh t/check.sh".into(),
                 expect: None,
             },
-            FlowStep::Final {
+            ScriptStep::Final {
                 text: FINAL_TEXT.into(),
             },
         ],
@@ -32,7 +32,7 @@ fn flow() -> Flow {
 
 async fn scripted() -> Proxy {
     Proxy::start(ProxyMode::Scripted {
-        flow: flow(),
+        script: script(),
         model: "scripted-model".into(),
     })
     .await
@@ -337,7 +337,7 @@ async fn claude_code_side_requests_probes_and_token_counts_advance_nothing() {
     let head = client().head(&root).send().await.expect("HEAD /");
     assert_eq!(head.status(), StatusCode::OK);
 
-    // A title request that still offers Bash: text, not the flow's next step.
+    // A title request that still offers Bash: text, not the script's next step.
     let mut title = claude_request(0, false);
     title["system"] = json!([{"type": "text",
         "text": "Generate a concise, sentence-case title (3-7 words) for this coding session."}]);

@@ -612,7 +612,7 @@ fn a_run_made_by_the_cli_adapters_reports_and_rescores_with_their_own_parsers() 
             kind: gauntlet::spec::CapabilityKind::Feature,
             app_content_hash: "sha256:00".into(),
             capability_sha256: "sha256:00".into(),
-            flow_sha256: None,
+            script_sha256: None,
             matrix_sha256: None,
         };
         let verdict = derive_qa_verdict(&dir, kind.name(), &spec, &evidence).expect("derive");

@@ -1,6 +1,6 @@
 //! Multi-turn sessions and the background mode, end to end: the reference agent as a
 //! real process, launched through its adapter, against the real scripted proxy (one
-//! flow per turn, as a conversation driver runs it), with the world sinks observing.
+//! script per turn, as a conversation driver runs it), with the world sinks observing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::time::Duration;
 use gauntlet::agent::{Adapter, DaemonRun, LaunchContext, PromptRun, Reference, SessionTurn};
 use gauntlet::evidence::{parse_transcript, Transcript};
 use gauntlet::proxy::{Proxy, ProxyMode};
-use gauntlet::spec::{Flow, FlowStep};
+use gauntlet::spec::{Script, ScriptStep};
 use gauntlet::sys::process::{self, ProcessSpec};
 use gauntlet::trial::base_env;
 use gauntlet::world::sinks::tracker::{Priority, SeedTask, TaskStatus};
@@ -41,22 +41,22 @@ fn dirs() -> Dirs {
     }
 }
 
-fn flow(steps: Vec<FlowStep>) -> Flow {
-    Flow {
+fn script(steps: Vec<ScriptStep>) -> Script {
+    Script {
         capability: "turn".into(),
         steps,
     }
 }
 
-fn tool(name: &str, arguments: serde_json::Value) -> FlowStep {
-    FlowStep::Tool {
+fn tool(name: &str, arguments: serde_json::Value) -> ScriptStep {
+    ScriptStep::Tool {
         name: name.into(),
         arguments,
     }
 }
 
-fn final_text(text: &str) -> FlowStep {
-    FlowStep::Final { text: text.into() }
+fn final_text(text: &str) -> ScriptStep {
+    ScriptStep::Final { text: text.into() }
 }
 
 /// Run one launch to its end (or `deadline`) in its own process group, as the harness
@@ -102,7 +102,7 @@ async fn run(
     (parse_transcript(bytes.as_slice()), outcome)
 }
 
-/// One prompted turn through the adapter, with a fresh scripted proxy for its flow.
+/// One prompted turn through the adapter, with a fresh scripted proxy for its script.
 #[allow(clippy::too_many_arguments)]
 async fn turn(
     d: &Dirs,
@@ -111,11 +111,11 @@ async fn turn(
     session: &str,
     resume: bool,
     prompt: &str,
-    steps: Vec<FlowStep>,
+    steps: Vec<ScriptStep>,
     sinks_env: &BTreeMap<String, String>,
 ) -> String {
     let proxy = Proxy::start(ProxyMode::Scripted {
-        flow: flow(steps),
+        script: script(steps),
         model: "scripted".into(),
     })
     .await
@@ -156,10 +156,10 @@ async fn turn(
         .unwrap_or_else(|| panic!("{label}: no final message"))
 }
 
-fn recall_steps() -> Vec<FlowStep> {
+fn recall_steps() -> Vec<ScriptStep> {
     vec![
         tool("recall", json!({"query": "favorite color"})),
-        FlowStep::SayToolResult {
+        ScriptStep::SayToolResult {
             prefix: "From memory: ".into(),
         },
     ]
@@ -191,7 +191,7 @@ async fn memory_survives_a_new_session_but_not_a_fresh_agent_and_expiry_applies(
     .await;
     assert_eq!(said, "Noted.");
     // Turn 2 resumes: the stored conversation already holds two tool results, yet the
-    // flow starts at its first step (tool results are counted per turn).
+    // script starts at its first step (tool results are counted per turn).
     let said = turn(
         &d,
         "s1t2",
@@ -236,7 +236,7 @@ async fn memory_survives_a_new_session_but_not_a_fresh_agent_and_expiry_applies(
         "Any open projects?",
         vec![
             tool("recall", json!({})),
-            FlowStep::SayToolResult {
+            ScriptStep::SayToolResult {
                 prefix: String::new(),
             },
         ],
@@ -268,7 +268,7 @@ async fn session_misuse_is_a_clear_error_naming_the_session() {
     let d = dirs();
     let state = d.root.join("state");
     let proxy = Proxy::start(ProxyMode::Scripted {
-        flow: flow(vec![final_text("hi")]),
+        script: script(vec![final_text("hi")]),
         model: "scripted".into(),
     })
     .await
@@ -520,8 +520,8 @@ async fn a_model_tick_is_a_real_background_turn_of_the_agent() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let proxy = Proxy::start(ProxyMode::Scripted {
-        flow: flow(vec![
-            FlowStep::Shell {
+        script: script(vec![
+            ScriptStep::Shell {
                 command: r#"curl -sS -X POST -d '{"title":"Weekly digest","body":"all quiet"}' "$GAUNTLET_TRACKER_URL/threads""#.into(),
                 expect: None,
             },

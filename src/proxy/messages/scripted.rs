@@ -38,7 +38,7 @@ pub(crate) fn render(
     body::sse(StatusCode::OK, None, futures_util::stream::iter(frames))
 }
 
-/// Anthropic tool-use ids look like `toolu_…`; the flow's `call_k` keeps them unique.
+/// Anthropic tool-use ids look like `toolu_…`; the script's `call_k` keeps them unique.
 fn tool_use_id(call: &ToolCall) -> String {
     format!("toolu_{}", call.id)
 }

@@ -33,8 +33,8 @@ pub struct Manifest {
     #[serde(default)]
     pub work: WorkSpec,
     /// Scripted flows by profile (or `default`), relative to the challenge directory.
-    #[serde(default)]
-    pub flows: BTreeMap<String, String>,
+    #[serde(default, rename = "flows")]
+    pub scripts: BTreeMap<String, String>,
 }
 
 /// What the agent's YAML self-report must hold.
@@ -246,7 +246,7 @@ impl Manifest {
         ] {
             relative(file, field, p)?;
         }
-        for (k, p) in &self.flows {
+        for (k, p) in &self.scripts {
             relative(file, &format!("flows.{k}"), p)?;
         }
         if let Some(t) = self.timeout_secs {

@@ -1,7 +1,7 @@
 //! Scripted agent profiles: `challenges/scorecard/agents/<profile>/profile.json`.
 //!
 //! A profile scripts the *model* behind a real agent (the reference agent in CI), turn
-//! by turn, exactly like the qa flows: each turn of each probe gets a flow (generic
+//! by turn, exactly like the qa scripts: each turn of each probe gets a script (generic
 //! steps the scripted proxy maps onto the agent's tools; every string a bank template),
 //! and a profile may configure its agent's background mode (`daemon`: the reference
 //! agent's `gauntlet-agent daemon --config` file, beside the profile). Profiles never
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::bank::{template_slots, Bank, SLOTS};
-use crate::spec::{check_id, read_json, Flow, FlowStep, SpecError};
+use crate::spec::{check_id, read_json, Script, ScriptStep, SpecError};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,10 +21,10 @@ pub struct Profile {
     pub profile: String,
     pub description: String,
     /// The reply to any turn the profile does not script (filler turns included).
-    pub default: Vec<FlowStep>,
+    pub default: Vec<ScriptStep>,
     /// `<probe>/<turn label>` → the model's steps for that turn.
     #[serde(default)]
-    pub turns: BTreeMap<String, Vec<FlowStep>>,
+    pub turns: BTreeMap<String, Vec<ScriptStep>>,
     /// The background mode's config file, relative to the profile's directory; none:
     /// the agent has no background mode.
     #[serde(default)]
@@ -40,8 +40,8 @@ pub struct LoadedProfile {
 }
 
 impl LoadedProfile {
-    /// The flow of one turn, with the bank's values filled in.
-    pub fn turn_flow(&self, probe: &str, label: &str, bank: &Bank) -> Flow {
+    /// The script of one turn, with the bank's values filled in.
+    pub fn turn_script(&self, probe: &str, label: &str, bank: &Bank) -> Script {
         let steps = self
             .profile
             .turns
@@ -64,7 +64,7 @@ impl LoadedProfile {
             .chain(std::iter::once(&self.profile.default))
             .flatten()
             .filter_map(|step| match step {
-                FlowStep::WriteFile { path, .. } => Some(bank.render(path)),
+                ScriptStep::WriteFile { path, .. } => Some(bank.render(path)),
                 _ => None,
             })
             .collect()
@@ -77,28 +77,30 @@ impl LoadedProfile {
     }
 }
 
-fn render(probe: &str, steps: &[FlowStep], bank: &Bank) -> Flow {
+fn render(probe: &str, steps: &[ScriptStep], bank: &Bank) -> Script {
     let r = |s: &String| bank.render(s);
-    Flow {
+    Script {
         capability: probe.to_string(),
         steps: steps
             .iter()
             .map(|s| match s {
-                FlowStep::Shell { command, expect } => FlowStep::Shell {
+                ScriptStep::Shell { command, expect } => ScriptStep::Shell {
                     command: r(command),
                     expect: expect.as_ref().map(r),
                 },
-                FlowStep::WriteFile { path, content } => FlowStep::WriteFile {
+                ScriptStep::WriteFile { path, content } => ScriptStep::WriteFile {
                     path: r(path),
                     content: r(content),
                 },
-                FlowStep::ReadFile { path } => FlowStep::ReadFile { path: r(path) },
-                FlowStep::Final { text } => FlowStep::Final { text: r(text) },
-                FlowStep::Tool { name, arguments } => FlowStep::Tool {
+                ScriptStep::ReadFile { path } => ScriptStep::ReadFile { path: r(path) },
+                ScriptStep::Final { text } => ScriptStep::Final { text: r(text) },
+                ScriptStep::Tool { name, arguments } => ScriptStep::Tool {
                     name: name.clone(),
                     arguments: render_json(arguments, bank),
                 },
-                FlowStep::SayToolResult { prefix } => FlowStep::SayToolResult { prefix: r(prefix) },
+                ScriptStep::SayToolResult { prefix } => {
+                    ScriptStep::SayToolResult { prefix: r(prefix) }
+                }
             })
             .collect(),
     }
@@ -134,7 +136,7 @@ pub fn profile_file(suite_dir: &Path, name: &str) -> PathBuf {
     suite_dir.join("agents").join(name).join("profile.json")
 }
 
-/// Load and check a profile: flows end with one `final`, every slot exists, every
+/// Load and check a profile: scripts end with one `final`, every slot exists, every
 /// scripted turn names a probe turn that exists (`turn_labels`: `<probe>/<label>`).
 pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile, SpecError> {
     let bytes = std::fs::read(file).map_err(|source| SpecError::Io {
@@ -143,7 +145,7 @@ pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile
     })?;
     let profile: Profile = read_json(file)?;
     check_id(file, "profile", &profile.profile)?;
-    check_flow(file, "default", &profile.default)?;
+    check_script(file, "default", &profile.default)?;
     for (key, steps) in &profile.turns {
         if !turn_labels.iter().any(|l| l == key) {
             return Err(SpecError::invalid(
@@ -152,7 +154,7 @@ pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile
                 "names no turn of any probe (expected `<probe>/<turn label>`)",
             ));
         }
-        check_flow(file, &format!("turns.{key}"), steps)?;
+        check_script(file, &format!("turns.{key}"), steps)?;
     }
     if let Some(d) = &profile.daemon {
         let dir = file.parent().unwrap_or(Path::new("."));
@@ -177,7 +179,7 @@ pub fn load_profile(file: &Path, turn_labels: &[String]) -> Result<LoadedProfile
     })
 }
 
-fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecError> {
+fn check_script(file: &Path, field: &str, steps: &[ScriptStep]) -> Result<(), SpecError> {
     match steps.last() {
         Some(s) if s.is_final() => {}
         _ => {
@@ -188,7 +190,7 @@ fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecEr
             ))
         }
     }
-    if steps[..steps.len() - 1].iter().any(FlowStep::is_final) {
+    if steps[..steps.len() - 1].iter().any(ScriptStep::is_final) {
         return Err(SpecError::invalid(
             file,
             field,
@@ -197,14 +199,14 @@ fn check_flow(file: &Path, field: &str, steps: &[FlowStep]) -> Result<(), SpecEr
     }
     for (i, s) in steps.iter().enumerate() {
         let texts: Vec<String> = match s {
-            FlowStep::Shell { command, expect } => {
+            ScriptStep::Shell { command, expect } => {
                 std::iter::once(command).chain(expect).cloned().collect()
             }
-            FlowStep::WriteFile { path, content } => vec![path.clone(), content.clone()],
-            FlowStep::ReadFile { path } => vec![path.clone()],
-            FlowStep::Final { text } => vec![text.clone()],
-            FlowStep::SayToolResult { prefix } => vec![prefix.clone()],
-            FlowStep::Tool { arguments, .. } => {
+            ScriptStep::WriteFile { path, content } => vec![path.clone(), content.clone()],
+            ScriptStep::ReadFile { path } => vec![path.clone()],
+            ScriptStep::Final { text } => vec![text.clone()],
+            ScriptStep::SayToolResult { prefix } => vec![prefix.clone()],
+            ScriptStep::Tool { arguments, .. } => {
                 let mut out = Vec::new();
                 json_strings(arguments, &mut out);
                 out

@@ -3,9 +3,9 @@
 //! once per app content hash and reference tests, kept in the cache and copied into
 //! every trial directory whose gate draws from it.
 //!
-//! A reference test is the test a verifiable capability's scripted flow has the
+//! A reference test is the test a verifiable capability's script has the
 //! reference agent write: the files its `write_file` steps put in the test directory
-//! its final claim names, and the claim's command. It is read from the flow, so no
+//! its final claim names, and the claim's command. It is read from the script, so no
 //! agent runs to derive it.
 
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use super::gate::{GateContext, GateSlot};
 use crate::config::Config;
 use crate::evidence::independence::{Cell, Matrix, MatrixProblem, MATRIX_VERSION};
 use crate::evidence::{parse_claims, ClaimStatus, ClaimTest, ClaimsFound, GateTarget, RawFile};
-use crate::spec::{FlowStep, LoadedApp};
+use crate::spec::{LoadedApp, ScriptStep};
 
 /// Where a trial keeps the matrix its gate draws from.
 pub const MATRIX_FILE: &str = "independence.json";
@@ -58,12 +58,12 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndependenceError + '_ {
     }
 }
 
-/// A capability's reference test, as its flow writes it.
+/// A capability's reference test, as its script writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReferenceTest {
     pub capability: String,
     pub test: ClaimTest,
-    /// `(path relative to the test directory, content)`, in the flow's order.
+    /// `(path relative to the test directory, content)`, in the script's order.
     pub files: Vec<(String, String)>,
 }
 
@@ -83,18 +83,18 @@ pub fn reference_tests(app: &LoadedApp) -> Result<Vec<ReferenceTest>, Independen
             capability: cap.id.clone(),
             why,
         };
-        let flow = app.flows.get(&cap.id).ok_or_else(|| {
+        let script = app.scripts.get(&cap.id).ok_or_else(|| {
             missing(format!(
-                "no flow `flows/{}.json` in {}",
+                "no script `flows/{}.json` in {}",
                 cap.id,
                 app.app.dir.display()
             ))
         })?;
-        let claim = match parse_claims(flow.final_text()) {
+        let claim = match parse_claims(script.final_text()) {
             ClaimsFound::One(c) => c,
             _ => {
                 return Err(missing(
-                    "its flow's final message holds no single claim block".into(),
+                    "its script's final message holds no single claim block".into(),
                 ))
             }
         };
@@ -102,16 +102,16 @@ pub fn reference_tests(app: &LoadedApp) -> Result<Vec<ReferenceTest>, Independen
             (ClaimStatus::Verified, Some(t)) if claim.capability == cap.id => t,
             _ => {
                 return Err(missing(
-                    "its flow's claim is not `verified` with a test for this capability".into(),
+                    "its script's claim is not `verified` with a test for this capability".into(),
                 ))
             }
         };
         let prefix = format!("{}/", test.dir.trim_end_matches('/'));
-        let files: Vec<(String, String)> = flow
+        let files: Vec<(String, String)> = script
             .tool_steps()
             .iter()
             .filter_map(|step| match step {
-                FlowStep::WriteFile { path, content } => path
+                ScriptStep::WriteFile { path, content } => path
                     .strip_prefix(&prefix)
                     .map(|rel| (rel.to_string(), content.clone())),
                 _ => None,
@@ -119,13 +119,13 @@ pub fn reference_tests(app: &LoadedApp) -> Result<Vec<ReferenceTest>, Independen
             .collect();
         if files.is_empty() {
             return Err(missing(format!(
-                "its flow writes no file into the test directory `{}`",
+                "its script writes no file into the test directory `{}`",
                 test.dir
             )));
         }
         if let Some((bad, _)) = files.iter().find(|(rel, _)| !is_plain_relative(rel)) {
             return Err(missing(format!(
-                "its flow writes `{bad}`, which is not a plain path inside `{}`",
+                "its script writes `{bad}`, which is not a plain path inside `{}`",
                 test.dir
             )));
         }
@@ -395,7 +395,7 @@ mod tests {
     #[test]
     fn a_verifiable_capability_without_a_test_is_named() {
         let mut app = app("api-ledger");
-        app.flows.remove("balance");
+        app.scripts.remove("balance");
         let e = reference_tests(&app).unwrap_err().to_string();
         assert!(
             e.contains("app `api-ledger`") && e.contains("`balance` has no reference test"),

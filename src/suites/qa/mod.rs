@@ -169,9 +169,9 @@ async fn observe(
         tmp: &tmp,
         cwd: &workspace,
     };
-    let flow = app.flows.get(capability).cloned();
+    let script = app.scripts.get(capability).cloned();
     let proxy = kernel
-        .proxy(flow, &format!("no flow for capability `{capability}`"))
+        .proxy(script, &format!("no script for capability `{capability}`"))
         .await?;
 
     let result = async {

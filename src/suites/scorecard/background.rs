@@ -118,9 +118,9 @@ async fn launch_for(
 ) -> Result<Option<(Launch, Option<Proxy>)>, SetupError> {
     let d = run.driver;
     let config = d.profile.and_then(|p| p.daemon_config());
-    let ack = crate::spec::Flow {
+    let ack = crate::spec::Script {
         capability: d.probe.probe.id.clone(),
-        steps: vec![crate::spec::FlowStep::Final { text: "ok".into() }],
+        steps: vec![crate::spec::ScriptStep::Final { text: "ok".into() }],
     };
     let proxy = d.proxy(Some(ack), "the background mode").await?;
     let proxy_url = proxy.base_url();

@@ -35,7 +35,7 @@ use crate::proxy::Proxy;
 use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
 use crate::spec::scorecard::profile::LoadedProfile;
 use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
-use crate::spec::{Flow, FlowStep};
+use crate::spec::{Script, ScriptStep};
 use crate::sys::process;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
@@ -257,7 +257,11 @@ impl Driver<'_> {
         Scratch::new(self.scratch, stem)
     }
 
-    pub(crate) async fn proxy(&self, flow: Option<Flow>, what: &str) -> Result<Proxy, SetupError> {
+    pub(crate) async fn proxy(
+        &self,
+        script: Option<Script>,
+        what: &str,
+    ) -> Result<Proxy, SetupError> {
         // The proxy runs in the harness: no process, no scratch of its own.
         let none = Context {
             cfg: self.cfg,
@@ -266,7 +270,7 @@ impl Driver<'_> {
             tmp: self.scratch,
             cwd: self.workspace,
         };
-        Ok(none.proxy(flow, &format!("no flow for {what}")).await?)
+        Ok(none.proxy(script, &format!("no script for {what}")).await?)
     }
 
     /// The sandbox of every process the probe runs for the agent (turns and its
@@ -321,15 +325,15 @@ impl Driver<'_> {
         turn_no: u32,
     ) -> Result<(), SetupError> {
         let session_id = format!("{}-s{session}", self.probe.probe.id);
-        let flow = self
+        let script = self
             .profile
-            .map(|p| p.turn_flow(&self.probe.probe.id, label, self.bank));
-        let tool_steps = flow.as_ref().map(|f| f.tool_steps().len());
-        let writes: Vec<(String, String)> = flow
+            .map(|p| p.turn_script(&self.probe.probe.id, label, self.bank));
+        let tool_steps = script.as_ref().map(|f| f.tool_steps().len());
+        let writes: Vec<(String, String)> = script
             .iter()
             .flat_map(|f| f.tool_steps())
             .filter_map(|s| match s {
-                FlowStep::WriteFile { path, content } => Some((path.clone(), content.clone())),
+                ScriptStep::WriteFile { path, content } => Some((path.clone(), content.clone())),
                 _ => None,
             })
             .collect();
@@ -344,7 +348,7 @@ impl Driver<'_> {
             files_incomplete: None,
             script_failure: None,
         };
-        let proxy = match self.proxy(flow, &format!("turn `{label}`")).await {
+        let proxy = match self.proxy(script, &format!("turn `{label}`")).await {
             Ok(p) => p,
             Err(e) => {
                 t.problem = Some(e.to_string());

@@ -27,7 +27,7 @@ pub struct Pipe {
 
 /// Where a pump left its direction.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Flow {
+pub enum Pumped {
     /// More may come: the pipe waits for the source to become readable or the
     /// destination writable.
     Open,
@@ -54,12 +54,12 @@ impl Pipe {
 
     /// Move what can move now from `src` to `dst`. `Ended` and an error are said once;
     /// after either the pipe is over and a pump does nothing.
-    pub fn pump(&mut self, mut src: impl Read, mut dst: impl Write) -> std::io::Result<Flow> {
+    pub fn pump(&mut self, mut src: impl Read, mut dst: impl Write) -> std::io::Result<Pumped> {
         if self.over {
-            return Ok(Flow::Open);
+            return Ok(Pumped::Open);
         }
         let result = self.pump_until_blocked(&mut src, &mut dst);
-        if !matches!(result, Ok(Flow::Open)) {
+        if !matches!(result, Ok(Pumped::Open)) {
             self.over = true;
         }
         result
@@ -69,7 +69,7 @@ impl Pipe {
         &mut self,
         src: &mut impl Read,
         dst: &mut impl Write,
-    ) -> std::io::Result<Flow> {
+    ) -> std::io::Result<Pumped> {
         loop {
             let mut moved = false;
             if !self.eof {
@@ -106,11 +106,11 @@ impl Pipe {
             if self.start == self.end {
                 (self.start, self.end) = (0, 0);
                 if self.eof {
-                    return Ok(Flow::Ended);
+                    return Ok(Pumped::Ended);
                 }
             }
             if !moved {
-                return Ok(Flow::Open);
+                return Ok(Pumped::Open);
             }
         }
     }
@@ -206,7 +206,7 @@ mod tests {
             Some(ErrorKind::WouldBlock),
         );
         let mut dst = Sink::with_room(usize::MAX);
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Open);
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Open);
         assert_eq!(dst.got, b"GET / HTTP/1.1\r\n\r\n");
         assert!(!pipe.is_over());
     }
@@ -218,21 +218,21 @@ mod tests {
         let mut src = Source::new(vec![Some(body.clone())], None);
         // The destination takes a little at a time: the end waits behind the bytes.
         let mut dst = Sink::with_room(1000);
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Open);
-        let mut flow = Flow::Open;
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Open);
+        let mut flow = Pumped::Open;
         for _ in 0..10_000 {
             dst.room = 1000;
             flow = pipe.pump(&mut src, &mut dst).expect("pump");
-            if flow == Flow::Ended {
+            if flow == Pumped::Ended {
                 break;
             }
         }
-        assert_eq!(flow, Flow::Ended);
+        assert_eq!(flow, Pumped::Ended);
         assert_eq!(dst.got, body);
         assert!(pipe.is_over());
         // Said once: a later pump reads and writes nothing.
         let reads = src.reads;
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Open);
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Open);
         assert_eq!(src.reads, reads);
     }
 
@@ -242,11 +242,11 @@ mod tests {
         let mut pipe = Pipe::new();
         let mut src = Source::new(vec![Some(body.clone())], None);
         let mut dst = Sink::with_room(0);
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Open);
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Open);
         assert_eq!(pipe.end - pipe.start, CAPACITY, "held: one buffer, no more");
         // Room frees up: what was held goes first, and reading resumes.
         dst.room = CAPACITY / 2;
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Open);
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Open);
         assert_eq!(dst.got.len(), CAPACITY / 2);
         assert_eq!(pipe.end - pipe.start, CAPACITY, "refilled to the bound");
     }
@@ -278,8 +278,8 @@ mod tests {
         let mut pipe = Pipe::new();
         let mut src = Source::new(vec![None], None);
         let mut dst = Sink::with_room(usize::MAX);
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Open);
-        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Flow::Ended);
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Open);
+        assert_eq!(pipe.pump(&mut src, &mut dst).expect("pump"), Pumped::Ended);
         assert!(dst.got.is_empty());
     }
 }

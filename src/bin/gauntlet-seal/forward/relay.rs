@@ -30,7 +30,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::clients::Sandbox;
 use super::http::{Requests, Seen};
-use super::pipe::{Flow, Pipe};
+use super::pipe::{Pipe, Pumped};
 
 /// Events taken from the kernel per wait.
 const EVENTS: usize = 256;
@@ -384,13 +384,16 @@ impl Pair {
             inside: &self.inside,
             watched: self.watch.as_mut().zip(recorder),
         };
-        if !matches!(self.up.pump(tap, &self.outside), Ok(Flow::Open)) {
+        if !matches!(self.up.pump(tap, &self.outside), Ok(Pumped::Open)) {
             let _ = self.outside.shutdown(Shutdown::Write);
         }
     }
 
     fn pump_down(&mut self) {
-        if !matches!(self.down.pump(&self.outside, &self.inside), Ok(Flow::Open)) {
+        if !matches!(
+            self.down.pump(&self.outside, &self.inside),
+            Ok(Pumped::Open)
+        ) {
             let _ = self.inside.shutdown(Shutdown::Write);
         }
     }

@@ -1,6 +1,7 @@
-//! Scripted flows: `apps/<app>/flows/<capability>.json`.
+//! Scripts of the scripted model: `apps/<app>/flows/<capability>.json` (the directory
+//! keeps its first name, `flows/`; a test flow is another thing, `flowtest::TestFlow`).
 //!
-//! A flow scripts the *model*, not the agent: each step is one model reply. Steps are
+//! A script drives the *model*, not the agent: each step is one model reply. Steps are
 //! generic (run a shell command, write a file, read a file) and the scripted proxy maps
 //! them onto whichever tool the requesting agent offers. The last step is the final
 //! message, which carries the claim block.
@@ -15,7 +16,7 @@ use super::{read_json, Corpus, SpecError};
 /// One scripted model reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum FlowStep {
+pub enum ScriptStep {
     /// Ask the agent to run a shell command. With `expect`, the command's result must
     /// contain that text (`… && echo stored`): a result without it is the harness's
     /// script failing on this agent (a tool that refused or failed), which ends the
@@ -29,7 +30,7 @@ pub enum FlowStep {
     WriteFile { path: String, content: String },
     /// Ask the agent to read a file.
     ReadFile { path: String },
-    /// The final assistant message; ends the flow.
+    /// The final assistant message; ends the script.
     Final { text: String },
     /// Ask the agent to call the tool `name` with `arguments`, when it offers a tool of
     /// that name (the reference agent's `remember`, `recall`, `goal_set` …); a request
@@ -42,34 +43,34 @@ pub enum FlowStep {
     /// A final message built from the agent's last tool result: `prefix` followed by
     /// that result's text (`{"say_tool_result": {"prefix": "You told me: "}}`). What a
     /// recall turn answers is then what the agent's memory really returned, not text
-    /// the flow hard-codes. Ends the flow, like `final`.
+    /// the script hard-codes. Ends the script, like `final`.
     SayToolResult {
         #[serde(default)]
         prefix: String,
     },
 }
 
-impl FlowStep {
+impl ScriptStep {
     pub fn is_final(&self) -> bool {
         matches!(
             self,
-            FlowStep::Final { .. } | FlowStep::SayToolResult { .. }
+            ScriptStep::Final { .. } | ScriptStep::SayToolResult { .. }
         )
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Flow {
+pub struct Script {
     pub capability: String,
-    pub steps: Vec<FlowStep>,
+    pub steps: Vec<ScriptStep>,
 }
 
-impl Flow {
-    pub fn load(file: &Path) -> Result<Flow, SpecError> {
-        let flow: Flow = read_json(file)?;
-        flow.validate(file)?;
-        Ok(flow)
+impl Script {
+    pub fn load(file: &Path) -> Result<Script, SpecError> {
+        let script: Script = read_json(file)?;
+        script.validate(file)?;
+        Ok(script)
     }
 
     fn validate(&self, file: &Path) -> Result<(), SpecError> {
@@ -85,7 +86,7 @@ impl Flow {
         }
         if let Some(i) = self.steps[..self.steps.len() - 1]
             .iter()
-            .position(FlowStep::is_final)
+            .position(ScriptStep::is_final)
         {
             return Err(SpecError::invalid(
                 file,
@@ -97,31 +98,31 @@ impl Flow {
     }
 
     /// The steps before the final message.
-    pub fn tool_steps(&self) -> &[FlowStep] {
+    pub fn tool_steps(&self) -> &[ScriptStep] {
         &self.steps[..self.steps.len().saturating_sub(1)]
     }
 
     /// The final message's text (for `say_tool_result`, its prefix).
     pub fn final_text(&self) -> &str {
         match self.steps.last() {
-            Some(FlowStep::Final { text }) => text,
-            Some(FlowStep::SayToolResult { prefix }) => prefix,
+            Some(ScriptStep::Final { text }) => text,
+            Some(ScriptStep::SayToolResult { prefix }) => prefix,
             _ => "",
         }
     }
 
     /// Whether the final message is built from the last tool result.
     pub fn says_tool_result(&self) -> bool {
-        matches!(self.steps.last(), Some(FlowStep::SayToolResult { .. }))
+        matches!(self.steps.last(), Some(ScriptStep::SayToolResult { .. }))
     }
 }
 
-/// Load every flow in `dir` (which may be absent), checking that each names a
+/// Load every script in `dir` (which may be absent), checking that each names a
 /// capability of the corpus and matches its file name.
-pub fn load_flows(dir: &Path, corpus: &Corpus) -> Result<BTreeMap<String, Flow>, SpecError> {
-    let mut flows = BTreeMap::new();
+pub fn load_scripts(dir: &Path, corpus: &Corpus) -> Result<BTreeMap<String, Script>, SpecError> {
+    let mut scripts = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(flows);
+        return Ok(scripts);
     };
     let mut files: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -129,26 +130,33 @@ pub fn load_flows(dir: &Path, corpus: &Corpus) -> Result<BTreeMap<String, Flow>,
         .collect();
     files.sort();
     for file in files {
-        let flow = Flow::load(&file)?;
+        let script = Script::load(&file)?;
         let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        if flow.capability != stem {
+        if script.capability != stem {
             return Err(SpecError::invalid(
                 &file,
                 "capability",
-                format!("`{}` differs from the file name `{stem}`", flow.capability),
+                format!(
+                    "`{}` differs from the file name `{stem}`",
+                    script.capability
+                ),
             ));
         }
-        if !corpus.capabilities.iter().any(|c| c.id == flow.capability) {
+        if !corpus
+            .capabilities
+            .iter()
+            .any(|c| c.id == script.capability)
+        {
             return Err(SpecError::invalid(
                 &file,
                 "capability",
                 format!(
                     "`{}` is not a capability of app `{}`",
-                    flow.capability, corpus.app
+                    script.capability, corpus.app
                 ),
             ));
         }
-        flows.insert(flow.capability.clone(), flow);
+        scripts.insert(script.capability.clone(), script);
     }
-    Ok(flows)
+    Ok(scripts)
 }
