@@ -1,4 +1,4 @@
-//! The top of the flow: the libtest-mimic entry points of the `benches-as-tests/`
+//! The top of the layers: the libtest-mimic entry points of the `benches-as-tests/`
 //! targets and the one run loop `gauntlet run` uses. Both turn a planned
 //! [`plan::Trial`] into a finished trial through [`run_trial`], so a trial under
 //! `cargo test`, under nextest and under the CLI takes one code path, whatever its

@@ -1,6 +1,6 @@
 //! gauntlet: an evaluation harness for AI agents that lives inside `cargo test`.
 //!
-//! The flow runs one way (see `docs/architecture.md`):
+//! A trial's data goes one way (see `docs/architecture.md`):
 //! data --load--> [`spec`] --plan--> [`plan::Trial`] --execute--> world + proxy + agent
 //! --observe--> [`evidence`] --score (pure)--> [`score::Verdict`] --append--> [`record`].
 //!
