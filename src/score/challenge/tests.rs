@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::spec::challenge::Manifest;
 use std::path::Path;

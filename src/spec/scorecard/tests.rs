@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn write(dir: &Path, name: &str, body: &serde_json::Value) -> PathBuf {
