@@ -528,18 +528,19 @@ fn copying_the_answer_key_is_contaminated_even_under_all() {
     );
 }
 
-/// Red team round seven: the same key by other names. `git-key.sh` reads tally-report's
-/// manifest out of the repository's git objects (`git show HEAD:…`, mode `git`), or the
-/// reference's recorded run out of its insta snapshot (mode `snap`), and does what it
-/// says: the task succeeds. Under `all` both are contaminated, the record and
-/// metrics.json naming the path and why; the agent's own script (in `tests/`) is its
-/// runtime, never named.
+/// Red team round seven: the same key by other names. The catalogue's
+/// `key-by-other-names.sh` reads tally-report's manifest out of the repository's git
+/// objects (`git show HEAD:…`, mode `git`), or the reference's recorded run out of its
+/// insta snapshot (mode `snap`), and does what it says: the task succeeds. Under `all`
+/// both are contaminated, the record and metrics.json naming the path and why; the
+/// agent's own script (in `redteam/`) is its runtime, never named.
 #[test]
 fn the_answer_key_by_another_name_is_contaminated_even_under_all() {
     let out = tempfile::tempdir().expect("tempdir");
     let root = support::root();
     let l = loaded();
-    let script = root.join("tests/fixtures/agents/hostile/git-key.sh");
+    // The catalogue's own adversary (`key-from-git`, `key-from-snapshots`).
+    let script = root.join("redteam/agents/key-by-other-names.sh");
     for (mode, key, why) in [
         ("git", root.join(".git"), "the repository's history"),
         (

@@ -918,8 +918,8 @@ fn an_agent_listing_every_value_of_the_bank_recalls_nothing() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Red team round seven's `status-list` (P5.2), kept as a hostile fixture.
-const STATUS_LIST: &str = include_str!("../fixtures/agents/hostile/status-list.sh");
+/// Red team round seven's `status-list` (P5.2), the catalogue's own adversary.
+const STATUS_LIST: &str = include_str!("../../redteam/agents/status-list.sh");
 
 /// `status-list` requests the seeded host through the stand-in, throws the answer away
 /// and replies with every status the bank can seed ("Status: 200/201/…/451"). The

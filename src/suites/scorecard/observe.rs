@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::score::scorecard::{
-    FileObs, SinkEvent, SinkKind, TrackerChange, TrackerLog, TrackerReveal, FILE_TEXT_CAP,
+    FileObs, SinkEvent, SinkKind, TrackerChange, TrackerLog, FILE_TEXT_CAP,
 };
 use crate::world::sinks::{workspace, SinksObservation, TrackerObservation, WorkspaceSnapshot};
 
@@ -228,18 +228,7 @@ pub fn tracker_log(t: &TrackerObservation) -> TrackerLog {
                 to: c.to.clone().unwrap_or_default(),
             })
             .collect(),
-        reveals: t
-            .reveals
-            .iter()
-            .map(|r| TrackerReveal {
-                change: r.change,
-                id: r.id.clone(),
-                status: r.status.clone(),
-                at_ms: r.at_ms,
-                after: r.after,
-                request: r.request.clone(),
-            })
-            .collect(),
+        reveals: t.reveals.clone(),
         reads: t.reads,
     }
 }

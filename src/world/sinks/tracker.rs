@@ -37,6 +37,9 @@ use serde_json::Value;
 
 use super::serve::{self, Server};
 use super::{now_ms, SinkError};
+/// The first answer that served the status a change set (of any actor): the scorer
+/// reads it as it is kept.
+pub use crate::score::scorecard::TrackerReveal as Reveal;
 
 mod api;
 use api::route;
@@ -203,22 +206,6 @@ pub struct Read {
     pub request: String,
     /// The answer's status code.
     pub status: u16,
-}
-
-/// The first answer that served the status a change set (of any actor).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reveal {
-    /// The change's `seq`.
-    pub change: u64,
-    /// The task and the status the answer served.
-    pub id: String,
-    pub status: String,
-    pub at_ms: u64,
-    /// How many changes were logged when it was served: a change with a greater `seq`
-    /// was made after the agent was shown this one.
-    pub after: u64,
-    /// The request it answered (`GET /changes?since=3`).
-    pub request: String,
 }
 
 impl TrackerObservation {
