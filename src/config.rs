@@ -23,7 +23,7 @@
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
 //! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
 //! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
-//! | `GAUNTLET_SCORECARD_IDLE_SECS` | how long one seed day of idle lasts in a scorecard probe; shorter than 86400 is a compressed run, recorded and never ranked beside full ones | `86400` (byok), `24` (scripted) |
+//! | `GAUNTLET_SCORECARD_IDLE_SECS` | how long one nominal day (the 24 hours a probe's idle windows are written in) lasts in a scorecard probe; shorter than 86400 is a compressed run, recorded and never ranked beside full ones | `86400` (byok), `24` (scripted) |
 //! | `GAUNTLET_SCORECARD_SEED` | the scorecard fact bank's seed: the same seed gives the same probes | `gauntlet-0` |
 //! | `GAUNTLET_SCORECARD_PROFILE` | scripted mode: which scripted agent profile the scorecard trials use (`stub`, `reactive`, `autonomous`, from `challenges/scorecard/agents/`) | `autonomous` |
 //! | `GAUNTLET_SANDBOX` | `sealed`: every agent and gate run in a sandbox of its own (docs/sealing.md); `off`: unsealed, on purpose only, marked in every record and never ranked | `sealed` |
@@ -228,7 +228,7 @@ pub struct Config {
     /// The per-trial token budget the metering proxy enforces (`None`: no limit).
     #[serde(default)]
     pub max_tokens_per_trial: Option<u64>,
-    /// Scorecard: how long one seed day (24 h) of idle lasts, when set; otherwise
+    /// Scorecard: how long one nominal day (24 h) of idle lasts, when set; otherwise
     /// [`Config::idle_day`] decides by mode.
     #[serde(default)]
     pub scorecard_idle_day: Option<Duration>,
@@ -286,10 +286,11 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// The seed's idle window: 24 hours.
-pub const SEED_DAY: Duration = Duration::from_secs(86_400);
+/// The nominal day: the 24 hours a probe's idle windows are written in (`nominal_hours`),
+/// which [`Config::idle_day`] scales to real time. A real (byok) run waits them out.
+pub const NOMINAL_DAY: Duration = Duration::from_secs(86_400);
 
-/// One seed day in a scripted (CI) run unless configured: scripted runs are harness
+/// One nominal day in a scripted (CI) run unless configured: scripted runs are harness
 /// illustrations, never ranked, so they need not wait a day.
 pub const SCRIPTED_DAY: Duration = Duration::from_secs(24);
 
@@ -304,12 +305,12 @@ impl Config {
             })
     }
 
-    /// How long one seed day of idle lasts: `GAUNTLET_SCORECARD_IDLE_SECS` when set,
-    /// else the seed's 24 hours for a real (byok) run and [`SCRIPTED_DAY`] for a
-    /// scripted one. Anything shorter than the seed's day is a compressed run.
+    /// How long one nominal day of idle lasts: `GAUNTLET_SCORECARD_IDLE_SECS` when set,
+    /// else the full 24 hours for a real (byok) run and [`SCRIPTED_DAY`] for a
+    /// scripted one. Anything shorter than [`NOMINAL_DAY`] is a compressed run.
     pub fn idle_day(&self) -> Duration {
         self.scorecard_idle_day.unwrap_or(match self.mode {
-            Mode::Byok => SEED_DAY,
+            Mode::Byok => NOMINAL_DAY,
             Mode::Scripted => SCRIPTED_DAY,
         })
     }
@@ -675,9 +676,9 @@ impl Config {
             }
             "scorecard_idle_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
-                if !(secs > 0.0 && secs <= SEED_DAY.as_secs_f64()) {
+                if !(secs > 0.0 && secs <= NOMINAL_DAY.as_secs_f64()) {
                     return Err(bad(
-                        "expected more than 0 and at most 86400 (the seed's day)",
+                        "expected more than 0 and at most 86400 (the nominal day)",
                     ));
                 }
                 self.scorecard_idle_day = Some(Duration::from_secs_f64(secs));
@@ -743,7 +744,7 @@ mod tests {
     }
 
     #[test]
-    fn scorecard_keys_default_to_the_seed_and_take_env() {
+    fn scorecard_keys_take_their_defaults_and_env() {
         let c = Config::default();
         assert_eq!(c.idle_day(), SCRIPTED_DAY);
         let byok = Config::from_sources(&env(&[("GAUNTLET_MODE", "byok")])).unwrap();

@@ -796,7 +796,7 @@ fn a_second_signal_ends_the_harness_at_once() {
     assert_nothing_left(name, "the stopped harness");
 }
 
-/// A probe stopped in its idle window (a seed hour that lasts an hour here) ends at
+/// A probe stopped in its idle window (a nominal hour that lasts an hour here) ends at
 /// once, its record marked interrupted and its setup error naming the signal.
 #[test]
 fn a_probe_in_its_idle_window_stops_with_the_run() {

@@ -84,9 +84,9 @@ pub struct BundleProvenance {
     pub files: Vec<BundleFile>,
 }
 
-/// One seed request the harness sent before the agent started.
+/// One setup request (`world.setup`) the harness sent before the agent started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SeedResult {
+pub struct SetupResult {
     pub method: String,
     pub path: String,
     pub status: Option<u16>,
@@ -100,7 +100,8 @@ pub struct ChallengeEvidence {
     /// Relative to the trial directory.
     pub workspace: String,
     pub roots: Roots,
-    pub seed: Vec<SeedResult>,
+    #[serde(alias = "seed")] // its name before record schema 2
+    pub setup: Vec<SetupResult>,
     /// What the harness read after the agent ended, per world assertion.
     pub world: Vec<WorldObservation>,
     /// Every model call the proxy metered.

@@ -28,7 +28,9 @@ use crate::score::Verdict;
 use crate::spec::{CapabilityKind, Suite};
 
 pub const RECORD_FILE: &str = "record.json";
-pub const SCHEMA_VERSION: u32 = 1;
+/// The record schema written; every version from 1 up to it is read. 2 renamed fields
+/// (`wording`, `nominal_hours`, `nominal_secs`, `setup`) whose old names still load.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -399,11 +401,11 @@ pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<QaRecord, RecordError> {
             reason: e.to_string(),
         })?
         .into();
-    if rec.header.schema_version != SCHEMA_VERSION {
+    if !(1..=SCHEMA_VERSION).contains(&rec.header.schema_version) {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),
             reason: format!(
-                "schema_version {} (expected {SCHEMA_VERSION})",
+                "schema_version {} (expected 1 to {SCHEMA_VERSION})",
                 rec.header.schema_version
             ),
         });

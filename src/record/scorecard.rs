@@ -28,9 +28,9 @@ pub struct ScorecardRun {
     pub profile: Option<String>,
     pub probe: String,
     pub dimension: String,
-    /// Seconds one seed day of idle lasted in this run (86400 for a full run).
+    /// Seconds one nominal day of idle lasted in this run (86400 for a full run).
     pub idle_secs_per_day: f64,
-    /// The idle windows were shorter than the seed's: never ranked beside full runs.
+    /// The idle windows were shorter than their nominal hours: never ranked beside full runs.
     pub compressed: bool,
 }
 
@@ -171,11 +171,13 @@ pub fn load_bytes(file: &Path, bytes: &[u8]) -> Result<ScorecardRecord, RecordEr
             file: file.to_path_buf(),
             reason: e.to_string(),
         })?;
-    if rec.header.schema_version != SCHEMA_VERSION || rec.header.suite != Suite::Scorecard {
+    if !(1..=SCHEMA_VERSION).contains(&rec.header.schema_version)
+        || rec.header.suite != Suite::Scorecard
+    {
         return Err(RecordError::Invalid {
             file: file.to_path_buf(),
             reason: format!(
-                "suite `{}` schema_version {} (expected `{SUITE}` {SCHEMA_VERSION})",
+                "suite `{}` schema_version {} (expected `{SUITE}` 1 to {SCHEMA_VERSION})",
                 rec.header.suite, rec.header.schema_version
             ),
         });

@@ -417,7 +417,7 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
         .unwrap_or_else(|| "null (not reported)".into())
 }
 
-/// `final-report.md`: the seed's eight sections. Bounded: no tool output beyond the
+/// `final-report.md`: the final report's eight sections. Bounded: no tool output beyond the
 /// previews in `metrics.json`.
 pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> String {
     let m = metrics(rec);

@@ -1,5 +1,5 @@
-//! `gauntlet leaderboard`: scorecard probe records → one row per agent run, in the
-//! seed's markdown table and its JSON variant.
+//! `gauntlet leaderboard`: scorecard probe records → one row per agent run, as a
+//! markdown table and its JSON variant (the published leaderboard's two formats).
 //!
 //! Each probe is its own trial (its own process under nextest), so dimension scores
 //! exist only here, where a run's probe records are aggregated: every record is
@@ -26,7 +26,7 @@ use crate::spec::Suite;
 pub const LEADERBOARD_MD: &str = "leaderboard.md";
 pub const LEADERBOARD_JSON: &str = "leaderboard.json";
 
-/// The seed's five score keys.
+/// The five dimensions' score keys, as the published JSON names them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scores {
     pub memory: u8,
@@ -36,7 +36,7 @@ pub struct Scores {
     pub world: u8,
 }
 
-/// One row: the seed's JSON variant (`agent` … `evidence`), plus what ranking needs.
+/// One row: the published JSON row (`agent` … `evidence`), plus what ranking needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub agent: String,
@@ -210,7 +210,7 @@ fn entry(
     }
     if recs.iter().any(|(_, r)| r.scorecard.compressed) {
         why.push(format!(
-            "compressed idle window ({} s per seed day): not ranked beside full runs",
+            "compressed idle window ({} s per nominal day): not ranked beside full runs",
             fmt_num(first.scorecard.idle_secs_per_day)
         ));
     }
@@ -303,7 +303,7 @@ pub fn order(entries: &[Entry]) -> Vec<(Option<usize>, &Entry)> {
     out
 }
 
-/// The seed's markdown table.
+/// The published markdown table.
 pub fn render_markdown(entries: &[Entry]) -> String {
     let mut out = String::from(
         "| Rank | Agent | D1 | D2 | D3 | D4 | D5 | Total | Class | Notes |\n|---|---|---|---|---|---|---|---|---|---|\n",

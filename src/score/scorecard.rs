@@ -211,10 +211,13 @@ pub struct TrackerReveal {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WindowObs {
     pub label: String,
-    /// The window's length in seed time: the probe's, or, for a window a world change
-    /// opens or closes, as the change's time was drawn at run time.
-    pub seed_secs: f64,
-    /// How long it actually lasted; shorter than `seed_secs` in a compressed run.
+    /// The window's length in nominal time (the probe's hours, before the configured
+    /// day scales them): the probe's, or, for a window a world change opens or closes,
+    /// as the change's time was drawn at run time. Written `seed_secs` before record
+    /// schema 2.
+    #[serde(alias = "seed_secs")]
+    pub nominal_secs: f64,
+    /// How long it actually lasted; shorter than `nominal_secs` in a compressed run.
     pub actual_secs: f64,
 }
 
@@ -896,7 +899,7 @@ pub fn classify(card: &Scorecard, total: f64, autonomous: bool) -> (String, Stri
     (best.class.clone(), best.label.clone())
 }
 
-/// The most a run can score: 4 × every weight (20 for the seed's weights).
+/// The most a run can score: 4 × every weight (20 for `scorecard.json`'s weights).
 pub fn max_total(card: &Scorecard) -> f64 {
     card.dimensions.iter().map(|d| 4.0 * d.weight).sum()
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 pub use bundle::{Bundle, BundleFile};
 pub use manifest::{
-    Manifest, ReportContract, RequiredOutput, RequiredRun, RunInput, SeedRequest, WorkSpec,
+    Manifest, ReportContract, RequiredOutput, RequiredRun, RunInput, SetupRequest, WorkSpec,
     WorldAssertion, WorldSource, APP_PROGRAM, BROWSER_PROGRAM, MAX_EACH, MAX_INPUT_WORDS,
     MAX_INPUT_WORD_BYTES, MAX_OUTPUT_BYTES,
 };

@@ -17,7 +17,7 @@ use crate::evidence::{AgentRun, OutputObservation};
 
 use crate::record::challenge::{
     derive, BundleProvenance, ChallengeEvidence, ChallengeRecord, ObservationEvidence, Provenance,
-    SeedResult, OPENS_FILE,
+    SetupResult, OPENS_FILE,
 };
 use crate::record::{self};
 use crate::score::challenge::WorldObservation;
@@ -135,7 +135,7 @@ pub async fn execute(
             // What the trial hands the agent of its challenge: the rest is the answer key.
             challenge: Some(own_challenge(challenge)),
         },
-        seed: vec![],
+        setup: vec![],
         world: vec![],
         usage: vec![],
         setup_error: None,
@@ -302,13 +302,13 @@ async fn run_agent(
     proxy_url: &str,
 ) -> Result<(), SetupError> {
     let (workspace, home, tmp) = (kernel.cwd, kernel.home, kernel.tmp);
-    evidence.seed = seed(&t.challenge.manifest, &world.host_env()).await;
+    evidence.setup = setup(&t.challenge.manifest, &world.host_env()).await;
     if let Some(bad) = evidence
-        .seed
+        .setup
         .iter()
         .find(|s| s.error.is_some() || s.status.is_some_and(|c| c >= 400))
     {
-        return Err(SetupError::Seed {
+        return Err(SetupError::AppSetup {
             method: bad.method.clone(),
             path: bad.path.clone(),
             why: bad
@@ -500,15 +500,15 @@ fn own_challenge(challenge: &Challenge) -> OwnChallenge {
     }
 }
 
-/// Send the manifest's seed requests to the app.
-async fn seed(m: &Manifest, env: &BTreeMap<String, String>) -> Vec<SeedResult> {
+/// Send the manifest's setup requests to the app.
+async fn setup(m: &Manifest, env: &BTreeMap<String, String>) -> Vec<SetupResult> {
     let mut out = Vec::new();
-    if m.world.seed.is_empty() {
+    if m.world.setup.is_empty() {
         return out;
     }
     let base = env.get("APP_URL").cloned().unwrap_or_default();
     let client = reqwest::Client::new();
-    for s in &m.world.seed {
+    for s in &m.world.setup {
         let method =
             reqwest::Method::from_bytes(s.method.as_bytes()).unwrap_or(reqwest::Method::GET);
         let mut req = client
@@ -518,7 +518,7 @@ async fn seed(m: &Manifest, env: &BTreeMap<String, String>) -> Vec<SeedResult> {
             req = req.json(body);
         }
         let r = req.send().await;
-        out.push(SeedResult {
+        out.push(SetupResult {
             method: s.method.clone(),
             path: s.path.clone(),
             status: r.as_ref().ok().map(|r| r.status().as_u16()),

@@ -43,8 +43,8 @@ pub enum SetupError {
     Bundle(#[from] CopyError),
     #[error("app failed to start: {0}")]
     App(#[source] TargetError),
-    #[error("seeding the app failed at {method} {path}: {why}")]
-    Seed {
+    #[error("setting up the app (`world.setup`) failed at {method} {path}: {why}")]
+    AppSetup {
         method: String,
         path: String,
         why: String,

@@ -1,5 +1,5 @@
 //! The challenge suite end to end: real apps, the real reference agent, the scripted
-//! proxy, real records; and the seed's testing list for the harness around them.
+//! proxy, real records; and the harness around them, item by item.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -1090,4 +1090,31 @@ fn the_committed_challenge_record_schema_is_current() {
     let validator = jsonschema::validator_for(&schema).expect("valid schema");
     let errors: Vec<String> = validator.iter_errors(&rec).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// A record written before schema 2 names the requests that set up the app `seed`, in
+/// its evidence and in the manifest it keeps: it loads as the same record and rescores
+/// to the verdict it stored.
+#[test]
+fn a_schema_1_record_naming_the_setup_seed_loads_and_rescores_to_its_verdict() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let l = loaded();
+    let (rec, dir) = run(
+        &l,
+        "ledger-reconcile",
+        Profile::None,
+        &Options::default(),
+        out.path(),
+    );
+    let file = dir.join("record.json");
+    let new = gauntlet::record::challenge::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let text = support::rewrite_as_schema_1(&file, &[("setup", "seed")]);
+    assert!(!text.contains("\"setup\""), "{text}");
+    let mut old = gauntlet::record::challenge::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(old.header.schema_version, 1);
+    old.header.schema_version = new.header.schema_version;
+    assert_eq!(old, new);
+    let row = gauntlet::record::rescore::rescore_file(&file);
+    assert!(row.agrees(), "{row:?}");
+    assert_eq!(row.challenge.map(|c| c.stored), Some(rec.verdict));
 }

@@ -22,7 +22,7 @@ const WORKSPACE_TREES: &str = include_str!("../fixtures/agents/hostile/r5-worksp
 fn cfg(script: &str, name: &str, args: &[&str], out: &Path, timeout_secs: u64) -> Config {
     Config {
         timeout: Duration::from_secs(timeout_secs),
-        // One seed day in 96 s: a 1-hour window lasts 4 s.
+        // One nominal day in 96 s: a 1-hour window lasts 4 s.
         scorecard_idle_day: Some(Duration::from_secs(96)),
         scorecard_seed: "r5-seed".into(),
         ..byok_agent(script, name, args, out)

@@ -1,7 +1,7 @@
 //! The scorecard suite end to end: the three scripted profiles of the reference agent
 //! (real `gauntlet-agent chat` turns, its real `daemon` in the idle windows, real
 //! sinks) through the same driver and scorer as a real run, land in their bands; the
-//! leaderboard renders them in the seed's formats; planted memory and an agent that
+//! leaderboard renders them in its published formats; planted memory and an agent that
 //! dies mid-probe are recorded, not crashed on.
 
 use std::collections::BTreeMap;
@@ -25,7 +25,7 @@ fn cfg(profile: &str, out: &Path) -> Config {
         mode: Mode::Scripted,
         timeout: Duration::from_secs(60),
         out_dir: out.to_path_buf(),
-        // One seed day in 24 s: the 1-hour check window lasts 1 s.
+        // One nominal day in 24 s: the 1-hour check window lasts 1 s.
         scorecard_idle_day: Some(Duration::from_secs(24)),
         scorecard_seed: "itest-seed-1".into(),
         scorecard_profile: profile.into(),
@@ -161,7 +161,7 @@ fn three_profiles_land_in_their_bands_and_the_leaderboard_shows_them() {
         assert_eq!(e.evidence.len(), suite.probes.len());
     }
 
-    // The leaderboard from the three runs, in the seed's formats.
+    // The leaderboard from the three runs, in its published formats.
     let board = out.path().join("board");
     let all = leaderboard::append(&board, leaderboard::collect(&run_dirs).expect("collect"))
         .expect("append");
@@ -958,4 +958,40 @@ fn p5_2_a_list_of_every_seeded_status_is_not_a_report() {
         o.reason
     );
     assert!(gauntlet::record::rescore::rescore_file(&trial.join("record.json")).agrees());
+}
+
+/// A record written before schema 2 names the probe's wording `seed_text`, its idle
+/// hours `seed_hours` and each window's nominal length `seed_secs`: it loads as the same
+/// record and rescores to the verdict it stored.
+#[test]
+fn a_schema_1_record_with_the_old_field_names_loads_and_rescores_to_its_verdict() {
+    let suite = suite();
+    let out = tempfile::tempdir().expect("tempdir");
+    // P3.1: a turn, then an idle window (one nominal hour, a second here).
+    let (rec, dir) = run_probe(&suite, "p3-1", Duration::from_secs(60), out.path());
+    let file = dir.join("record.json");
+    let new = gauntlet::record::scorecard::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let text = support::rewrite_as_schema_1(
+        &file,
+        &[
+            ("wording", "seed_text"),
+            ("nominal_hours", "seed_hours"),
+            ("nominal_secs", "seed_secs"),
+        ],
+    );
+    for old in ["\"seed_text\"", "\"seed_hours\"", "\"seed_secs\""] {
+        assert!(text.contains(old), "{old} is not in the rewritten record");
+    }
+    let mut old = gauntlet::record::scorecard::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(old.header.schema_version, 1);
+    assert!(old
+        .evidence
+        .windows
+        .iter()
+        .any(|w| w.nominal_secs == 3600.0));
+    old.header.schema_version = new.header.schema_version;
+    assert_eq!(old, new);
+    let row = gauntlet::record::rescore::rescore_file(&file);
+    assert!(row.agrees(), "{row:?}");
+    assert_eq!(row.stored.as_ref(), Some(&rec.verdict));
 }

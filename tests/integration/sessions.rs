@@ -12,8 +12,8 @@ use gauntlet::proxy::{Proxy, ProxyMode};
 use gauntlet::spec::{Script, ScriptStep};
 use gauntlet::sys::process::{self, ProcessSpec};
 use gauntlet::trial::base_env;
-use gauntlet::world::sinks::tracker::{Priority, SeedTask, TaskStatus};
-use gauntlet::world::sinks::{workspace, SinkConfig, Sinks, TrackerSeed, WorkspaceSnapshot};
+use gauntlet::world::sinks::tracker::{InitialTask, Priority, TaskStatus};
+use gauntlet::world::sinks::{workspace, SinkConfig, Sinks, TrackerStart, WorkspaceSnapshot};
 use serde_json::json;
 
 fn reference() -> Reference {
@@ -391,9 +391,9 @@ async fn the_autonomous_daemon_acts_on_the_world_while_idle_and_notices_a_change
     let d = dirs();
     let state = d.root.join("state");
     let sinks = Sinks::start(SinkConfig {
-        tracker: TrackerSeed {
+        tracker: TrackerStart {
             threads: vec![],
-            tasks: vec![SeedTask {
+            tasks: vec![InitialTask {
                 id: "report".into(),
                 title: "quarterly report".into(),
                 status: TaskStatus::InProgress,

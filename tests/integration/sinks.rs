@@ -5,9 +5,11 @@
 use std::path::Path;
 use std::process::Output;
 
-use gauntlet::world::sinks::tracker::{ChangeKind, Priority, SeedTask, SeedThread, TaskStatus};
+use gauntlet::world::sinks::tracker::{
+    ChangeKind, InitialTask, InitialThread, Priority, TaskStatus,
+};
 use gauntlet::world::sinks::{
-    HostStatuses, HttpStandIn, SinkConfig, Sinks, SmtpSink, Tracker, TrackerSeed,
+    HostStatuses, HttpStandIn, SinkConfig, Sinks, SmtpSink, Tracker, TrackerStart,
 };
 use serde_json::Value;
 
@@ -198,14 +200,14 @@ async fn the_smtp_sink_enforces_the_dialogue_order() {
     assert!(sink.shutdown().await.is_empty());
 }
 
-fn tracker_seed() -> TrackerSeed {
-    TrackerSeed {
-        threads: vec![SeedThread {
+fn tracker_start() -> TrackerStart {
+    TrackerStart {
+        threads: vec![InitialThread {
             id: "inbox".into(),
             title: "user queue".into(),
             messages: vec!["please ship the report".into()],
         }],
-        tasks: vec![SeedTask {
+        tasks: vec![InitialTask {
             id: "report".into(),
             title: "ship the report".into(),
             status: TaskStatus::InProgress,
@@ -220,7 +222,7 @@ fn json_of(out: &Output) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tracker_logs_agent_and_harness_changes_with_actor_and_time() {
-    let tracker = Tracker::start(tracker_seed())
+    let tracker = Tracker::start(tracker_start())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let url = tracker.url();

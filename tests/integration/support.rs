@@ -234,3 +234,30 @@ pub fn hrefs(html: &str) -> Vec<String> {
         .map(|h| h.replace("&amp;", "&"))
         .collect()
 }
+
+/// Rewrite the record `file` as a schema-1 gauntlet wrote it: `schema_version` 1 and
+/// every key `new` named `old` (`renames` is `(new, old)`), at any depth. Returns the
+/// rewritten text.
+pub fn rewrite_as_schema_1(file: &Path, renames: &[(&str, &str)]) -> String {
+    fn rename(v: &mut serde_json::Value, renames: &[(&str, &str)]) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (new, old) in renames {
+                    if let Some(x) = map.remove(*new) {
+                        map.insert((*old).to_string(), x);
+                    }
+                }
+                map.values_mut().for_each(|x| rename(x, renames));
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|x| rename(x, renames)),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).expect("read record")).expect("json");
+    rename(&mut v, renames);
+    v["schema_version"] = 1.into();
+    let text = serde_json::to_string_pretty(&v).expect("json");
+    std::fs::write(file, &text).expect("write record");
+    text
+}

@@ -103,7 +103,7 @@ const MIN_RESPONSE_MS: f64 = 5000.0;
 ///    before too. A tracker write is ordered by its place in the change log, a mail or
 ///    an outside request by the sinks' clock (at the change's millisecond counts as
 ///    before), a workspace file by the step whose snapshot saw it.
-/// 3. A side effect after the change names both, within `within_minutes` seed minutes of
+/// 3. A side effect after the change names both, within `within_minutes` nominal minutes of
 ///    it (scaled as the window was): a response to the change, not a claim held back to
 ///    the window's end. A workspace file written in the window does not count: when in
 ///    the window it was written is not observed.
@@ -180,12 +180,12 @@ pub(super) fn acted_on_change(
             None,
         );
     }
-    // Seed time as the window ran it: real seconds per seed second.
+    // Nominal time as the window ran it: real seconds per nominal second.
     let scale = ev
         .windows
         .iter()
-        .find(|w| w.label == window && w.seed_secs > 0.0)
-        .map(|w| w.actual_secs / w.seed_secs);
+        .find(|w| w.label == window && w.nominal_secs > 0.0)
+        .map(|w| w.actual_secs / w.nominal_secs);
     let Some(scale) = scale else {
         return (
             Err(format!(
@@ -194,12 +194,12 @@ pub(super) fn acted_on_change(
             None,
         );
     };
-    // Never less than a few real seconds: at a compressed day (24 s per seed day, an
+    // Never less than a few real seconds: at a compressed day (24 s per nominal day, an
     // hour is one second) a loaded machine's scheduling alone could make an honest
     // daemon late.
     let limit_ms = (f64::from(c.within_minutes) * 60_000.0 * scale).max(MIN_RESPONSE_MS);
     let delay = |e: &SinkEvent| e.at_ms.unwrap_or(u64::MAX).saturating_sub(change.at_ms);
-    let seed_minutes = |ms: u64| ms as f64 / 60_000.0 / scale;
+    let nominal_minutes = |ms: u64| ms as f64 / 60_000.0 / scale;
     let in_time: Vec<&SinkEvent> = after
         .iter()
         .copied()
@@ -207,11 +207,13 @@ pub(super) fn acted_on_change(
         .collect();
     let Some(first) = in_time.first() else {
         let e = after[0];
+        // "seed minutes" is the nominal minutes' old name, kept in this reason: stored
+        // records carry it, and rescoring compares a verdict's reason whole.
         return (
             Err(format!(
                 "the first side effect naming `{item}` and `{value}` after the change ({}) came {:.0} seed minutes after it, past the {} it may take (and past {} s): not a response to the change",
                 effect_name(e),
-                seed_minutes(delay(e)),
+                nominal_minutes(delay(e)),
                 c.within_minutes,
                 MIN_RESPONSE_MS / 1000.0
             )),

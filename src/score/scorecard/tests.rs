@@ -479,7 +479,7 @@ fn levels_are_cumulative_and_autonomy_needs_every_dimension() {
 }
 
 #[test]
-fn classification_follows_the_seed_table() {
+fn classification_follows_the_scorecard_table() {
     let s = suite();
     for (total, class) in [
         (0.0, "Stub"),

@@ -8,8 +8,10 @@ use serde_json::Value;
 
 use crate::spec::SpecError;
 
-/// The manifest versions this harness reads.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The manifest version this harness writes; it reads every version from 1 up to it.
+/// Version 2 names the requests that set up the app `world.setup`; a version-1
+/// manifest's `world.seed` is read as the same field, so old challenges still load.
+pub const MANIFEST_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -51,9 +53,9 @@ pub struct ReportContract {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorldSpec {
-    /// HTTP requests the harness sends the app before the agent starts.
-    #[serde(default)]
-    pub seed: Vec<SeedRequest>,
+    /// HTTP requests the harness sends the app before the agent starts: its setup.
+    #[serde(default, alias = "seed")]
+    pub setup: Vec<SetupRequest>,
     #[serde(default)]
     pub assertions: Vec<WorldAssertion>,
 }
@@ -162,7 +164,7 @@ pub const BROWSER_PROGRAM: &str = "browser";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SeedRequest {
+pub struct SetupRequest {
     pub method: String,
     pub path: String,
     #[serde(default)]
@@ -228,12 +230,12 @@ impl Manifest {
     }
 
     fn validate(&self, file: &Path) -> Result<(), SpecError> {
-        if self.version != MANIFEST_VERSION {
+        if !(1..=MANIFEST_VERSION).contains(&self.version) {
             return Err(SpecError::invalid(
                 file,
                 "version",
                 format!(
-                    "{} is not a manifest version this harness reads ({MANIFEST_VERSION})",
+                    "{} is not a manifest version this harness reads (1 to {MANIFEST_VERSION})",
                     self.version
                 ),
             ));
@@ -438,18 +440,18 @@ impl Manifest {
                 "the challenge requires no observed work: name a run of the app (`work.runs`) or an effect in the app's world (an `http_get` or `http_get_each` assertion), since files the agent wrote and its self-report prove nothing",
             ));
         }
-        for (i, s) in self.world.seed.iter().enumerate() {
+        for (i, s) in self.world.setup.iter().enumerate() {
             if !s.path.starts_with('/') {
                 return Err(SpecError::invalid(
                     file,
-                    format!("world.seed[{i}].path"),
+                    format!("world.setup[{i}].path"),
                     "must be a path starting with `/`",
                 ));
             }
             if !["GET", "POST", "PUT", "DELETE"].contains(&s.method.as_str()) {
                 return Err(SpecError::invalid(
                     file,
-                    format!("world.seed[{i}].method"),
+                    format!("world.setup[{i}].method"),
                     format!("`{}` is not GET, POST, PUT or DELETE", s.method),
                 ));
             }
@@ -505,10 +507,38 @@ mod tests {
         assert_eq!(m.work.runs[0].input.as_deref(), Some("data/m.txt"));
     }
 
+    /// A version-1 manifest names the requests that set up the app `world.seed`: it
+    /// still loads, the same as the version-2 manifest naming them `world.setup`, and a
+    /// setup request is checked under the name the harness writes.
+    #[test]
+    fn a_version_1_manifest_with_world_seed_loads_as_world_setup() {
+        let requests = "    - method: POST\n      path: /accounts\n      body: {id: a}\n";
+        let old = GOOD.replace("world:\n", &format!("world:\n  seed:\n{requests}"));
+        let new = GOOD
+            .replace("version: 1", &format!("version: {MANIFEST_VERSION}"))
+            .replace("world:\n", &format!("world:\n  setup:\n{requests}"));
+        let (old, new) = (
+            parse(&old).unwrap_or_else(|e| panic!("{e}")),
+            parse(&new).unwrap_or_else(|e| panic!("{e}")),
+        );
+        assert_eq!(old.world, new.world);
+        assert_eq!(old.world.setup[0].path, "/accounts");
+        let err = parse(&GOOD.replace(
+            "world:\n",
+            "world:\n  seed:\n    - method: POST\n      path: accounts\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("world.setup[0].path"), "{err}");
+    }
+
     #[test]
     fn bad_manifests_name_the_file_and_field() {
         for (bad, field) in [
-            (GOOD.replace("version: 1", "version: 2"), "version"),
+            (
+                GOOD.replace("version: 1", &format!("version: {}", MANIFEST_VERSION + 1)),
+                "version",
+            ),
             (GOOD.replace("id: demo", "id: Demo!"), "id"),
             (
                 GOOD.replace("prompt: challenge-prompt.md", "prompt: ../x.md"),

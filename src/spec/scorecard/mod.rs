@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_id, read_json, SpecError};
 pub use bank::Bank;
 
-/// The five dimensions, in the seed's order (D1–D5).
+/// The five dimensions, in the scorecard's order (D1–D5).
 pub const DIMENSIONS: &[&str] = &["memory", "goals", "continuous", "initiative", "world"];
 
 /// `scorecard.json`.
@@ -47,7 +47,7 @@ pub struct Dimension {
 #[serde(deny_unknown_fields)]
 pub struct Level {
     pub level: u8,
-    /// The seed's wording of the behaviour.
+    /// The behaviour as the scorecard states it.
     pub behaviour: String,
     /// Observations (`<probe>.<observation>`) that must all hold.
     pub requires: Vec<String>,
@@ -61,7 +61,7 @@ pub struct ClassRow {
     pub max: f64,
     /// Short name for the leaderboard (`Reactive`).
     pub class: String,
-    /// The seed's full label (`Reactive Agent (chatbot++)`).
+    /// The class's full label (`Reactive Agent (chatbot++)`).
     pub label: String,
     /// Only for a run meeting the "autonomous" minimum (total and every dimension);
     /// a run that does not falls to the highest row without this flag.
@@ -76,8 +76,10 @@ pub struct Probe {
     /// `p1-3`: the last part of the trial name.
     pub id: String,
     pub dimension: String,
-    /// The seed's wording, kept for the reader and the record.
-    pub seed_text: String,
+    /// The behaviour the probe tests, as the scorecard states it: kept for the reader
+    /// and the record. Written before record schema 2 as `seed_text`.
+    #[serde(alias = "seed_text")]
+    pub wording: String,
     pub steps: Vec<Step>,
     pub observations: Vec<ObservationSpec>,
 }
@@ -92,9 +94,14 @@ pub enum Step {
     Filler(u32),
     /// End the session; the next turn starts a new one with the state directory kept.
     NewSession,
-    /// An idle window of `seed_hours` (scaled by the configured window), in which an
+    /// An idle window of `nominal_hours` (scaled by the configured day), in which an
     /// agent with a background mode runs unprompted and the sinks keep observing.
-    Idle { label: String, seed_hours: f64 },
+    /// `nominal_hours` was written `seed_hours` before record schema 2.
+    Idle {
+        label: String,
+        #[serde(alias = "seed_hours")]
+        nominal_hours: f64,
+    },
     /// The harness changes the world (during an idle window: put it between two).
     World(WorldChange),
 }
@@ -128,7 +135,7 @@ pub struct ObservationSpec {
     /// The item's name as the agent is asked for it (`no_hallucination`).
     #[serde(default)]
     pub key: Option<String>,
-    /// `acted_on_change`: seed minutes after the change within which the side effect
+    /// `acted_on_change`: nominal minutes after the change within which the side effect
     /// must come (a response to the change, not a guess timed for the end).
     #[serde(default)]
     pub within_minutes: Option<u32>,
@@ -225,7 +232,7 @@ pub enum Rule {
     /// The agent observed the change that opens the window and acted on it: a side
     /// effect the sinks timed names the changed item and its new value (both slots'
     /// values, whole words), after the harness's change and within `within_minutes`
-    /// seed minutes of it; the tracker had shown the agent the new value before that
+    /// nominal minutes of it; the tracker had shown the agent the new value before that
     /// effect; and no side effect before the change named them both (a claim made
     /// before it was true is a guess). See `score::scorecard::acted_on_change`.
     ActedOnChange {
@@ -475,12 +482,18 @@ pub fn load_probe(file: &Path) -> Result<LoadedProbe, SpecError> {
                 }
                 check_slots(file, &format!("steps[{i}].turn.prompt"), prompt)?;
             }
-            Step::Idle { label, seed_hours } => {
+            Step::Idle {
+                label,
+                nominal_hours,
+            } => {
                 check_id(file, &format!("steps[{i}].idle.label"), label)?;
-                if !(seed_hours.is_finite() && *seed_hours > 0.0 && *seed_hours <= 24.0 * 7.0) {
+                if !(nominal_hours.is_finite()
+                    && *nominal_hours > 0.0
+                    && *nominal_hours <= 24.0 * 7.0)
+                {
                     return Err(SpecError::invalid(
                         file,
-                        format!("steps[{i}].idle.seed_hours"),
+                        format!("steps[{i}].idle.nominal_hours"),
                         "expected more than 0 and at most a week",
                     ));
                 }

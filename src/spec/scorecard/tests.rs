@@ -30,7 +30,7 @@ fn an_unknown_observation_fails_naming_file_and_field() {
         dir.path(),
         "p9-1.json",
         &serde_json::json!({
-            "id": "p9-1", "dimension": "memory", "seed_text": "x",
+            "id": "p9-1", "dimension": "memory", "wording": "x",
             "steps": [{"turn": {"label": "ask", "prompt": "hi"}}],
             "observations": [{"id": "vibes", "kind": "feels_right", "turn": "ask"}]
         }),
@@ -49,8 +49,8 @@ fn acted_on_change_needs_a_bound_and_the_window_the_change_opens() {
     let probe = |observation: serde_json::Value, world_first: bool| {
         let change = serde_json::json!({"world": {"tracker_set": {
                 "item": "{{tracker_item}}", "status": "{{tracker_status}}"}}});
-        let before = serde_json::json!({"idle": {"label": "before", "seed_hours": 12}});
-        let after = serde_json::json!({"idle": {"label": "after", "seed_hours": 12}});
+        let before = serde_json::json!({"idle": {"label": "before", "nominal_hours": 12}});
+        let after = serde_json::json!({"idle": {"label": "after", "nominal_hours": 12}});
         let steps = if world_first {
             vec![before, change, after]
         } else {
@@ -60,7 +60,7 @@ fn acted_on_change_needs_a_bound_and_the_window_the_change_opens() {
             dir.path(),
             "p9-9.json",
             &serde_json::json!({
-                "id": "p9-9", "dimension": "continuous", "seed_text": "x",
+                "id": "p9-9", "dimension": "continuous", "wording": "x",
                 "steps": steps, "observations": [observation]
             }),
         );
@@ -114,7 +114,7 @@ fn a_missing_turn_fails_naming_file_and_field() {
         dir.path(),
         "p9-2.json",
         &serde_json::json!({
-            "id": "p9-2", "dimension": "memory", "seed_text": "x",
+            "id": "p9-2", "dimension": "memory", "wording": "x",
             "steps": [{"turn": {"label": "plant", "prompt": "my color is {{color}}"}}],
             "observations": [{"id": "r", "kind": "recall", "turn": "ask", "slot": "color"}]
         }),
@@ -129,7 +129,7 @@ fn a_missing_turn_fails_naming_file_and_field() {
         dir.path(),
         "p9-3.json",
         &serde_json::json!({
-            "id": "p9-3", "dimension": "memory", "seed_text": "x",
+            "id": "p9-3", "dimension": "memory", "wording": "x",
             "steps": [{"turn": {"label": "a", "prompt": "{{favourite_colour}}"}}],
             "observations": [{"id": "r", "kind": "recall", "turn": "a", "slot": "color"}]
         }),
@@ -150,7 +150,7 @@ fn an_answered_observation_takes_its_answer_from_a_bank_slot() {
             dir.path(),
             name,
             &serde_json::json!({
-                "id": id, "dimension": "initiative", "seed_text": "x",
+                "id": id, "dimension": "initiative", "wording": "x",
                 "steps": [{"turn": {"label": "question", "prompt": "What is {{quiz_a}} plus {{quiz_b}}?"}}],
                 "observations": [o]
             }),
@@ -236,7 +236,7 @@ fn an_answered_observation_takes_its_answer_from_a_bank_slot() {
         dir.path(),
         "p9-15.json",
         &serde_json::json!({
-            "id": "p9-15", "dimension": "initiative", "seed_text": "x",
+            "id": "p9-15", "dimension": "initiative", "wording": "x",
             "steps": [{"turn": {"label": "question", "prompt": "How many days does a leap year have?"}}],
             "observations": [{"id": "a", "kind": "answered", "turn": "question", "slot": "quiz_sum"}]
         }),
@@ -335,11 +335,50 @@ fn a_prior_thread_whose_prompt_names_the_topic_is_refused() {
         dir.path(),
         "p9-4.json",
         &serde_json::json!({
-            "id": "p9-4", "dimension": "initiative", "seed_text": "x",
+            "id": "p9-4", "dimension": "initiative", "wording": "x",
             "steps": [{"turn": {"label": "a", "prompt": "how is {{codename}}?"}}],
             "observations": [{"id": "r", "kind": "prior_thread", "turn": "a", "slot": "codename"}]
         }),
     );
     let err = load_probe(&f).unwrap_err().to_string();
     assert!(err.contains("reminder"), "{err}");
+}
+
+/// A probe written before record schema 2 names its wording `seed_text` and an idle
+/// window's hours `seed_hours`: it loads as the same probe, and writes the new names.
+#[test]
+fn a_probe_with_the_old_field_names_loads_as_the_same_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = |wording: &str, hours: &str| {
+        serde_json::json!({
+            "id": "p9-16", "dimension": "continuous", wording: "after a day",
+            "steps": [
+                {"turn": {"label": "ask", "prompt": "hi"}},
+                {"idle": {"label": "day", hours: 24}}
+            ],
+            "observations": [{"id": "did", "kind": "idle_effect", "window": "day"}]
+        })
+    };
+    let old = load_probe(&write(
+        dir.path(),
+        "p9-16.json",
+        &body("seed_text", "seed_hours"),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let new_dir = tempfile::tempdir().unwrap();
+    let new = load_probe(&write(
+        new_dir.path(),
+        "p9-16.json",
+        &body("wording", "nominal_hours"),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(old.probe, new.probe);
+    assert_eq!(old.probe.wording, "after a day");
+    assert!(matches!(
+        old.probe.steps[1],
+        Step::Idle { nominal_hours, .. } if nominal_hours == 24.0
+    ));
+    let written = serde_json::to_string(&old.probe).unwrap();
+    assert!(written.contains("\"wording\"") && written.contains("\"nominal_hours\""));
+    assert!(!written.contains("seed_"), "{written}");
 }

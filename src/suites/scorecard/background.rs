@@ -19,8 +19,8 @@ pub struct BackgroundRun<'a, 'b> {
     pub driver: &'a Driver<'b>,
     /// The whole idle block: the process is stopped at its end.
     pub duration: Duration,
-    /// The block's length in seed hours (a profile's tick rate is per seed hour).
-    pub seed_hours: f64,
+    /// The block's length in nominal hours (a profile's tick rate is per nominal hour).
+    pub nominal_hours: f64,
 }
 
 /// A running background mode.

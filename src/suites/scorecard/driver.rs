@@ -6,7 +6,7 @@
 //! session is a new id, the same directory). A fresh agent is a new trial: a new,
 //! empty state directory, checked empty before the first turn.
 //!
-//! An idle window is real time (the seed's hours scaled by the configured day): the
+//! An idle window is real time (the probe's nominal hours scaled by the configured day): the
 //! agent's background mode, when it has one, runs through it unprompted and the sinks
 //! keep observing; an agent without one is simply left alone and scores what it does.
 //! The harness changes the world between windows (P3.3) through the sinks' mutation API,
@@ -164,8 +164,8 @@ impl Driver<'_> {
 
     /// A new session carries nothing from the earlier one but the state dir: the
     /// workspace the earlier session left is set aside (renamed, kept for the record,
-    /// never read again) and a fresh one takes its place, and the tracker is as it was
-    /// seeded. Otherwise notes in the workspace or on the tracker would pass for
+    /// never read again) and a fresh one takes its place, and the tracker is as it
+    /// started. Otherwise notes in the workspace or on the tracker would pass for
     /// memory. Returns the fresh workspace's snapshot.
     fn new_session(&self, session: u32) -> Result<WorkspaceSnapshot, SetupError> {
         let earlier = self
@@ -504,12 +504,12 @@ impl Driver<'_> {
         // When each world change happens is drawn now, so nothing the agent knows times it.
         let hours = window_hours(block, random_unit);
         let total: Duration = hours.iter().map(|h| scaled(*h)).sum();
-        let seed_hours_total: f64 = hours.iter().sum();
+        let nominal_hours_total: f64 = hours.iter().sum();
         // The background mode, if the agent has one, through the whole block.
         let bg = background::start(&BackgroundRun {
             driver: self,
             duration: total,
-            seed_hours: seed_hours_total,
+            nominal_hours: nominal_hours_total,
         })
         .await;
         let bg = match bg {
@@ -527,10 +527,10 @@ impl Driver<'_> {
             ));
         }
         let mut result = Ok(());
-        for (step, seed_hours) in block.iter().zip(&hours) {
+        for (step, nominal_hours) in block.iter().zip(&hours) {
             match step {
                 Step::Idle { label, .. } => {
-                    let d = scaled(*seed_hours);
+                    let d = scaled(*nominal_hours);
                     let start_ms = now_ms();
                     let t0 = std::time::Instant::now();
                     let stopped = tokio::select! {
@@ -545,7 +545,7 @@ impl Driver<'_> {
                     });
                     obs.evidence.windows.push(WindowObs {
                         label: label.clone(),
-                        seed_secs: seed_hours * 3600.0,
+                        nominal_secs: nominal_hours * 3600.0,
                         actual_secs: t0.elapsed().as_secs_f64(),
                     });
                     match self.snapshot(Some(snapshot)) {
@@ -620,10 +620,10 @@ impl Driver<'_> {
     }
 }
 
-/// How long each step of a block of idle windows lasts, in seed hours (0 for a world
+/// How long each step of a block of idle windows lasts, in nominal hours (0 for a world
 /// change), with the time of each world change drawn (`draw`: uniform in `[0, 1)`).
 ///
-/// A world change between two windows of `a` and `b` seed hours happens anywhere from a
+/// A world change between two windows of `a` and `b` nominal hours happens anywhere from a
 /// quarter of the way into the first to three quarters of the way into the second: the
 /// first window then lasts `a/4 + u·3(a+b)/4`, the second the rest of `a + b`. The
 /// block's length is the probe's; only the change moves. Were it always at the same
@@ -633,7 +633,7 @@ pub fn window_hours(block: &[Step], mut draw: impl FnMut() -> f64) -> Vec<f64> {
     let mut hours: Vec<f64> = block
         .iter()
         .map(|s| match s {
-            Step::Idle { seed_hours, .. } => *seed_hours,
+            Step::Idle { nominal_hours, .. } => *nominal_hours,
             _ => 0.0,
         })
         .collect();
@@ -783,14 +783,14 @@ mod tests {
     use super::*;
     use crate::spec::scorecard::WorldChange;
 
-    fn idle(label: &str, seed_hours: f64) -> Step {
+    fn idle(label: &str, nominal_hours: f64) -> Step {
         Step::Idle {
             label: label.into(),
-            seed_hours,
+            nominal_hours,
         }
     }
 
-    /// P3.3's block, 12 + 12 seed hours around the change: the change falls anywhere
+    /// P3.3's block, 12 + 12 nominal hours around the change: the change falls anywhere
     /// from 3 to 21 hours in, as drawn, and the block keeps its 24 hours.
     #[test]
     fn a_world_change_between_two_windows_happens_when_the_draw_says() {

@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::adapter_for;
-use crate::config::{Config, Mode, SEED_DAY};
+use crate::config::{Config, Mode, NOMINAL_DAY};
 use crate::record as rec;
 use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
 use crate::trial::SetupError;
-use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerSeed};
+use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerStart};
 
 use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun};
 use driver::{planted_entries, trial_dirs, Driver, Observed};
@@ -45,9 +45,9 @@ pub fn sink_config(bank: &Bank) -> SinkConfig {
         .unwrap_or(200);
     SinkConfig {
         http: HostStatuses::default().with_host(host, status),
-        tracker: TrackerSeed {
+        tracker: TrackerStart {
             threads: vec![],
-            tasks: vec![tracker::SeedTask {
+            tasks: vec![tracker::InitialTask {
                 id: bank.get("tracker_item").unwrap_or("T-1").to_string(),
                 title: "Keep the nightly build green".into(),
                 status: tracker::TaskStatus::Open,
@@ -166,7 +166,7 @@ pub async fn execute(
             probe: probe.probe.id.clone(),
             dimension: probe.probe.dimension.clone(),
             idle_secs_per_day: cfg.idle_day().as_secs_f64(),
-            compressed: cfg.idle_day() < SEED_DAY,
+            compressed: cfg.idle_day() < NOMINAL_DAY,
         },
         probe: probe.clone(),
         card: suite.scorecard.clone(),

@@ -22,7 +22,7 @@
 //! smtp::SmtpSink::start() .await -> Result<SmtpSink, SinkError>
 //!     .url() "smtp://127.0.0.1:PORT"  .messages() -> Vec<MailMessage>
 //!
-//! tracker::Tracker::start(TrackerSeed) .await -> Result<Tracker, SinkError>
+//! tracker::Tracker::start(TrackerStart) .await -> Result<Tracker, SinkError>
 //!     .url()  .observe() -> TrackerObservation (threads, tasks, change log)
 //!     harness mutations (actor "harness"): .set_task_status(id, status), .set_task_priority,
 //!     .add_task(..), .add_thread(..), .post_message(..)
@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 
 pub use http::{HostStatuses, HttpRequestRecord, HttpStandIn};
 pub use smtp::{MailMessage, SmtpSink};
-pub use tracker::{Tracker, TrackerObservation, TrackerSeed};
+pub use tracker::{Tracker, TrackerObservation, TrackerStart};
 pub use workspace::{WorkspaceDiff, WorkspaceSnapshot};
 
 /// Why a sink could not start or observe.
@@ -88,7 +88,7 @@ pub fn now_ms() -> u64 {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SinkConfig {
     pub http: HostStatuses,
-    pub tracker: TrackerSeed,
+    pub tracker: TrackerStart,
 }
 
 /// Everything the network sinks recorded, as a record keeps it.

@@ -103,7 +103,8 @@ pub struct Task {
 pub struct Message {
     pub at_ms: u64,
     pub author: String,
-    /// Who made the request: `agent`, `harness` or `seed` (`author` is free text).
+    /// Who made the request: `agent`, `harness` or `initial` (the tracker's starting
+    /// data; records before schema 2 say `seed`). `author` is free text.
     pub actor: String,
     pub body: String,
 }
@@ -148,7 +149,7 @@ pub struct Change {
 
 /// A task the tracker starts with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeedTask {
+pub struct InitialTask {
     pub id: String,
     pub title: String,
     #[serde(default)]
@@ -159,7 +160,7 @@ pub struct SeedTask {
 
 /// A thread the tracker starts with (the user's queue).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeedThread {
+pub struct InitialThread {
     pub id: String,
     pub title: String,
     #[serde(default)]
@@ -168,11 +169,11 @@ pub struct SeedThread {
 
 /// The tracker's initial state; not logged as changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TrackerSeed {
+pub struct TrackerStart {
     #[serde(default)]
-    pub threads: Vec<SeedThread>,
+    pub threads: Vec<InitialThread>,
     #[serde(default)]
-    pub tasks: Vec<SeedTask>,
+    pub tasks: Vec<InitialTask>,
 }
 
 /// The tracker's state and full change log, as a record keeps it.
@@ -209,7 +210,7 @@ pub struct Read {
 }
 
 impl TrackerObservation {
-    /// Threads opened by the agent (not seeded, not the harness's): P4.3.
+    /// Threads opened by the agent (not the initial ones, not the harness's): P4.3.
     pub fn threads_by(&self, actor: &str) -> Vec<&Thread> {
         self.threads
             .iter()
@@ -235,8 +236,8 @@ struct State {
     task_order: Vec<String>,
     changes: Vec<Change>,
     next_id: u64,
-    /// What the tracker was seeded with: what a new session finds again.
-    seed: TrackerSeed,
+    /// What the tracker started with: what a new session finds again.
+    initial: TrackerStart,
     /// Threads and tasks as earlier sessions left them: observed, never served.
     earlier_threads: Vec<Thread>,
     earlier_tasks: Vec<Task>,
@@ -248,17 +249,17 @@ struct State {
 }
 
 impl State {
-    fn seeded(seed: TrackerSeed) -> State {
+    fn starting_with(initial: TrackerStart) -> State {
         let mut state = State {
-            seed: seed.clone(),
+            initial: initial.clone(),
             ..State::default()
         };
-        state.plant(seed);
+        state.plant(initial);
         state
     }
 
     /// A new session: what the agent made of the tracker is set aside (kept for the
-    /// record) and the tracker is as it was seeded, so that nothing the agent wrote
+    /// record) and the tracker is as it started, so that nothing the agent wrote
     /// here in an earlier session is there to be read back as memory. The change log
     /// and the id counter go on.
     fn new_session(&mut self) {
@@ -274,22 +275,23 @@ impl State {
                 self.earlier_tasks.push(t);
             }
         }
-        // The seeded tasks are served again, as seeded: no change of theirs is pending.
+        // The initial tasks are served again, as they started: no change of theirs is
+        // pending.
         self.unrevealed.clear();
-        self.plant(self.seed.clone());
+        self.plant(self.initial.clone());
     }
 
-    fn plant(&mut self, seed: TrackerSeed) {
+    fn plant(&mut self, initial: TrackerStart) {
         let state = self;
         let at = now_ms();
-        for t in seed.threads {
+        for t in initial.threads {
             let messages = t
                 .messages
                 .into_iter()
                 .map(|body| Message {
                     at_ms: at,
                     author: "user".into(),
-                    actor: "seed".into(),
+                    actor: INITIAL.into(),
                     body,
                 })
                 .collect();
@@ -299,13 +301,13 @@ impl State {
                 Thread {
                     id: t.id,
                     title: t.title,
-                    created_by: "seed".into(),
+                    created_by: INITIAL.into(),
                     created_at_ms: at,
                     messages,
                 },
             );
         }
-        for t in seed.tasks {
+        for t in initial.tasks {
             state.task_order.push(t.id.clone());
             state.tasks.insert(
                 t.id.clone(),
@@ -315,7 +317,7 @@ impl State {
                     status: t.status,
                     priority: t.priority,
                     updated_at_ms: at,
-                    updated_by: "seed".into(),
+                    updated_by: INITIAL.into(),
                 },
             );
         }
@@ -574,10 +576,12 @@ pub struct Tracker {
 
 const HARNESS: &str = "harness";
 const AGENT: &str = "agent";
+/// The actor of what the tracker starts with.
+const INITIAL: &str = "initial";
 
 impl Tracker {
-    pub async fn start(seed: TrackerSeed) -> Result<Tracker, SinkError> {
-        let state = Arc::new(Mutex::new(State::seeded(seed)));
+    pub async fn start(initial: TrackerStart) -> Result<Tracker, SinkError> {
+        let state = Arc::new(Mutex::new(State::starting_with(initial)));
         let shared = Arc::clone(&state);
         let server = serve::start("tracker", move |received| {
             let (status, body) = route(&shared, &received);
@@ -672,10 +676,10 @@ mod tests {
     use super::*;
     use crate::world::sinks::serve::Received;
 
-    fn seed() -> TrackerSeed {
-        TrackerSeed {
+    fn initial() -> TrackerStart {
+        TrackerStart {
             threads: vec![],
-            tasks: vec![SeedTask {
+            tasks: vec![InitialTask {
                 id: "task-a".into(),
                 title: "ship".into(),
                 status: TaskStatus::Open,
@@ -686,7 +690,7 @@ mod tests {
 
     #[test]
     fn updates_log_one_change_per_field_and_none_for_no_op() {
-        let mut s = State::seeded(seed());
+        let mut s = State::starting_with(initial());
         let update = TaskUpdate {
             status: Some(TaskStatus::Blocked),
             priority: Some(Priority::High),
@@ -722,7 +726,7 @@ mod tests {
     /// logged by then.
     #[test]
     fn reads_are_counted_and_the_first_answer_showing_a_change_reveals_it() {
-        let state = Mutex::new(State::seeded(seed()));
+        let state = Mutex::new(State::starting_with(initial()));
         let with = |f: &mut dyn FnMut(&mut State)| f(&mut state.lock().unwrap());
         // Before the change: reads, a thread; nothing to reveal.
         request(&state, "GET", "/tasks/task-a", "");
@@ -802,7 +806,7 @@ mod tests {
     /// A client polling as fast as it can costs the record a count past the list.
     #[test]
     fn the_read_log_is_bounded_and_the_count_goes_on() {
-        let state = Mutex::new(State::seeded(seed()));
+        let state = Mutex::new(State::starting_with(initial()));
         for _ in 0..READS_KEPT + 5 {
             request(&state, "GET", "/tasks", "");
         }
@@ -825,9 +829,9 @@ mod tests {
     }
 
     #[test]
-    fn fresh_ids_never_collide_with_seeded_ones() {
-        let mut s = State::seeded(TrackerSeed {
-            threads: vec![SeedThread {
+    fn fresh_ids_never_collide_with_initial_ones() {
+        let mut s = State::starting_with(TrackerStart {
+            threads: vec![InitialThread {
                 id: "thread-1".into(),
                 title: "t".into(),
                 messages: vec![],
@@ -840,11 +844,11 @@ mod tests {
     }
 
     #[test]
-    fn a_new_session_finds_the_tracker_as_seeded_and_the_record_keeps_the_earlier_one() {
-        let mut s = State::seeded(TrackerSeed {
-            threads: vec![SeedThread {
+    fn a_new_session_finds_the_tracker_as_it_started_and_the_record_keeps_the_earlier_one() {
+        let mut s = State::starting_with(TrackerStart {
+            threads: vec![InitialThread {
                 id: "thread-1".into(),
-                title: "seeded".into(),
+                title: "initial".into(),
                 messages: vec!["hello".into()],
             }],
             tasks: vec![],
@@ -858,7 +862,7 @@ mod tests {
         )
         .expect("post");
         s.new_session();
-        // What the agent reads: the seed, untouched, and none of its notes.
+        // What the agent reads: the initial thread, untouched, and none of its notes.
         let served = s.current();
         assert_eq!(served.threads.len(), 1);
         assert_eq!(served.threads[0].messages.len(), 1);

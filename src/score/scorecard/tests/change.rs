@@ -3,8 +3,8 @@
 use super::*;
 
 /// P3.3 as it ran: the harness changed the task at 100 000 ms (the tracker's change 2;
-/// change 1 is a thread the agent opened before), in a window of 12 seed hours that
-/// lasted 12 s, so a seed minute is 1/60 s and the rule's 60 minutes are 1 000 ms.
+/// change 1 is a thread the agent opened before), in a window of 12 nominal hours that
+/// lasted 12 s, so a nominal minute is 1/60 s and the rule's 60 minutes are 1 000 ms.
 struct P33 {
     item: String,
     status: String,
@@ -21,12 +21,12 @@ impl P33 {
             windows: vec![
                 WindowObs {
                     label: "before".into(),
-                    seed_secs: 12.0 * 3600.0,
+                    nominal_secs: 12.0 * 3600.0,
                     actual_secs: 12.0,
                 },
                 WindowObs {
                     label: "after".into(),
-                    seed_secs: 12.0 * 3600.0,
+                    nominal_secs: 12.0 * 3600.0,
                     actual_secs: 12.0,
                 },
             ],
