@@ -9,6 +9,8 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
+use super::error::CallError;
+
 /// Every response body the proxy sends: whole, or streamed frame by frame.
 pub(crate) type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -16,10 +18,10 @@ pub(crate) type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
 /// Read a whole request body, or say why it could not be read.
-pub(crate) async fn read(body: Incoming) -> Result<Bytes, super::wire::CallError> {
+pub(crate) async fn read(body: Incoming) -> Result<Bytes, CallError> {
     match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) => Err(super::wire::CallError::Body(e)),
+        Err(e) => Err(CallError::Body(e)),
     }
 }
 

@@ -11,12 +11,13 @@ use serde_json::{json, Map, Value};
 
 use super::body::{self, Body};
 use super::envelope::{self, Envelope};
+use super::error::CallError;
 use super::forward::{self, Outgoing};
 use super::log::Pending;
 use super::relay::Leftovers;
-use super::server::{Mode, State};
+use super::state::{Mode, State};
 use super::upstream::Lane;
-use super::wire::{CallError, ErrorKind, Protocol};
+use super::wire::{ErrorKind, Protocol};
 use super::{messages, meter, script};
 
 pub(crate) async fn handle(
@@ -65,7 +66,9 @@ async fn answer(
             if let Some(message) = state.budget_spent() {
                 return refuse(state, protocol, pending, ErrorKind::Budget, message);
             }
-            let choice = script::give_up_on_a_loop(state, script::choose(script, &parsed.asked));
+            let choice = state
+                .repeats
+                .give_up_on_a_loop(script::choose(script, &parsed.asked));
             let tokens = meter::scripted(parsed.input_bytes, choice.reply.output_bytes());
             let response =
                 protocol.render(&parsed, &choice.reply, model, pending.entry.seq, tokens);
@@ -121,7 +124,7 @@ pub(crate) async fn count_tokens(
         },
         Mode::Byok(upstream) => {
             let path = upstream_path(&parts.uri);
-            match upstream
+            let sent = upstream
                 .post(
                     &path,
                     raw,
@@ -129,25 +132,8 @@ pub(crate) async fn count_tokens(
                     protocol.auth(),
                     lane.map(Arc::as_ref),
                 )
-                .await
-            {
-                Ok(response) => {
-                    let status = response.status();
-                    // Not a model call, and no less the provider's words: redacted.
-                    let content_type = response
-                        .headers()
-                        .get(hyper::header::CONTENT_TYPE)
-                        .map(|v| upstream.redact_header(v));
-                    match response.bytes().await {
-                        Ok(bytes) => body::bytes(status, content_type, upstream.redact_body(bytes)),
-                        Err(e) => protocol.error(
-                            ErrorKind::Upstream,
-                            &upstream.redact(&format!("upstream token count cut: {e}")),
-                        ),
-                    }
-                }
-                Err(e) => protocol.error(ErrorKind::Upstream, &e.to_string()),
-            }
+                .await;
+            forward::unmetered(upstream, sent, protocol, "token count").await
         }
     }
 }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::wire::{CallError, RequestError};
+use super::error::{CallError, RequestError};
 
 /// How much of a malformed body its usage entry quotes.
 const BODY_EXCERPT_CHARS: usize = 120;

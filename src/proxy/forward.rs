@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::body::{self, Body};
 use super::envelope::{self, Envelope};
+use super::error::CallError;
 use super::log::{Pending, UsageLog};
 use super::peek;
 use super::relay::{Leftovers, Relay};
@@ -189,6 +190,34 @@ pub(crate) async fn forward(
     let mut whole = body::bytes(status, content_type, upstream.redact_body(bytes));
     whole.headers_mut().extend(passed);
     whole
+}
+
+/// The provider's answer to a call that is not a model call (the model list, a token
+/// count), or why there is none: passed through unmetered, and no less the provider's
+/// words, so redacted as a model call's answer is. `what` names the call in the error
+/// of an answer cut short.
+pub(crate) async fn unmetered(
+    upstream: &Upstream,
+    sent: Result<Answer, CallError>,
+    protocol: Protocol,
+    what: &str,
+) -> Response<Body> {
+    let response = match sent {
+        Ok(response) => response,
+        Err(e) => return protocol.error(ErrorKind::Upstream, &e.to_string()),
+    };
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|v| upstream.redact_header(v));
+    match response.bytes().await {
+        Ok(bytes) => body::bytes(status, content_type, upstream.redact_body(bytes)),
+        Err(e) => protocol.error(
+            ErrorKind::Upstream,
+            &upstream.redact(&format!("upstream {what} cut: {e}")),
+        ),
+    }
 }
 
 /// Whether a successful answer is a stream: the provider says so (`text/event-stream`),

@@ -126,15 +126,7 @@ impl TextGuard {
                     set(&mut value, &slot.pointer, rest);
                     emit(out, &raw, &value, changed);
                 } else {
-                    self.held = Some(Held {
-                        channel: slot.channel.clone(),
-                        pointer: slot.pointer.clone(),
-                        value,
-                        raw,
-                        text: rest,
-                        changed,
-                        behind: Vec::new(),
-                    });
+                    self.held = Some(Held::new(slot, value, raw, rest, changed));
                 }
             }
             None => {
@@ -162,15 +154,7 @@ impl TextGuard {
             }
             emit(out, &raw, &value, changed);
         } else {
-            self.held = Some(Held {
-                channel: slot.channel.clone(),
-                pointer: slot.pointer.clone(),
-                value,
-                raw,
-                text,
-                changed,
-                behind: Vec::new(),
-            });
+            self.held = Some(Held::new(slot, value, raw, text, changed));
         }
     }
 
@@ -184,6 +168,19 @@ impl TextGuard {
 }
 
 impl Held {
+    /// The event of `slot`, held with `text` as its delta and nothing behind it yet.
+    fn new(slot: &Slot, value: Value, raw: Bytes, text: String, changed: bool) -> Held {
+        Held {
+            channel: slot.channel.clone(),
+            pointer: slot.pointer.clone(),
+            value,
+            raw,
+            text,
+            changed,
+            behind: Vec::new(),
+        }
+    }
+
     fn emit(mut self, out: &mut Vec<u8>) {
         if self.changed {
             set(&mut self.value, &self.pointer, self.text);

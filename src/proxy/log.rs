@@ -10,8 +10,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::UsageEntry;
-use crate::evidence::usage::Totals;
+use crate::evidence::usage::{Totals, UsageEntry};
 
 #[derive(Debug, Default)]
 pub(crate) struct UsageLog {

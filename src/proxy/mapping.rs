@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::script::{OfferedTool, ToolCall};
+use super::exchange::{OfferedTool, ToolCall};
 use crate::spec::ScriptStep;
 
 /// Shell tools, most preferred first.

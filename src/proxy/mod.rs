@@ -8,19 +8,29 @@
 //! It speaks OpenAI Chat Completions (`/v1/chat/completions`), OpenAI Responses
 //! (`/v1/responses`) and Anthropic Messages (`/v1/messages`), each streaming and not.
 //!
-//! Layout: one module per wire protocol ([`chat`], [`responses`], [`messages`]: request
-//! fields, scripted rendering, usage), the table of their differences ([`wire`]), and
-//! what every call shares: the call itself ([`call`]), byok forwarding ([`forward`],
-//! [`upstream`]) with the metered pass-through of streams ([`relay`], [`sse`]), the
-//! protocol-neutral choice of the scripted reply ([`script`], [`mapping`], [`meter`]),
-//! and the usage log ([`log`]) that a token budget is checked against; the threads
-//! connections are served on ([`workers`]).
+//! Layout, from the top down; a file imports only files below it, so shared types
+//! live in files that import no neighbour. The accept loop and routing ([`server`])
+//! hand each model call to [`call`], which shares the running proxy's [`state`]. byok
+//! forwarding ([`forward`], [`upstream`]) passes streams through metered ([`relay`],
+//! [`guard`], [`sse`]). The table of the wire protocols' differences ([`wire`]) sits
+//! over one module per protocol ([`chat`], [`responses`], [`messages`]: request
+//! fields, scripted rendering, usage), which share the reading of a conversation
+//! ([`conversation`]), the rendering of a scripted reply ([`render`]) and the
+//! metering of usage ([`usage`]). The scripted reply is chosen without any protocol
+//! ([`script`], [`mapping`], [`meter`]) from an [`exchange`]'s types. At the bottom:
+//! what a proxy is started with ([`settings`]), the usage log a budget is checked
+//! against ([`log`]), the relayed calls ([`calls`]), bodies ([`body`], [`envelope`],
+//! [`peek`]), errors ([`error`]) and the threads connections are served on
+//! ([`workers`]).
 
 mod body;
 mod call;
 mod calls;
 mod chat;
+mod conversation;
 mod envelope;
+mod error;
+mod exchange;
 mod forward;
 mod guard;
 mod log;
@@ -29,11 +39,15 @@ mod messages;
 mod meter;
 mod peek;
 mod relay;
+mod render;
 mod responses;
 mod script;
 mod server;
+mod settings;
 mod sse;
+mod state;
 mod upstream;
+mod usage;
 mod wire;
 mod workers;
 
@@ -44,49 +58,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use self::settings::{Budget, ProxyMode};
 pub use crate::evidence::usage::{budget_hit, UsageEntry};
-use crate::spec::Script;
-
-/// How the proxy answers model calls.
-#[derive(Clone)]
-pub enum ProxyMode {
-    /// Answer from a script.
-    Scripted { script: Script, model: String },
-    /// Forward to `upstream`, a base URL ending in the API version such as
-    /// "https://api.openai.com/v1" or "https://api.anthropic.com/v1": a call to
-    /// `/v1/<path>` goes to `<upstream>/<path>`. The key goes as
-    /// `Authorization: Bearer <api_key>` for the OpenAI protocols and as
-    /// `x-api-key: <api_key>` for Anthropic Messages.
-    Byok { upstream: String, api_key: String },
-}
-
-/// Hand-written so that debug-printing a mode (in a panic, a log line) never shows the
-/// API key.
-impl std::fmt::Debug for ProxyMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProxyMode::Scripted { script, model } => f
-                .debug_struct("Scripted")
-                .field("script", &script.capability)
-                .field("model", model)
-                .finish(),
-            ProxyMode::Byok { upstream, .. } => f
-                .debug_struct("Byok")
-                .field("upstream", upstream)
-                .field("api_key", &"[redacted]")
-                .finish(),
-        }
-    }
-}
-
-/// Per-trial limits the proxy enforces.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Budget {
-    /// Once the metered input plus output tokens of the trial reach this, every further
-    /// call is refused (in its protocol's error shape) and recorded with `source:
-    /// "budget"`. Calls already running finish, so the total may end a little above.
-    pub max_tokens: Option<u64>,
-}
 
 /// A running proxy. Dropping it stops the accept loop; [`Proxy::shutdown`] also waits
 /// for in-flight calls so that the returned log is final.
@@ -140,7 +113,7 @@ impl Proxy {
         let addr = listener.local_addr()?;
         let log = Arc::new(log::UsageLog::default());
         let calls = Arc::new(calls::Calls::default());
-        let state = server::State::new(mode, Arc::clone(&log), Arc::clone(&calls), budget)?;
+        let state = state::State::new(mode, Arc::clone(&log), Arc::clone(&calls), budget)?;
         let left_by_agents = Arc::clone(&state.left_by_agents);
         let workers = workers::Workers::start("gauntlet-proxy", threads)?;
         let (stop, stopped) = watch::channel(false);
@@ -241,19 +214,5 @@ impl Proxy {
         // recorded so far are still the best evidence there is.
         let _ = self.accept.await;
         (self.log.snapshot(), self.calls.jsonl())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ProxyMode;
-
-    #[test]
-    fn debug_never_shows_the_key() {
-        let mode = ProxyMode::Byok {
-            upstream: "http://127.0.0.1:1/v1".into(),
-            api_key: "sk-secret".into(),
-        };
-        assert!(!format!("{mode:?}").contains("sk-secret"));
     }
 }

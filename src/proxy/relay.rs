@@ -28,20 +28,7 @@ use super::guard::TextGuard;
 use super::log::{Pending, Tokens, UsageLog};
 use super::sse::{SseEvent, SseScanner};
 use super::upstream::{Lane, Upstream};
-
-/// What a wire protocol knows about its own stream.
-pub(crate) trait StreamMeter: Send + 'static {
-    /// Look at one event's data; return `false` to keep the event from the agent.
-    fn observe(&mut self, data: &str) -> bool;
-    /// The usage seen so far (all `None` when none was seen; never invented).
-    fn tokens(&self) -> Tokens;
-    /// Whether the protocol's end-of-stream marker was seen.
-    fn complete(&self) -> bool;
-    /// A failure the stream itself reported (an `error` event, a failed response).
-    fn problem(&self) -> Option<String> {
-        None
-    }
-}
+use super::usage::StreamMeter;
 
 pub(crate) struct Relay {
     upstream: super::upstream::ByteStream,

@@ -6,67 +6,16 @@
 //! conversation already holds. This module is protocol-neutral; each wire protocol
 //! extracts an [`Asked`] from its own request shape.
 
-use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
+use super::exchange::{Asked, Reply};
 use super::mapping;
 use crate::evidence::usage::script_note;
 use crate::spec::Script;
 
 /// What a side request (one that offers no tools) is answered with.
 pub(crate) const SIDE_REPLY: &str = "ok";
-
-/// A tool the request offers, with its JSON-schema parameters (`Null` when absent).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct OfferedTool {
-    pub(crate) name: String,
-    pub(crate) parameters: Value,
-}
-
-/// One tool call of a scripted reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ToolCall {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    /// The arguments as a JSON string, as the wire protocols carry them.
-    pub(crate) arguments: String,
-}
-
-/// The scripted model's reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Reply {
-    Text(String),
-    ToolCall(ToolCall),
-}
-
-impl Reply {
-    /// Bytes of content the reply carries (text, or tool-call arguments): the basis of
-    /// its metered output tokens.
-    pub(crate) fn output_bytes(&self) -> usize {
-        match self {
-            Reply::Text(text) => text.len(),
-            Reply::ToolCall(call) => call.arguments.len(),
-        }
-    }
-}
-
-/// What a request asks of the scripted model, whatever its wire protocol.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Asked {
-    /// The tools it offers, in the request's order.
-    pub(crate) tools: Vec<OfferedTool>,
-    /// How many tool results its conversation holds since the user's last message
-    /// (a resumed multi-turn conversation carries earlier turns' results too).
-    pub(crate) tool_results: usize,
-    /// How many tool results the conversation holds before the user's last message
-    /// (earlier turns of a resumed session): a scripted call's id counts on from them,
-    /// because an agent that meets an id it has seen (Claude Code does) drops the
-    /// call as interrupted.
-    pub(crate) earlier_tool_results: usize,
-    /// The text of the last of those tool results (for `say_tool_result`).
-    pub(crate) last_tool_result: Option<String>,
-    /// Its system prompt (instructions), joined: side requests show themselves there.
-    pub(crate) system: String,
-}
 
 /// A reply plus how it was chosen (recorded in the usage entry's `reply`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,27 +105,35 @@ fn failed_step(script: &Script, asked: &Asked) -> Option<(usize, String)> {
 /// result) asks for the same step thousands of times until its deadline.
 pub(crate) const MAX_STEP_REPEATS: u32 = 4;
 
-/// `choice`, unless it answers a tool step already answered [`MAX_STEP_REPEATS`] times:
-/// then a final text that says so, noted as abandoned, which a scorer reads as the
-/// harness's script failing on this agent.
-pub(crate) fn give_up_on_a_loop(state: &super::server::State, choice: Choice) -> Choice {
-    let Some(k) = script_note::step_of(&choice.note) else {
-        return choice;
-    };
-    let mut issued = match state.issued.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let n = issued.entry(k).or_insert(0);
-    *n += 1;
-    if *n <= MAX_STEP_REPEATS {
-        return choice;
-    }
-    Choice {
-        reply: Reply::Text(format!(
-            "gauntlet: scripted step {k} was asked for {n} times; the agent's tool never carried it out, so the script ends here."
-        )),
-        note: script_note::abandoned(k, *n),
+/// How often each tool step of a script was answered, so that an agent whose tool
+/// never runs the step (and which asks for it again and again) is told the script is
+/// over instead of looping until its deadline.
+#[derive(Debug, Default)]
+pub(crate) struct Repeats(Mutex<HashMap<usize, u32>>);
+
+impl Repeats {
+    /// `choice`, unless it answers a tool step already answered [`MAX_STEP_REPEATS`]
+    /// times: then a final text that says so, noted as abandoned, which a scorer reads
+    /// as the harness's script failing on this agent.
+    pub(crate) fn give_up_on_a_loop(&self, choice: Choice) -> Choice {
+        let Some(k) = script_note::step_of(&choice.note) else {
+            return choice;
+        };
+        let mut issued = match self.0.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let n = issued.entry(k).or_insert(0);
+        *n += 1;
+        if *n <= MAX_STEP_REPEATS {
+            return choice;
+        }
+        Choice {
+            reply: Reply::Text(format!(
+                "gauntlet: scripted step {k} was asked for {n} times; the agent's tool never carried it out, so the script ends here."
+            )),
+            note: script_note::abandoned(k, *n),
+        }
     }
 }
 
@@ -193,6 +150,7 @@ fn asks_for_a_title(system: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::exchange::OfferedTool;
     use crate::spec::ScriptStep;
     use serde_json::json;
 

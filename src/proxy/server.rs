@@ -4,7 +4,6 @@
 //! not protocol-specific (`/v1/models`, `HEAD /`, unknown paths) is answered here.
 
 use std::convert::Infallible;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,127 +14,42 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use super::body::{self, Body};
 use super::call;
-use super::log::UsageLog;
+use super::forward;
 use super::relay::Leftovers;
-use super::upstream::{Lane, Upstream};
+use super::state::{Mode, State};
+use super::upstream::Lane;
 use super::wire::{ErrorKind, Protocol};
 use super::workers::Workers;
-use super::{Budget, ProxyMode};
-use crate::spec::Script;
+use crate::sys::accept;
 
 /// How long shutdown waits for in-flight calls before cutting them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
-
-/// How the proxy answers, with what it needs to do so.
-pub(crate) enum Mode {
-    Scripted { script: Script, model: String },
-    Byok(Arc<Upstream>),
-}
-
-pub(crate) struct State {
-    pub(crate) mode: Mode,
-    pub(crate) log: Arc<UsageLog>,
-    pub(crate) calls: Arc<super::calls::Calls>,
-    budget: Budget,
-    /// Scripted mode: how often each tool step was answered, so that an agent whose
-    /// tool never runs the step (and which asks for it again and again) is told the
-    /// script is over instead of looping until its deadline.
-    pub(crate) issued: std::sync::Mutex<std::collections::HashMap<usize, u32>>,
-    /// Streams whose agent hung up, still being read for their usage ([`Leftovers`]).
-    pub(crate) left_by_agents: Arc<AtomicUsize>,
-}
-
-impl State {
-    pub(crate) fn new(
-        mode: ProxyMode,
-        log: Arc<UsageLog>,
-        calls: Arc<super::calls::Calls>,
-        budget: Budget,
-    ) -> std::io::Result<State> {
-        let mode = match mode {
-            ProxyMode::Scripted { script, model } => Mode::Scripted { script, model },
-            ProxyMode::Byok { upstream, api_key } => {
-                Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
-            }
-        };
-        Ok(State {
-            mode,
-            log,
-            calls,
-            budget,
-            issued: Default::default(),
-            left_by_agents: Arc::default(),
-        })
-    }
-
-    /// Why no further call may be made, once the metered total reached the budget.
-    pub(crate) fn budget_spent(&self) -> Option<String> {
-        let limit = self.budget.max_tokens?;
-        let metered = self.log.metered();
-        (metered >= limit).then(|| {
-            format!(
-                "gauntlet token budget spent: {metered} tokens metered, the trial's limit \
-                 (max_tokens_per_trial) is {limit}; no further model calls are answered"
-            )
-        })
-    }
-
-    /// `source` of an entry the proxy answered itself, without a provider.
-    pub(crate) fn local_source(&self) -> &'static str {
-        match self.mode {
-            Mode::Scripted { .. } => "scripted",
-            Mode::Byok(_) => "proxy",
-        }
-    }
-}
 
 /// Accept until `stop` changes (or its sender is dropped), then drain connections.
 pub(crate) async fn serve(
     listener: TcpListener,
     state: Arc<State>,
     workers: Workers,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    // Streamed events are small writes: without this, Nagle's algorithm
-                    // holds each back until the agent acknowledges the last one.
-                    let _ = stream.set_nodelay(true);
-                    // Taken off this runtime's reactor, to be registered with the
-                    // serving thread's own: otherwise every read and write of the
-                    // connection would be signalled here and handed across threads.
-                    let Ok(stream) = stream.into_std() else {
-                        continue;
-                    };
-                    workers.spawn(
-                        &mut connections,
-                        connection(stream, Arc::clone(&state), stop.clone()),
-                    );
-                }
-                // Out of file descriptors and the like: back off instead of spinning.
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            _ = stop.changed() => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
+    // Past the grace, aborting drops the in-flight bodies; a cut stream records itself
+    // on drop. The threads the connections ran on end with `workers`, once all ended.
+    accept::accept_and_drain(listener, stop, SHUTDOWN_GRACE, move |stream, set, stop| {
+        // Streamed events are small writes: without this, Nagle's algorithm holds each
+        // back until the agent acknowledges the last one.
+        let _ = stream.set_nodelay(true);
+        // Taken off this runtime's reactor, to be registered with the serving thread's
+        // own: otherwise every read and write of the connection would be signalled here
+        // and handed across threads.
+        let Ok(stream) = stream.into_std() else {
+            return;
+        };
+        workers.spawn(set, connection(stream, Arc::clone(&state), stop));
     })
     .await;
-    if drained.is_err() {
-        // Aborting drops the in-flight bodies; a cut stream records itself on drop.
-        connections.shutdown().await;
-    }
-    // Every connection has ended; the threads they ran on end with `workers`.
 }
 
 async fn connection(
@@ -250,23 +164,9 @@ async fn models(state: &State) -> Response<Body> {
                 {"id": model, "object": "model", "created": 0, "owned_by": "gauntlet"}
             ]}),
         ),
-        Mode::Byok(upstream) => match upstream.get("models").await {
-            Ok(response) => {
-                let status = response.status();
-                // Not a model call, and no less the provider's words: redacted as one.
-                let content_type = response
-                    .headers()
-                    .get(hyper::header::CONTENT_TYPE)
-                    .map(|v| upstream.redact_header(v));
-                match response.bytes().await {
-                    Ok(bytes) => body::bytes(status, content_type, upstream.redact_body(bytes)),
-                    Err(e) => Protocol::Chat.error(
-                        ErrorKind::Upstream,
-                        &upstream.redact(&format!("upstream model list cut: {e}")),
-                    ),
-                }
-            }
-            Err(e) => Protocol::Chat.error(ErrorKind::Upstream, &e.to_string()),
-        },
+        Mode::Byok(upstream) => {
+            let sent = upstream.get("models").await;
+            forward::unmetered(upstream, sent, Protocol::Chat, "model list").await
+        }
     }
 }

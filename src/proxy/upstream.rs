@@ -12,7 +12,16 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 
-use super::wire::{Auth, CallError};
+use super::error::CallError;
+
+/// How the provider of a protocol takes its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// `Authorization: Bearer <key>` (OpenAI and compatible providers).
+    Bearer,
+    /// `x-api-key: <key>` (Anthropic).
+    XApiKey,
+}
 
 /// What the key is replaced with wherever a provider's words carry it.
 const REDACTED: &str = "[redacted]";
@@ -311,9 +320,10 @@ impl Upstream {
     }
 
     /// GET `{base}/{path}` with the key.
-    pub(crate) async fn get(&self, path: &str) -> Result<reqwest::Response, CallError> {
+    pub(crate) async fn get(&self, path: &str) -> Result<Answer, CallError> {
         self.send(self.request(reqwest::Method::GET, path), Auth::Bearer)
             .await
+            .map(Answer::Shared)
     }
 
     fn unreachable(&self, e: impl std::fmt::Display) -> CallError {

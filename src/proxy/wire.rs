@@ -1,7 +1,7 @@
 //! What differs between the wire protocols, behind one enum.
 //!
 //! Everything a call goes through (reading the body, the budget check, scripting or
-//! forwarding, recording) is shared in [`super::call`]; this is the table of what each
+//! forwarding, recording) is shared in `call`; this is the table of what each
 //! protocol does its own way: where its fields are, how its replies, errors and usage
 //! blocks look, and how its provider wants the key.
 
@@ -9,9 +9,13 @@ use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use super::body::{self, Body};
+use super::conversation::Parsed;
+use super::error::RequestError;
+use super::exchange::Reply;
 use super::log::Tokens;
-use super::relay::StreamMeter;
-use super::script::{Asked, Reply};
+use super::render::{render, Answer};
+use super::upstream::Auth;
+use super::usage::StreamMeter;
 use super::{chat, messages, responses};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,46 +28,6 @@ pub(crate) enum Protocol {
     Messages,
 }
 
-/// What a request is, as far as the proxy needs to know.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Parsed {
-    pub(crate) model: Option<String>,
-    pub(crate) stream: bool,
-    pub(crate) asked: Asked,
-    /// Bytes of the conversation (compact JSON): the basis of scripted input tokens.
-    pub(crate) input_bytes: usize,
-}
-
-/// Why a request body is not a request of its protocol.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum RequestError {
-    #[error("request body is not json: {0}")]
-    NotJson(#[source] serde_json::Error),
-    #[error("request body is not a json object")]
-    NotObject,
-    #[error("request body field `{0}` is missing or has the wrong type")]
-    Field(&'static str),
-}
-
-/// Why a call could not be read or forwarded: the text of the error the proxy answers
-/// with and records in the call's usage entry.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CallError {
-    #[error("cannot read request body: {0}")]
-    Body(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("{source} (body of {len} bytes starts: {start:?})")]
-    Request {
-        #[source]
-        source: RequestError,
-        len: usize,
-        /// The body's first characters, so that a log shows what was sent.
-        start: String,
-    },
-    /// `why` has passed [`super::upstream::Upstream::redact`].
-    #[error("upstream {base} unreachable: {why}")]
-    Unreachable { base: String, why: String },
-}
-
 /// The errors the proxy itself answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ErrorKind {
@@ -73,15 +37,6 @@ pub(crate) enum ErrorKind {
     Upstream,
     /// The trial's token budget is spent.
     Budget,
-}
-
-/// How the provider of a protocol takes its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Auth {
-    /// `Authorization: Bearer <key>` (OpenAI and compatible providers).
-    Bearer,
-    /// `x-api-key: <key>` (Anthropic).
-    XApiKey,
 }
 
 impl Protocol {
@@ -111,10 +66,17 @@ impl Protocol {
         seq: u64,
         tokens: Tokens,
     ) -> Response<Body> {
+        let answer = Answer {
+            reply,
+            model,
+            seq,
+            tokens,
+            created: chrono::Utc::now().timestamp(),
+        };
         match self {
-            Protocol::Chat => chat::render(parsed.stream, reply, model, seq, tokens),
-            Protocol::Responses => responses::render(parsed.stream, reply, model, seq, tokens),
-            Protocol::Messages => messages::render(parsed.stream, reply, model, seq, tokens),
+            Protocol::Chat => render::<chat::Scripted>(parsed.stream, &answer),
+            Protocol::Responses => render::<responses::Scripted>(parsed.stream, &answer),
+            Protocol::Messages => render::<messages::Scripted>(parsed.stream, &answer),
         }
     }
 
@@ -200,31 +162,4 @@ impl Protocol {
 /// Anthropic's `{"type": "error", "error": {"message"}}` keep it at `/error/message`.
 pub(crate) fn error_message(body: &Value) -> Option<&str> {
     body.pointer("/error/message").and_then(Value::as_str)
-}
-
-/// The compact JSON length of `body[key]` (0 when absent).
-pub(crate) fn field_bytes(body: &Map<String, Value>, key: &str) -> usize {
-    body.get(key).map(|v| v.to_string().len()).unwrap_or(0)
-}
-
-/// The text of a system prompt given as a string or as content blocks with `text`.
-pub(crate) fn text_of(value: Option<&Value>) -> String {
-    match value {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str).or_else(|| b.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// `text` cut into pieces of at most `chars` characters: scripted streams send every
-/// reply in several pieces, so clients' reassembly is exercised as with a real model.
-pub(crate) fn pieces(text: &str, chars: usize) -> Vec<String> {
-    let all: Vec<char> = text.chars().collect();
-    all.chunks(chars.max(1))
-        .map(|piece| piece.iter().collect())
-        .collect()
 }

@@ -3,6 +3,7 @@
 //! Nothing here knows about suites, agents or apps: it turns "run this program and
 //! let it see exactly these paths" into Linux namespaces (see `docs/sealing.md`).
 
+pub mod accept;
 pub mod beneath;
 pub mod cgroup;
 pub mod lifeline;

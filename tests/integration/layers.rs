@@ -208,3 +208,263 @@ fn the_layer_check_reads_rows_and_imports_as_written() {
         ]
     );
 }
+
+/// A module's path below `src/` (`proxy::chat::usage` is `["proxy", "chat", "usage"]`):
+/// a `mod.rs` is its folder's module.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut path: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if path.last().is_some_and(|last| last == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// The paths of a `use` tree, its braces spelled out: `super::{a, b::{self, C}}` is
+/// `super::a`, `super::b` and `super::b::C`.
+fn use_paths(prefix: &str, tree: &str, out: &mut Vec<String>) {
+    let tree = tree.trim();
+    let join = |rest: &str| match (prefix.is_empty(), rest.is_empty()) {
+        (true, _) => rest.to_owned(),
+        (false, true) => prefix.to_owned(),
+        (false, false) => format!("{prefix}::{rest}"),
+    };
+    let Some(open) = tree.find('{') else {
+        let path = tree.split(" as ").next().unwrap_or(tree).trim();
+        let path = path.trim_end_matches("::*").trim_end_matches("::self");
+        if !path.is_empty() && path != "self" && path != "*" {
+            out.push(join(path));
+        } else if path == "self" {
+            out.push(prefix.to_owned());
+        }
+        return;
+    };
+    let head = join(tree[..open].trim().trim_end_matches("::"));
+    let inner = tree[open + 1..].trim_end().trim_end_matches('}');
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                use_paths(&head, &inner[start..i], out);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    use_paths(&head, &inner[start..], out);
+}
+
+/// The files of one folder of `src/` that a file's library code names, by module path:
+/// through `use` (braces spelled out), `crate::`, `super::` and `self::` paths, and a
+/// `mod.rs`'s own child modules named bare (`log::UsageLog`). A `mod x;` declaration
+/// is no arrow: it places a file, it takes nothing from it.
+fn file_imports(
+    module: &[String],
+    text: &str,
+    modules: &BTreeMap<Vec<String>, String>,
+) -> Vec<(String, String)> {
+    let library = text
+        .split("\n#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or(text);
+    let code: String = library
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let declared =
+        regex::Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;")
+            .expect("regex");
+    let children: Vec<String> = declared
+        .captures_iter(&code)
+        .map(|c| c[1].to_owned())
+        .collect();
+    let mut paths = Vec::new();
+    let uses = regex::Regex::new(r"\buse\s+([^;]+);").expect("regex");
+    for c in uses.captures_iter(&code) {
+        use_paths("", &c[1], &mut paths);
+    }
+    let inline =
+        regex::Regex::new(r"\b(?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+").expect("regex");
+    paths.extend(inline.find_iter(&code).map(|m| m.as_str().to_owned()));
+    let bare = regex::Regex::new(r"(?:^|[^:\w])([a-z_][a-z0-9_]*)::").expect("regex");
+    paths.extend(
+        bare.captures_iter(&code)
+            .map(|c| c[1].to_owned())
+            .filter(|name| children.contains(name)),
+    );
+    let mut out = Vec::new();
+    for path in paths {
+        let mut segments = path.split("::").map(str::trim).peekable();
+        let mut at: Vec<String> = match segments.peek().copied() {
+            Some("crate") => Vec::new(),
+            Some("self") => module.to_vec(),
+            Some("super") => {
+                let mut at = module.to_vec();
+                while segments.peek() == Some(&"super") {
+                    segments.next();
+                    at.pop();
+                }
+                at
+            }
+            Some(name) if children.iter().any(|c| c == name) => module.to_vec(),
+            _ => continue,
+        };
+        if matches!(segments.peek().copied(), Some("crate" | "self")) {
+            segments.next();
+        }
+        for segment in segments {
+            let mut deeper = at.clone();
+            deeper.push(segment.to_owned());
+            if !modules.contains_key(&deeper) {
+                break;
+            }
+            at = deeper;
+        }
+        if let Some(file) = modules.get(&at) {
+            if at != module {
+                out.push((file.clone(), path));
+            }
+        }
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+/// The loops among `files` (path below `src/` and text): each loop's files, and the
+/// arrows among them with the path that draws each.
+fn cycles(files: &BTreeMap<String, String>) -> Vec<Vec<String>> {
+    let modules: BTreeMap<Vec<String>, String> = files
+        .keys()
+        .map(|rel| (module_of(Path::new(rel)), rel.clone()))
+        .collect();
+    let arrows: BTreeMap<&str, Vec<(String, String)>> = files
+        .iter()
+        .map(|(rel, text)| {
+            let module = module_of(Path::new(rel));
+            (rel.as_str(), file_imports(&module, text, &modules))
+        })
+        .collect();
+    // Which files each file reaches, by any number of arrows.
+    let reach = |from: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(file) = todo.pop() {
+            for (to, _) in arrows.get(file.as_str()).into_iter().flatten() {
+                if seen.insert(to.clone()) {
+                    todo.push(to.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&str, _> = files.keys().map(|f| (f.as_str(), reach(f))).collect();
+    let mut loops: Vec<Vec<String>> = Vec::new();
+    for file in files.keys() {
+        if !reached[file.as_str()].contains(file) || loops.iter().any(|l| l.contains(file)) {
+            continue;
+        }
+        // The files that reach this one and that it reaches: one loop.
+        let members: Vec<&String> = files
+            .keys()
+            .filter(|other| {
+                other == &file
+                    || (reached[file.as_str()].contains(*other)
+                        && reached[other.as_str()].contains(file))
+            })
+            .collect();
+        let mut described: Vec<String> = members.iter().map(|m| (*m).clone()).collect();
+        for from in &members {
+            for (to, path) in &arrows[from.as_str()] {
+                if members.contains(&to) {
+                    described.push(format!("  {from} -> {to} ({path})"));
+                }
+            }
+        }
+        loops.push(described);
+    }
+    loops
+}
+
+/// Every file of `src/<folder>/` but unit-test files, by path below `src/`.
+fn folder_files(folder: &str) -> BTreeMap<String, String> {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    sources(&src.join(folder), &mut files);
+    files
+        .into_iter()
+        .filter(|f| !f.iter().any(|p| p == "tests" || p == "tests.rs"))
+        .map(|f| {
+            let rel = f.strip_prefix(&src).expect("under src");
+            let text = std::fs::read_to_string(&f).expect("a source file");
+            (rel.to_string_lossy().into_owned(), text)
+        })
+        .collect()
+}
+
+/// Shared types live in files that import none of their neighbours, so that the
+/// files of a folder import each other one way only: each can be read, and moved,
+/// knowing only what is below it.
+fn assert_no_cycle_in(folder: &str) {
+    let files = folder_files(folder);
+    assert!(
+        files.len() > 5,
+        "only {} files read in src/{folder}",
+        files.len()
+    );
+    let loops = cycles(&files);
+    assert!(
+        loops.is_empty(),
+        "files of src/{folder}/ that import each other in a loop:\n{}",
+        loops
+            .iter()
+            .map(|l| l.join("\n"))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}
+
+#[test]
+fn the_files_of_proxy_import_each_other_one_way() {
+    assert_no_cycle_in("proxy");
+}
+
+#[test]
+#[ignore = "record/ cycle removed by the suite-trait change"]
+fn the_files_of_record_import_each_other_one_way() {
+    assert_no_cycle_in("record");
+}
+
+/// The loop finder on files of its own: `use` trees, `super::`, `self::`, a parent's
+/// bare child paths and a child naming its parent's own items all draw arrows.
+#[test]
+fn the_cycle_check_reads_every_kind_of_path() {
+    let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
+    let files: BTreeMap<String, String> = [
+        file("p/mod.rs", "mod a;\nmod b;\nmod c;\npub struct Top;\nfn f() { a::g(); }\n"),
+        file("p/a.rs", "use super::{b::{self, B}, Top};\n"),
+        file("p/b.rs", "pub struct B;\nfn h() -> crate::p::c::C { todo!() }\n"),
+        file("p/c.rs", "// use super::a;\npub struct C;\n#[cfg(test)]\nmod tests {\n    use super::super::a::*;\n}\n"),
+    ]
+    .into_iter()
+    .collect();
+    let found = cycles(&files);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0][..2], ["p/a.rs".to_owned(), "p/mod.rs".to_owned()]);
+    assert!(
+        found[0].contains(&"  p/a.rs -> p/mod.rs (super::Top)".to_owned()),
+        "{found:?}"
+    );
+    assert!(
+        found[0].contains(&"  p/mod.rs -> p/a.rs (a)".to_owned()),
+        "{found:?}"
+    );
+    let mut paths = Vec::new();
+    use_paths("", "super::{b::{self, B}, c as d, e::*}", &mut paths);
+    assert_eq!(paths, ["super::b", "super::b::B", "super::c", "super::e"]);
+}

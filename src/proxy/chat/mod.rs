@@ -5,5 +5,5 @@ mod scripted;
 mod usage;
 
 pub(crate) use request::{ask_for_stream_usage, parse};
-pub(crate) use scripted::render;
+pub(crate) use scripted::Scripted;
 pub(crate) use usage::{tokens as usage, ChatStreamMeter as StreamUsage};

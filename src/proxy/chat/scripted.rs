@@ -1,41 +1,25 @@
 //! Rendering a scripted reply as a Chat Completions response, whole or streamed.
 
-use bytes::Bytes;
-use hyper::body::Frame;
-use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::proxy::body::{self, Body};
+use crate::proxy::exchange::Reply;
 use crate::proxy::log::Tokens;
-use crate::proxy::script::Reply;
-use crate::proxy::wire;
+use crate::proxy::render::{pieces, Answer, Render};
 
-/// Characters per streamed delta: small enough that every reply spans several chunks,
-/// so clients' reassembly is exercised as it is with a real model.
-const PIECE_CHARS: usize = 16;
+/// Chat Completions' shape of a scripted answer.
+pub(crate) struct Scripted;
 
-pub(crate) fn render(
-    stream: bool,
-    reply: &Reply,
-    model: &str,
-    seq: u64,
-    tokens: Tokens,
-) -> Response<Body> {
-    let head = Head {
-        id: format!("chatcmpl-gauntlet-{seq}"),
-        created: chrono::Utc::now().timestamp(),
-        model,
-    };
-    if stream {
-        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = chunks(&head, reply, tokens)
+impl Render for Scripted {
+    fn whole(answer: &Answer) -> Value {
+        completion(&Head::of(answer), answer.reply, answer.tokens)
+    }
+
+    fn events(answer: &Answer) -> Vec<String> {
+        chunks(&Head::of(answer), answer.reply, answer.tokens)
             .iter()
             .map(|chunk| format!("data: {chunk}\n\n"))
             .chain(std::iter::once("data: [DONE]\n\n".to_owned()))
-            .map(|event| Ok(Frame::data(Bytes::from(event))))
-            .collect();
-        body::sse(StatusCode::OK, None, futures_util::stream::iter(frames))
-    } else {
-        body::json(StatusCode::OK, &completion(&head, reply, tokens))
+            .collect()
     }
 }
 
@@ -43,6 +27,16 @@ struct Head<'a> {
     id: String,
     created: i64,
     model: &'a str,
+}
+
+impl<'a> Head<'a> {
+    fn of(answer: &Answer<'a>) -> Head<'a> {
+        Head {
+            id: format!("chatcmpl-gauntlet-{}", answer.seq),
+            created: answer.created,
+            model: answer.model,
+        }
+    }
 }
 
 fn usage(tokens: Tokens) -> Value {
@@ -128,8 +122,4 @@ fn chunks(head: &Head, reply: &Reply, tokens: Tokens) -> Vec<Value> {
         "usage": usage(tokens),
     }));
     out
-}
-
-fn pieces(text: &str) -> Vec<String> {
-    wire::pieces(text, PIECE_CHARS)
 }

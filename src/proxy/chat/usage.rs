@@ -4,78 +4,75 @@ use serde_json::Value;
 
 use crate::proxy::log::Tokens;
 use crate::proxy::peek;
-use crate::proxy::relay::StreamMeter;
+use crate::proxy::usage::{Meter, Peek, Said, StreamEvents, UsageFields};
+
+const FIELDS: UsageFields = UsageFields {
+    input: "prompt_tokens",
+    output: "completion_tokens",
+    cached_input: "/prompt_tokens_details/cached_tokens",
+    reasoning: "/completion_tokens_details/reasoning_tokens",
+};
 
 /// The usage block of a response or chunk, if it has a non-null one.
 pub(crate) fn tokens(value: &Value) -> Option<Tokens> {
-    let usage = value.get("usage").filter(|u| u.is_object())?;
-    Some(Tokens {
-        input: usage.get("prompt_tokens").and_then(Value::as_u64),
-        output: usage.get("completion_tokens").and_then(Value::as_u64),
-        cached_input: usage
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .and_then(Value::as_u64),
-        reasoning: usage
-            .pointer("/completion_tokens_details/reasoning_tokens")
-            .and_then(Value::as_u64),
-        cache_write: None,
-    })
+    FIELDS.tokens(value)
 }
 
 /// Meters a Chat Completions stream: the last usage block seen wins; `[DONE]` ends it.
+pub(crate) type ChatStreamMeter = Meter<ChatEvents>;
+
 #[derive(Debug, Default)]
-pub(crate) struct ChatStreamMeter {
+pub(crate) struct ChatEvents {
     /// The proxy asked for the usage chunk the agent did not, so it hides that chunk
     /// from the agent (a client that did not ask may not expect empty `choices`).
     injected: bool,
     seen: Option<Tokens>,
-    done: bool,
 }
 
 impl ChatStreamMeter {
     pub(crate) fn new(injected: bool) -> ChatStreamMeter {
-        ChatStreamMeter {
+        Meter::reading(ChatEvents {
             injected,
-            ..ChatStreamMeter::default()
-        }
+            seen: None,
+        })
     }
 }
 
-impl StreamMeter for ChatStreamMeter {
-    fn observe(&mut self, data: &str) -> bool {
+impl StreamEvents for ChatEvents {
+    fn peek(&self, data: &str) -> Peek {
         if data.trim() == "[DONE]" {
-            self.done = true;
-            return true;
+            Peek::End
+        } else if peek::has_usage(data) {
+            Peek::Read
+        } else {
+            Peek::Pass
         }
-        if !peek::has_usage(data) {
-            return true;
-        }
-        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
-            return true;
-        };
-        let Some(tokens) = tokens(&chunk) else {
-            return true;
+    }
+
+    fn read(&mut self, chunk: &Value) -> Said {
+        let Some(tokens) = tokens(chunk) else {
+            return Said::default();
         };
         self.seen = Some(tokens);
         let no_choices = chunk
             .get("choices")
             .and_then(Value::as_array)
             .is_none_or(Vec::is_empty);
-        !(self.injected && no_choices)
+        Said {
+            hidden: self.injected && no_choices,
+            ..Said::default()
+        }
     }
 
     fn tokens(&self) -> Tokens {
         self.seen.unwrap_or_default()
-    }
-
-    fn complete(&self) -> bool {
-        self.done
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::usage::StreamMeter;
     use serde_json::json;
 
     #[test]

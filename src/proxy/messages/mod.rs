@@ -12,5 +12,5 @@ mod scripted;
 mod usage;
 
 pub(crate) use request::{count_tokens, parse};
-pub(crate) use scripted::render;
+pub(crate) use scripted::Scripted;
 pub(crate) use usage::{tokens as usage, StreamUsage};

@@ -2,9 +2,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::proxy::conversation::{self, role, Parsed, Results};
+use crate::proxy::error::RequestError;
 use crate::proxy::meter;
-use crate::proxy::script::{Asked, OfferedTool};
-use crate::proxy::wire::{self, Parsed, RequestError};
 
 pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
     let messages = body
@@ -16,65 +16,44 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
     // Tool results come back in user messages (Claude Code adds reminder text blocks to
     // them); the user's own last message is the last user message without a tool result.
     // Count this turn's results.
-    let user = |m: &Value| m.get("role").and_then(Value::as_str) == Some("user");
-    let since_user = messages
-        .iter()
-        .rposition(|m| {
+    let user = |m: &Value| role(m) == Some("user");
+    let results = Results::split(
+        messages,
+        |m| {
             user(m)
                 && !m
                     .get("content")
                     .and_then(Value::as_array)
                     .is_some_and(|blocks| blocks.iter().any(is_result))
-        })
-        .map_or(0, |i| i + 1);
-    let results = tool_results_in(&messages[since_user..]);
-    let earlier_tool_results = tool_results_in(&messages[..since_user]).len();
-    let tool_results = results.len();
-    let last_tool_result = results.last().map(|b| wire::text_of(b.get("content")));
-    Ok(Parsed {
-        model: body.get("model").and_then(Value::as_str).map(str::to_owned),
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        asked: Asked {
-            tools: tools(body),
-            tool_results,
-            earlier_tool_results,
-            last_tool_result,
-            system: wire::text_of(body.get("system")),
         },
-        input_bytes: input_bytes(body),
-    })
+        |m| tool_results_in(m, is_result),
+    );
+    // Tools offered, in the request's order: client tools (`input_schema`) and
+    // Anthropic's schema-less built-ins (`{"type": "bash_20250124", "name": "bash"}`)
+    // alike, since both are called with a `tool_use` block.
+    let tools = conversation::offered_tools(body, None, "/name", "/input_schema");
+    Ok(Parsed::of(
+        body,
+        results.asked("content", tools, conversation::text_of(body.get("system"))),
+        input_bytes(body),
+    ))
 }
 
-/// The tool-result blocks of the user messages in `messages`.
-fn tool_results_in(messages: &[Value]) -> Vec<&Value> {
-    messages
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .filter_map(|m| m.get("content").and_then(Value::as_array))
+/// The tool-result blocks of `message`, when it is a user message.
+fn tool_results_in(
+    message: &Value,
+    is_result: impl Fn(&Value) -> bool,
+) -> impl Iterator<Item = &Value> {
+    (role(message) == Some("user"))
+        .then(|| message.get("content").and_then(Value::as_array))
         .flatten()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
-        .collect()
+        .into_iter()
+        .flatten()
+        .filter(move |block| is_result(block))
 }
 
 fn input_bytes(body: &Map<String, Value>) -> usize {
-    wire::field_bytes(body, "system") + wire::field_bytes(body, "messages")
-}
-
-/// Tools offered, in the request's order: client tools (`input_schema`) and Anthropic's
-/// schema-less built-ins (`{"type": "bash_20250124", "name": "bash"}`) alike, since both
-/// are called with a `tool_use` block.
-fn tools(body: &Map<String, Value>) -> Vec<OfferedTool> {
-    let tools = body.get("tools").and_then(Value::as_array);
-    tools
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| {
-            Some(OfferedTool {
-                name: tool.get("name")?.as_str()?.to_owned(),
-                parameters: tool.get("input_schema").cloned().unwrap_or(Value::Null),
-            })
-        })
-        .collect()
+    conversation::field_bytes(body, "system") + conversation::field_bytes(body, "messages")
 }
 
 /// The scripted answer to `/v1/messages/count_tokens`: the same count a call with this

@@ -2,40 +2,28 @@
 //! the Anthropic SDKs read (`message_start`, content block start/delta/stop,
 //! `message_delta` with the final usage, `message_stop`).
 
-use bytes::Bytes;
-use hyper::body::Frame;
-use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::proxy::body::{self, Body};
+use crate::proxy::exchange::{Reply, ToolCall};
 use crate::proxy::log::Tokens;
-use crate::proxy::script::{Reply, ToolCall};
-use crate::proxy::wire;
+use crate::proxy::render::{self, pieces, Answer, Render};
 
-/// Characters per streamed delta (see [`wire::pieces`]).
-const PIECE_CHARS: usize = 16;
+/// Messages' shape of a scripted answer.
+pub(crate) struct Scripted;
 
-pub(crate) fn render(
-    stream: bool,
-    reply: &Reply,
-    model: &str,
-    seq: u64,
-    tokens: Tokens,
-) -> Response<Body> {
-    let id = format!("msg_gauntlet_{seq}");
-    if !stream {
-        return body::json(StatusCode::OK, &message(&id, model, reply, tokens));
+impl Render for Scripted {
+    fn whole(answer: &Answer) -> Value {
+        let id = format!("msg_gauntlet_{}", answer.seq);
+        message(&id, answer.model, answer.reply, answer.tokens)
     }
-    let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = events(&id, model, reply, tokens)
-        .into_iter()
-        .map(|event| {
-            let kind = event["type"].as_str().unwrap_or_default().to_owned();
-            Ok(Frame::data(Bytes::from(format!(
-                "event: {kind}\ndata: {event}\n\n"
-            ))))
-        })
-        .collect();
-    body::sse(StatusCode::OK, None, futures_util::stream::iter(frames))
+
+    fn events(answer: &Answer) -> Vec<String> {
+        let id = format!("msg_gauntlet_{}", answer.seq);
+        events(&id, answer.model, answer.reply, answer.tokens)
+            .iter()
+            .map(render::named)
+            .collect()
+    }
 }
 
 /// Anthropic tool-use ids look like `toolu_…`; the script's `call_k` keeps them unique.
@@ -81,14 +69,14 @@ fn events(id: &str, model: &str, reply: &Reply, tokens: Tokens) -> Vec<Value> {
     let (start, deltas) = match reply {
         Reply::Text(text) => (
             json!({"type": "text", "text": ""}),
-            wire::pieces(text, PIECE_CHARS)
+            pieces(text)
                 .into_iter()
                 .map(|piece| json!({"type": "text_delta", "text": piece}))
                 .collect::<Vec<_>>(),
         ),
         Reply::ToolCall(call) => (
             json!({"type": "tool_use", "id": tool_use_id(call), "name": call.name, "input": {}}),
-            wire::pieces(&call.arguments, PIECE_CHARS)
+            pieces(&call.arguments)
                 .into_iter()
                 .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}))
                 .collect(),

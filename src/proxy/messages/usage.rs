@@ -4,8 +4,7 @@
 use serde_json::Value;
 
 use crate::proxy::log::Tokens;
-use crate::proxy::peek;
-use crate::proxy::relay::StreamMeter;
+use crate::proxy::usage::{self, Meter, Peek, Said, StreamEvents};
 
 /// The raw counts of an Anthropic usage block; each is absent when not reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,69 +58,56 @@ pub(crate) fn tokens(message: &Value) -> Option<Tokens> {
     Some(Raw::of(usage).tokens())
 }
 
+/// The events a Messages stream's usage and end are read from.
+const METERED: &[&str] = &["message_start", "message_delta", "message_stop", "error"];
+
 /// Meters a Messages stream: `message_start` gives input, `message_delta` the final
 /// output count; `message_stop` ends it.
+pub(crate) type StreamUsage = Meter<MessagesEvents>;
+
 #[derive(Debug, Default)]
-pub(crate) struct StreamUsage {
+pub(crate) struct MessagesEvents {
     raw: Raw,
-    done: bool,
-    problem: Option<String>,
 }
 
-impl StreamMeter for StreamUsage {
-    fn observe(&mut self, data: &str) -> bool {
-        let metered = peek::kind(data).is_some_and(|kind| {
-            matches!(
-                kind.as_ref(),
-                "message_start" | "message_delta" | "message_stop" | "error"
-            )
-        });
-        if !metered {
-            return true;
-        }
-        let Ok(event) = serde_json::from_str::<Value>(data) else {
-            return true;
-        };
-        match event.get("type").and_then(Value::as_str) {
-            Some("message_start") => {
-                if let Some(usage) = event.pointer("/message/usage") {
-                    self.raw.update(Raw::of(usage));
-                }
+impl StreamEvents for MessagesEvents {
+    fn peek(&self, data: &str) -> Peek {
+        Peek::kinds(data, METERED)
+    }
+
+    fn read(&mut self, event: &Value) -> Said {
+        let block = match event.get("type").and_then(Value::as_str) {
+            Some("message_start") => event.pointer("/message/usage"),
+            Some("message_delta") => event.get("usage"),
+            Some("message_stop") => {
+                return Said {
+                    end: true,
+                    ..Said::default()
+                };
             }
-            Some("message_delta") => {
-                if let Some(usage) = event.get("usage") {
-                    self.raw.update(Raw::of(usage));
-                }
-            }
-            Some("message_stop") => self.done = true,
             Some("error") => {
-                let why = event
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no message");
-                self.problem = Some(format!("upstream stream sent an error event: {why}"));
+                return Said {
+                    problem: Some(usage::error_event(event, &["/error/message"])),
+                    ..Said::default()
+                };
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(block) = block {
+            self.raw.update(Raw::of(block));
         }
-        true
+        Said::default()
     }
 
     fn tokens(&self) -> Tokens {
         self.raw.tokens()
-    }
-
-    fn complete(&self) -> bool {
-        self.done
-    }
-
-    fn problem(&self) -> Option<String> {
-        self.problem.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::usage::StreamMeter;
     use serde_json::json;
 
     #[test]

@@ -10,5 +10,5 @@ mod scripted;
 mod usage;
 
 pub(crate) use request::parse;
-pub(crate) use scripted::render;
+pub(crate) use scripted::Scripted;
 pub(crate) use usage::{tokens as usage, StreamUsage};

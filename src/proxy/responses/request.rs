@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::proxy::script::{Asked, OfferedTool};
-use crate::proxy::wire::{self, Parsed, RequestError};
+use crate::proxy::conversation::{self, role, Parsed, Results};
+use crate::proxy::error::RequestError;
 
 /// Input item types that carry a tool's result back to the model.
 const RESULT_ITEMS: &[&str] = &["function_call_output", "custom_tool_call_output"];
@@ -15,61 +15,27 @@ pub(crate) fn parse(body: &Map<String, Value>) -> Result<Parsed, RequestError> {
         Some(Value::String(_)) => &[],
         _ => return Err(RequestError::Field("input")),
     };
-    let mut system = vec![wire::text_of(body.get("instructions"))];
-    system.extend(
-        items
-            .iter()
-            .filter(|item| {
-                matches!(
-                    item.get("role").and_then(Value::as_str),
-                    Some("system" | "developer")
-                )
-            })
-            .map(|item| wire::text_of(item.get("content"))),
-    );
-    let since_user = items
-        .iter()
-        .rposition(|item| item.get("role").and_then(Value::as_str) == Some("user"))
-        .map_or(0, |i| i + 1);
-    let is_result = |item: &&Value| {
+    let mut system = vec![conversation::text_of(body.get("instructions"))];
+    system.extend(conversation::system_texts(items));
+    let is_result = |item: &Value| {
         item.get("type")
             .and_then(Value::as_str)
             .is_some_and(|t| RESULT_ITEMS.contains(&t))
     };
-    let results: Vec<&Value> = items[since_user..].iter().filter(is_result).collect();
-    let earlier_tool_results = items[..since_user].iter().filter(is_result).count();
-    let tool_results = results.len();
-    let last_tool_result = results.last().map(|item| wire::text_of(item.get("output")));
-    Ok(Parsed {
-        model: body.get("model").and_then(Value::as_str).map(str::to_owned),
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        asked: Asked {
-            tools: tools(body),
-            tool_results,
-            earlier_tool_results,
-            last_tool_result,
-            system: system.join("\n").trim().to_owned(),
-        },
-        input_bytes: wire::field_bytes(body, "instructions") + wire::field_bytes(body, "input"),
-    })
-}
-
-/// Function tools offered, in the request's order. Built-in tools (`web_search`,
-/// `local_shell`) and free-form `custom` tools take other call shapes, so the scripted
-/// model does not call them.
-fn tools(body: &Map<String, Value>) -> Vec<OfferedTool> {
-    let tools = body.get("tools").and_then(Value::as_array);
-    tools
-        .into_iter()
-        .flatten()
-        .filter(|tool| tool.get("type").and_then(Value::as_str) == Some("function"))
-        .filter_map(|tool| {
-            Some(OfferedTool {
-                name: tool.get("name")?.as_str()?.to_owned(),
-                parameters: tool.get("parameters").cloned().unwrap_or(Value::Null),
-            })
-        })
-        .collect()
+    let results = Results::split(
+        items,
+        |item| role(item) == Some("user"),
+        |item| is_result(item).then_some(item),
+    );
+    // Function tools offered, in the request's order. Built-in tools (`web_search`,
+    // `local_shell`) and free-form `custom` tools take other call shapes, so the
+    // scripted model does not call them.
+    let tools = conversation::offered_tools(body, Some("function"), "/name", "/parameters");
+    Ok(Parsed::of(
+        body,
+        results.asked("output", tools, system.join("\n").trim().to_owned()),
+        conversation::field_bytes(body, "instructions") + conversation::field_bytes(body, "input"),
+    ))
 }
 
 #[cfg(test)]

@@ -2,50 +2,30 @@
 //! Codex reads (`response.created` … `response.output_item.done` …
 //! `response.completed`).
 
-use bytes::Bytes;
-use hyper::body::Frame;
-use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::proxy::body::{self, Body};
+use crate::proxy::exchange::Reply;
 use crate::proxy::log::Tokens;
-use crate::proxy::script::Reply;
-use crate::proxy::wire;
+use crate::proxy::render::{self, pieces, Answer, Render};
 
-/// Characters per streamed delta (see [`wire::pieces`]).
-const PIECE_CHARS: usize = 16;
+/// Responses' shape of a scripted answer.
+pub(crate) struct Scripted;
 
-pub(crate) fn render(
-    stream: bool,
-    reply: &Reply,
-    model: &str,
-    seq: u64,
-    tokens: Tokens,
-) -> Response<Body> {
-    let head = Head {
-        id: format!("resp_gauntlet_{seq}"),
-        item_id: match reply {
-            Reply::Text(_) => format!("msg_gauntlet_{seq}"),
-            Reply::ToolCall(_) => format!("fc_gauntlet_{seq}"),
-        },
-        created: chrono::Utc::now().timestamp(),
-        model,
-    };
-    if !stream {
-        return body::json(StatusCode::OK, &response(&head, reply, Some(tokens)));
+impl Render for Scripted {
+    fn whole(answer: &Answer) -> Value {
+        response(&Head::of(answer), answer.reply, Some(answer.tokens))
     }
-    let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = events(&head, reply, tokens)
-        .into_iter()
-        .enumerate()
-        .map(|(n, mut event)| {
-            event["sequence_number"] = json!(n);
-            let kind = event["type"].as_str().unwrap_or_default().to_owned();
-            Ok(Frame::data(Bytes::from(format!(
-                "event: {kind}\ndata: {event}\n\n"
-            ))))
-        })
-        .collect();
-    body::sse(StatusCode::OK, None, futures_util::stream::iter(frames))
+
+    fn events(answer: &Answer) -> Vec<String> {
+        events(&Head::of(answer), answer.reply, answer.tokens)
+            .into_iter()
+            .enumerate()
+            .map(|(n, mut event)| {
+                event["sequence_number"] = json!(n);
+                render::named(&event)
+            })
+            .collect()
+    }
 }
 
 struct Head<'a> {
@@ -53,6 +33,21 @@ struct Head<'a> {
     item_id: String,
     created: i64,
     model: &'a str,
+}
+
+impl<'a> Head<'a> {
+    fn of(answer: &Answer<'a>) -> Head<'a> {
+        let seq = answer.seq;
+        Head {
+            id: format!("resp_gauntlet_{seq}"),
+            item_id: match answer.reply {
+                Reply::Text(_) => format!("msg_gauntlet_{seq}"),
+                Reply::ToolCall(_) => format!("fc_gauntlet_{seq}"),
+            },
+            created: answer.created,
+            model: answer.model,
+        }
+    }
 }
 
 fn usage(tokens: Tokens) -> Value {
@@ -124,7 +119,7 @@ fn events(head: &Head, reply: &Reply, tokens: Tokens) -> Vec<Value> {
                 "response.content_part.added",
                 json!({"content_index": 0, "part": part("")}),
             ));
-            for piece in wire::pieces(text, PIECE_CHARS) {
+            for piece in pieces(text) {
                 out.push(at(
                     "response.output_text.delta",
                     json!({"content_index": 0, "delta": piece}),
@@ -145,7 +140,7 @@ fn events(head: &Head, reply: &Reply, tokens: Tokens) -> Vec<Value> {
                 "id": head.item_id, "type": "function_call", "status": "in_progress",
                 "call_id": call.id, "name": call.name, "arguments": ""}}),
             );
-            for piece in wire::pieces(&call.arguments, PIECE_CHARS) {
+            for piece in pieces(&call.arguments) {
                 out.push(at(
                     "response.function_call_arguments.delta",
                     json!({"delta": piece}),

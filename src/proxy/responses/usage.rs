@@ -4,92 +4,82 @@
 use serde_json::Value;
 
 use crate::proxy::log::Tokens;
-use crate::proxy::peek;
-use crate::proxy::relay::StreamMeter;
+use crate::proxy::usage::{self, Meter, Peek, Said, StreamEvents, UsageFields};
+
+const FIELDS: UsageFields = UsageFields {
+    input: "input_tokens",
+    output: "output_tokens",
+    cached_input: "/input_tokens_details/cached_tokens",
+    reasoning: "/output_tokens_details/reasoning_tokens",
+};
 
 /// The usage block of a response object, if it has one.
 pub(crate) fn tokens(response: &Value) -> Option<Tokens> {
-    let usage = response.get("usage").filter(|u| u.is_object())?;
-    Some(Tokens {
-        input: usage.get("input_tokens").and_then(Value::as_u64),
-        output: usage.get("output_tokens").and_then(Value::as_u64),
-        cached_input: usage
-            .pointer("/input_tokens_details/cached_tokens")
-            .and_then(Value::as_u64),
-        reasoning: usage
-            .pointer("/output_tokens_details/reasoning_tokens")
-            .and_then(Value::as_u64),
-        cache_write: None,
-    })
+    FIELDS.tokens(response)
 }
+
+/// The events a Responses stream's usage and end are read from: its terminal ones.
+const TERMINAL: &[&str] = &[
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+];
 
 /// Meters a Responses stream from its terminal event.
+pub(crate) type StreamUsage = Meter<ResponsesEvents>;
+
 #[derive(Debug, Default)]
-pub(crate) struct StreamUsage {
+pub(crate) struct ResponsesEvents {
     seen: Option<Tokens>,
-    done: bool,
-    problem: Option<String>,
 }
 
-impl StreamMeter for StreamUsage {
-    fn observe(&mut self, data: &str) -> bool {
-        let terminal = peek::kind(data).is_some_and(|kind| {
-            matches!(
-                kind.as_ref(),
-                "response.completed" | "response.incomplete" | "response.failed" | "error"
-            )
-        });
-        if !terminal {
-            return true;
-        }
-        let Ok(event) = serde_json::from_str::<Value>(data) else {
-            return true;
-        };
+impl StreamEvents for ResponsesEvents {
+    fn peek(&self, data: &str) -> Peek {
+        Peek::kinds(data, TERMINAL)
+    }
+
+    fn read(&mut self, event: &Value) -> Said {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "response.completed" | "response.incomplete" | "response.failed" => {
-                self.done = true;
                 if let Some(tokens) = event.get("response").and_then(tokens) {
                     self.seen = Some(tokens);
                 }
-                if kind != "response.completed" {
-                    let why = event
-                        .pointer("/response/error/message")
-                        .or_else(|| event.pointer("/response/incomplete_details/reason"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("no reason given");
-                    self.problem = Some(format!("upstream stream ended with {kind}: {why}"));
+                let problem = (kind != "response.completed").then(|| {
+                    let why = usage::first_text(
+                        event,
+                        &[
+                            "/response/error/message",
+                            "/response/incomplete_details/reason",
+                        ],
+                    )
+                    .unwrap_or("no reason given");
+                    format!("upstream stream ended with {kind}: {why}")
+                });
+                Said {
+                    end: true,
+                    problem,
+                    hidden: false,
                 }
             }
-            "error" => {
-                let why = event
-                    .get("message")
-                    .or_else(|| event.pointer("/error/message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("no message");
-                self.problem = Some(format!("upstream stream sent an error event: {why}"));
-            }
-            _ => {}
+            "error" => Said {
+                problem: Some(usage::error_event(event, &["/message", "/error/message"])),
+                ..Said::default()
+            },
+            _ => Said::default(),
         }
-        true
     }
 
     fn tokens(&self) -> Tokens {
         self.seen.unwrap_or_default()
-    }
-
-    fn complete(&self) -> bool {
-        self.done
-    }
-
-    fn problem(&self) -> Option<String> {
-        self.problem.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::usage::StreamMeter;
 
     #[test]
     fn the_terminal_event_carries_the_usage() {

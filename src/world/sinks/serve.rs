@@ -1,5 +1,6 @@
-//! The accept loop shared by the HTTP sinks: one task per connection, stopped by a
-//! watch channel, in-flight connections given a short grace on shutdown.
+//! The HTTP server shared by the sinks: one task per connection on the harness's
+//! accept loop (`sys::accept`), stopped by a watch channel, in-flight connections
+//! given a short grace on shutdown.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,9 +17,10 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 use super::SinkError;
+use crate::sys::accept;
 
 /// Request bodies above this are cut (the sink records what it kept).
 pub const BODY_CAP: usize = 256 * 1024;
@@ -64,52 +66,38 @@ where
     Ok(Server { addr, stop, accept })
 }
 
-async fn serve<H, F>(listener: TcpListener, handler: Arc<H>, mut stop: watch::Receiver<bool>)
+async fn serve<H, F>(listener: TcpListener, handler: Arc<H>, stop: watch::Receiver<bool>)
 where
     H: Fn(Received) -> F + Send + Sync + 'static,
     F: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+    accept::accept_and_drain(
+        listener,
+        stop,
+        SHUTDOWN_GRACE,
+        move |stream, set, mut stop| {
+            let handler = Arc::clone(&handler);
+            set.spawn(async move {
+                let service = service_fn(move |request: Request<Incoming>| {
                     let handler = Arc::clone(&handler);
-                    let mut stop = stop.clone();
-                    connections.spawn(async move {
-                        let service = service_fn(move |request: Request<Incoming>| {
-                            let handler = Arc::clone(&handler);
-                            async move {
-                                let received = read(request).await;
-                                Ok::<_, Infallible>(handler(received).await)
-                            }
-                        });
-                        let conn = http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service);
-                        tokio::pin!(conn);
-                        tokio::select! {
-                            _ = conn.as_mut() => {}
-                            _ = stop.changed() => {
-                                conn.as_mut().graceful_shutdown();
-                                let _ = conn.await;
-                            }
-                        }
-                    });
+                    async move {
+                        let received = read(request).await;
+                        Ok::<_, Infallible>(handler(received).await)
+                    }
+                });
+                let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = stop.changed() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                    }
                 }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            _ = stop.changed() => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
-    })
+            });
+        },
+    )
     .await;
-    if drained.is_err() {
-        connections.shutdown().await;
-    }
 }
 
 async fn read(request: Request<Incoming>) -> Received {

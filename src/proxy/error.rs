@@ -1,0 +1,32 @@
+//! Why a call could not be read or forwarded: the errors every layer of the proxy
+//! reports, from reading a body to reaching the provider.
+
+/// Why a request body is not a request of its protocol.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RequestError {
+    #[error("request body is not json: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("request body is not a json object")]
+    NotObject,
+    #[error("request body field `{0}` is missing or has the wrong type")]
+    Field(&'static str),
+}
+
+/// Why a call could not be read or forwarded: the text of the error the proxy answers
+/// with and records in the call's usage entry.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    #[error("cannot read request body: {0}")]
+    Body(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("{source} (body of {len} bytes starts: {start:?})")]
+    Request {
+        #[source]
+        source: RequestError,
+        len: usize,
+        /// The body's first characters, so that a log shows what was sent.
+        start: String,
+    },
+    /// `why` has passed the upstream's redaction (`Upstream::redact`).
+    #[error("upstream {base} unreachable: {why}")]
+    Unreachable { base: String, why: String },
+}
