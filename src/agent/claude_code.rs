@@ -13,87 +13,22 @@
 //! final message, the turn count, total usage and cost.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
-use super::{
-    cli, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
-    SessionTurn,
-};
+use super::{cli, session, AdapterError, LaunchContext, SessionTurn};
 use crate::evidence::streams::AgentKind;
 
 /// The tools a QA run needs: a shell and the file tools. Print mode refuses any tool
 /// not listed, and nobody is there to approve one.
 const ALLOWED_TOOLS: &str = "Bash,Read,Write,Edit,Glob,Grep";
 
-pub struct ClaudeCode {
-    program: PathBuf,
-    version: OnceLock<String>,
-}
+/// The Claude Code adapter: the shared launch path with Claude Code's argv and
+/// variables.
+pub type ClaudeCode = cli::Pinned<ClaudeCodeCli>;
 
-impl ClaudeCode {
-    pub fn new(program: PathBuf) -> ClaudeCode {
-        ClaudeCode {
-            program,
-            version: OnceLock::new(),
-        }
-    }
+/// What is Claude Code's own in its launch.
+pub struct ClaudeCodeCli;
 
-    fn args(prompt: String) -> Vec<String> {
-        vec![
-            "-p".into(),
-            "--output-format".into(),
-            "stream-json".into(),
-            "--verbose".into(),
-            // `=`: the options take variadic lists that would swallow the prompt.
-            // `--tools` is what it is offered; `--allowedTools` only pre-approves.
-            format!("--tools={ALLOWED_TOOLS}"),
-            format!("--allowedTools={ALLOWED_TOOLS}"),
-            "--".into(),
-            prompt,
-        ]
-    }
-
-    /// `-p … --session-id U` on a session's first turn, `-p … --resume U` on later
-    /// ones, with `U` derived from the harness's session id (Claude Code wants UUIDs).
-    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
-        let mut args = ClaudeCode::args(prompt);
-        let flag = if turn.resume {
-            "--resume"
-        } else {
-            "--session-id"
-        };
-        // Before the `--` that precedes the prompt.
-        let at = args.len() - 2;
-        args.splice(at..at, [flag.to_string(), session::session_uuid(&turn.id)]);
-        args
-    }
-
-    /// A session turn: the conversation store (`CLAUDE_CONFIG_DIR`) in the state
-    /// directory, so a later session of the same agent can resume it.
-    pub fn session_launch(
-        &self,
-        run: &PromptRun,
-        turn: &SessionTurn,
-        ctx: &LaunchContext<'_>,
-    ) -> Result<Launch, AdapterError> {
-        cli::ensure_installed(AgentKind::ClaudeCode.name(), &self.program)?;
-        let config_dir = turn.state_dir.join(".claude");
-        session::ensure_dir(&config_dir)?;
-        let mut env = ClaudeCode::env(ctx);
-        env.insert(
-            "CLAUDE_CONFIG_DIR".into(),
-            config_dir.to_string_lossy().into_owned(),
-        );
-        Ok(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: ClaudeCode::session_args(turn, run.prompt.clone()),
-            },
-            env,
-        })
-    }
-
+impl ClaudeCodeCli {
     /// The variables that point Claude Code at the proxy and keep it off the network.
     pub fn env(ctx: &LaunchContext<'_>) -> BTreeMap<String, String> {
         let config_dir = ctx.home.join(".claude").to_string_lossy().into_owned();
@@ -118,65 +53,57 @@ impl ClaudeCode {
     }
 }
 
-impl Adapter for ClaudeCode {
-    fn kind(&self) -> AgentKind {
-        AgentKind::ClaudeCode
+impl cli::Cli for ClaudeCodeCli {
+    const KIND: AgentKind = AgentKind::ClaudeCode;
+
+    /// Claude Code names its sessions itself: the title is not passed.
+    fn args(_title: String, prompt: String) -> Vec<String> {
+        vec![
+            "-p".into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+            // `=`: the options take variadic lists that would swallow the prompt.
+            // `--tools` is what it is offered; `--allowedTools` only pre-approves.
+            format!("--tools={ALLOWED_TOOLS}"),
+            format!("--allowedTools={ALLOWED_TOOLS}"),
+            "--".into(),
+            prompt,
+        ]
     }
 
-    fn version(&self) -> String {
-        self.version
-            .get_or_init(|| cli::probe_version(&self.program))
-            .clone()
+    /// `-p … --session-id U` on a session's first turn, `-p … --resume U` on later
+    /// ones, with `U` derived from the harness's session id (Claude Code wants UUIDs).
+    fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+        let mut args = Self::args(String::new(), prompt);
+        let flag = if turn.resume {
+            "--resume"
+        } else {
+            "--session-id"
+        };
+        // Before the `--` that precedes the prompt.
+        let at = args.len() - 2;
+        args.splice(at..at, [flag.to_string(), session::session_uuid(&turn.id)]);
+        args
     }
 
-    fn invocation(&self, run: &RunSpec) -> Invocation {
-        Invocation {
-            program: self.program.clone(),
-            args: ClaudeCode::args(run.prompt.clone()),
-        }
-    }
-
-    fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        cli::ensure_installed(AgentKind::ClaudeCode.name(), &self.program)?;
-        session::ensure_dir(&ctx.home.join(".claude"))?;
-        Ok(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: ClaudeCode::args(run.prompt.clone()),
-            },
-            env: ClaudeCode::env(ctx),
-        })
-    }
-
-    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
-        match &run.session {
-            Some(turn) => Ok(Invocation {
-                program: self.program.clone(),
-                args: ClaudeCode::session_args(turn, run.prompt.clone()),
-            }),
-            None => Ok(Invocation {
-                program: self.program.clone(),
-                args: ClaudeCode::args(run.prompt.clone()),
-            }),
-        }
-    }
-
-    fn prompt_launch(
-        &self,
-        run: &PromptRun,
+    /// The conversation store (`CLAUDE_CONFIG_DIR`) is in the scratch HOME, or for a
+    /// session turn in the state directory, so a later session of the same agent can
+    /// resume it.
+    fn prepare(
         ctx: &LaunchContext<'_>,
-    ) -> Result<Launch, AdapterError> {
-        match &run.session {
-            Some(turn) => self.session_launch(run, turn, ctx),
-            None => {
-                cli::ensure_installed(AgentKind::ClaudeCode.name(), &self.program)?;
-                session::ensure_dir(&ctx.home.join(".claude"))?;
-                Ok(Launch {
-                    invocation: self.prompt_invocation(run)?,
-                    env: ClaudeCode::env(ctx),
-                })
-            }
-        }
+        turn: Option<&SessionTurn>,
+    ) -> Result<BTreeMap<String, String>, AdapterError> {
+        let config_dir = turn
+            .map_or(ctx.home, |t| t.state_dir.as_path())
+            .join(".claude");
+        session::ensure_dir(&config_dir)?;
+        let mut env = ClaudeCodeCli::env(ctx);
+        env.insert(
+            "CLAUDE_CONFIG_DIR".into(),
+            config_dir.to_string_lossy().into_owned(),
+        );
+        Ok(env)
     }
 }
 
@@ -187,7 +114,7 @@ mod tests {
     #[test]
     fn env_points_at_the_proxy_origin() {
         let home = std::path::Path::new("/h");
-        let env = ClaudeCode::env(&LaunchContext {
+        let env = ClaudeCodeCli::env(&LaunchContext {
             home,
             workspace: home,
             proxy_url: "http://127.0.0.1:9/v1",

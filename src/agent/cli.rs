@@ -1,11 +1,117 @@
 //! What the three npm-installed agent CLIs have in common: where their binaries are,
-//! how their version is read, and how their config files are written.
+//! how their version is read, how their config files are written, and how a prompt is
+//! launched ([`Pinned`]). Each CLI says only what is its own ([`Cli`]): its argv, and
+//! the config and variables it needs; the order of the steps is the same for all three.
 
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::AdapterError;
+use super::{
+    Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec, SessionTurn,
+};
+use crate::evidence::streams::AgentKind;
+
+/// What differs between the pinned CLIs. The stdout format is the third difference,
+/// and lives apart: `evidence::streams::parser` of [`Cli::KIND`].
+pub trait Cli: Send + Sync {
+    const KIND: AgentKind;
+    /// The argv of a one-shot run: a qa trial or a challenge. `title` names the run
+    /// for a CLI that would otherwise ask the model for a title.
+    fn args(title: String, prompt: String) -> Vec<String>;
+    /// The argv of one turn of a session: its first turn starts the CLI's
+    /// conversation, a later one resumes it.
+    fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String>;
+    /// Write the CLI's config (in the scratch HOME; for a session turn, what must
+    /// outlive the turn goes in its state directory) and return the variables that
+    /// point the CLI at it and at the proxy. Called once the binary is known to exist.
+    fn prepare(
+        ctx: &LaunchContext<'_>,
+        turn: Option<&SessionTurn>,
+    ) -> Result<BTreeMap<String, String>, AdapterError>;
+    /// The version recorded for a run, from the first line `--version` printed.
+    fn version(probed: String) -> String {
+        probed
+    }
+}
+
+/// A pinned CLI as an [`Adapter`]: one launch path for the three of them, so that a
+/// missing binary is refused before anything is written, for every CLI and every kind
+/// of run alike.
+pub struct Pinned<C> {
+    program: PathBuf,
+    version: OnceLock<String>,
+    cli: PhantomData<C>,
+}
+
+impl<C: Cli> Pinned<C> {
+    pub fn new(program: PathBuf) -> Pinned<C> {
+        Pinned {
+            program,
+            version: OnceLock::new(),
+            cli: PhantomData,
+        }
+    }
+
+    fn invoke(&self, args: Vec<String>) -> Invocation {
+        Invocation {
+            program: self.program.clone(),
+            args,
+        }
+    }
+
+    fn launch_with(
+        &self,
+        invocation: Invocation,
+        ctx: &LaunchContext<'_>,
+        turn: Option<&SessionTurn>,
+    ) -> Result<Launch, AdapterError> {
+        ensure_installed(C::KIND.name(), &self.program)?;
+        let env = C::prepare(ctx, turn)?;
+        Ok(Launch { invocation, env })
+    }
+}
+
+impl<C: Cli> Adapter for Pinned<C> {
+    fn kind(&self) -> AgentKind {
+        C::KIND
+    }
+
+    fn version(&self) -> String {
+        self.version
+            .get_or_init(|| C::version(probe_version(&self.program)))
+            .clone()
+    }
+
+    fn invocation(&self, run: &RunSpec) -> Invocation {
+        self.invoke(C::args(
+            format!("gauntlet {}", run.capability),
+            run.prompt.clone(),
+        ))
+    }
+
+    fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
+        self.launch_with(self.invocation(run), ctx, None)
+    }
+
+    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
+        Ok(self.invoke(match &run.session {
+            Some(turn) => C::session_args(turn, run.prompt.clone()),
+            None => C::args(run.title.clone(), run.prompt.clone()),
+        }))
+    }
+
+    fn prompt_launch(
+        &self,
+        run: &PromptRun,
+        ctx: &LaunchContext<'_>,
+    ) -> Result<Launch, AdapterError> {
+        self.launch_with(self.prompt_invocation(run)?, ctx, run.session.as_ref())
+    }
+}
 
 /// How long `<cli> --version` may take before it is killed and the version recorded
 /// as unknown: a version probe must never hang a trial.

@@ -12,86 +12,21 @@
 //! `turn.failed` and `error`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
-use super::{
-    cli, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec, SessionTurn,
-};
+use super::{cli, AdapterError, LaunchContext, SessionTurn};
 use crate::evidence::streams::AgentKind;
 
 /// The provider id gauntlet's proxy gets in `config.toml`.
 const PROVIDER: &str = "gauntlet";
 
-pub struct Codex {
-    program: PathBuf,
-    version: OnceLock<String>,
-}
+/// The Codex adapter: the shared launch path with Codex's argv and `CODEX_HOME`.
+pub type Codex = cli::Pinned<CodexCli>;
 
-impl Codex {
-    pub fn new(program: PathBuf) -> Codex {
-        Codex {
-            program,
-            version: OnceLock::new(),
-        }
-    }
+/// What is Codex's own in its launch.
+pub struct CodexCli;
 
-    fn args(prompt: String) -> Vec<String> {
-        vec![
-            "exec".into(),
-            "--json".into(),
-            // The workspace is a plain directory, not a git checkout.
-            "--skip-git-repo-check".into(),
-            "-s".into(),
-            "workspace-write".into(),
-            "--".into(),
-            prompt,
-        ]
-    }
-
-    /// `exec --json …` on a session's first turn; `exec resume --last --all --json …`
-    /// on later ones (Codex assigns its own ids; the newest session of this agent's
-    /// `CODEX_HOME` is the current one; `--all` because the workspace may differ between
-    /// sessions). The sandbox comes from `config.toml`, which `resume` also reads.
-    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
-        if !turn.resume {
-            return Codex::args(prompt);
-        }
-        vec![
-            "exec".into(),
-            "resume".into(),
-            "--last".into(),
-            "--all".into(),
-            "--json".into(),
-            "--skip-git-repo-check".into(),
-            "--".into(),
-            prompt,
-        ]
-    }
-
-    /// A session turn: `CODEX_HOME` (config and session store) in the state directory.
-    pub fn session_launch(
-        &self,
-        run: &PromptRun,
-        turn: &SessionTurn,
-        ctx: &LaunchContext<'_>,
-    ) -> Result<Launch, AdapterError> {
-        cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
-        let codex_home = turn.state_dir.join(".codex");
-        // Rewritten every turn: the proxy's port differs from trial to trial.
-        Codex::prepare_home(Some(&turn.state_dir), ctx)?;
-        Ok(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: Codex::session_args(turn, run.prompt.clone()),
-            },
-            env: BTreeMap::from([(
-                "CODEX_HOME".into(),
-                codex_home.to_string_lossy().into_owned(),
-            )]),
-        })
-    }
-
+impl CodexCli {
     /// HOME for Codex: its `config.toml` (in the state directory for a session turn),
     /// and a `.bash_profile`. Codex runs every shell command as a login shell (`bash
     /// -lc`), and Debian's `/etc/profile` resets PATH: without the profile, `gauntlet`
@@ -99,7 +34,11 @@ impl Codex {
     /// in the harness's gate.
     fn prepare_home(state_dir: Option<&Path>, ctx: &LaunchContext<'_>) -> Result<(), AdapterError> {
         let root = state_dir.unwrap_or(ctx.home);
-        cli::write_config(root, ".codex/config.toml", &Codex::config(ctx, state_dir))?;
+        cli::write_config(
+            root,
+            ".codex/config.toml",
+            &CodexCli::config(ctx, state_dir),
+        )?;
         let bin = crate::binaries::bin_dir().to_string_lossy().into_owned();
         let profile = format!(
             "# gauntlet: /etc/profile resets PATH for login shells; gauntlet's binaries first again.\nexport PATH={}:\"$PATH\"\n",
@@ -140,73 +79,57 @@ impl Codex {
     }
 }
 
-impl Adapter for Codex {
-    fn kind(&self) -> AgentKind {
-        AgentKind::Codex
+impl cli::Cli for CodexCli {
+    const KIND: AgentKind = AgentKind::Codex;
+
+    /// Codex names its sessions itself: the title is not passed.
+    fn args(_title: String, prompt: String) -> Vec<String> {
+        vec![
+            "exec".into(),
+            "--json".into(),
+            // The workspace is a plain directory, not a git checkout.
+            "--skip-git-repo-check".into(),
+            "-s".into(),
+            "workspace-write".into(),
+            "--".into(),
+            prompt,
+        ]
     }
 
-    fn version(&self) -> String {
-        self.version
-            .get_or_init(|| cli::probe_version(&self.program))
-            .clone()
-    }
-
-    fn invocation(&self, run: &RunSpec) -> Invocation {
-        Invocation {
-            program: self.program.clone(),
-            args: Codex::args(run.prompt.clone()),
+    /// `exec --json …` on a session's first turn; `exec resume --last --all --json …`
+    /// on later ones (Codex assigns its own ids; the newest session of this agent's
+    /// `CODEX_HOME` is the current one; `--all` because the workspace may differ between
+    /// sessions). The sandbox comes from `config.toml`, which `resume` also reads.
+    fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+        if !turn.resume {
+            return Self::args(String::new(), prompt);
         }
+        vec![
+            "exec".into(),
+            "resume".into(),
+            "--last".into(),
+            "--all".into(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+            "--".into(),
+            prompt,
+        ]
     }
 
-    fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
-        let codex_home = ctx.home.join(".codex");
-        Codex::prepare_home(None, ctx)?;
-        Ok(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: Codex::args(run.prompt.clone()),
-            },
-            env: BTreeMap::from([(
-                "CODEX_HOME".into(),
-                codex_home.to_string_lossy().into_owned(),
-            )]),
-        })
-    }
-
-    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
-        match &run.session {
-            Some(turn) => Ok(Invocation {
-                program: self.program.clone(),
-                args: Codex::session_args(turn, run.prompt.clone()),
-            }),
-            None => Ok(Invocation {
-                program: self.program.clone(),
-                args: Codex::args(run.prompt.clone()),
-            }),
-        }
-    }
-
-    fn prompt_launch(
-        &self,
-        run: &PromptRun,
+    /// `CODEX_HOME` (config and session store): in the scratch HOME, or for a session
+    /// turn in the state directory. Rewritten every turn: the proxy's port differs
+    /// from trial to trial.
+    fn prepare(
         ctx: &LaunchContext<'_>,
-    ) -> Result<Launch, AdapterError> {
-        match &run.session {
-            Some(turn) => self.session_launch(run, turn, ctx),
-            None => {
-                cli::ensure_installed(AgentKind::Codex.name(), &self.program)?;
-                let codex_home = ctx.home.join(".codex");
-                Codex::prepare_home(None, ctx)?;
-                Ok(Launch {
-                    invocation: self.prompt_invocation(run)?,
-                    env: BTreeMap::from([(
-                        "CODEX_HOME".into(),
-                        codex_home.to_string_lossy().into_owned(),
-                    )]),
-                })
-            }
-        }
+        turn: Option<&SessionTurn>,
+    ) -> Result<BTreeMap<String, String>, AdapterError> {
+        let state_dir = turn.map(|t| t.state_dir.as_path());
+        let codex_home = state_dir.unwrap_or(ctx.home).join(".codex");
+        CodexCli::prepare_home(state_dir, ctx)?;
+        Ok(BTreeMap::from([(
+            "CODEX_HOME".into(),
+            codex_home.to_string_lossy().into_owned(),
+        )]))
     }
 }
 
@@ -223,7 +146,7 @@ mod tests {
             proxy_url: "http://127.0.0.1:9/v1",
             model: "m \"quoted\"",
         };
-        let text = Codex::config(&ctx, None);
+        let text = CodexCli::config(&ctx, None);
         let parsed: toml::Table = text.parse().unwrap_or_else(|e| panic!("{e}: {text}"));
         assert_eq!(parsed["model"].as_str(), Some("m \"quoted\""));
         let p = &parsed["model_providers"]["gauntlet"];
@@ -236,7 +159,7 @@ mod tests {
         assert!(parsed["sandbox_workspace_write"]
             .get("writable_roots")
             .is_none());
-        let session: toml::Table = Codex::config(&ctx, Some(Path::new("/state")))
+        let session: toml::Table = CodexCli::config(&ctx, Some(Path::new("/state")))
             .parse()
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

@@ -119,12 +119,36 @@ pub struct LaunchContext<'a> {
     pub model: &'a str,
 }
 
+#[cfg(test)]
+impl<'a> LaunchContext<'a> {
+    /// A launch in `dir` (HOME and workspace both) against a proxy nobody listens on:
+    /// what the unit tests of a launch need.
+    pub(crate) fn scratch(dir: &'a Path) -> LaunchContext<'a> {
+        LaunchContext {
+            home: dir,
+            workspace: dir,
+            proxy_url: "http://127.0.0.1:1/v1",
+            model: "m",
+        }
+    }
+}
+
 /// A prepared agent: its command line and the variables it needs beyond the
 /// harness's own (which it cannot override: see `trial::Context::env`).
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub invocation: Invocation,
     pub env: BTreeMap<String, String>,
+}
+
+impl Launch {
+    /// A launch that needs no variables beyond the harness's own.
+    pub fn bare(invocation: Invocation) -> Launch {
+        Launch {
+            invocation,
+            env: BTreeMap::new(),
+        }
+    }
 }
 
 pub trait Adapter: Send + Sync {
@@ -143,10 +167,7 @@ pub trait Adapter: Send + Sync {
     /// HOME, variables pointing it at the proxy. The default needs nothing beyond the
     /// harness's environment.
     fn launch(&self, run: &RunSpec, _ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        Ok(Launch {
-            invocation: self.invocation(run),
-            env: BTreeMap::new(),
-        })
+        Ok(Launch::bare(self.invocation(run)))
     }
     /// The command line for a free-form prompt (challenges, scorecard turns).
     fn prompt_invocation(&self, _run: &PromptRun) -> Result<Invocation, AdapterError> {
@@ -161,10 +182,7 @@ pub trait Adapter: Send + Sync {
         run: &PromptRun,
         _ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        Ok(Launch {
-            invocation: self.prompt_invocation(run)?,
-            env: BTreeMap::new(),
-        })
+        Ok(Launch::bare(self.prompt_invocation(run)?))
     }
     /// The agent's background mode for an idle window: a long-running process the
     /// harness starts in its own process group and kills at the window's end. `None`
@@ -210,6 +228,30 @@ fn write_prompt_file(run: &PromptRun) -> Result<PathBuf, AdapterError> {
     root.write(Path::new(PROMPT_FILE), run.prompt.as_bytes())
         .map_err(AdapterError::Unsafe)?;
     Ok(file)
+}
+
+/// [`Adapter::prompt_launch`] of an agent that reads its prompt from a file (the
+/// reference agent, a command): a session turn's prompt is written into the scratch
+/// HOME, beside a state directory made for it, and `turn_launch` builds the turn's
+/// launch from that file; a one-shot run's is the workspace's [`PROMPT_FILE`], and its
+/// command line is the adapter's [`Adapter::prompt_invocation`].
+fn file_prompt_launch(
+    adapter: &dyn Adapter,
+    run: &PromptRun,
+    ctx: &LaunchContext<'_>,
+    turn_launch: impl FnOnce(&SessionTurn, &Path) -> Launch,
+) -> Result<Launch, AdapterError> {
+    match &run.session {
+        Some(turn) => {
+            session::ensure_state_dir(turn)?;
+            let file = session::write_prompt(run, ctx.home)?;
+            Ok(turn_launch(turn, &file))
+        }
+        None => {
+            write_prompt_file(run)?;
+            Ok(Launch::bare(adapter.prompt_invocation(run)?))
+        }
+    }
 }
 
 /// `gauntlet-agent`, built by this package.
@@ -279,26 +321,12 @@ impl Adapter for Reference {
         run: &PromptRun,
         ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        match &run.session {
-            Some(turn) => {
-                session::ensure_state_dir(turn)?;
-                let file = session::write_prompt(run, ctx.home)?;
-                Ok(Launch {
-                    invocation: self.session_invocation(
-                        turn,
-                        vec!["--prompt-file".into(), file.to_string_lossy().into_owned()],
-                    ),
-                    env: BTreeMap::new(),
-                })
-            }
-            None => {
-                write_prompt_file(run)?;
-                Ok(Launch {
-                    invocation: self.prompt_invocation(run)?,
-                    env: BTreeMap::new(),
-                })
-            }
-        }
+        file_prompt_launch(self, run, ctx, |turn, file| {
+            Launch::bare(self.session_invocation(
+                turn,
+                vec!["--prompt-file".into(), file.to_string_lossy().into_owned()],
+            ))
+        })
     }
     fn daemon_launch(
         &self,
@@ -309,19 +337,16 @@ impl Adapter for Reference {
             return Ok(None);
         };
         session::ensure_dir(&run.state_dir)?;
-        Ok(Some(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: vec![
-                    "daemon".into(),
-                    "--state-dir".into(),
-                    run.state_dir.to_string_lossy().into_owned(),
-                    "--config".into(),
-                    config.to_string_lossy().into_owned(),
-                ],
-            },
-            env: BTreeMap::new(),
-        }))
+        Ok(Some(Launch::bare(Invocation {
+            program: self.program.clone(),
+            args: vec![
+                "daemon".into(),
+                "--state-dir".into(),
+                run.state_dir.to_string_lossy().into_owned(),
+                "--config".into(),
+                config.to_string_lossy().into_owned(),
+            ],
+        })))
     }
 }
 
@@ -423,23 +448,10 @@ impl Adapter for Command {
         run: &PromptRun,
         ctx: &LaunchContext<'_>,
     ) -> Result<Launch, AdapterError> {
-        match &run.session {
-            Some(turn) => {
-                session::ensure_state_dir(turn)?;
-                let file = session::write_prompt(run, ctx.home)?;
-                Ok(Launch {
-                    invocation: self.session_invocation(run, turn, Some(&file)),
-                    env: Command::session_env(run, turn, &file),
-                })
-            }
-            None => {
-                write_prompt_file(run)?;
-                Ok(Launch {
-                    invocation: self.prompt_invocation(run)?,
-                    env: BTreeMap::new(),
-                })
-            }
-        }
+        file_prompt_launch(self, run, ctx, |turn, file| Launch {
+            invocation: self.session_invocation(run, turn, Some(file)),
+            env: Command::session_env(run, turn, file),
+        })
     }
     /// Its own background command, when it has one (`GAUNTLET_AGENT_DAEMON_CMD`, a
     /// catalogue adversary's `daemon`), started like the reference agent's daemon: in
@@ -624,12 +636,7 @@ mod tests {
             n: 1,
             workspace: dir.path().to_path_buf(),
         };
-        let ctx = LaunchContext {
-            home: dir.path(),
-            workspace: dir.path(),
-            proxy_url: "http://127.0.0.1:1/v1",
-            model: "m",
-        };
+        let ctx = LaunchContext::scratch(dir.path());
         let missing = PathBuf::from("/nonexistent/bin/agent");
         let adapters: [Box<dyn Adapter>; 3] = [
             Box::new(opencode::OpenCode::new(missing.clone())),
@@ -729,12 +736,7 @@ mod tests {
             workspace: dir.path().to_path_buf(),
             session: None,
         };
-        let ctx = LaunchContext {
-            home: dir.path(),
-            workspace: dir.path(),
-            proxy_url: "http://127.0.0.1:1/v1",
-            model: "m",
-        };
+        let ctx = LaunchContext::scratch(dir.path());
         // The reference agent and command agents read the prompt from a file in the
         // workspace, written by the launch.
         let reference = Reference {

@@ -13,80 +13,22 @@
 //! `step_finish` (tokens and cost of that step), `error`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
-use super::{
-    cli, session, Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
-    SessionTurn,
-};
+use super::{cli, session, AdapterError, LaunchContext, SessionTurn};
 use crate::evidence::streams::AgentKind;
 
 /// The provider id gauntlet's proxy gets in `opencode.json`.
 const PROVIDER: &str = "gauntlet";
 
-pub struct OpenCode {
-    program: PathBuf,
-    version: OnceLock<String>,
-}
+/// The OpenCode adapter: the shared launch path with OpenCode's argv and config.
+pub type OpenCode = cli::Pinned<OpenCodeCli>;
 
-impl OpenCode {
-    pub fn new(program: PathBuf) -> OpenCode {
-        OpenCode {
-            program,
-            version: OnceLock::new(),
-        }
-    }
+/// What is OpenCode's own in its launch.
+pub struct OpenCodeCli;
 
-    fn args(run: &RunSpec, prompt: String) -> Vec<String> {
-        OpenCode::args_titled(format!("gauntlet {}", run.capability), prompt)
-    }
-
-    fn args_titled(title: String, prompt: String) -> Vec<String> {
-        vec![
-            "run".into(),
-            "--format".into(),
-            "json".into(),
-            // A given title spares the side request that would generate one.
-            "--title".into(),
-            title,
-            prompt,
-        ]
-    }
-
-    /// Write `opencode.json` into the scratch HOME; the variables that point at it.
-    fn prepare(&self, ctx: &LaunchContext<'_>) -> Result<BTreeMap<String, String>, AdapterError> {
-        cli::ensure_installed(AgentKind::OpenCode.name(), &self.program)?;
-        let config_dir = ctx.home.join(".config");
-        let config = config_dir.join("opencode/opencode.json");
-        let text = serde_json::to_string_pretty(&OpenCode::config(ctx)).unwrap_or_default();
-        cli::write_config(ctx.home, ".config/opencode/opencode.json", &text)?;
-        let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
-        Ok(BTreeMap::from([
-            (
-                "OPENCODE_CONFIG".into(),
-                config.to_string_lossy().into_owned(),
-            ),
-            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
-            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
-            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
-            // offline, npm fails at once from its empty cache instead of reaching the
-            // registry, and OpenCode goes on without it.
-            ("npm_config_offline".into(), "true".into()),
-            ("npm_config_update_notifier".into(), "false".into()),
-            (
-                "XDG_CONFIG_HOME".into(),
-                config_dir.to_string_lossy().into_owned(),
-            ),
-            ("XDG_DATA_HOME".into(), home(".local/share")),
-            ("XDG_CACHE_HOME".into(), home(".cache")),
-            ("XDG_STATE_HOME".into(), home(".local/state")),
-        ]))
-    }
-
+impl OpenCodeCli {
     /// `opencode.json`: the proxy as an OpenAI-compatible provider and the only model,
     /// every tool allowed (nobody is there to answer a permission prompt), no updates,
     /// no sharing.
@@ -117,11 +59,27 @@ impl OpenCode {
             }
         })
     }
+}
+
+impl cli::Cli for OpenCodeCli {
+    const KIND: AgentKind = AgentKind::OpenCode;
+
+    fn args(title: String, prompt: String) -> Vec<String> {
+        vec![
+            "run".into(),
+            "--format".into(),
+            "json".into(),
+            // A given title spares the side request that would generate one.
+            "--title".into(),
+            title,
+            prompt,
+        ]
+    }
 
     /// `run --format json` plus `--title S` on a session's first turn and `--continue`
     /// on later ones (OpenCode assigns its own session ids; the most recent session of
     /// this agent's state directory is the current one).
-    pub fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
+    fn session_args(turn: &SessionTurn, prompt: String) -> Vec<String> {
         let mut args: Vec<String> = vec!["run".into(), "--format".into(), "json".into()];
         if turn.resume {
             args.push("--continue".into());
@@ -133,87 +91,50 @@ impl OpenCode {
         args
     }
 
-    /// A session turn: config in the scratch HOME, sessions in the state directory.
-    pub fn session_launch(
-        &self,
-        run: &PromptRun,
-        turn: &SessionTurn,
+    /// `opencode.json` in the scratch HOME, and the variables that point at it. A
+    /// session turn keeps its sessions in the state directory, so a later session of
+    /// this agent finds them; config and cache stay in the scratch HOME.
+    fn prepare(
         ctx: &LaunchContext<'_>,
-    ) -> Result<Launch, AdapterError> {
-        let mut env = self.prepare(ctx)?;
-        session::ensure_state_dir(turn)?;
-        // Sessions live in the state directory, so a later session of this agent finds
-        // them; config and cache stay in the scratch HOME.
-        let under = |sub: &str| turn.state_dir.join(sub).to_string_lossy().into_owned();
-        env.insert("XDG_DATA_HOME".into(), under(".local/share"));
-        env.insert("XDG_STATE_HOME".into(), under(".local/state"));
-        Ok(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: OpenCode::session_args(turn, run.prompt.clone()),
-            },
-            env,
-        })
-    }
-}
-
-impl Adapter for OpenCode {
-    fn kind(&self) -> AgentKind {
-        AgentKind::OpenCode
-    }
-
-    fn version(&self) -> String {
-        self.version
-            .get_or_init(|| format!("opencode {}", cli::probe_version(&self.program)))
-            .clone()
-    }
-
-    fn invocation(&self, run: &RunSpec) -> Invocation {
-        Invocation {
-            program: self.program.clone(),
-            args: OpenCode::args(run, run.prompt.clone()),
+        turn: Option<&SessionTurn>,
+    ) -> Result<BTreeMap<String, String>, AdapterError> {
+        let config_dir = ctx.home.join(".config");
+        let config = config_dir.join("opencode/opencode.json");
+        let text = serde_json::to_string_pretty(&OpenCodeCli::config(ctx)).unwrap_or_default();
+        cli::write_config(ctx.home, ".config/opencode/opencode.json", &text)?;
+        let home = |sub: &str| ctx.home.join(sub).to_string_lossy().into_owned();
+        let mut env = BTreeMap::from([
+            (
+                "OPENCODE_CONFIG".into(),
+                config.to_string_lossy().into_owned(),
+            ),
+            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+            // At start it installs `@opencode-ai/plugin` into its config dir with npm;
+            // offline, npm fails at once from its empty cache instead of reaching the
+            // registry, and OpenCode goes on without it.
+            ("npm_config_offline".into(), "true".into()),
+            ("npm_config_update_notifier".into(), "false".into()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                config_dir.to_string_lossy().into_owned(),
+            ),
+            ("XDG_DATA_HOME".into(), home(".local/share")),
+            ("XDG_CACHE_HOME".into(), home(".cache")),
+            ("XDG_STATE_HOME".into(), home(".local/state")),
+        ]);
+        if let Some(turn) = turn {
+            session::ensure_state_dir(turn)?;
+            let under = |sub: &str| turn.state_dir.join(sub).to_string_lossy().into_owned();
+            env.insert("XDG_DATA_HOME".into(), under(".local/share"));
+            env.insert("XDG_STATE_HOME".into(), under(".local/state"));
         }
+        Ok(env)
     }
 
-    fn launch(&self, run: &RunSpec, ctx: &LaunchContext<'_>) -> Result<Launch, AdapterError> {
-        let env = self.prepare(ctx)?;
-        Ok(Launch {
-            invocation: Invocation {
-                program: self.program.clone(),
-                args: OpenCode::args(run, run.prompt.clone()),
-            },
-            env,
-        })
-    }
-
-    fn prompt_invocation(&self, run: &PromptRun) -> Result<Invocation, AdapterError> {
-        match &run.session {
-            Some(turn) => Ok(Invocation {
-                program: self.program.clone(),
-                args: OpenCode::session_args(turn, run.prompt.clone()),
-            }),
-            None => Ok(Invocation {
-                program: self.program.clone(),
-                args: OpenCode::args_titled(run.title.clone(), run.prompt.clone()),
-            }),
-        }
-    }
-
-    fn prompt_launch(
-        &self,
-        run: &PromptRun,
-        ctx: &LaunchContext<'_>,
-    ) -> Result<Launch, AdapterError> {
-        match &run.session {
-            Some(turn) => self.session_launch(run, turn, ctx),
-            None => {
-                let env = self.prepare(ctx)?;
-                Ok(Launch {
-                    invocation: self.prompt_invocation(run)?,
-                    env,
-                })
-            }
-        }
+    fn version(probed: String) -> String {
+        format!("opencode {probed}")
     }
 }
 
@@ -230,7 +151,7 @@ mod tests {
             proxy_url: "http://127.0.0.1:9/v1",
             model: "m1",
         };
-        let c = OpenCode::config(&ctx);
+        let c = OpenCodeCli::config(&ctx);
         assert_eq!(c["model"], "gauntlet/m1");
         assert_eq!(
             c["provider"]["gauntlet"]["options"]["baseURL"],

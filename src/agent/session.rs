@@ -184,12 +184,7 @@ mod tests {
             ],
             daemon_argv: vec![],
         };
-        let ctx = LaunchContext {
-            home: dir.path(),
-            workspace: dir.path(),
-            proxy_url: "http://127.0.0.1:1/v1",
-            model: "m",
-        };
+        let ctx = LaunchContext::scratch(dir.path());
         let state = dir.path().join("state");
         let launch = cmd
             .prompt_launch(&turn(true, &state), &ctx)
@@ -213,12 +208,7 @@ mod tests {
     #[test]
     fn the_command_adapter_runs_its_own_background_command_only_when_it_has_one() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ctx = LaunchContext {
-            home: dir.path(),
-            workspace: dir.path(),
-            proxy_url: "http://127.0.0.1:1/v1",
-            model: "m",
-        };
+        let ctx = LaunchContext::scratch(dir.path());
         let state = dir.path().join("state");
         let run = DaemonRun {
             title: "scorecard::continuous::p3-3 background".into(),
