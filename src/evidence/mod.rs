@@ -14,6 +14,8 @@ pub mod observed_policy;
 pub mod observed_requests;
 pub mod policy;
 pub mod streams;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod tree;
 pub mod usage;
 

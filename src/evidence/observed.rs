@@ -567,19 +567,7 @@ mod tests {
     }
 
     fn exec(path: &str, argv: &[&str]) -> Line {
-        Line::Exec(Exec {
-            ms: 3,
-            pid: 4,
-            path: path.into(),
-            argv: argv.iter().map(|a| a.to_string()).collect(),
-            argv_cut: false,
-            unreadable: None,
-            refused: false,
-            own_root: false,
-            loader: vec![],
-            loader_unread: None,
-            carried: vec![],
-        })
+        Line::Exec(crate::evidence::test_support::exec(3, 4, path, argv))
     }
 
     #[test]

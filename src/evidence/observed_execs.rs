@@ -567,6 +567,7 @@ pub fn assess(
 mod tests {
     use super::*;
     use crate::evidence::observed::{self, End, Line};
+    use crate::evidence::test_support;
     use serde_json::json;
 
     const APP: &str = "/run/gauntlet/target/bin/cli-tally";
@@ -587,19 +588,12 @@ mod tests {
             execs: true,
         }];
         for (i, (path, argv)) in execs.iter().enumerate() {
-            lines.push(Line::Exec(Exec {
-                ms: i as u64,
-                pid: 10 + i as i32,
-                path: (*path).into(),
-                argv: argv.iter().map(|a| a.to_string()).collect(),
-                argv_cut: false,
-                unreadable: None,
-                refused: false,
-                own_root: false,
-                loader: vec![],
-                loader_unread: None,
-                carried: vec![],
-            }));
+            lines.push(Line::Exec(test_support::exec(
+                i as u64,
+                10 + i as i32,
+                path,
+                argv,
+            )));
         }
         lines.push(Line::End(End::default()));
         let bytes: Vec<u8> = lines.iter().flat_map(observed::line).collect();
@@ -607,19 +601,7 @@ mod tests {
     }
 
     fn shell(cmd: &str) -> ToolCallRecord {
-        ToolCallRecord {
-            id: "c".into(),
-            name: "bash".into(),
-            status: "completed".into(),
-            failed: false,
-            input: json!({ "command": cmd }),
-            input_preview: None,
-            output: None,
-            started_ms: None,
-            ended_ms: None,
-            title: None,
-            metadata: None,
-        }
+        test_support::tool_call("c", "bash", json!({ "command": cmd }))
     }
 
     fn stats() -> Vec<RequiredRun> {

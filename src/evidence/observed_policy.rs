@@ -545,19 +545,11 @@ mod tests {
                 assert_eq!(p.by_category.get("answer_key"), Some(&1));
                 // The agent's account classifies it the same way.
                 let acc = crate::evidence::policy::assess(
-                    &[crate::evidence::normalize::ToolCallRecord {
-                        id: "c".into(),
-                        name: "read".into(),
-                        status: "completed".into(),
-                        failed: false,
-                        input: serde_json::json!({ "filePath": path }),
-                        input_preview: None,
-                        output: None,
-                        started_ms: None,
-                        ended_ms: None,
-                        title: None,
-                        metadata: None,
-                    }],
+                    &[crate::evidence::test_support::tool_call(
+                        "c",
+                        "read",
+                        serde_json::json!({ "filePath": path }),
+                    )],
                     &keyed(),
                     profile,
                 );

@@ -297,6 +297,7 @@ pub fn assess(
 mod tests {
     use super::*;
     use crate::evidence::observed::{self, Client as Holder, End, Exec, Line, Request, Unparsed};
+    use crate::evidence::test_support;
 
     const CHROMIUM: &str = "/usr/lib/chromium/chromium";
     const APP: &str = "http://127.0.0.1:8080";
@@ -435,19 +436,7 @@ mod tests {
         assert_eq!(c.outcome, RequestOutcome::Failed);
         assert!(c.why.contains("python3.11"), "{}", c.why);
         // The executable unread: what the process last executed names it.
-        let exec = Line::Exec(Exec {
-            ms: 0,
-            pid: 10,
-            path: "/usr/bin/wget".into(),
-            argv: vec!["wget".into()],
-            argv_cut: false,
-            unreadable: None,
-            refused: false,
-            own_root: false,
-            loader: vec![],
-            loader_unread: None,
-            carried: vec![],
-        });
+        let exec = Line::Exec(test_support::exec(0, 10, "/usr/bin/wget", &["wget"]));
         let c = check(
             &[exec, conn(0, 8080, None), req(0, "DELETE", "/api/notes/3")],
             1,
@@ -556,17 +545,9 @@ mod tests {
     {
         let exec = |loader: &[&str], unread: Option<&str>| {
             Line::Exec(Exec {
-                ms: 0,
-                pid: 10,
-                path: CHROMIUM.into(),
-                argv: vec!["chromium".into()],
-                argv_cut: false,
-                unreadable: None,
-                refused: false,
-                own_root: false,
                 loader: loader.iter().map(|s| s.to_string()).collect(),
                 loader_unread: unread.map(str::to_owned),
-                carried: vec![],
+                ..test_support::exec(0, 10, CHROMIUM, &["chromium"])
             })
         };
         let lines = |e: Line| {

@@ -531,14 +531,7 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
     s += "### The agent's account (its event stream)\n\n";
     let pol = &rec.derived.policy;
     s += &format!("- paths by category: {:?}\n", pol.by_category);
-    s += &format!(
-        "- escalated to product code: {}\n",
-        pol.escalated_to_product_code
-    );
-    if pol.disallowed_reads.is_empty() {
-        s += "- disallowed reads: none\n";
-    } else {
-        s += "- disallowed reads:\n";
+    if reads_heading(&mut s, pol.escalated_to_product_code, &pol.disallowed_reads) {
         for r in &pol.disallowed_reads {
             let why =
                 crate::evidence::policy::answer_key(&rec.evidence.roots, std::path::Path::new(r))
@@ -620,15 +613,11 @@ pub fn final_report(rec: &ChallengeRecord, audit: Option<&ManualAudit>) -> Strin
 const REPORT_ITEMS: usize = 50;
 
 fn observed_section(o: Option<&ObservedPolicy>) -> String {
-    let mut s = String::from("### What the kernel saw opened\n\n");
+    let title = "What the kernel saw opened";
     let Some(o) = o else {
-        s += "No observation: this record was made before opens were observed, and its validity rests on the agent's account below.\n\n";
-        return s;
+        return format!("### {title}\n\nNo observation: this record was made before opens were observed, and its validity rests on the agent's account below.\n\n");
     };
-    match &o.incomplete {
-        None => s += "- observation: complete\n",
-        Some(why) => s += &format!("- observation: **incomplete** — {why}\n"),
-    }
+    let mut s = observation_head(title, "observation", o.incomplete.as_deref());
     if !o.watched.is_empty() {
         s += &format!(
             "- watched: every filesystem of {} mount point(s); not watched: {}\n",
@@ -644,15 +633,8 @@ fn observed_section(o: Option<&ObservedPolicy>) -> String {
         "- paths by category: {:?} (runtime is reported, never judged)\n",
         o.by_category
     );
-    s += &format!(
-        "- escalated to product code: {}\n",
-        o.escalated_to_product_code
-    );
-    if o.disallowed_reads.is_empty() {
-        s += "- disallowed reads: none\n";
-    } else {
-        s += "- disallowed reads:\n";
-        for r in o.disallowed_reads.iter().take(REPORT_ITEMS) {
+    if reads_heading(&mut s, o.escalated_to_product_code, &o.disallowed_reads) {
+        bounded_list(&mut s, &o.disallowed_reads, o.disallowed_reads.len(), |r| {
             let by = o
                 .opens
                 .iter()
@@ -671,14 +653,13 @@ fn observed_section(o: Option<&ObservedPolicy>) -> String {
                 .find(|k| &k.path == r)
                 .map(|k| format!(" — **{}**, which no profile allows", k.why))
                 .unwrap_or_default();
-            s += &format!("  - `{r}`{by}{why}\n");
-        }
-        more(&mut s, o.disallowed_reads.len());
+            format!("  - `{r}`{by}{why}\n")
+        });
     }
     let total = o.opens.len() + o.opens_not_kept as usize;
     s += &format!("- opens outside the runtime ({total}):\n");
-    for x in o.opens.iter().take(REPORT_ITEMS) {
-        s += &format!(
+    bounded_list(&mut s, &o.opens, total, |x| {
+        format!(
             "  - {} ms `{}` {} {} by `{}` (pid {}){}\n",
             x.ms,
             x.path,
@@ -691,23 +672,18 @@ fn observed_section(o: Option<&ObservedPolicy>) -> String {
             } else {
                 " — **not allowed**"
             }
-        );
-    }
-    more(&mut s, total);
+        )
+    });
     s += "\n";
     s
 }
 
 fn execs_section(e: Option<&ExecFindings>) -> String {
-    let mut s = String::from("### What the kernel saw executed\n\n");
+    let title = "What the kernel saw executed";
     let Some(e) = e else {
-        s += "No observation: nothing saw the trial's execs.\n\n";
-        return s;
+        return format!("### {title}\n\nNo observation: nothing saw the trial's execs.\n\n");
     };
-    match &e.incomplete {
-        None => s += "- observation of execs: complete\n",
-        Some(why) => s += &format!("- observation of execs: **incomplete** — {why}\n"),
-    }
+    let mut s = observation_head(title, "observation of execs", e.incomplete.as_deref());
     for r in &e.required {
         let program = r.program.as_deref().unwrap_or("(the app's program: none)");
         match &r.seen {
@@ -756,13 +732,12 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
     }
     let total = e.execs.len() + e.execs_not_kept as usize;
     s += &format!("- programs executed ({total} exec(s)):\n");
-    for (program, n) in e.by_program.iter().take(REPORT_ITEMS) {
-        s += &format!("  - `{program}` × {n}\n");
-    }
-    more(&mut s, e.by_program.len());
+    bounded_list(&mut s, &e.by_program, e.by_program.len(), |(program, n)| {
+        format!("  - `{program}` × {n}\n")
+    });
     s += &format!("- execs in order ({total}):\n");
-    for x in e.execs.iter().take(REPORT_ITEMS) {
-        s += &format!(
+    bounded_list(&mut s, &e.execs, total, |x| {
+        format!(
             "  - {} ms pid {} `{}`{}\n",
             x.ms,
             x.pid,
@@ -771,26 +746,47 @@ fn execs_section(e: Option<&ExecFindings>) -> String {
                 .as_ref()
                 .map(|u| format!(" (unreadable: {u})"))
                 .unwrap_or_default()
-        );
-    }
-    more(&mut s, total);
+        )
+    });
     let claimed = e.claimed_not_observed.len() + e.claims_not_kept as usize;
     if claimed == 0 {
         s += "- claimed by the agent's tool calls, never executed: none\n\n";
     } else {
         s += &format!("- claimed by the agent's tool calls, never executed ({claimed}):\n");
-        for c in e.claimed_not_observed.iter().take(REPORT_ITEMS) {
-            s += &format!(
+        bounded_list(&mut s, &e.claimed_not_observed, claimed, |c| {
+            format!(
                 "  - call {}: `{}` in `{}`\n",
                 c.call,
                 c.program.replace('`', "'"),
                 Preview::bounded_to(&c.command, 200).text.replace('`', "'")
-            );
-        }
-        more(&mut s, claimed);
+            )
+        });
         s += "\n";
     }
     s
+}
+
+/// Whether product code was read, and the heading of the reads no profile allows:
+/// the agent's account and the kernel's observation state both alike. True when
+/// there are reads to list under it.
+fn reads_heading(s: &mut String, escalated: bool, disallowed: &[String]) -> bool {
+    *s += &format!("- escalated to product code: {escalated}\n");
+    if disallowed.is_empty() {
+        *s += "- disallowed reads: none\n";
+        false
+    } else {
+        *s += "- disallowed reads:\n";
+        true
+    }
+}
+
+/// The heading of a section on what the kernel saw, and whether the observation of
+/// `what` saw everything, or why not.
+fn observation_head(title: &str, what: &str, incomplete: Option<&str>) -> String {
+    match incomplete {
+        None => format!("### {title}\n\n- {what}: complete\n"),
+        Some(why) => format!("### {title}\n\n- {what}: **incomplete** — {why}\n"),
+    }
 }
 
 /// The app's own runs, as the relay made them outside the sandbox.
@@ -806,8 +802,8 @@ fn relayed_section(runs: Option<&[crate::evidence::RelayedRun]>, dropped: u64) -
         s += "- none: the app never ran\n\n";
         return s;
     }
-    for r in runs.iter().take(REPORT_ITEMS) {
-        s += &format!(
+    bounded_list(&mut s, runs, runs.len(), |r| {
+        format!(
             "- `{}`: stdin {} bytes, stdout {} bytes ({}), exit {}{}\n",
             argv_line(&r.args),
             r.stdin_bytes,
@@ -818,9 +814,8 @@ fn relayed_section(runs: Option<&[crate::evidence::RelayedRun]>, dropped: u64) -
                 .as_ref()
                 .map(|e| format!(" — {e}"))
                 .unwrap_or_default()
-        );
-    }
-    more(&mut s, runs.len());
+        )
+    });
     s += "\n";
     s
 }
@@ -847,10 +842,7 @@ fn discrepancy_section(o: &ObservedPolicy) -> String {
             s += &format!("- {title}: none\n");
         } else {
             s += &format!("- {title} ({}):\n", list.len());
-            for p in list.iter().take(REPORT_ITEMS) {
-                s += &format!("  - `{p}`\n");
-            }
-            more(&mut s, list.len());
+            bounded_list(&mut s, list, list.len(), |p| format!("  - `{p}`\n"));
         }
     }
     if d.not_kept > 0 {
@@ -863,11 +855,21 @@ fn discrepancy_section(o: &ObservedPolicy) -> String {
     s
 }
 
-fn more(s: &mut String, n: usize) {
-    if n > REPORT_ITEMS {
+/// Up to [`REPORT_ITEMS`] of `items`, a line each, then how many of `total` were not
+/// listed.
+fn bounded_list<T>(
+    s: &mut String,
+    items: impl IntoIterator<Item = T>,
+    total: usize,
+    line: impl Fn(T) -> String,
+) {
+    for x in items.into_iter().take(REPORT_ITEMS) {
+        *s += &line(x);
+    }
+    if total > REPORT_ITEMS {
         *s += &format!(
             "  - … and {} more (metrics.json lists them)\n",
-            n - REPORT_ITEMS
+            total - REPORT_ITEMS
         );
     }
 }

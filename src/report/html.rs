@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use super::aggregate::Summary;
-use super::markdown::{at_k, ms, pct_ci, usd, ILLUSTRATION, OPEN_TRIAL_ROWS};
+use super::markdown::{ILLUSTRATION, OPEN_TRIAL_ROWS};
+use super::rows::CapabilityRow;
 use super::svg::{esc, lines_over_k, stacked_bars, StackedBar};
 use crate::score::Outcome;
 
@@ -86,29 +87,15 @@ pub fn render(s: &Summary) -> String {
     let _ = writeln!(o, "</table>");
 
     let _ = writeln!(o, "<h2>Per capability</h2><table><tr><th>capability</th><th>kind</th><th>outcome by repeat</th><th>passed</th><th>verified rate</th><th>false verif.</th><th>errors</th><th>pass^k</th><th>pass@k</th><th>tokens in / out</th><th>cost</th><th>wall median / max ms</th><th>threshold</th></tr>");
-    for c in &s.capabilities {
+    for c in s.capabilities.iter().map(CapabilityRow::of) {
         let f = &c.figures;
-        let outcomes = super::markdown::outcomes(&c.outcomes);
-        let threshold = c
-            .threshold
-            .as_ref()
-            .map(|t| {
-                format!(
-                    "{} {}/{} (need {})",
-                    if t.met { "met" } else { "NOT met" },
-                    t.passes,
-                    t.of,
-                    t.need
-                )
-            })
-            .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
-            "<tr><td><code>{}::{}</code></td><td>{:?}</td><td>{}</td><td class=n>{}/{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{} / {}</td><td class=n>{}</td><td class=n>{} / {}</td><td>{}</td></tr>",
-            esc(&c.app), esc(&c.capability), c.kind, esc(&outcomes), f.passed, f.trials,
-            esc(&pct_ci(f.verified_rate, f.verified_rate_ci)), f.false_verifications, f.errors, esc(&at_k(&f.pass_hat_k)), esc(&at_k(&f.pass_at_k)),
-            f.tokens_in, f.tokens_out, esc(&usd(f.cost_usd, &f.unpriced_models)), ms(f.wall_ms_median),
-            ms(f.wall_ms_max.map(|v| v as f64)), esc(&threshold)
+            "<tr><td><code>{}::{}</code></td><td>{}</td><td>{}</td><td class=n>{}/{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{} / {}</td><td class=n>{}</td><td class=n>{} / {}</td><td>{}</td></tr>",
+            esc(c.app), esc(c.capability), c.kind, esc(&c.outcomes), c.passed, c.trials,
+            esc(&f.verified_rate), f.false_verifications, f.errors, esc(&f.pass_hat_k), esc(&f.pass_at_k),
+            f.tokens_in, f.tokens_out, esc(&f.cost), f.wall_ms_median,
+            f.wall_ms_max, esc(&c.threshold)
         );
     }
     let _ = writeln!(o, "</table>");

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::aggregate::{Figures, Summary};
+use super::rows::{CapabilityRow, FigureCells};
 
 pub fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", 100.0 * v))
@@ -97,24 +98,13 @@ pub fn render(s: &Summary) -> String {
     );
     let _ = writeln!(o, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for a in &s.apps {
-        let f = &a.figures;
         let _ = writeln!(
             o,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} | {} |",
+            "| `{}` | {} | {} | {} | {} |",
             a.app,
             a.capabilities,
-            f.trials,
-            pct_ci(f.verified_rate, f.verified_rate_ci),
-            f.false_verifications,
-            f.errors,
-            at_k(&f.pass_hat_k),
-            at_k(&f.pass_at_k),
-            spread(f),
-            f.tokens_in,
-            f.tokens_out,
-            cell(&usd(f.cost_usd, &f.unpriced_models)),
-            ms(f.wall_ms_median),
-            ms(f.wall_ms_max.map(|v| v as f64)),
+            a.figures.trials,
+            figure_cells(&FigureCells::of(&a.figures)),
             a.thresholds_met
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -127,43 +117,18 @@ pub fn render(s: &Summary) -> String {
         "| capability | kind | outcome by repeat | passed | verified rate | false verifications | errors | pass^k | pass@k | spread | tokens in / out | cost | wall median / max ms | threshold |"
     );
     let _ = writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
-    for c in &s.capabilities {
-        let f = &c.figures;
-        let outcomes = outcomes(&c.outcomes);
-        let threshold = c
-            .threshold
-            .as_ref()
-            .map(|t| {
-                format!(
-                    "{} {}/{} (need {})",
-                    if t.met { "met" } else { "NOT met" },
-                    t.passes,
-                    t.of,
-                    t.need
-                )
-            })
-            .unwrap_or_else(|| "-".into());
+    for c in s.capabilities.iter().map(CapabilityRow::of) {
         let _ = writeln!(
             o,
-            "| `{}::{}` | {:?} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} | {} |",
+            "| `{}::{}` | {} | {} | {}/{} | {} | {} |",
             c.app,
             c.capability,
             c.kind,
-            outcomes,
-            f.passed,
-            f.trials,
-            pct_ci(f.verified_rate, f.verified_rate_ci),
-            f.false_verifications,
-            f.errors,
-            at_k(&f.pass_hat_k),
-            at_k(&f.pass_at_k),
-            spread(f),
-            f.tokens_in,
-            f.tokens_out,
-            cell(&usd(f.cost_usd, &f.unpriced_models)),
-            ms(f.wall_ms_median),
-            ms(f.wall_ms_max.map(|v| v as f64)),
-            threshold,
+            c.outcomes,
+            c.passed,
+            c.trials,
+            figure_cells(&c.figures),
+            c.threshold,
         );
     }
 
@@ -233,6 +198,25 @@ pub(super) fn series(v: &[super::aggregate::KValue]) -> String {
         .map(|kv| format!("k={}: {}", kv.k, pct_ci(Some(kv.value), kv.ci)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The figure columns of a per-app or per-capability row, from verified rate to
+/// wall-clock.
+fn figure_cells(f: &FigureCells) -> String {
+    format!(
+        "{} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {}",
+        f.verified_rate,
+        f.false_verifications,
+        f.errors,
+        f.pass_hat_k,
+        f.pass_at_k,
+        f.spread,
+        f.tokens_in,
+        f.tokens_out,
+        cell(&f.cost),
+        f.wall_ms_median,
+        f.wall_ms_max,
+    )
 }
 
 pub(super) fn spread(f: &Figures) -> String {

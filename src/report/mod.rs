@@ -20,6 +20,7 @@ pub mod prices;
 pub mod provider;
 pub mod publish;
 pub mod reply;
+mod rows;
 pub mod suites;
 pub mod svg;
 pub mod synthetic;

@@ -19,7 +19,7 @@ use super::svg::esc;
 use crate::evidence::normalize::{AgentReport, ToolCallRecord};
 use crate::evidence::observed_execs::ExecFindings;
 use crate::evidence::usage::UsageEntry;
-use crate::evidence::{ClaimsFound, Gate, GateTarget, ProcessEnd, RawFile};
+use crate::evidence::{AgentRun, ClaimsFound, Gate, GateTarget, ProcessEnd, RawFile};
 use crate::record::any::AnyRecord;
 use crate::record::challenge::ChallengeRecord;
 use crate::record::scorecard::{ProcessRaw, ScorecardRecord};
@@ -115,15 +115,12 @@ fn qa(o: &mut String, r: &QaRecord, p: &Page<'_>) {
         text_file(o, p, prompt, true);
     }
     let parsed = super::agent_report(&r.header.config.agent, p.dir, &r.evidence.agent.stdout);
-    calls(o, p, r.evidence.calls.as_ref(), &r.evidence.usage);
-    process_section(
+    agent_run(
         o,
         p,
-        "The agent's run",
-        &r.evidence.agent.command,
-        &r.evidence.agent.end,
-        &r.evidence.agent.stdout,
-        &r.evidence.agent.stderr,
+        r.evidence.calls.as_ref(),
+        &r.evidence.usage,
+        &r.evidence.agent,
     );
     if let Some(p) = &parsed {
         tools(o, &p.1);
@@ -186,15 +183,12 @@ fn challenge(o: &mut String, r: &ChallengeRecord, p: &Page<'_>) {
         esc(&prompt.sha256)
     );
     excerpt_into(o, p.dir, &prompt.path);
-    calls(o, p, r.evidence.calls.as_ref(), &r.evidence.usage);
-    process_section(
+    agent_run(
         o,
         p,
-        "The agent's run",
-        &r.evidence.agent.command,
-        &r.evidence.agent.end,
-        &r.evidence.agent.stdout,
-        &r.evidence.agent.stderr,
+        r.evidence.calls.as_ref(),
+        &r.evidence.usage,
+        &r.evidence.agent,
     );
     tools(o, &r.derived.agent_report);
     if let Some(text) = &r.derived.final_message {
@@ -573,6 +567,27 @@ fn text_file(o: &mut String, p: &Page<'_>, raw: &RawFile, open: bool) {
     } else if let Some(text) = excerpt(p.dir, &raw.path) {
         details(o, &raw.path, &text);
     }
+}
+
+/// The model calls the agent made, then its process: a qa trial's and a challenge
+/// trial's pages show the agent's run alike.
+fn agent_run(
+    o: &mut String,
+    p: &Page<'_>,
+    calls_file: Option<&RawFile>,
+    usage: &[UsageEntry],
+    agent: &AgentRun,
+) {
+    calls(o, p, calls_file, usage);
+    process_section(
+        o,
+        p,
+        "The agent's run",
+        &agent.command,
+        &agent.end,
+        &agent.stdout,
+        &agent.stderr,
+    );
 }
 
 fn process_section(

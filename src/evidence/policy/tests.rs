@@ -14,19 +14,7 @@ fn roots() -> Roots {
 }
 
 fn call(name: &str, input: Value) -> ToolCallRecord {
-    ToolCallRecord {
-        id: "c".into(),
-        name: name.into(),
-        status: "completed".into(),
-        failed: false,
-        input,
-        input_preview: None,
-        output: None,
-        started_ms: None,
-        ended_ms: None,
-        title: None,
-        metadata: None,
-    }
+    crate::evidence::test_support::tool_call("c", name, input)
 }
 
 #[test]

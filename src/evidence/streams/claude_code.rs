@@ -16,22 +16,17 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::BufRead;
 
-use crate::evidence::normalize::{
-    for_each_object, rfc3339_ms, str_at, u64_at, Normalizer, Parsed, ReportedUsage,
-};
+use crate::evidence::normalize::{rfc3339_ms, str_at, u64_at, Normalizer, Parsed, ReportedUsage};
 
 use super::AgentKind;
 
 /// Normalize Claude Code's `stream-json` stream.
 pub fn parse_stream(reader: &mut dyn BufRead) -> Parsed {
-    let mut n = Normalizer::new(AgentKind::ClaudeCode.name());
     let mut messages = BTreeSet::new();
-    for_each_object(reader, &mut n, |n, v| {
-        let ty = str_at(&v, "/type").unwrap_or("").to_owned();
-        n.seen(&ty);
+    super::each_event(AgentKind::ClaudeCode, reader, |n, ty, v| {
         n.session(str_at(&v, "/session_id"));
         let at = str_at(&v, "/timestamp").and_then(rfc3339_ms);
-        match ty.as_str() {
+        match ty {
             "system" => {
                 if str_at(&v, "/subtype") == Some("init") {
                     n.start(str_at(&v, "/claude_code_version"), str_at(&v, "/model"));
@@ -71,10 +66,9 @@ pub fn parse_stream(reader: &mut dyn BufRead) -> Parsed {
             // Partial-message events (only with --include-partial-messages): the whole
             // messages follow as `assistant` lines.
             "stream_event" => {}
-            _ => n.unknown(&ty, v),
+            _ => n.unknown(ty, v),
         }
-    });
-    n.finish()
+    })
 }
 
 fn blocks(v: &Value) -> &[Value] {

@@ -14,41 +14,36 @@
 use serde_json::{json, Value};
 use std::io::BufRead;
 
-use crate::evidence::normalize::{
-    for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage,
-};
+use crate::evidence::normalize::{str_at, u64_at, Normalizer, Parsed, ReportedUsage};
 
 use super::AgentKind;
 
 /// Normalize Codex's `exec --json` stream.
 pub fn parse_stream(reader: &mut dyn BufRead) -> Parsed {
-    let mut n = Normalizer::new(AgentKind::Codex.name());
-    for_each_object(reader, &mut n, |n, v| {
-        let ty = str_at(&v, "/type").unwrap_or("").to_owned();
-        n.seen(&ty);
-        match ty.as_str() {
-            "thread.started" => n.session(str_at(&v, "/thread_id")),
-            "turn.started" => n.step(),
-            "item.started" | "item.updated" | "item.completed" => {
-                item(n, &v, ty == "item.completed")
-            }
-            "turn.completed" => n.usage(&ReportedUsage {
-                input_tokens: u64_at(&v, "/usage/input_tokens"),
-                output_tokens: u64_at(&v, "/usage/output_tokens"),
-                cache_read_tokens: u64_at(&v, "/usage/cached_input_tokens"),
-                cache_write_tokens: u64_at(&v, "/usage/cache_write_input_tokens"),
-                reasoning_tokens: u64_at(&v, "/usage/reasoning_output_tokens"),
-                cost_usd: None,
-            }),
-            "turn.failed" => n.error(&format!(
-                "turn failed: {}",
-                str_at(&v, "/error/message").unwrap_or("")
-            )),
-            "error" => n.error(str_at(&v, "/message").unwrap_or("")),
-            _ => n.unknown(&ty, v),
-        }
-    });
-    n.finish()
+    super::each_event(AgentKind::Codex, reader, |n, ty, v| match ty {
+        "thread.started" => n.session(str_at(&v, "/thread_id")),
+        "turn.started" => n.step(),
+        "item.started" | "item.updated" | "item.completed" => item(n, &v, ty == "item.completed"),
+        "turn.completed" => n.usage(&turn_usage(&v)),
+        "turn.failed" => n.error(&format!(
+            "turn failed: {}",
+            str_at(&v, "/error/message").unwrap_or("")
+        )),
+        "error" => n.error(str_at(&v, "/message").unwrap_or("")),
+        _ => n.unknown(ty, v),
+    })
+}
+
+/// What a `turn.completed` line says the turn used. Codex states no cost.
+fn turn_usage(v: &Value) -> ReportedUsage {
+    ReportedUsage {
+        input_tokens: u64_at(v, "/usage/input_tokens"),
+        output_tokens: u64_at(v, "/usage/output_tokens"),
+        cache_read_tokens: u64_at(v, "/usage/cached_input_tokens"),
+        cache_write_tokens: u64_at(v, "/usage/cache_write_input_tokens"),
+        reasoning_tokens: u64_at(v, "/usage/reasoning_output_tokens"),
+        cost_usd: None,
+    }
 }
 
 fn item(n: &mut Normalizer, v: &Value, completed: bool) {

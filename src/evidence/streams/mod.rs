@@ -11,7 +11,11 @@ pub mod claude_code;
 pub mod codex;
 pub mod opencode;
 
-use super::normalize::{parse_gauntlet, StreamParser};
+use std::io::BufRead;
+
+use serde_json::Value;
+
+use super::normalize::{for_each_object, parse_gauntlet, str_at, Normalizer, Parsed, StreamParser};
 pub use crate::config::AgentKind;
 
 /// How the stdout of an agent of `kind` is read.
@@ -22,6 +26,23 @@ pub fn parser(kind: AgentKind) -> StreamParser {
         AgentKind::ClaudeCode => claude_code::parse_stream,
         AgentKind::Codex => codex::parse_stream,
     }
+}
+
+/// Read a stream of `{"type": …}` objects, one a line, as the three CLIs print theirs:
+/// each object's type is counted as seen before `on_event` reads the object, so that
+/// the parsers differ only in what their types mean.
+fn each_event(
+    kind: AgentKind,
+    reader: &mut dyn BufRead,
+    mut on_event: impl FnMut(&mut Normalizer, &str, Value),
+) -> Parsed {
+    let mut n = Normalizer::new(kind.name());
+    for_each_object(reader, &mut n, |n, v| {
+        let ty = str_at(&v, "/type").unwrap_or("").to_owned();
+        n.seen(&ty);
+        on_event(n, &ty, v);
+    });
+    n.finish()
 }
 
 #[cfg(test)]

@@ -15,21 +15,16 @@
 use serde_json::Value;
 use std::io::BufRead;
 
-use crate::evidence::normalize::{
-    for_each_object, str_at, u64_at, Normalizer, Parsed, ReportedUsage,
-};
+use crate::evidence::normalize::{str_at, u64_at, Normalizer, Parsed, ReportedUsage};
 
 use super::AgentKind;
 
 /// Normalize OpenCode's `--format json` stream.
 pub fn parse_stream(reader: &mut dyn BufRead) -> Parsed {
-    let mut n = Normalizer::new(AgentKind::OpenCode.name());
-    for_each_object(reader, &mut n, |n, v| {
-        let ty = str_at(&v, "/type").unwrap_or("").to_owned();
-        n.seen(&ty);
+    super::each_event(AgentKind::OpenCode, reader, |n, ty, v| {
         n.session(str_at(&v, "/sessionID"));
         let at = v.get("timestamp").and_then(Value::as_i64);
-        match ty.as_str() {
+        match ty {
             "step_start" => n.step(),
             "tool_use" => tool_use(n, &v),
             "text" => {
@@ -56,10 +51,9 @@ pub fn parse_stream(reader: &mut dyn BufRead) -> Parsed {
             }
             // Reasoning parts are the model's, not a message to anyone: counted only.
             "reasoning" => {}
-            _ => n.unknown(&ty, v),
+            _ => n.unknown(ty, v),
         }
-    });
-    n.finish()
+    })
 }
 
 /// A `tool_use` line carries the whole call once it ended: input, output, status, times.

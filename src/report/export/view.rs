@@ -224,6 +224,8 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
     let dir = run_dir.join(name);
     let h = rec.header().clone();
     let model = h.config.model.clone();
+    let calls_of =
+        |file: Option<&RawFile>, usage: &[UsageEntry]| model_calls(&dir, file, usage, &model, opts);
     let (verdict, passed, reason, target, turns, evidence) = match rec {
         AnyRecord::Qa(r) => {
             let (final_message, report) =
@@ -236,13 +238,7 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
                     .prompt
                     .as_ref()
                     .and_then(|p| read_text(&dir, &p.path)),
-                calls: model_calls(
-                    &dir,
-                    r.evidence.calls.as_ref(),
-                    &r.evidence.usage,
-                    &model,
-                    opts,
-                ),
+                calls: calls_of(r.evidence.calls.as_ref(), &r.evidence.usage),
                 tools: report.tool_calls,
                 final_message,
             };
@@ -282,13 +278,7 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
             let turn = Turn {
                 label: "agent".into(),
                 prompt: read_text(&dir, &r.provenance.prompt.path),
-                calls: model_calls(
-                    &dir,
-                    r.evidence.calls.as_ref(),
-                    &r.evidence.usage,
-                    &model,
-                    opts,
-                ),
+                calls: calls_of(r.evidence.calls.as_ref(), &r.evidence.usage),
                 tools: r.derived.agent_report.tool_calls.clone(),
                 final_message: r.derived.final_message.clone(),
             };
@@ -330,7 +320,7 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
                     Turn {
                         label: p.label.clone(),
                         prompt,
-                        calls: model_calls(&dir, p.calls.as_ref(), mine, &model, opts),
+                        calls: calls_of(p.calls.as_ref(), mine),
                         tools: report.tool_calls,
                         final_message,
                     }
@@ -471,18 +461,8 @@ mod tests {
             arguments_object("{oops"),
             serde_json::json!({"input": "{oops"})
         );
-        let t = |id: &str, name: &str| ToolCallRecord {
-            id: id.into(),
-            name: name.into(),
-            status: "completed".into(),
-            failed: false,
-            input: serde_json::Value::Null,
-            input_preview: None,
-            output: None,
-            started_ms: None,
-            ended_ms: None,
-            title: None,
-            metadata: None,
+        let t = |id: &str, name: &str| {
+            crate::evidence::test_support::tool_call(id, name, serde_json::Value::Null)
         };
         let tools = vec![t("a", "bash"), t("b", "bash"), t("c", "read")];
         let mut used = vec![false; 3];

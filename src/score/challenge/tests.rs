@@ -37,17 +37,31 @@ fn verdict(
     let m = manifest();
     let e = end(timed_out);
     score(&ChallengeInputs {
-        manifest: &m,
-        profile: Profile::None,
-        end: &e,
-        setup_error: None,
         final_message,
+        ..inputs(&m, &e, world, policy)
+    })
+}
+
+/// A run of `m` that ended as `e` with the good final message, and no observation:
+/// each test sets what it varies over it.
+fn inputs<'a>(
+    m: &'a Manifest,
+    e: &'a ProcessEnd,
+    world: &'a [WorldObservation],
+    policy: &'a PolicyFindings,
+) -> ChallengeInputs<'a> {
+    ChallengeInputs {
+        manifest: m,
+        profile: Profile::None,
+        end: e,
+        setup_error: None,
+        final_message: Some(GOOD),
         world,
         policy,
         observed: None,
         execs: None,
         requests: None,
-    })
+    }
 }
 
 const GOOD: &str = "Done.\n```yaml\ntask_outcome: success\nbalance: 5\n```\n";
@@ -87,16 +101,8 @@ fn a_required_run_not_observed_fails_the_task_or_leaves_it_unknown() {
     let (e, w, p) = (end(false), world(5), PolicyFindings::default());
     let run = |execs: Option<&ExecFindings>| {
         score(&ChallengeInputs {
-            manifest: &m,
-            profile: Profile::None,
-            end: &e,
-            setup_error: None,
-            final_message: Some(GOOD),
-            world: &w,
-            policy: &p,
-            observed: None,
             execs,
-            requests: None,
+            ..inputs(&m, &e, &w, &p)
         })
     };
     let check = |seen: Option<Exec>| RunCheck {
@@ -108,19 +114,7 @@ fn a_required_run_not_observed_fails_the_task_or_leaves_it_unknown() {
         input: None,
         not_met: None,
     };
-    let exec = Exec {
-        ms: 1,
-        pid: 2,
-        path: "/bin/app".into(),
-        argv: vec!["app".into(), "stats".into()],
-        argv_cut: false,
-        unreadable: None,
-        refused: false,
-        own_root: false,
-        loader: vec![],
-        loader_unread: None,
-        carried: vec![],
-    };
+    let exec = crate::evidence::test_support::exec(1, 2, "/bin/app", &["app", "stats"]);
     // Seen: success, whatever else ran.
     let seen = ExecFindings {
         required: vec![check(Some(exec))],
@@ -271,16 +265,8 @@ fn with_an_observation_validity_rests_on_it_not_on_the_account() {
     let w = world(5);
     let run = |policy: &PolicyFindings, observed: &ObservedPolicy| {
         score(&ChallengeInputs {
-            manifest: &m,
-            profile: Profile::None,
-            end: &e,
-            setup_error: None,
-            final_message: Some(GOOD),
-            world: &w,
-            policy,
             observed: Some(observed),
-            execs: None,
-            requests: None,
+            ..inputs(&m, &e, &w, policy)
         })
     };
     // The account reads nothing forbidden and holds an opaque command; the kernel
