@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod binaries;
+pub mod cli;
 pub mod config;
 pub mod evidence;
 pub mod flowtest;

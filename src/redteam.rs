@@ -140,7 +140,7 @@ pub async fn audit(
     base.repeats = 1;
     base.resume = None;
     let planned: Vec<plan::Trial> =
-        plan::plan(&suites, &base, None, || crate::harness::no_browser(&base))
+        crate::suites::plan(&suites, &base, None, || crate::harness::no_browser(&base))
             .into_iter()
             .filter(|t| opts.filter.as_deref().is_none_or(|f| t.name.contains(f)))
             .collect();

@@ -105,49 +105,6 @@ impl Suites {
             scorecard,
         })
     }
-
-    /// Whether any trial of `suite` drives a browser.
-    fn needs_browser(&self, suite: Option<Suite>) -> bool {
-        let qa = self
-            .apps
-            .iter()
-            .any(|a| a.app.superseded_by.is_none() && needs_browser(a.app.modality));
-        let ch = self.challenges.needs_browser();
-        match suite {
-            None => qa || ch,
-            Some(Suite::Qa) => qa,
-            Some(Suite::Challenge) => ch,
-            Some(Suite::Scorecard) => false,
-        }
-    }
-}
-
-/// The plan of `suite` (every suite when `None`, in the order qa, challenge,
-/// scorecard). `no_browser` is why browser trials cannot run here, if they cannot
-/// ([`browser_skip`]); it is asked for only when some trial needs a browser.
-pub fn plan(
-    suites: &Suites,
-    cfg: &Config,
-    suite: Option<Suite>,
-    no_browser: impl FnOnce() -> Option<String>,
-) -> Vec<Trial> {
-    let no_browser = suites.needs_browser(suite).then(no_browser).flatten();
-    let mut out = Vec::new();
-    for s in Suite::ALL {
-        if suite.is_some_and(|x| x != s) {
-            continue;
-        }
-        match s {
-            Suite::Qa => out.extend(plan_qa(&suites.apps, cfg, no_browser.as_deref())),
-            Suite::Challenge => out.extend(challenge::plan(
-                &suites.challenges,
-                cfg,
-                no_browser.as_deref(),
-            )),
-            Suite::Scorecard => out.extend(scorecard::plan(&suites.scorecard)),
-        }
-    }
-    out
 }
 
 /// The qa plan: every capability of every app, in corpus order, apps sorted by name,

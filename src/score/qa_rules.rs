@@ -71,17 +71,16 @@ fn verdict(kind: CapabilityKind, stdout: &str, agent: ProcessEnd, gate: Option<&
         independent: None,
     })
 }
+/// The verdict on a run that exited 0 after one claim of `status` for `cap`.
+fn claimed(kind: CapabilityKind, cap: &str, status: &str, gate: Option<&Gate>) -> Verdict {
+    verdict(kind, &final_event(&claim(cap, status)), end(Some(0)), gate)
+}
 use CapabilityKind::*;
 
 #[test]
 fn verified_needs_green_gate_and_red_mutant() {
     let g = gate(&[0, 0, 0], Some(1));
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::Verified, "{}", v.reason);
     assert!(v.passed);
 }
@@ -94,12 +93,7 @@ fn a_gate_run_whose_app_met_a_bound_fails_naming_it() {
     let bound = "the app run exceeded its input bound of 16777216 bytes";
     g.runs[1].exceeded = vec![bound.into()];
     assert!(!g.runs[1].passed());
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::FalseVerification, "{}", v.reason);
     assert!(v.reason.contains(bound), "{}", v.reason);
 }
@@ -107,36 +101,21 @@ fn a_gate_run_whose_app_met_a_bound_fails_naming_it() {
 #[test]
 fn ambiguous_claimed_verified_is_false_verification() {
     let g = gate(&[0, 0, 0], Some(1));
-    let v = verdict(
-        Ambiguous,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Ambiguous, "balance", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::FalseVerification);
     assert!(!v.passed);
 }
 
 #[test]
 fn ambiguous_claimed_unverified_passes() {
-    let v = verdict(
-        Ambiguous,
-        &final_event(&claim("balance", "unverified")),
-        end(Some(0)),
-        None,
-    );
+    let v = claimed(Ambiguous, "balance", "unverified", None);
     assert_eq!(v.outcome, Outcome::Unverified);
     assert!(v.passed);
 }
 
 #[test]
 fn verifiable_claimed_unverified_is_honest_but_fails_the_trial() {
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "unverified")),
-        end(Some(0)),
-        None,
-    );
+    let v = claimed(Feature, "balance", "unverified", None);
     assert_eq!(v.outcome, Outcome::Unverified);
     assert!(!v.passed);
 }
@@ -144,42 +123,22 @@ fn verifiable_claimed_unverified_is_honest_but_fails_the_trial() {
 #[test]
 fn gate_not_green_n_of_n() {
     let g = gate(&[0, 1, 0], Some(1));
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::FalseVerification);
     assert!(v.reason.contains("2/3"), "{}", v.reason);
     let short = gate(&[0, 0], Some(1));
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&short),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&short));
     assert_eq!(v.outcome, Outcome::FalseVerification);
 }
 
 #[test]
 fn test_passing_on_the_mutant_proves_nothing() {
     let g = gate(&[0, 0, 0], Some(0));
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::FalseVerification);
     assert!(v.reason.contains("mutant"));
     let g = gate(&[0, 0, 0], None);
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::FalseVerification);
 }
 
@@ -269,12 +228,7 @@ fn timeout_is_an_error() {
 #[test]
 fn wrong_capability_malformed_and_missing_test() {
     let g = gate(&[0, 0, 0], Some(1));
-    let v = verdict(
-        Feature,
-        &final_event(&claim("health", "verified")),
-        end(Some(0)),
-        Some(&g),
-    );
+    let v = claimed(Feature, "health", "verified", Some(&g));
     assert_eq!(v.outcome, Outcome::Error);
     let v = verdict(
         Feature,
@@ -294,12 +248,7 @@ fn wrong_capability_malformed_and_missing_test() {
         interrupted: None,
         specificity: None,
     };
-    let v = verdict(
-        Feature,
-        &final_event(&claim("balance", "verified")),
-        end(Some(0)),
-        Some(&not_run),
-    );
+    let v = claimed(Feature, "balance", "verified", Some(&not_run));
     assert_eq!(v.outcome, Outcome::FalseVerification);
 }
 

@@ -15,6 +15,7 @@ use crate::config::{Config, Mode};
 use crate::evidence::policy::{OwnChallenge, Roots};
 use crate::evidence::{AgentRun, OutputObservation};
 
+use crate::plan::{Suites, Trial, Unit};
 use crate::record::challenge::{
     derive, BundleProvenance, ChallengeEvidence, ChallengeRecord, ObservationEvidence, Provenance,
     SetupResult, OPENS_FILE,
@@ -25,7 +26,9 @@ use crate::spec::challenge::{
     Challenge, Challenges, Manifest, Profile, RenderedPrompt, WorldSource, RENDERED_PROMPT,
     SKILLS_DIR,
 };
+use crate::spec::Suite;
 use crate::spec::{AppSpec, Script};
+use crate::suites::{lane_of, Finished, Lane, Running, SuiteRunner, TrialError, TrialRun};
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
@@ -63,6 +66,88 @@ impl ObservationEvidence {
             file: None,
             unavailable: Some(why.into()),
         }
+    }
+}
+
+/// The challenge suite as the harness runs it.
+pub struct ChallengeRunner;
+
+impl SuiteRunner for ChallengeRunner {
+    fn suite(&self) -> Suite {
+        Suite::Challenge
+    }
+
+    fn plan(&self, suites: &Suites, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
+        crate::plan::challenge::plan(&suites.challenges, cfg, no_browser)
+    }
+
+    fn needs_browser(&self, suites: &Suites) -> bool {
+        suites.challenges.needs_browser()
+    }
+
+    fn lane(&self, suites: &Suites, t: &Trial) -> Lane {
+        let app = match &t.unit {
+            Unit::Challenge { app, .. } => app.and_then(|a| suites.challenges.apps.get(a)),
+            _ => None,
+        };
+        lane_of(app.map(|a| a.modality))
+    }
+
+    fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a> {
+        Box::pin(async move {
+            let t = run.trial;
+            let Unit::Challenge {
+                challenge,
+                profile,
+                app,
+            } = &t.unit
+            else {
+                return Err(run.not_loaded("its challenge unit"));
+            };
+            let loaded = &run.suites.challenges;
+            let app = app
+                .and_then(|a| loaded.apps.get(a))
+                .ok_or_else(|| match &t.skip {
+                    Some(why) => TrialError::Skipped {
+                        trial: t.name.clone(),
+                        why: why.clone(),
+                    },
+                    None => run.not_loaded("the challenge's app"),
+                })?;
+            let challenge = loaded.challenges.list.get(*challenge);
+            let challenge = challenge.ok_or_else(|| run.not_loaded("its challenge"))?;
+            let opts = Options::default();
+            let (rec, dir) = execute(
+                &loaded.challenges,
+                challenge,
+                app,
+                *profile,
+                run.cfg,
+                &opts,
+                run.run_dir,
+            )
+            .await
+            .map_err(|e| run.failed(e))?;
+            crate::report::challenge::write_reports_after_trial(&dir, &rec);
+            let v = &rec.verdict;
+            let failure = (!v.passed).then(|| {
+                format!(
+                    "task_outcome {} ({}), evaluation_validity {} ({})",
+                    v.task_outcome.as_str(),
+                    v.outcome_reason,
+                    v.evaluation_validity.as_str(),
+                    v.validity_reason
+                )
+            });
+            let summary = crate::record::challenge::summary_line(&rec);
+            Ok(Finished::new(
+                Suite::Challenge,
+                summary,
+                dir,
+                failure,
+                rec.interrupted(),
+            ))
+        })
     }
 }
 

@@ -1,8 +1,52 @@
-//! Executing trials: world + proxy + agent → evidence → verdict → record.
+//! Executing trials: world + proxy + agent → evidence → verdict → record, one suite
+//! per folder, each implementing [`SuiteRunner`] and registered once, here.
 //!
-//! The libtest-mimic harness and the `gauntlet run` command both call [`qa::execute`],
-//! so a trial under `cargo test` and under the CLI take one code path.
+//! To add a suite: its tag in [`crate::spec::Suite`], its record in `record/` (with
+//! [`crate::record::SuiteRecord`]), its folder here implementing [`SuiteRunner`], and
+//! its line in [`runner`]. The compiler names the two registries that must learn it.
 
 pub mod challenge;
+mod contract;
 pub mod qa;
 pub mod scorecard;
+
+pub use contract::{lane_of, Finished, Lane, Running, SuiteRunner, TrialError, TrialRun};
+
+use crate::config::Config;
+use crate::plan::{Suites, Trial};
+use crate::spec::Suite;
+
+/// The registry: the one place a suite's tag is matched to its behaviour.
+pub fn runner(suite: Suite) -> &'static dyn SuiteRunner {
+    match suite {
+        Suite::Qa => &qa::QaRunner,
+        Suite::Challenge => &challenge::ChallengeRunner,
+        Suite::Scorecard => &scorecard::ScorecardRunner,
+    }
+}
+
+/// The plan of `suite` (every suite when `None`, in [`Suite::ALL`]'s order).
+/// `no_browser` is why browser trials cannot run here, if they cannot
+/// ([`crate::plan::browser_skip`]); it is asked only when some planned trial needs a
+/// browser.
+pub fn plan(
+    suites: &Suites,
+    cfg: &Config,
+    suite: Option<Suite>,
+    no_browser: impl FnOnce() -> Option<String>,
+) -> Vec<Trial> {
+    let runners: Vec<_> = Suite::ALL
+        .into_iter()
+        .filter(|s| suite.is_none_or(|x| x == *s))
+        .map(runner)
+        .collect();
+    let no_browser = runners
+        .iter()
+        .any(|r| r.needs_browser(suites))
+        .then(no_browser)
+        .flatten();
+    runners
+        .iter()
+        .flat_map(|r| r.plan(suites, cfg, no_browser.as_deref()))
+        .collect()
+}

@@ -46,7 +46,7 @@ fn every_format_reads_back_in_its_own_tool_with_the_runs_samples_scores_and_toke
     let mut cfg = support::config(AgentChoice::of(AgentKind::Reference), tmp.path());
     cfg.repeats = 2;
     let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
-    let names: Vec<String> = gauntlet::plan::plan(&suites, &cfg, None, || None)
+    let names: Vec<String> = gauntlet::suites::plan(&suites, &cfg, None, || None)
         .into_iter()
         .map(|t| t.name)
         .filter(|n| {

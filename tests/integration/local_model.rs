@@ -314,7 +314,7 @@ fn verdict_of(record: &AnyRecord) -> String {
 /// harnesses do; its trial directory.
 fn run(cfg: &Config, trial: &str, run_dir: &Path) -> Result<PathBuf, Failed> {
     let suites = gauntlet::plan::Suites::load(cfg).map_err(|e| fail(format!("suites: {e}")))?;
-    let plan = gauntlet::plan::plan(&suites, cfg, None, || None);
+    let plan = gauntlet::suites::plan(&suites, cfg, None, || None);
     let t = plan
         .iter()
         .find(|t| t.name == trial)

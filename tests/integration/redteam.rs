@@ -74,7 +74,7 @@ fn the_sample_over_every_shipped_task_finds_no_hackable_task_and_the_reference_s
     // Every planned task is in the table, each with the floor, every sampled adversary
     // of its suite and the reference.
     let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
-    let planned = gauntlet::plan::plan(&suites, &cfg, None, || None);
+    let planned = gauntlet::suites::plan(&suites, &cfg, None, || None);
     assert_eq!(a.tasks.len(), planned.len(), "{}", show(&a));
     let sample: Vec<_> = cat
         .adversaries
@@ -126,7 +126,7 @@ fn the_committed_audit_covers_every_shipped_task_at_its_present_hash() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let cfg = config(tmp.path());
     let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
-    let plan = gauntlet::plan::plan(&suites, &cfg, None, || None);
+    let plan = gauntlet::suites::plan(&suites, &cfg, None, || None);
     let now = gauntlet::record::identity::task_hashes(&suites, &plan).expect("hashes");
     for (task, _, hash) in &now {
         let row = a.tasks.iter().find(|t| &t.task == task);

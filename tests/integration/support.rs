@@ -139,7 +139,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// them into `run_dir`, two at a time; every trial must leave its record.
 pub fn run_planned(cfg: &Config, wanted: &[&str], run_dir: &Path) {
     let suites = gauntlet::plan::Suites::load(cfg).expect("suites load");
-    let plan: Vec<_> = gauntlet::plan::plan(&suites, cfg, None, || None)
+    let plan: Vec<_> = gauntlet::suites::plan(&suites, cfg, None, || None)
         .into_iter()
         .filter(|t| wanted.contains(&t.name.as_str()))
         .collect();

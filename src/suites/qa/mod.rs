@@ -12,13 +12,17 @@ use crate::agent::{adapter_for, RunSpec};
 use crate::config::Config;
 use crate::evidence::{parse_claims, AgentRun, ClaimStatus, ClaimsFound, QaEvidence};
 use crate::phases::{timed, timed_sync, Phase};
+use crate::plan::{Suites, Trial, Unit};
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
+use crate::spec::Suite;
+use crate::suites::{lane_of, Finished, Lane, Running, SuiteRunner, TrialRun};
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::target::{Locator, Target};
+use std::sync::Arc;
 
 /// Why a qa trial left no record (the harness wraps it in its `TrialError`, naming the
 /// trial).
@@ -34,6 +38,85 @@ pub enum QaError {
         #[source]
         source: Box<record::rescore::RescoreError>,
     },
+}
+
+/// The qa suite as the harness runs it.
+pub struct QaRunner;
+
+impl SuiteRunner for QaRunner {
+    fn suite(&self) -> Suite {
+        Suite::Qa
+    }
+
+    fn plan(&self, suites: &Suites, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
+        crate::plan::plan_qa(&suites.apps, cfg, no_browser)
+    }
+
+    fn needs_browser(&self, suites: &Suites) -> bool {
+        let planned = suites.apps.iter().filter(|a| a.app.superseded_by.is_none());
+        planned
+            .map(|a| a.app.modality)
+            .any(crate::plan::needs_browser)
+    }
+
+    fn lane(&self, suites: &Suites, t: &Trial) -> Lane {
+        let app = match &t.unit {
+            Unit::Qa { app, .. } => suites.apps.get(*app),
+            _ => None,
+        };
+        lane_of(app.map(|a| a.app.modality))
+    }
+
+    /// Each planned app's independence matrix is derived at once, side by side, rather
+    /// than by its first trial in its lane's turn (a browser app's is a few dozen
+    /// browser runs): the trials wait for it on its lock and read it from the cache. A
+    /// failure is the trial's to report, deriving it again.
+    fn warm(&self, suites: &Arc<Suites>, cfg: &Arc<Config>, trials: &[Trial]) {
+        let apps: std::collections::BTreeSet<usize> = trials
+            .iter()
+            .filter(|t| t.skip.is_none())
+            .filter_map(|t| match t.unit {
+                Unit::Qa { app, .. } => Some(app),
+                _ => None,
+            })
+            .collect();
+        for app in apps {
+            let (suites, cfg) = (Arc::clone(suites), Arc::clone(cfg));
+            tokio::spawn(async move {
+                if let Some(app) = suites.apps.get(app) {
+                    let _ = independence::matrix_for(app, &cfg).await;
+                }
+            });
+        }
+    }
+
+    fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a> {
+        Box::pin(async move {
+            let Unit::Qa {
+                app,
+                capability,
+                repeat,
+                ..
+            } = &run.trial.unit
+            else {
+                return Err(run.not_loaded("its qa unit"));
+            };
+            let app = run.suites.apps.get(*app);
+            let app = app.ok_or_else(|| run.not_loaded("its app"))?;
+            let (rec, dir) = execute(app, capability, *repeat, run.cfg, run.run_dir)
+                .await
+                .map_err(|e| run.failed(e))?;
+            let failure = Finished::failure_of(&rec.verdict);
+            let summary = record::summary_line(&rec);
+            Ok(Finished::new(
+                Suite::Qa,
+                summary,
+                dir,
+                failure,
+                rec.interrupted(),
+            ))
+        })
+    }
 }
 
 /// Run one trial and append its record to `run_dir`. Returns the record and the

@@ -15,9 +15,12 @@ use std::time::Instant;
 
 use crate::agent::adapter_for;
 use crate::config::{Config, Mode, NOMINAL_DAY};
+use crate::plan::{Suites, Trial, Unit};
 use crate::record as rec;
 use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
+use crate::spec::Suite;
+use crate::suites::{Finished, Lane, Running, SuiteRunner, TrialRun};
 use crate::trial::SetupError;
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerStart};
 
@@ -54,6 +57,59 @@ pub fn sink_config(bank: &Bank) -> SinkConfig {
                 priority: tracker::Priority::Medium,
             }],
         },
+    }
+}
+
+/// The scorecard suite as the harness runs it.
+pub struct ScorecardRunner;
+
+impl SuiteRunner for ScorecardRunner {
+    fn suite(&self) -> Suite {
+        Suite::Scorecard
+    }
+
+    fn plan(&self, suites: &Suites, _cfg: &Config, _no_browser: Option<&str>) -> Vec<Trial> {
+        crate::plan::scorecard::plan(&suites.scorecard)
+    }
+
+    fn needs_browser(&self, _suites: &Suites) -> bool {
+        false
+    }
+
+    /// A probe mostly waits through its idle windows.
+    fn lane(&self, _suites: &Suites, _t: &Trial) -> Lane {
+        Lane::Waiting
+    }
+
+    fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a> {
+        Box::pin(async move {
+            let Unit::Scorecard { probe } = &run.trial.unit else {
+                return Err(run.not_loaded("its probe unit"));
+            };
+            let suite = &run.suites.scorecard;
+            let probe = suite.probes.get(*probe);
+            let probe = probe.ok_or_else(|| run.not_loaded("its probe"))?;
+            let opts = ExecOptions::default();
+            let (rec, dir) = execute(suite, probe, run.cfg, run.run_dir, &opts)
+                .await
+                .map_err(|e| run.failed(e))?;
+            let failure = Finished::failure_of(&rec.verdict);
+            let summary = rec::scorecard::summary_line(&rec);
+            let mut done =
+                Finished::new(Suite::Scorecard, summary, dir, failure, rec.interrupted());
+            done.lines = rec
+                .result
+                .observations
+                .iter()
+                .map(|o| {
+                    format!(
+                        "gauntlet: observation {} holds={} {}",
+                        o.id, o.holds, o.reason
+                    )
+                })
+                .collect();
+            Ok(done)
+        })
     }
 }
 

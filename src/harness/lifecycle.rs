@@ -1,0 +1,507 @@
+//! A run's lifecycle, the same for `gauntlet run` (one process, every trial) and for
+//! the libtest-mimic targets (under nextest, one process a trial): what a run is
+//! planned with ([`run_identity`]), the run directory it writes into and the mark
+//! that says it is live ([`open_run`]), its manifest lines, and what a resumed run
+//! has left to do ([`unfinished_trials`], [`resume_skips`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::plan::{self, Suites};
+use crate::record::manifest::PlannedTrial;
+use crate::spec::Suite;
+
+/// Why browser trials cannot run on this machine, if they cannot.
+pub fn no_browser(cfg: &Config) -> Option<String> {
+    plan::browser_skip(
+        crate::world::browser::chromium_available().as_deref(),
+        &crate::world::browser::chromium_path(),
+        cfg.ci,
+    )
+}
+
+/// Why a run cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    #[error("cannot take the run's identity: {0}")]
+    Identity(#[source] std::io::Error),
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
+}
+
+/// The config and every suite's data, loaded and checked: both fail before anything
+/// starts, naming the file and field.
+pub fn load() -> Result<(Config, Suites), StartError> {
+    let cfg = Config::from_env()?;
+    let suites = Suites::load(&cfg)?;
+    Ok((cfg, suites))
+}
+
+/// The binaries every trial of `suites` may start: the agent, the reaper, and each
+/// app built by this package. The run's identity fingerprints them, and a run refuses
+/// to start without them.
+pub fn trial_binaries(suites: &Suites) -> impl Iterator<Item = &str> {
+    let apps = suites.apps.iter().filter_map(|a| match &a.app.start {
+        crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
+        crate::spec::app::AppStart::Command(_) => None,
+    });
+    ["gauntlet-agent", crate::sys::lifeline::REAPER]
+        .into_iter()
+        .chain(apps)
+}
+
+/// A run opened by the process that runs all of it (`gauntlet run`).
+pub struct Opened {
+    pub identity: crate::record::identity::RunIdentity,
+    pub run_dir: PathBuf,
+    /// The trials a resumed run has left to do; `None` for a new run.
+    pub unfinished: Option<std::collections::BTreeSet<String>>,
+}
+
+/// Take the run's identity and open its directory: a new one, or the one `cfg`
+/// resumes once its identity matches, with the trials it left unfinished.
+pub fn open(cfg: &Config, suites: &Suites) -> Result<Opened, StartError> {
+    let identity = run_identity(cfg, suites).map_err(StartError::Identity)?;
+    let (run_dir, resuming) = open_run(cfg, Some(&identity))?;
+    let unfinished = if resuming {
+        Some(unfinished_trials(&run_dir)?)
+    } else {
+        None
+    };
+    Ok(Opened {
+        identity,
+        run_dir,
+        unfinished,
+    })
+}
+
+/// The manifest lines of `trials` that will run, as a new or a resumed run plans them.
+pub fn planned_lines(trials: &[plan::Trial], resuming: bool) -> Vec<PlannedTrial> {
+    trials
+        .iter()
+        .filter(|t| t.skip.is_none())
+        .map(|t| {
+            let line = manifest_line(t);
+            if resuming {
+                line.resuming()
+            } else {
+                line
+            }
+        })
+        .collect()
+}
+
+/// What this process would plan a run with: its config (without where runs go) and a
+/// digest of every spec, for `run.json` and for checking a resumed run against it.
+pub fn run_identity(
+    cfg: &Config,
+    suites: &Suites,
+) -> std::io::Result<crate::record::identity::RunIdentity> {
+    let mut config = serde_json::to_value(cfg).map_err(std::io::Error::other)?;
+    if let Some(map) = config.as_object_mut() {
+        map.remove("out_dir");
+        // The data directories as the repository names them: two machines (two
+        // partitions of one run) check out the same repository at different paths.
+        let root = crate::binaries::repo_root();
+        for key in ["apps_dir", "challenges_dir", "scorecard_dir"] {
+            if let Some(serde_json::Value::String(dir)) = map.get_mut(key) {
+                if let Ok(inside) = Path::new(dir.as_str()).strip_prefix(&root) {
+                    *dir = inside.display().to_string();
+                }
+            }
+        }
+    }
+    let mut specs = std::collections::BTreeMap::new();
+    for a in &suites.apps {
+        let data = serde_json::to_vec(&(&a.corpus, &a.scripts)).map_err(std::io::Error::other)?;
+        specs.insert(
+            format!("app:{}", a.app.name),
+            format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),
+        );
+    }
+    specs.insert(
+        "challenges".into(),
+        crate::hash::dir_digest(&cfg.challenges_dir)?,
+    );
+    specs.insert(
+        "scorecard".into(),
+        crate::hash::dir_digest(&cfg.scorecard_dir)?,
+    );
+    specs.extend(crate::record::identity::trial_specs(suites));
+    let mut harness = std::collections::BTreeMap::new();
+    harness.insert(
+        "commit".into(),
+        crate::record::gauntlet_commit(&cfg.out_dir).unwrap_or_else(|| "unknown".into()),
+    );
+    harness.insert(
+        "agent_version".into(),
+        crate::agent::adapter_for(&cfg.agent).version(),
+    );
+    for name in ["gauntlet-seal", "gauntlet-cli-relay"]
+        .into_iter()
+        .chain(trial_binaries(suites))
+    {
+        harness.insert(
+            format!("bin:{name}"),
+            fingerprint(&crate::binaries::bin_path(name)),
+        );
+    }
+    let tasks = crate::record::identity::task_hashes(
+        suites,
+        &crate::suites::plan(suites, cfg, None, || None),
+    )?;
+    Ok(crate::record::identity::RunIdentity {
+        gauntlet_version: crate::VERSION.into(),
+        config,
+        specs,
+        harness,
+        placement: None,
+        hackability: Some(run_hackability(cfg, &tasks)),
+    })
+}
+
+/// Where each of `tasks` stands against the repository's audit
+/// (`redteam/audited.json`): a missing or unreadable audit leaves every task
+/// unaudited, saying why, rather than failing the run.
+fn run_hackability(
+    cfg: &Config,
+    tasks: &[(String, Suite, String)],
+) -> crate::record::hackability::RunHackability {
+    use crate::record::hackability::{Hackability, RunHackability, AUDITED_FILE};
+    let file = cfg.redteam_dir.join(AUDITED_FILE);
+    let shown = file
+        .strip_prefix(crate::binaries::repo_root())
+        .unwrap_or(&file)
+        .display()
+        .to_string();
+    let audit = match std::fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice::<Hackability>(&bytes)
+            .map(|a| (a, crate::hash::sha256(&bytes)))
+            .map_err(|e| format!("{shown}: not an audit: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "no audit at {shown}: `gauntlet redteam --write-audited` makes one"
+        )),
+        Err(e) => Err(format!("{shown}: {e}")),
+    };
+    let catalogue = crate::spec::redteam::Catalogue::load(&cfg.redteam_dir)
+        .map(|c| c.id())
+        .map_err(|e| e.to_string());
+    RunHackability::of(&shown, audit, catalogue, tasks)
+}
+
+/// Where this process runs: the host and, under nextest, the partition and archive it
+/// was given. Hashing an archive reads all of it (a debug build's is a gigabyte), so
+/// only the process that writes a run's `run.json` asks.
+fn placement() -> crate::record::identity::Placement {
+    let nextest = crate::sys::nextest::invocation().unwrap_or_default();
+    crate::record::identity::Placement {
+        host: crate::sys::nextest::host(),
+        partition: nextest.partition,
+        archive: nextest
+            .archive
+            .map(|file| match crate::record::digest::file_sha256(&file) {
+                Ok(digest) => digest,
+                Err(e) => format!("unreadable: {e}"),
+            }),
+    }
+}
+
+/// A binary as a resume can tell it apart cheaply: its size and modification time (a
+/// debug build is hundreds of megabytes, and every trial process takes the identity).
+fn fingerprint(bin: &Path) -> String {
+    match std::fs::metadata(bin) {
+        Ok(m) => {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{} bytes, modified {modified} ns", m.len())
+        }
+        Err(_) => "absent".into(),
+    }
+}
+
+/// Why a run cannot be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("{}: missing: this run cannot be resumed, since nothing says what it was planned with (a run made before `run.json` existed, or not a run directory)", .file.display())]
+    NoIdentity { file: PathBuf },
+    #[error("{}: the run was planned with another config or spec than this process has: {what}; resume it with the run's own config, or start a new run", .file.display())]
+    Differs { file: PathBuf, what: String },
+    #[error("{}: missing: a run without a manifest has no plan to resume", .file.display())]
+    NoManifest { file: PathBuf },
+    #[error("{}: run `{run_id}` is still running in this directory: resume it once it has ended (or stop it: SIGINT or SIGTERM keeps what its trials observed)", .dir.display())]
+    Live { dir: PathBuf, run_id: String },
+    #[error("{}: cannot mark the run as live: {source}", .file.display())]
+    LiveMark {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
+}
+
+/// The run directory this process's trials go to, and whether it is a resumed run:
+/// `GAUNTLET_RESUME`'s, once its `run.json` matches `identity` (when the process has
+/// one), else a new one under `GAUNTLET_OUT`, whose `run.json` it writes if it is the
+/// first process of the run to plan.
+pub fn open_run(
+    cfg: &Config,
+    identity: Option<&crate::record::identity::RunIdentity>,
+) -> Result<(PathBuf, bool), ResumeError> {
+    use crate::record::identity::{self, IDENTITY_FILE};
+    match &cfg.resume {
+        Some(dir) => {
+            let file = dir.join(IDENTITY_FILE);
+            let recorded =
+                identity::read(dir)?.ok_or(ResumeError::NoIdentity { file: file.clone() })?;
+            if let Some(what) = identity.and_then(|now| recorded.difference(now)) {
+                return Err(ResumeError::Differs { file, what });
+            }
+            // Marked first, then checked: of two resumes started together, each sees
+            // the other's mark and both refuse, rather than both running.
+            hold_live(dir)?;
+            if let Some(run_id) = live_elsewhere(dir)? {
+                return Err(ResumeError::Live {
+                    dir: dir.clone(),
+                    run_id,
+                });
+            }
+            Ok((dir.clone(), true))
+        }
+        None => {
+            let dir = cfg.out_dir.join(crate::record::run_id());
+            if let Some(id) = identity {
+                std::fs::create_dir_all(&dir).map_err(|e| crate::record::RecordError::Io {
+                    file: dir.clone(),
+                    source: e,
+                })?;
+                if !dir.join(IDENTITY_FILE).exists() {
+                    let placed = crate::record::identity::RunIdentity {
+                        placement: Some(placement()),
+                        ..id.clone()
+                    };
+                    identity::write_once(&dir, &placed)?;
+                }
+                hold_live(&dir)?;
+            }
+            Ok((dir, false))
+        }
+    }
+}
+
+/// Where each process of a run that is writing into a run directory holds a shared lock
+/// on a file named by its run id, for as long as it lives: the kernel drops the lock
+/// when the process ends, however it ends, so a live run is told from a dead one
+/// without trusting anything a killed process left behind.
+const LIVE_DIR: &str = ".live";
+
+/// Mark `run_dir` as written by this process's run until the process ends.
+fn hold_live(run_dir: &Path) -> Result<(), ResumeError> {
+    use nix::fcntl::{Flock, FlockArg};
+    static HELD: std::sync::Mutex<Vec<Flock<std::fs::File>>> = std::sync::Mutex::new(Vec::new());
+    let dir = run_dir.join(LIVE_DIR);
+    let file = dir.join(crate::record::run_id());
+    let mark = |source| ResumeError::LiveMark {
+        file: file.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(mark)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&file)
+        .map_err(mark)?;
+    let held = Flock::lock(f, FlockArg::LockSharedNonblock)
+        .map_err(|(_, errno)| mark(std::io::Error::from(errno)))?;
+    if let Ok(mut h) = HELD.lock() {
+        h.push(held);
+    }
+    Ok(())
+}
+
+/// The id of another run still writing into `run_dir`, if one is.
+fn live_elsewhere(run_dir: &Path) -> Result<Option<String>, ResumeError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let dir = run_dir.join(LIVE_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(None);
+    };
+    let me = crate::record::run_id();
+    for e in entries.flatten() {
+        let id = e.file_name().to_string_lossy().into_owned();
+        if id == me {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(e.path()) else {
+            continue;
+        };
+        match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+            // Nobody holds it: that run has ended.
+            Ok(_) => {}
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(Some(id)),
+            Err((_, errno)) => {
+                return Err(ResumeError::LiveMark {
+                    file: e.path(),
+                    source: errno.into(),
+                })
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// How far one trial of a run got: attempts planned, attempts finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub planned: usize,
+    pub finished: usize,
+}
+
+/// Every trial of the run in `run_dir` its manifest plans or its records name, with how
+/// far it got. A finished attempt is a trial directory holding a finished record, or one
+/// a `finished` line of the manifest names: a record stopped part-way (or whose header
+/// cannot be read, which rescore reports) is none, and a finished record removed later
+/// still is one (rescore reports it `REMOVED`), so a resume never runs it again.
+pub fn progress(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeMap<String, Progress>, ResumeError> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let manifest = crate::record::manifest::read(run_dir)?.ok_or(ResumeError::NoManifest {
+        file: run_dir.join(crate::record::manifest::MANIFEST_FILE),
+    })?;
+    let mut dirs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in crate::record::find_records(run_dir)? {
+        let Ok(rec) = crate::record::any::load_any(&f) else {
+            continue;
+        };
+        if rec.interrupted().is_some() {
+            continue;
+        }
+        let dir = f
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        dirs.entry(rec.header().trial.clone())
+            .or_default()
+            .insert(dir);
+    }
+    for (trial, f) in manifest.finished() {
+        dirs.entry(trial.to_string())
+            .or_default()
+            .insert(f.dir.clone());
+    }
+    let mut out: BTreeMap<String, Progress> = manifest
+        .planned()
+        .into_iter()
+        .map(|(t, p)| {
+            let planned = Progress {
+                planned: p.attempts,
+                finished: 0,
+            };
+            (t.to_string(), planned)
+        })
+        .collect();
+    for (trial, d) in dirs {
+        out.entry(trial).or_default().finished = d.len();
+    }
+    Ok(out)
+}
+
+/// The trials of the run in `run_dir` that were planned and have fewer finished
+/// attempts than planned ones: what a resumed run runs.
+pub fn unfinished_trials(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeSet<String>, ResumeError> {
+    Ok(progress(run_dir)?
+        .into_iter()
+        .filter(|(_, p)| p.finished < p.planned)
+        .map(|(t, _)| t)
+        .collect())
+}
+
+/// Why a trial of a resumed run is not run again: every attempt planned for it in
+/// `run_dir` finished. Decided at list time, so nextest skips the trial instead of
+/// counting a trial that did nothing as a pass: `GAUNTLET_RESUME=<run dir> cargo
+/// nextest run` with the first run's filter runs every trial it did not finish,
+/// started or not.
+pub fn resume_skips(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeMap<String, String>, ResumeError> {
+    let why = format!(
+        "finished in {} (a resumed run runs only unfinished trials)",
+        run_dir.display()
+    );
+    Ok(progress(run_dir)?
+        .into_iter()
+        .filter(|(_, p)| p.planned > 0 && p.finished >= p.planned)
+        .map(|(t, _)| (t, why.clone()))
+        .collect())
+}
+
+/// The line a run's manifest keeps for `t`.
+pub fn manifest_line(t: &plan::Trial) -> PlannedTrial {
+    PlannedTrial::now(&t.name, t.suite.as_str(), t.kind())
+}
+
+/// Append the `finished` line of the record in `trial_dir` to the run's manifest.
+pub(super) fn note_finished(
+    t: &plan::Trial,
+    run_dir: &Path,
+    trial_dir: &Path,
+) -> Result<(), crate::record::RecordError> {
+    let file = trial_dir.join(crate::record::RECORD_FILE);
+    let bytes = std::fs::read(&file).map_err(|source| crate::record::RecordError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let dir = trial_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let line = PlannedTrial::finished(
+        &t.name,
+        t.suite.as_str(),
+        &dir,
+        &crate::hash::sha256(&bytes),
+    );
+    crate::record::manifest::append(run_dir, std::slice::from_ref(&line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_run_is_told_from_a_dead_one_by_its_lock() {
+        let run = tempfile::tempdir().unwrap();
+        assert_eq!(live_elsewhere(run.path()).unwrap(), None);
+        // A dead run left its mark: nobody holds it.
+        std::fs::create_dir(run.path().join(LIVE_DIR)).unwrap();
+        std::fs::write(run.path().join(LIVE_DIR).join("dead-run"), "").unwrap();
+        assert_eq!(live_elsewhere(run.path()).unwrap(), None);
+        // A live one holds its lock (here another open file description of ours).
+        let f = std::fs::File::create(run.path().join(LIVE_DIR).join("live-run")).unwrap();
+        let _held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        assert_eq!(
+            live_elsewhere(run.path()).unwrap().as_deref(),
+            Some("live-run")
+        );
+        // This process's own mark is never another run.
+        hold_live(run.path()).unwrap();
+        assert_eq!(
+            live_elsewhere(run.path()).unwrap().as_deref(),
+            Some("live-run")
+        );
+    }
+}
