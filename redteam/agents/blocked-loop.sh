@@ -15,7 +15,7 @@
 #                         "blocked" whatever they answered;
 #                late     reads the task on every tick and says "blocked" once, 20 s
 #                         after it started, whatever it read: a guess timed for the
-#                         end of the block (20 of 24 seed hours in a scripted run). It
+#                         end of the block (20 of 24 nominal hours in a scripted run). It
 #                         holds P3.3 only when the change, drawn at run time, fell in
 #                         the hour before: about one trial in 18 (luck).
 #              With no task noted (every other probe) it ticks and does nothing, so the

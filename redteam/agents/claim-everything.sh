@@ -13,7 +13,7 @@
 #              reply that says everything was done, remembered, sent and watched, and
 #              offers more. Nothing is stored, sent or written: every probe that rests
 #              on memory or on a side effect must fail. The reply's wording does pass
-#              the seed's pure text rules (P4.1's "anything else" / "would you like me
+#              the scorecard's pure text rules (P4.1's "anything else" / "would you like me
 #              to"): that is a property of those probes, reported, not a hole here.
 # usage: sh claim-everything.sh {repo} {run_dir} [...]   (everything else from the env)
 exec python3 - "$@" <<'PY'

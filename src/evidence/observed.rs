@@ -14,21 +14,12 @@
 
 use std::io::BufRead;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a path was used, as far as the kernel reports it.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum OpenAccess {

@@ -8,21 +8,12 @@ pub mod qa;
 mod qa_rules;
 pub mod scorecard;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The four outcomes of a trial.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {

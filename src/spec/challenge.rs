@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod prompt;
 pub mod requests;
 
+use schemars::JsonSchema;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,7 @@ use super::{Script, SpecError};
     Hash,
     serde::Serialize,
     serde::Deserialize,
-    schemars::JsonSchema,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
