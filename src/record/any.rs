@@ -5,14 +5,23 @@
 
 use std::path::Path;
 
-use super::rescore::{ChallengeRescore, RescoreError, RescoreRow};
-use super::{Header, QaRecord, RecordError};
-use crate::record::challenge::ChallengeRecord;
-use crate::record::scorecard::ScorecardRecord;
-use crate::score::Outcome;
+use super::challenge::ChallengeRecord;
+use super::header::{io, load_header_bytes, trial_of_bytes, Header, RecordError, RECORD_FILE};
+use super::qa::QaRecord;
+use super::raw::PlainFile;
+use super::row::RescoreRow;
+use super::scorecard::ScorecardRecord;
+use super::suite::SuiteRecord;
 use crate::spec::Suite;
 
 /// A record of any suite.
+///
+/// The record layer's registry is two matches, both here: [`AnyRecord::as_suite`],
+/// which hands a record to what every reader asks of it ([`SuiteRecord`]), and
+/// [`load_any_bytes`], which reads a file as the record its suite tag names. A suite's
+/// record is registered by a variant and an arm in each; its answers are its own
+/// file's. (One reader still matches on the variants: `identity::check_record`, whose
+/// plan keys are the run identity's to define.)
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyRecord {
     Qa(Box<QaRecord>),
@@ -21,67 +30,68 @@ pub enum AnyRecord {
 }
 
 impl AnyRecord {
-    pub fn header(&self) -> &Header {
+    /// The record as its suite's [`SuiteRecord`].
+    pub fn as_suite(&self) -> &dyn SuiteRecord {
         match self {
-            AnyRecord::Qa(r) => &r.header,
-            AnyRecord::Challenge(r) => &r.header,
-            AnyRecord::Scorecard(r) => &r.header,
+            AnyRecord::Qa(r) => r.as_ref(),
+            AnyRecord::Challenge(r) => r.as_ref(),
+            AnyRecord::Scorecard(r) => r.as_ref(),
         }
+    }
+
+    pub fn header(&self) -> &Header {
+        self.as_suite().header()
     }
 
     /// The signal that stopped the trial part-way, read from its evidence.
     pub fn interrupted(&self) -> Option<&str> {
-        match self {
-            AnyRecord::Qa(r) => r.interrupted(),
-            AnyRecord::Challenge(r) => r.interrupted(),
-            AnyRecord::Scorecard(r) => r.interrupted(),
-        }
+        self.as_suite().interrupted()
     }
 
     /// The stored verdict passed.
     pub fn passed(&self) -> bool {
-        match self {
-            AnyRecord::Qa(r) => r.verdict.passed,
-            AnyRecord::Challenge(r) => r.verdict.passed,
-            AnyRecord::Scorecard(r) => r.verdict.passed,
-        }
+        self.as_suite().passed()
     }
 
     /// The trial could not be judged: its verdict is `error` (a challenge's verdict
     /// has two axes and no error outcome).
     pub fn errored(&self) -> bool {
-        match self {
-            AnyRecord::Qa(r) => r.verdict.outcome == Outcome::Error,
-            AnyRecord::Challenge(_) => false,
-            AnyRecord::Scorecard(r) => r.verdict.outcome == Outcome::Error,
-        }
+        self.as_suite().errored()
+    }
+
+    /// The record's line for JUnit `system-out`.
+    pub fn summary_line(&self) -> String {
+        self.as_suite().summary_line()
     }
 }
 
 /// Read `file` as the record its `suite` says it is.
 pub fn load_any(file: &Path) -> Result<AnyRecord, RecordError> {
-    let bytes = std::fs::read(file).map_err(super::io(file))?;
+    let bytes = std::fs::read(file).map_err(io(file))?;
     load_any_bytes(file, &bytes)
 }
 
-/// [`load_any`] of a record file already read into `bytes`.
+/// [`load_any`] of a record file already read into `bytes`: the other half of the
+/// record layer's registry (see [`AnyRecord`]).
 ///
 /// Most records of a run are qa records: the bytes are read as one first, and only a
 /// file that is not a qa record is read for its header and then as its suite's record
 /// (a qa record that loads has a header that loads, and says `qa`; every other file gets
 /// the answer, and the error, the header-first reading gives).
 pub fn load_any_bytes(file: &Path, bytes: &[u8]) -> Result<AnyRecord, RecordError> {
-    if let Ok(rec) = super::load_bytes(file, bytes) {
+    if let Ok(rec) = super::qa::load_bytes(file, bytes) {
         if rec.header.suite == Suite::Qa {
             return Ok(AnyRecord::Qa(Box::new(rec)));
         }
     }
-    match super::load_header_bytes(file, bytes)?.suite {
-        Suite::Qa => super::load_bytes(file, bytes).map(|r| AnyRecord::Qa(Box::new(r))),
-        Suite::Challenge => crate::record::challenge::load_bytes(file, bytes)
-            .map(|r| AnyRecord::Challenge(Box::new(r))),
-        Suite::Scorecard => crate::record::scorecard::load_bytes(file, bytes)
-            .map(|r| AnyRecord::Scorecard(Box::new(r))),
+    match load_header_bytes(file, bytes)?.suite {
+        Suite::Qa => super::qa::load_bytes(file, bytes).map(|r| AnyRecord::Qa(Box::new(r))),
+        Suite::Challenge => {
+            super::challenge::load_bytes(file, bytes).map(|r| AnyRecord::Challenge(Box::new(r)))
+        }
+        Suite::Scorecard => {
+            super::scorecard::load_bytes(file, bytes).map(|r| AnyRecord::Scorecard(Box::new(r)))
+        }
     }
 }
 
@@ -91,8 +101,8 @@ pub struct Checked {
     /// `derived` says why).
     pub record: Option<AnyRecord>,
     pub row: RescoreRow,
-    /// The record's `trial` field as [`super::trial_of`] reads it (a record too broken
-    /// to load may still name its trial); `None` when it names none.
+    /// The record's `trial` field as [`super::header::trial_of`] reads it (a record too
+    /// broken to load may still name its trial); `None` when it names none.
     pub named_trial: Option<String>,
 }
 
@@ -113,7 +123,7 @@ fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
         Err(e) => {
             return Checked {
                 record: None,
-                row: RescoreRow::unreadable(file, super::io(file)(e)),
+                row: RescoreRow::unreadable(file, io(file)(e)),
                 named_trial: None,
             }
         }
@@ -122,16 +132,13 @@ fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
     let (record, mut row) = match load_any_bytes(file, &bytes) {
         Err(e) => (None, RescoreRow::unreadable(file, e)),
         Ok(record) => {
-            let (row, hashed) = row_of(file, &record);
+            let (row, hashed) = record.as_suite().rescore_row(file);
             known.extend(hashed);
             (Some(record), row)
         }
     };
     // A record that is not JSON at all is already an unreadable verdict.
-    let listed = match &record {
-        Some(AnyRecord::Qa(q)) => Some(q.evidence.raw_files()),
-        _ => None,
-    };
+    let listed = record.as_ref().and_then(|r| r.as_suite().raw_files());
     if let Ok(check) = super::raw::verify_record_bytes(file, &bytes, &known, listed.as_deref()) {
         row.raw_files = check.checked;
         row.raw_problems = check.problems.iter().map(|p| p.to_string()).collect();
@@ -142,22 +149,22 @@ fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
     if let (Some(rec), Some(dir)) = (&record, file.parent().and_then(|d| d.file_name())) {
         let dir = dir.to_string_lossy();
         let trial = &rec.header().trial;
-        if !super::is_trial_dir_of(trial, &dir) {
+        if !super::files::is_trial_dir_of(trial, &dir) {
             row.raw_problems.push(format!(
                 "{}: the record of `{trial}` is in directory `{dir}`, not one the harness writes it in",
-                super::RECORD_FILE
+                RECORD_FILE
             ));
         }
     }
     // The trial a record names must be the one its spec gives: a genuine record of
     // one capability, renamed and moved, is not a record of another.
     if let Some(rec) = &record {
-        let want = spec_trial_name(rec);
+        let want = rec.as_suite().spec_trial_name();
         let trial = &rec.header().trial;
         if *trial != want {
             row.raw_problems.push(format!(
                 "{}: the record names trial `{trial}`, but its spec is that of `{want}`",
-                super::RECORD_FILE
+                RECORD_FILE
             ));
         }
     }
@@ -165,7 +172,7 @@ fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
     // A record that loaded names its trial in its header, the same `trial` field.
     let named_trial = match &record {
         Some(rec) => Some(rec.header().trial.clone()),
-        None => super::trial_of_bytes(file, &bytes).ok(),
+        None => trial_of_bytes(file, &bytes).ok(),
     };
     Checked {
         record,
@@ -175,8 +182,8 @@ fn check_read(file: &Path, read: std::io::Result<Vec<u8>>) -> Checked {
 }
 
 /// The bytes of `file`, without the read that would only say it ended
-/// ([`super::raw::PlainFile`]; `std::fs::read` makes it, and a run of ten thousand
-/// records is ten thousand system calls less).
+/// ([`PlainFile`]; `std::fs::read` makes it, and a run of ten thousand records is ten
+/// thousand system calls less).
 ///
 /// Opened without blocking: a FIFO put where a record was expected reads as no record
 /// instead of waiting for a writer (a regular file's reads ignore the flag).
@@ -187,7 +194,7 @@ fn read_sized(file: &Path) -> std::io::Result<Vec<u8>> {
 /// A record file opened without blocking, and whether it is a regular file (its
 /// metadata taken from the open file, so asking costs no look-up of its path).
 struct Opened {
-    file: super::raw::PlainFile,
+    file: PlainFile,
     regular: bool,
 }
 
@@ -200,11 +207,11 @@ fn open_sized(file: &Path) -> std::io::Result<Opened> {
     let meta = opened.metadata()?;
     Ok(Opened {
         regular: meta.is_file(),
-        file: super::raw::PlainFile::sized(opened, meta.len()),
+        file: PlainFile::sized(opened, meta.len()),
     })
 }
 
-fn read_to_end(mut f: super::raw::PlainFile) -> std::io::Result<Vec<u8>> {
+fn read_to_end(mut f: PlainFile) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut buf = Vec::with_capacity(usize::try_from(f.size()).unwrap_or(0).saturating_add(1));
     f.read_to_end(&mut buf)?;
@@ -282,64 +289,6 @@ fn on_every_core<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -
         }
     }
     out
-}
-
-/// The trial name a record's spec gives it (a qa record at repeat 1 may be named with
-/// or without `::r1`: a run of one repeat names none).
-fn spec_trial_name(rec: &AnyRecord) -> String {
-    use crate::plan::names;
-    match rec {
-        AnyRecord::Qa(r) => {
-            let plain = names::qa(&r.spec.app, &r.spec.capability, None);
-            let repeated = names::qa(&r.spec.app, &r.spec.capability, Some(r.repeat));
-            if r.repeat == 1 && r.header.trial == plain {
-                plain
-            } else {
-                repeated
-            }
-        }
-        AnyRecord::Challenge(r) => {
-            names::challenge(&r.provenance.challenge_id, r.provenance.profile)
-        }
-        AnyRecord::Scorecard(r) => r.probe.trial_name(),
-    }
-}
-
-/// The stored verdict of `record` beside the one its raw files give, and the raw file
-/// that re-deriving it read whole, if one was.
-fn row_of(file: &Path, record: &AnyRecord) -> (RescoreRow, Option<super::raw::Hashed>) {
-    match record {
-        AnyRecord::Qa(rec) => {
-            let dir = file.parent().unwrap_or(Path::new("."));
-            let (derived, hashed) = super::rescore::derive_qa_verdict_hashed(
-                dir,
-                &rec.header.config.agent,
-                &rec.spec,
-                &rec.evidence,
-            );
-            let row = RescoreRow::verdicts(
-                file,
-                rec.header.trial.clone(),
-                Some(rec.verdict.clone()),
-                derived,
-            );
-            (row, hashed)
-        }
-        AnyRecord::Challenge(rec) => {
-            let derived = crate::record::challenge::rederive_record(file, rec);
-            // A challenge verdict has two axes: the one-axis slot says where it is.
-            let derived_again = Err(RescoreError::OtherSuite(Suite::Challenge));
-            let row = RescoreRow {
-                challenge: Some(ChallengeRescore {
-                    stored: rec.verdict.clone(),
-                    derived,
-                }),
-                ..RescoreRow::verdicts(file, rec.header.trial.clone(), None, derived_again)
-            };
-            (row, None)
-        }
-        AnyRecord::Scorecard(rec) => (crate::record::scorecard::rescore_record(file, rec), None),
-    }
 }
 
 #[cfg(test)]

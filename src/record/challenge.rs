@@ -7,15 +7,17 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::normalize::AgentReport;
+use super::header::{unsealed_tag, Header, RecordError};
+use super::raw::Hashed;
+use super::row::{ChallengeRescore, RescoreError, RescoreRow};
+use super::suite::{StoredVerdict, SuiteRecord};
+use crate::evidence::normalize::{AgentReport, ReportedUsage};
 use crate::evidence::observed::Observation;
 use crate::evidence::observed_execs::{self, ExecFindings};
 use crate::evidence::observed_policy::{self, ObservedPolicy};
 use crate::evidence::policy::{self, PolicyFindings, Roots};
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, RawFile};
-use crate::record::rescore::RescoreError;
-use crate::record::{self, RecordError};
 use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
 use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt, RunInput};
 use crate::spec::Suite;
@@ -196,7 +198,7 @@ pub struct Derived {
 pub struct ChallengeRecord {
     /// Suite `challenge`.
     #[serde(flatten)]
-    pub header: record::Header,
+    pub header: Header,
     pub provenance: Provenance,
     pub evidence: ChallengeEvidence,
     pub derived: Derived,
@@ -205,7 +207,7 @@ pub struct ChallengeRecord {
 
 impl ChallengeRecord {
     /// The signal that stopped the agent part-way, read from the evidence (see
-    /// [`super::QaRecord::interrupted`]).
+    /// [`super::qa::QaRecord::interrupted`]).
     pub fn interrupted(&self) -> Option<&str> {
         self.evidence.agent.end.interrupted.as_deref()
     }
@@ -351,8 +353,8 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
         rec.verdict.passed,
         rec.header.wall_ms,
         rec.verdict.outcome_reason,
-        record::unsealed_tag(&rec.header.config),
-        record::digest::value_sha256(rec)
+        unsealed_tag(&rec.header.config),
+        super::digest::value_sha256(rec)
     )
 }
 
@@ -379,7 +381,7 @@ pub fn rederive_record(
         .as_ref()
         .and_then(|o| o.file.as_ref());
     let check = |raw: &RawFile| {
-        record::raw::verify_file(dir, raw).map_err(|problem| RescoreError::Raw {
+        super::raw::verify_file(dir, raw).map_err(|problem| RescoreError::Raw {
             trial_dir: dir.to_path_buf(),
             problem,
         })
@@ -396,6 +398,56 @@ pub fn rederive_record(
             )
         })
         .map(|(_, v)| v)
+}
+
+impl SuiteRecord for ChallengeRecord {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn interrupted(&self) -> Option<&str> {
+        ChallengeRecord::interrupted(self)
+    }
+
+    fn verdict(&self) -> StoredVerdict<'_> {
+        StoredVerdict::TwoAxes(&self.verdict)
+    }
+
+    /// A clean success, which is what its test passes on.
+    fn credited(&self) -> bool {
+        self.verdict.passed
+    }
+
+    fn spec_trial_name(&self) -> String {
+        crate::plan::names::challenge(&self.provenance.challenge_id, self.provenance.profile)
+    }
+
+    /// The two-axis verdicts go in the row's `challenge`; its one-axis slot says where
+    /// they are.
+    fn rescore_row(&self, file: &Path) -> (RescoreRow, Option<Hashed>) {
+        let derived = rederive_record(file, self);
+        let derived_again = Err(RescoreError::OtherSuite(Suite::Challenge));
+        let row = RescoreRow {
+            challenge: Some(ChallengeRescore {
+                stored: self.verdict.clone(),
+                derived,
+            }),
+            ..RescoreRow::verdicts(file, self.header.trial.clone(), None, derived_again)
+        };
+        (row, None)
+    }
+
+    fn reported_usage(&self, _trial_dir: &Path) -> Result<Vec<ReportedUsage>, String> {
+        Ok(vec![self.derived.agent_report.reported_usage.clone()])
+    }
+
+    fn metered_usage(&self) -> &[UsageEntry] {
+        &self.evidence.usage
+    }
+
+    fn summary_line(&self) -> String {
+        summary_line(self)
+    }
 }
 
 /// Where the committed JSON Schema of a challenge `record.json` lives (repository-relative).

@@ -10,10 +10,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{RecordError, RECORD_FILE};
+use super::header::{io, trial_of, RecordError, RECORD_FILE};
 
 /// The exact bytes a record is stored as: pretty JSON and a newline. The writer
-/// ([`super::write_new_json`]) and [`value_sha256`] both use this, so the hash a trial
+/// ([`super::files::write_new_json`]) and [`value_sha256`] both use this, so the hash a trial
 /// prints of its record in memory is the hash of the file on disk.
 pub fn record_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
@@ -30,11 +30,11 @@ pub fn value_sha256<T: Serialize>(value: &T) -> String {
 /// `sha256:<hex>` of a file, read in pieces.
 pub fn file_sha256(file: &Path) -> Result<String, RecordError> {
     use std::io::Read;
-    let mut f = std::fs::File::open(file).map_err(super::io(file))?;
+    let mut f = std::fs::File::open(file).map_err(io(file))?;
     let mut hash = crate::hash::Sha256Stream::default();
     let mut buf = vec![0u8; 64 << 10];
     loop {
-        let n = f.read(&mut buf).map_err(super::io(file))?;
+        let n = f.read(&mut buf).map_err(io(file))?;
         if n == 0 {
             break;
         }
@@ -65,7 +65,7 @@ impl DigestEntry {
         Ok(DigestEntry::from_checked(
             &file,
             record_sha256,
-            super::trial_of(&file).ok(),
+            trial_of(&file).ok(),
         ))
     }
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::any::AnyRecord;
-use super::RecordError;
+use super::header::{io, RecordError};
 use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::spec::redteam::{CatalogueId, Class};
@@ -125,32 +125,12 @@ pub struct HarnessFinding {
 impl Cell {
     /// The cell of one record.
     pub fn of(rec: &AnyRecord, trial_dir: Option<String>) -> Cell {
-        let (outcome, credited, reason) = match rec {
-            AnyRecord::Qa(r) => (
-                r.verdict.outcome.as_str().to_string(),
-                r.verdict.outcome == crate::score::Outcome::Verified,
-                r.verdict.reason.clone(),
-            ),
-            AnyRecord::Challenge(r) => (
-                format!(
-                    "{}/{}",
-                    r.verdict.task_outcome.as_str(),
-                    r.verdict.evaluation_validity.as_str()
-                ),
-                r.verdict.passed,
-                r.verdict.outcome_reason.clone(),
-            ),
-            AnyRecord::Scorecard(r) => (
-                r.verdict.outcome.as_str().to_string(),
-                r.verdict.passed,
-                r.verdict.reason.clone(),
-            ),
-        };
+        let suite = rec.as_suite();
         Cell {
-            outcome,
-            credited,
-            passed: rec.passed(),
-            reason: cap(&reason),
+            outcome: suite.outcome_words(),
+            credited: suite.credited(),
+            passed: suite.passed(),
+            reason: cap(suite.reason()),
             luck: false,
             trial_dir,
             metering: None,
@@ -215,52 +195,15 @@ impl Metering {
     }
 }
 
-/// The [`Metering`] of one record in `trial_dir`: the agent's account is its qa or
-/// challenge record's normalized report (re-read from its stdout when a qa record
-/// keeps none), and a scorecard probe's is every process's stdout re-read with the
-/// recorded agent's stream parser (a probe record keeps no report per turn); the
-/// metered tokens are the record's usage log.
+/// The [`Metering`] of one record in `trial_dir`: the agent's account as its suite's
+/// record reads it ([`super::suite::SuiteRecord::reported_usage`]) beside the tokens
+/// of the record's usage log.
 pub fn metering_of(trial_dir: &Path, rec: &AnyRecord) -> Result<Metering, String> {
-    let parser = || {
-        let agent = &rec.header().config.agent;
-        crate::evidence::streams::AgentKind::from_name(agent)
-            .map(crate::evidence::streams::parser)
-            .ok_or_else(|| format!("no stream parser for agent `{agent}`"))
-    };
-    match rec {
-        AnyRecord::Qa(r) => {
-            let report = match &r.evidence.agent_report {
-                Some(report) => report.reported_usage.clone(),
-                None => reported_in(trial_dir, &r.evidence.agent.stdout, parser()?)?,
-            };
-            Ok(Metering::of([&report], &r.evidence.usage))
-        }
-        AnyRecord::Challenge(r) => Ok(Metering::of(
-            [&r.derived.agent_report.reported_usage],
-            &r.evidence.usage,
-        )),
-        AnyRecord::Scorecard(r) => {
-            let parser = parser()?;
-            let reports = r
-                .processes
-                .iter()
-                .map(|p| reported_in(trial_dir, &p.stdout, parser))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Metering::of(&reports, &r.usage))
-        }
-    }
-}
-
-/// The usage an agent's stdout (a raw file of `trial_dir`) reports, summed.
-fn reported_in(
-    trial_dir: &Path,
-    raw: &crate::evidence::RawFile,
-    parser: crate::evidence::StreamParser,
-) -> Result<ReportedUsage, String> {
-    let f =
-        super::raw::open_raw(trial_dir, &raw.path).map_err(|why| format!("{}: {why}", raw.path))?;
-    let mut reader = std::io::BufReader::with_capacity(f.buffer_size(), f);
-    Ok(parser(&mut reader).report.reported_usage)
+    let rec = rec.as_suite();
+    Ok(Metering::of(
+        &rec.reported_usage(trial_dir)?,
+        rec.metered_usage(),
+    ))
 }
 
 fn cap(s: &str) -> String {
@@ -341,7 +284,7 @@ impl Hackability {
     }
 
     pub fn read(file: &Path) -> Result<Hackability, RecordError> {
-        let bytes = std::fs::read(file).map_err(super::io(file))?;
+        let bytes = std::fs::read(file).map_err(io(file))?;
         serde_json::from_slice(&bytes).map_err(|e| RecordError::Invalid {
             file: file.to_path_buf(),
             reason: e.to_string(),
@@ -354,7 +297,7 @@ impl Hackability {
             reason: e.to_string(),
         })?;
         bytes.push(b'\n');
-        std::fs::write(file, bytes).map_err(super::io(file))
+        std::fs::write(file, bytes).map_err(io(file))
     }
 }
 

@@ -10,7 +10,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::RecordError;
+use super::any::AnyRecord;
+use super::files::write_new_json;
+use super::hackability::{task_of, RunHackability};
+use super::header::{io, RecordError};
+use super::qa::QaSpecRef;
 
 pub const IDENTITY_FILE: &str = "run.json";
 
@@ -39,7 +43,7 @@ pub struct RunIdentity {
     /// what measured them: no comparison of identities looks at it, so a task audited
     /// again after a run started never refuses its resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hackability: Option<super::hackability::RunHackability>,
+    pub hackability: Option<RunHackability>,
 }
 
 /// Where a run directory's trials ran.
@@ -95,7 +99,7 @@ impl RunIdentity {
 /// that rescore can tell a record from the run's plan (see [`check_record`]):
 ///
 /// - `qa:<app>::<capability>`: `<kind> <capability_sha256> <flow_sha256 or ->`, as
-///   [`crate::record::QaSpecRef::of`] computes them for the record;
+///   [`QaSpecRef::of`] computes them for the record;
 /// - `challenge:<id>`: the SHA-256 of `challenge.yaml`;
 /// - `probe:<dimension>::<id>`: the SHA-256 of the probe file.
 ///
@@ -106,7 +110,7 @@ pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for app in &suites.apps {
         for cap in &app.corpus.capabilities {
-            let r = crate::record::QaSpecRef::of(app, &cap.id);
+            let r = QaSpecRef::of(app, &cap.id);
             out.insert(format!("{QA_KEY}{}::{}", r.app, r.capability), qa_value(&r));
         }
     }
@@ -168,7 +172,7 @@ pub fn task_hashes(
     let mut out: Vec<(String, crate::spec::Suite, String)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for t in plan {
-        let task = super::hackability::task_of(&t.name);
+        let task = task_of(&t.name);
         if !seen.insert(task) {
             continue;
         }
@@ -178,7 +182,7 @@ pub fn task_hashes(
             } => match suites.apps.get(*app) {
                 Some(a) => vec![
                     a.app.content_hash.clone(),
-                    qa_value(&crate::record::QaSpecRef::of(a, capability)),
+                    qa_value(&QaSpecRef::of(a, capability)),
                     match a.app.start {
                         crate::spec::app::AppStart::Binary(_) => lock.clone(),
                         crate::spec::app::AppStart::Command(_) => "-".into(),
@@ -243,7 +247,7 @@ fn kind_name(kind: crate::spec::CapabilityKind) -> String {
         .unwrap_or_default()
 }
 
-fn qa_value(r: &super::QaSpecRef) -> String {
+fn qa_value(r: &QaSpecRef) -> String {
     format!(
         "{} {} {}",
         kind_name(r.kind),
@@ -259,8 +263,7 @@ fn qa_value(r: &super::QaSpecRef) -> String {
 ///
 /// What an old `run.json` (before [`trial_specs`]) lacks is not checked: its qa records
 /// are checked against the app's content hash only.
-pub fn check_record(planned: &RunIdentity, rec: &super::any::AnyRecord) -> Vec<String> {
-    use super::any::AnyRecord;
+pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
     let has = |prefix: &str| planned.specs.keys().any(|k| k.starts_with(prefix));
     let mut out = Vec::new();
     let mut differs = |field: &str, recorded: &str, want: &str, key: &str| {
@@ -388,7 +391,7 @@ fn first_difference(
 /// Write `identity` into `run_dir` unless the run already has one (a run resumed, or
 /// a second process of one nextest run): the first plan is the run's.
 pub fn write_once(run_dir: &Path, identity: &RunIdentity) -> Result<(), RecordError> {
-    match super::write_new_json(run_dir, IDENTITY_FILE, identity) {
+    match write_new_json(run_dir, IDENTITY_FILE, identity) {
         Ok(_) | Err(RecordError::Exists { .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -400,7 +403,7 @@ pub fn read(run_dir: &Path) -> Result<Option<RunIdentity>, RecordError> {
     let bytes = match std::fs::read(&file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(super::io(&file)(e)),
+        Err(e) => return Err(io(&file)(e)),
     };
     serde_json::from_slice(&bytes)
         .map(Some)

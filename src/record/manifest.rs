@@ -25,7 +25,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::RecordError;
+use super::header::{io, RecordError};
+use super::unfinished::Unfinished;
 use crate::spec::CapabilityKind;
 
 pub const MANIFEST_FILE: &str = "manifest.jsonl";
@@ -100,7 +101,7 @@ pub fn append(run_dir: &Path, planned: &[PlannedTrial]) -> Result<(), RecordErro
     if planned.is_empty() {
         return Ok(());
     }
-    std::fs::create_dir_all(run_dir).map_err(super::io(run_dir))?;
+    std::fs::create_dir_all(run_dir).map_err(io(run_dir))?;
     let file = run_dir.join(MANIFEST_FILE);
     let mut text = Vec::new();
     for p in planned {
@@ -115,9 +116,9 @@ pub fn append(run_dir: &Path, planned: &[PlannedTrial]) -> Result<(), RecordErro
         .create(true)
         .append(true)
         .open(&file)
-        .map_err(super::io(&file))?;
-    f.write_all(&text).map_err(super::io(&file))?;
-    f.sync_data().map_err(super::io(&file))
+        .map_err(io(&file))?;
+    f.write_all(&text).map_err(io(&file))?;
+    f.sync_data().map_err(io(&file))
 }
 
 /// A manifest as read back.
@@ -176,11 +177,11 @@ pub fn read(run_dir: &Path) -> Result<Option<Manifest>, RecordError> {
     let f = match std::fs::File::open(&file) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(super::io(&file)(e)),
+        Err(e) => return Err(io(&file)(e)),
     };
     let mut m = Manifest::default();
     for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(super::io(&file))?;
+        let line = line.map_err(io(&file))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -218,7 +219,7 @@ pub enum Finding {
     /// directory belongs to, if any.
     Interrupted {
         trial: Option<(String, String)>,
-        unfinished: super::unfinished::Unfinished,
+        unfinished: Unfinished,
     },
     /// A finished record named by a `finished` line is gone, or is another record now:
     /// it was deleted or rewritten after its trial ended.
@@ -235,7 +236,7 @@ pub enum Finding {
     Superseded {
         trial: String,
         suite: String,
-        unfinished: super::unfinished::Unfinished,
+        unfinished: Unfinished,
     },
 }
 
@@ -347,11 +348,7 @@ pub struct Found {
 /// sorted by trial. `unfinished` are the run's trial directories without a finished
 /// record: a planned trial with such a directory and too few records was interrupted,
 /// not merely missing; a directory a `finished` line names was emptied (`REMOVED`).
-pub fn check(
-    manifest: &Manifest,
-    found: &[Found],
-    unfinished: &[super::unfinished::Unfinished],
-) -> Vec<Finding> {
+pub fn check(manifest: &Manifest, found: &[Found], unfinished: &[Unfinished]) -> Vec<Finding> {
     let mut out: Vec<Finding> = manifest
         .bad_lines
         .iter()
@@ -362,7 +359,7 @@ pub fn check(
         .collect();
     let planned = manifest.planned();
     let removed = removed(manifest, found);
-    let unfinished: Vec<&super::unfinished::Unfinished> = unfinished
+    let unfinished: Vec<&Unfinished> = unfinished
         .iter()
         .filter(|u| {
             !removed

@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::files::write_new_json;
+use super::header::{load_header, Header, RecordConfig, RecordError, RECORD_FILE};
 use super::identity::{self, RunIdentity, IDENTITY_FILE};
 use super::manifest::MANIFEST_FILE;
-use super::{QaRecord, QaSpecRef, RECORD_FILE};
+use super::qa::{QaRecord, QaSpecRef};
 use crate::plan::partition::Partition;
 
 /// The manifest a merged run carries: where its trials came from.
@@ -131,11 +133,11 @@ impl IdentityCheck {
 #[derive(Default)]
 pub struct HeaderCheck {
     version: Option<(String, String)>,
-    configs: BTreeMap<crate::spec::Suite, (String, super::RecordConfig)>,
+    configs: BTreeMap<crate::spec::Suite, (String, RecordConfig)>,
 }
 
 impl HeaderCheck {
-    pub fn check(&mut self, place: &str, rec: &super::Header) -> Result<(), Mismatch> {
+    pub fn check(&mut self, place: &str, rec: &Header) -> Result<(), Mismatch> {
         match &self.version {
             Some((p, v)) if *v != rec.gauntlet_version => {
                 return Err(Mismatch(format!(
@@ -458,8 +460,8 @@ pub fn merge_runs_with(
             }
             let file = path.join(RECORD_FILE);
             if file.is_file() {
-                let refused = |e: super::RecordError| MergeError::Refused(e.to_string());
-                let rec = super::load_header(&file).map_err(refused)?;
+                let refused = |e: RecordError| MergeError::Refused(e.to_string());
+                let rec = load_header(&file).map_err(refused)?;
                 let place = format!("{}", input.display());
                 let differs = |d: Mismatch| {
                     MergeError::Refused(format!(
@@ -469,7 +471,7 @@ pub fn merge_runs_with(
                 suites.check(&place, &rec).map_err(differs)?;
                 // A qa record also names its app's hash and its capability's spec.
                 if rec.suite == crate::spec::Suite::Qa {
-                    let qa = super::load(&file).map_err(refused)?;
+                    let qa = super::qa::load(&file).map_err(refused)?;
                     identity.check(&place, &qa).map_err(differs)?;
                 }
                 if let Some(other) = owner.get(&rec.trial) {
@@ -538,7 +540,7 @@ pub fn merge_runs_with(
             std::fs::write(&m, all).map_err(io(&m))?;
         }
         if let Some(id) = &run_identity {
-            super::write_new_json(&staging, IDENTITY_FILE, id)
+            write_new_json(&staging, IDENTITY_FILE, id)
                 .map_err(|e| MergeError::Refused(e.to_string()))?;
         }
         let m = staging.join(MERGE_FILE);

@@ -1,280 +1,14 @@
-//! Re-deriving verdicts from recorded evidence, offline.
+//! Rescore: every record of a path checked ([`super::any::check`]), against the run's
+//! manifest and plan when the path is a run, and the run digest; and the table it is
+//! shown as.
 //!
-//! The run itself calls [`derive_qa_verdict`] too, so a verdict at run time and at
-//! rescore time come from one code path over the same bytes.
+//! A verdict at run time and at rescore time come from one code path over the same
+//! bytes: each suite's record re-derives its own ([`super::suite::SuiteRecord`]).
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::evidence::normalize::StreamParser;
-use crate::evidence::{QaEvidence, RawFile, Transcript};
-use crate::hash::Sha256Stream;
-use crate::score::qa::{score, QaInputs};
-use crate::score::Verdict;
-
-use super::{QaSpecRef, RecordError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum RescoreError {
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    #[error(
-        "{file}: evidence does not match its recorded hash (recorded {recorded}, found {found})"
-    )]
-    Altered {
-        file: PathBuf,
-        recorded: String,
-        found: String,
-    },
-    #[error("{file}: agent `{agent}` has no stream parser; cannot read its output")]
-    UnknownAgent { file: PathBuf, agent: String },
-    #[error("{file}: cannot read evidence: {source}")]
-    Io {
-        file: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The record's verdict is not a one-axis verdict (see [`RescoreRow::challenge`]).
-    #[error("a {} record's verdict is kept beside this one", .0.as_str())]
-    OtherSuite(crate::spec::Suite),
-    /// A raw file the verdict is read from is not what the record says it is.
-    #[error("{}: evidence {}", .trial_dir.join(&.problem.path).display(), .problem.problem)]
-    Raw {
-        trial_dir: PathBuf,
-        problem: super::raw::RawProblem,
-    },
-}
-
-/// Reads through to an inner reader, hashing every byte that passes.
-struct HashingReader<R> {
-    inner: R,
-    hash: Sha256Stream,
-    bytes: u64,
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-}
-
-/// Parse a raw evidence file as an event stream, streaming (never holding the file),
-/// and check that it is byte for byte what was recorded.
-fn parse_checked(
-    trial_dir: &Path,
-    raw: &RawFile,
-    parser: StreamParser,
-) -> Result<Transcript, RescoreError> {
-    parse_hashed(trial_dir, raw, parser).0
-}
-
-/// [`parse_checked`], and what the file read as (its hash and length) when it was read
-/// to the end, so that the raw-file check need not read it again.
-fn parse_hashed(
-    trial_dir: &Path,
-    raw: &RawFile,
-    parser: StreamParser,
-) -> (Result<Transcript, RescoreError>, Option<super::raw::Hashed>) {
-    let file = trial_dir.join(&raw.path);
-    // Opened as the raw-file check opens it (never through a link, never a FIFO, which
-    // would block the open forever), so that the check need not open it again.
-    let f = match super::raw::open_raw(trial_dir, &raw.path) {
-        Ok(f) => f,
-        Err(why) => {
-            let source = std::io::Error::other(why);
-            return (Err(RescoreError::Io { file, source }), None);
-        }
-    };
-    let mut reader = std::io::BufReader::with_capacity(
-        f.buffer_size(),
-        HashingReader {
-            inner: f,
-            hash: Sha256Stream::default(),
-            bytes: 0,
-        },
-    );
-    let transcript = parser(&mut reader).transcript;
-    // Drain whatever the parser left (it stops early only on an I/O error).
-    if let Err(source) = std::io::copy(&mut reader, &mut std::io::sink()) {
-        return (Err(RescoreError::Io { file, source }), None);
-    }
-    let read = reader.into_inner();
-    let found = read.hash.finish();
-    let hashed = super::raw::Hashed {
-        path: raw.path.clone(),
-        sha256: found.clone(),
-        bytes: read.bytes,
-    };
-    if found != raw.sha256 {
-        let altered = RescoreError::Altered {
-            file,
-            recorded: raw.sha256.clone(),
-            found,
-        };
-        return (Err(altered), Some(hashed));
-    }
-    (Ok(transcript), Some(hashed))
-}
-
-/// The verdict the evidence in `trial_dir` supports, reading the agent's stdout with the
-/// stream parser of the adapter named `agent` (as recorded in `config.agent`).
-pub fn derive_qa_verdict(
-    trial_dir: &Path,
-    agent: &str,
-    spec: &QaSpecRef,
-    evidence: &QaEvidence,
-) -> Result<Verdict, RescoreError> {
-    derive_qa_verdict_hashed(trial_dir, agent, spec, evidence).0
-}
-
-/// [`derive_qa_verdict`], and the agent's stdout as it read (for
-/// [`super::raw::verify_record_bytes`]).
-pub(crate) fn derive_qa_verdict_hashed(
-    trial_dir: &Path,
-    agent: &str,
-    spec: &QaSpecRef,
-    evidence: &QaEvidence,
-) -> (Result<Verdict, RescoreError>, Option<super::raw::Hashed>) {
-    let Some(parser) =
-        crate::evidence::streams::AgentKind::from_name(agent).map(crate::evidence::streams::parser)
-    else {
-        let unknown = RescoreError::UnknownAgent {
-            file: trial_dir.join(&evidence.agent.stdout.path),
-            agent: agent.to_owned(),
-        };
-        return (Err(unknown), None);
-    };
-    let (transcript, hashed) = parse_hashed(trial_dir, &evidence.agent.stdout, parser);
-    (
-        transcript.map(|t| score_qa(trial_dir, &t, spec, evidence)),
-        hashed,
-    )
-}
-
-fn score_qa(
-    trial_dir: &Path,
-    transcript: &Transcript,
-    spec: &QaSpecRef,
-    evidence: &QaEvidence,
-) -> Verdict {
-    let independent = independent_per_matrix(trial_dir, spec, evidence);
-    score(&QaInputs {
-        capability: &spec.capability,
-        kind: spec.kind,
-        setup_error: evidence.setup_error.as_deref(),
-        agent_end: &evidence.agent.end,
-        transcript,
-        gate: evidence.gate.as_ref(),
-        token_budget_hit: crate::evidence::usage::budget_hit(&evidence.usage).as_deref(),
-        independent: independent.as_deref(),
-    })
-}
-
-/// The capabilities whose mutants leave this one intact, read again from the
-/// independence matrix the gate kept: `None` when the gate kept none (a record from
-/// before specificity), empty when the matrix is gone, unreadable, of another app, or
-/// not the one the spec names by hash (the draw then matches nothing, and a stored
-/// `verified` disagrees).
-fn independent_per_matrix(
-    trial_dir: &Path,
-    spec: &QaSpecRef,
-    evidence: &QaEvidence,
-) -> Option<Vec<String>> {
-    let gate = evidence.gate.as_ref()?;
-    let Some(kept) = gate.specificity.as_ref() else {
-        // The spec names a matrix the gate kept no draw from.
-        return spec.matrix_sha256.as_ref().map(|_| Vec::new());
-    };
-    let bytes = std::fs::read(trial_dir.join(&kept.matrix.path)).ok();
-    let matrix = bytes.as_deref().and_then(|b| {
-        serde_json::from_slice::<crate::evidence::independence::Matrix>(b)
-            .ok()
-            .filter(|m| {
-                m.app == spec.app
-                    && spec.matrix_sha256.as_deref() == Some(crate::hash::sha256(b).as_str())
-            })
-    });
-    Some(
-        matrix
-            .map(|m| m.independent_of(&spec.capability))
-            .unwrap_or_default(),
-    )
-}
-
-/// [`parse_checked`] for the other suites' rescore (scorecard turns).
-pub(crate) fn parse_checked_file(
-    trial_dir: &Path,
-    raw: &RawFile,
-    parser: StreamParser,
-) -> Result<Transcript, RescoreError> {
-    parse_checked(trial_dir, raw, parser)
-}
-
-/// One line of a rescore table.
-#[derive(Debug)]
-pub struct RescoreRow {
-    pub file: PathBuf,
-    pub trial: String,
-    /// The verdict of a qa or scorecard record as stored, and as its evidence gives it.
-    pub stored: Option<Verdict>,
-    pub derived: Result<Verdict, RescoreError>,
-    /// A challenge record's verdicts (its verdict has two axes); `stored` is `None`
-    /// then and `derived` is [`RescoreError::OtherSuite`].
-    pub challenge: Option<ChallengeRescore>,
-    /// Raw files the record names that were verified (see [`super::raw`]).
-    pub raw_files: usize,
-    /// Raw files that are missing, of another size, or hash to something else.
-    pub raw_problems: Vec<String>,
-    /// `sha256:<hex>` of the record file as stored.
-    pub record_sha256: Option<String>,
-}
-
-/// A challenge record's stored verdict and the one re-derived from its raw files.
-#[derive(Debug)]
-pub struct ChallengeRescore {
-    pub stored: crate::score::challenge::ChallengeVerdict,
-    pub derived: Result<crate::score::challenge::ChallengeVerdict, RescoreError>,
-}
-
-impl RescoreRow {
-    /// A row of a record's stored and re-derived verdict (raw files not yet verified).
-    pub fn verdicts(
-        file: &Path,
-        trial: String,
-        stored: Option<Verdict>,
-        derived: Result<Verdict, RescoreError>,
-    ) -> RescoreRow {
-        RescoreRow {
-            file: file.to_path_buf(),
-            trial,
-            stored,
-            derived,
-            challenge: None,
-            raw_files: 0,
-            raw_problems: Vec::new(),
-            record_sha256: None,
-        }
-    }
-
-    /// A row of a record that could not be read.
-    pub fn unreadable(file: &Path, why: RecordError) -> RescoreRow {
-        RescoreRow::verdicts(file, "?".into(), None, Err(RescoreError::Record(why)))
-    }
-
-    /// The stored verdict follows from the evidence, and every raw file is as recorded.
-    pub fn agrees(&self) -> bool {
-        if !self.raw_problems.is_empty() {
-            return false;
-        }
-        if let Some(c) = &self.challenge {
-            return matches!(&c.derived, Ok(d) if *d == c.stored);
-        }
-        matches!((&self.stored, &self.derived), (Some(s), Ok(d)) if s == d)
-    }
-}
+pub use super::qa::derive_qa_verdict;
+pub use super::row::{ChallengeRescore, RescoreError, RescoreRow};
 
 /// Rescore one record file: re-derive its verdict from its evidence, verify every raw
 /// file it names, and hash it ([`super::any::check`]).
@@ -353,8 +87,8 @@ impl RunRescore {
 /// Rescore `path`: a record file, a trial directory, or a run directory (every
 /// `*/record.json`, checked against the run's manifest when it has one).
 pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
-    let files = super::find_records(path)?;
-    let is_run = path.is_dir() && !path.join(super::RECORD_FILE).is_file();
+    let files = super::files::find_records(path)?;
+    let is_run = path.is_dir() && !path.join(super::header::RECORD_FILE).is_file();
     // One read of each record answers both the check and its digest entry.
     let mut rows: Vec<RescoreRow> = Vec::with_capacity(files.len());
     let mut entries: Vec<super::digest::DigestEntry> = Vec::with_capacity(files.len());
@@ -376,7 +110,7 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     };
     for (f, mut checked) in files.iter().zip(super::any::check_all(&files)) {
         if let (Some(id), Some(rec)) = (&planned, &checked.record) {
-            let at = format!("{}/{}", dir_of(f), super::RECORD_FILE);
+            let at = format!("{}/{}", dir_of(f), super::header::RECORD_FILE);
             for problem in super::identity::check_record(id, rec) {
                 checked.row.raw_problems.push(format!("{at}: {problem}"));
             }

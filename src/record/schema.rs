@@ -4,7 +4,7 @@
 //! dashboards, other languages — so it must never drift from the types: a test
 //! regenerates it and fails when the committed file differs.
 
-use crate::record::QaRecord;
+use super::qa::QaRecord;
 
 /// Where the committed schema lives, relative to the repository root.
 pub const SCHEMA_PATH: &str = "schema/record.schema.json";

@@ -9,9 +9,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::header::{unsealed_tag, Header, RecordError, RECORD_FILE, SCHEMA_VERSION};
+use super::raw::Hashed;
+use super::row::{RescoreError, RescoreRow};
+use super::stream::{parse_checked, parser_named, reported_in};
+use super::suite::{StoredVerdict, SuiteRecord};
+use crate::evidence::normalize::ReportedUsage;
+use crate::evidence::usage::UsageEntry;
 use crate::evidence::{ProcessEnd, RawFile};
-use crate::record::rescore::{parse_checked_file, RescoreError, RescoreRow};
-use crate::record::{RecordError, SCHEMA_VERSION};
 use crate::score::scorecard::{observe, ProbeEvidence, ProbeResult};
 use crate::score::{Outcome, Verdict};
 use crate::spec::scorecard::{Bank, LoadedProbe, Scorecard};
@@ -81,7 +86,7 @@ impl ProcessRaw {
 pub struct ScorecardRecord {
     /// Suite `scorecard`; trial `scorecard::<dimension>::<probe>`.
     #[serde(flatten)]
-    pub header: crate::record::Header,
+    pub header: Header,
     pub scorecard: ScorecardRun,
     /// The probe as loaded (rules and file hash): rescore scores against this.
     pub probe: LoadedProbe,
@@ -104,7 +109,7 @@ pub struct ScorecardRecord {
 
 impl ScorecardRecord {
     /// The signal that stopped the probe part-way: between or during its steps, read
-    /// from the evidence (see [`super::QaRecord::interrupted`]).
+    /// from the evidence (see [`super::qa::QaRecord::interrupted`]).
     pub fn interrupted(&self) -> Option<&str> {
         self.evidence.interrupted.as_deref().or_else(|| {
             self.processes
@@ -195,7 +200,7 @@ pub fn derive(
     let parser = crate::evidence::streams::AgentKind::from_name(&rec.header.config.agent)
         .map(crate::evidence::streams::parser)
         .ok_or_else(|| RescoreError::UnknownAgent {
-            file: trial_dir.join(super::RECORD_FILE),
+            file: trial_dir.join(RECORD_FILE),
             agent: rec.header.config.agent.clone(),
         })?;
     let mut evidence = rec.evidence.clone();
@@ -208,7 +213,7 @@ pub fn derive(
             turn.reply = None;
             continue;
         };
-        let transcript = parse_checked_file(trial_dir, &raw.stdout, parser)?;
+        let transcript = parse_checked(trial_dir, &raw.stdout, parser)?;
         turn.reply = reply_of(&raw.end, transcript.final_message);
     }
     let bank = Bank::from_seed(&rec.scorecard.seed);
@@ -272,9 +277,52 @@ pub fn summary_line(r: &ScorecardRecord) -> String {
         r.result.recall_score,
         r.scorecard.compressed,
         r.verdict.reason,
-        crate::record::unsealed_tag(&r.header.config),
-        crate::record::digest::value_sha256(r)
+        unsealed_tag(&r.header.config),
+        super::digest::value_sha256(r)
     )
+}
+
+impl SuiteRecord for ScorecardRecord {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn interrupted(&self) -> Option<&str> {
+        ScorecardRecord::interrupted(self)
+    }
+
+    fn verdict(&self) -> StoredVerdict<'_> {
+        StoredVerdict::OneAxis(&self.verdict)
+    }
+
+    fn credited(&self) -> bool {
+        self.verdict.passed
+    }
+
+    fn spec_trial_name(&self) -> String {
+        self.probe.trial_name()
+    }
+
+    fn rescore_row(&self, file: &Path) -> (RescoreRow, Option<Hashed>) {
+        (rescore_record(file, self), None)
+    }
+
+    /// Every process's stdout re-read: a probe record keeps no report per turn.
+    fn reported_usage(&self, trial_dir: &Path) -> Result<Vec<ReportedUsage>, String> {
+        let parser = parser_named(&self.header.config.agent)?;
+        self.processes
+            .iter()
+            .map(|p| reported_in(trial_dir, &p.stdout, parser))
+            .collect()
+    }
+
+    fn metered_usage(&self) -> &[UsageEntry] {
+        &self.usage
+    }
+
+    fn summary_line(&self) -> String {
+        summary_line(self)
+    }
 }
 
 #[cfg(test)]

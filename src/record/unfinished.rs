@@ -10,10 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{RecordError, RECORD_FILE};
-
-/// Suites whose trials have directories of their own (`<suite>.<…>`).
-const SUITES: [&str; 3] = ["qa.", "challenge.", "scorecard."];
+pub use super::files::is_trial_dir_name;
+use super::files::is_trial_dir_of;
+use super::header::{io, RecordError, RECORD_FILE};
 
 /// How many evidence entries a description names before it counts the rest.
 const NAMED: usize = 8;
@@ -57,15 +56,10 @@ impl Unfinished {
         }
     }
 
-    /// Whether this directory is one `trial` could have made (see [`super::is_trial_dir_of`]).
+    /// Whether this directory is one `trial` could have made (see [`is_trial_dir_of`]).
     pub fn is_of(&self, trial: &str) -> bool {
-        super::is_trial_dir_of(trial, &self.dir)
+        is_trial_dir_of(trial, &self.dir)
     }
-}
-
-/// Whether a run directory's entry of this name is a trial's directory.
-pub fn is_trial_dir_name(name: &str) -> bool {
-    SUITES.iter().any(|s| name.starts_with(s))
 }
 
 /// Every trial directory of `run_dir` without a record, sorted by name. `recorded` says
@@ -76,8 +70,8 @@ pub fn find(
     recorded: impl Fn(&str) -> bool,
 ) -> Result<Vec<Unfinished>, RecordError> {
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(run_dir).map_err(super::io(run_dir))? {
-        let entry = entry.map_err(super::io(run_dir))?;
+    for entry in std::fs::read_dir(run_dir).map_err(io(run_dir))? {
+        let entry = entry.map_err(io(run_dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if !is_trial_dir_name(&name) || recorded(&name) {
             continue;
@@ -124,12 +118,12 @@ pub fn stopped(run_dir: &Path, dir: &str, signal: &str) -> Result<Unfinished, Re
 
 fn evidence(dir: &Path) -> Result<Vec<String>, RecordError> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(super::io(dir))? {
-        let entry = entry.map_err(super::io(dir))?;
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
         // Symlinks are not followed: an agent's workspace may point anywhere.
-        let meta = std::fs::symlink_metadata(&path).map_err(super::io(&path))?;
+        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
         if meta.is_dir() {
             out.push(format!("{name}/ ({} files)", count_files(&path)));
         } else {
