@@ -435,7 +435,6 @@ fn the_files_of_proxy_import_each_other_one_way() {
 }
 
 #[test]
-#[ignore = "record/ cycle removed by the suite-trait change"]
 fn the_files_of_record_import_each_other_one_way() {
     assert_no_cycle_in("record");
 }
