@@ -16,13 +16,18 @@ use crate::spec::Suite;
 
 /// A record of any suite.
 ///
-/// The record layer's registry is two matches, both here: [`AnyRecord::as_suite`],
-/// which hands a record to what every reader asks of it ([`SuiteRecord`]), and
-/// [`load_any_bytes`], which reads a file as the record its suite tag names. A suite's
-/// record is registered by a variant and an arm in each; its answers are its own
-/// file's. (One reader still matches on the variants: `identity::check_record`, whose
-/// plan keys are the run identity's to define.)
-#[derive(Debug, Clone, PartialEq)]
+/// The record layer's registry is the matches here: [`AnyRecord::as_suite`], which
+/// hands a record to what every reader asks of it ([`SuiteRecord`]);
+/// [`AnyRecord::project`], which gives a page section or an export written per suite
+/// the record of its own suite; the `into_*` accessors, for a reader that concerns one
+/// suite alone (the leaderboard ranks probes); and [`load_any_bytes`], which reads a
+/// file as the record its suite tag names. A suite's record is registered by a
+/// variant and an arm in each, and by a field of [`Projection`], so the compiler names
+/// every projection a new suite must be given.
+///
+/// Serialized as the suite's own record (the tag is in its header).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 pub enum AnyRecord {
     Qa(Box<QaRecord>),
     Challenge(Box<ChallengeRecord>),
@@ -63,6 +68,54 @@ impl AnyRecord {
     pub fn summary_line(&self) -> String {
         self.as_suite().summary_line()
     }
+
+    /// What `p` makes of this record, by the function for its suite.
+    pub fn project<T, Q, C, S>(&self, p: Projection<Q, C, S>) -> T
+    where
+        Q: FnOnce(&QaRecord) -> T,
+        C: FnOnce(&ChallengeRecord) -> T,
+        S: FnOnce(&ScorecardRecord) -> T,
+    {
+        match self {
+            AnyRecord::Qa(r) => (p.qa)(r),
+            AnyRecord::Challenge(r) => (p.challenge)(r),
+            AnyRecord::Scorecard(r) => (p.scorecard)(r),
+        }
+    }
+
+    /// The qa record, or the record of another suite back.
+    pub fn into_qa(self) -> Result<Box<QaRecord>, AnyRecord> {
+        match self {
+            AnyRecord::Qa(r) => Ok(r),
+            other => Err(other),
+        }
+    }
+
+    /// The challenge record, if this is one.
+    pub fn into_challenge(self) -> Option<Box<ChallengeRecord>> {
+        match self {
+            AnyRecord::Challenge(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The scorecard record, if this is one.
+    pub fn into_scorecard(self) -> Option<Box<ScorecardRecord>> {
+        match self {
+            AnyRecord::Scorecard(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// One function per suite, for what a reader writes differently for each (a
+/// transcript's body, an export's view of a trial): [`AnyRecord::project`] calls the
+/// one for the record's suite. A struct rather than a trait so that each function can
+/// borrow what the caller has at hand.
+pub struct Projection<Q, C, S> {
+    pub qa: Q,
+    pub challenge: C,
+    pub scorecard: S,
 }
 
 /// Read `file` as the record its `suite` says it is.

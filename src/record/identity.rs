@@ -10,11 +10,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::any::AnyRecord;
+use super::any::{AnyRecord, Projection};
+use super::challenge::ChallengeRecord;
 use super::files::write_new_json;
 use super::hackability::{task_of, RunHackability};
 use super::header::{io, RecordError};
-use super::qa::QaSpecRef;
+use super::qa::{QaRecord, QaSpecRef};
+use super::scorecard::ScorecardRecord;
 
 pub const IDENTITY_FILE: &str = "run.json";
 
@@ -265,14 +267,15 @@ fn qa_value(r: &QaSpecRef) -> String {
 /// are checked against the app's content hash only.
 pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
     let has = |prefix: &str| planned.specs.keys().any(|k| k.starts_with(prefix));
-    let mut out = Vec::new();
-    let mut differs = |field: &str, recorded: &str, want: &str, key: &str| {
-        out.push(format!(
+    // Shared by the three suites' checks, which each may add to it.
+    let out = std::cell::RefCell::new(Vec::new());
+    let differs = |field: &str, recorded: &str, want: &str, key: &str| {
+        out.borrow_mut().push(format!(
             "`{field}` is `{recorded}` in the record, but the run planned `{want}` ({IDENTITY_FILE} `specs.{key}`)"
         ));
     };
-    match rec {
-        AnyRecord::Qa(r) => {
+    rec.project(Projection {
+        qa: |r: &QaRecord| {
             let s = &r.spec;
             let app_key = format!("app:{}", s.app);
             match planned.specs.get(&app_key) {
@@ -308,8 +311,8 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
                 }
                 None => {}
             }
-        }
-        AnyRecord::Challenge(r) => {
+        },
+        challenge: |r: &ChallengeRecord| {
             let p = &r.provenance;
             let key = format!("{CHALLENGE_KEY}{}", p.challenge_id);
             match planned.specs.get(&key) {
@@ -325,8 +328,8 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
                 ),
                 None => {}
             }
-        }
-        AnyRecord::Scorecard(r) => {
+        },
+        scorecard: |r: &ScorecardRecord| {
             let key = format!(
                 "{PROBE_KEY}{}::{}",
                 r.probe.probe.dimension, r.probe.probe.id
@@ -341,9 +344,9 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
                 }
                 None => {}
             }
-        }
-    }
-    out
+        },
+    });
+    out.into_inner()
 }
 
 /// The first key whose value differs between two maps, as "`name.key`: a recorded vs b now".

@@ -912,8 +912,7 @@ pub fn run_table(run_dir: &Path) -> Result<String, ChallengeReportError> {
         if !crate::record::load_header(&file).is_ok_and(|h| h.suite == Suite::Challenge) {
             continue;
         }
-        let crate::record::any::AnyRecord::Challenge(rec) = crate::record::any::load_any(&file)?
-        else {
+        let Some(rec) = crate::record::any::load_any(&file)?.into_challenge() else {
             continue;
         };
         let (o, v, audited) = authoritative(&d, &rec);

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
-use crate::record::any::{load_any, AnyRecord};
+use crate::record::any::load_any;
 use crate::record::scorecard::{self as screc, ScorecardRecord};
 use crate::record::{self, find_records, RecordError};
 use crate::score::scorecard::{holds_of, max_total, score_card};
@@ -74,7 +74,7 @@ pub fn collect(run_dirs: &[PathBuf]) -> Result<Vec<Entry>, LeaderboardError> {
         let mut records = Vec::new();
         for f in find_records(dir)? {
             if record::load_header(&f).is_ok_and(|h| h.suite == Suite::Scorecard) {
-                if let AnyRecord::Scorecard(rec) = load_any(&f)? {
+                if let Some(rec) = load_any(&f)?.into_scorecard() {
                     records.push((f, *rec));
                 }
             }

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::record::any::AnyRecord;
+use crate::record::any::{AnyRecord, Projection};
+use crate::record::challenge::ChallengeRecord;
 use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
 use crate::record::merge::{HeaderCheck, IdentityCheck, MERGE_FILE};
 use crate::record::rescore::{RescoreError, RescoreRow};
+use crate::record::scorecard::ScorecardRecord;
 use crate::record::{self, QaRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
 
@@ -75,8 +77,8 @@ impl OtherRecord {
     fn of(dir: &Path, name: &str, rec: &AnyRecord) -> OtherRecord {
         let h = rec.header();
         let mut automatic = None;
-        let (passed, label, subjects, usage) = match rec {
-            AnyRecord::Challenge(c) => {
+        let (passed, label, subjects, usage) = rec.project(Projection {
+            challenge: |c: &ChallengeRecord| {
                 let (o, v, audited) = super::challenge::authoritative(dir, c);
                 let auto = (
                     format!(
@@ -100,33 +102,37 @@ impl OtherRecord {
                     )],
                     c.evidence.usage.clone(),
                 )
-            }
-            AnyRecord::Scorecard(p) => (
-                p.verdict.passed,
-                p.verdict.outcome.as_str().to_owned(),
-                vec![
-                    (
-                        format!("probe `{}`", p.probe.probe.id),
-                        p.probe.sha256.clone(),
-                    ),
-                    (
-                        "the scorecard's tables".to_owned(),
-                        crate::hash::sha256(
-                            serde_json::to_string(&p.card)
-                                .unwrap_or_default()
-                                .as_bytes(),
+            },
+            scorecard: |p: &ScorecardRecord| {
+                (
+                    p.verdict.passed,
+                    p.verdict.outcome.as_str().to_owned(),
+                    vec![
+                        (
+                            format!("probe `{}`", p.probe.probe.id),
+                            p.probe.sha256.clone(),
                         ),
-                    ),
-                ],
-                p.usage.clone(),
-            ),
-            AnyRecord::Qa(q) => (
-                q.verdict.passed,
-                q.verdict.outcome.as_str().to_owned(),
-                Vec::new(),
-                q.evidence.usage.clone(),
-            ),
-        };
+                        (
+                            "the scorecard's tables".to_owned(),
+                            crate::hash::sha256(
+                                serde_json::to_string(&p.card)
+                                    .unwrap_or_default()
+                                    .as_bytes(),
+                            ),
+                        ),
+                    ],
+                    p.usage.clone(),
+                )
+            },
+            qa: |q: &QaRecord| {
+                (
+                    q.verdict.passed,
+                    q.verdict.outcome.as_str().to_owned(),
+                    Vec::new(),
+                    q.evidence.usage.clone(),
+                )
+            },
+        });
         OtherRecord {
             suite: h.suite.as_str().to_owned(),
             trial: h.trial.clone(),
@@ -418,9 +424,9 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                     run.problems.push(Problem { file: rel(), cause });
                     continue;
                 }
-                match rec {
-                    AnyRecord::Qa(rec) => found.push((name, rec)),
-                    other => {
+                match rec.into_qa() {
+                    Ok(rec) => found.push((name, rec)),
+                    Err(other) => {
                         // One gauntlet version and one config per suite: a record
                         // of another run, copied in, is not part of this one.
                         if let Err(diff) = headers.check(&format!("`{name}`"), other.header()) {

@@ -20,7 +20,7 @@ use crate::evidence::normalize::{AgentReport, ToolCallRecord};
 use crate::evidence::observed_execs::ExecFindings;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, ClaimsFound, Gate, GateTarget, ProcessEnd, RawFile};
-use crate::record::any::AnyRecord;
+use crate::record::any::{AnyRecord, Projection};
 use crate::record::challenge::ChallengeRecord;
 use crate::record::scorecard::{ProcessRaw, ScorecardRecord};
 use crate::record::QaRecord;
@@ -84,11 +84,17 @@ pub fn render(rec: &AnyRecord, trial_dir: &Path, to_raw: &str) -> String {
         format!("{:?}", c.sandbox).to_lowercase(),
         esc(&header.run_id),
     );
-    match rec {
-        AnyRecord::Qa(r) => qa(&mut o, r, p),
-        AnyRecord::Challenge(r) => challenge(&mut o, r, p),
-        AnyRecord::Scorecard(r) => scorecard(&mut o, r, p),
-    }
+    // Each suite's body, written by its own function.
+    let with = |write: &dyn Fn(&mut String)| {
+        let mut body = String::new();
+        write(&mut body);
+        body
+    };
+    o.push_str(&rec.project(Projection {
+        qa: |r: &QaRecord| with(&|b| qa(b, r, p)),
+        challenge: |r: &ChallengeRecord| with(&|b| challenge(b, r, p)),
+        scorecard: |r: &ScorecardRecord| with(&|b| scorecard(b, r, p)),
+    }));
     raw_list(&mut o, p, rec);
     o.push_str("</body></html>\n");
     o
@@ -900,12 +906,7 @@ pub fn assemble(stream: &str) -> String {
 /// Every raw file the record names, found the way the raw-file verifier finds them
 /// (`record::raw::named`), so that the page lists exactly what rescore checks.
 fn raw_list(o: &mut String, p: &Page<'_>, rec: &AnyRecord) {
-    let value = match rec {
-        AnyRecord::Qa(r) => serde_json::to_value(r),
-        AnyRecord::Challenge(r) => serde_json::to_value(r),
-        AnyRecord::Scorecard(r) => serde_json::to_value(r),
-    }
-    .unwrap_or_default();
+    let value = serde_json::to_value(rec).unwrap_or_default();
     section(o, "Raw files");
     o.push_str("<table><tr><th>file</th><th>bytes</th><th>sha256</th></tr>\n");
     for (path, bytes, sha256) in crate::record::raw::named(&value) {

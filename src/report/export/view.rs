@@ -7,8 +7,11 @@ use std::path::Path;
 use crate::evidence::normalize::{AgentReport, ToolCallRecord};
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::RawFile;
-use crate::record::any::AnyRecord;
+use crate::record::any::{AnyRecord, Projection};
+use crate::record::challenge::ChallengeRecord;
+use crate::record::scorecard::ScorecardRecord;
 use crate::record::Header;
+use crate::record::QaRecord;
 use crate::report::load::{LoadedRun, Problem};
 use crate::report::reply::{self, Reply};
 use crate::report::Options;
@@ -226,8 +229,8 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
     let model = h.config.model.clone();
     let calls_of =
         |file: Option<&RawFile>, usage: &[UsageEntry]| model_calls(&dir, file, usage, &model, opts);
-    let (verdict, passed, reason, target, turns, evidence) = match rec {
-        AnyRecord::Qa(r) => {
+    let (verdict, passed, reason, target, turns, evidence) = rec.project(Projection {
+        qa: |r: &QaRecord| {
             let (final_message, report) =
                 crate::report::agent_report(&h.config.agent, &dir, &r.evidence.agent.stdout)
                     .unwrap_or((None, AgentReport::default()));
@@ -272,8 +275,8 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
                     "setup_error": r.evidence.setup_error,
                 }),
             )
-        }
-        AnyRecord::Challenge(r) => {
+        },
+        challenge: |r: &ChallengeRecord| {
             let (o, v, audited) = crate::report::challenge::authoritative(&dir, r);
             let turn = Turn {
                 label: "agent".into(),
@@ -301,8 +304,8 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
                     "policy": r.derived.policy,
                 }),
             )
-        }
-        AnyRecord::Scorecard(r) => {
+        },
+        scorecard: |r: &ScorecardRecord| {
             let turns = r
                 .processes
                 .iter()
@@ -338,20 +341,22 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
                     "observations": r.result.observations,
                 }),
             )
-        }
-    };
-    let (tokens_in, tokens_out, tokens_cached, cost) = match rec {
+        },
+    });
+    let (tokens_in, tokens_out, tokens_cached, cost) = rec.project(Projection {
+        qa: |_: &QaRecord| sums(&turns),
+        challenge: |_: &ChallengeRecord| sums(&turns),
         // Every metered call of a probe, whether or not a process claims it.
-        AnyRecord::Scorecard(r) => usage_sums(&r.usage, &model, opts),
-        _ => sums(&turns),
-    };
+        scorecard: |r: &ScorecardRecord| usage_sums(&r.usage, &model, opts),
+    });
     let (group, repeat) = crate::plan::names::group_of(&h.trial);
     TrialView {
         group: group.to_owned(),
-        repeat: match rec {
-            AnyRecord::Qa(r) => r.repeat,
-            _ => repeat,
-        },
+        repeat: rec.project(Projection {
+            qa: |r: &QaRecord| r.repeat,
+            challenge: |_: &ChallengeRecord| repeat,
+            scorecard: |_: &ScorecardRecord| repeat,
+        }),
         dir: name.to_owned(),
         verdict,
         passed,
