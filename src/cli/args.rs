@@ -128,13 +128,13 @@ pub(crate) enum Command {
     /// --usage-log as one JSON line when it ends; on SIGINT or SIGTERM it stops and
     /// prints the calls and tokens it metered.
     Proxy {
-        /// `scripted` answers from the script --flow names; `byok` forwards to --upstream
+        /// `scripted` answers from the script --script names; `byok` forwards to --upstream
         /// with the key from the variable GAUNTLET_API_KEY_ENV names (default
         /// OPENAI_API_KEY).
         #[arg(long, value_enum)]
         mode: ProxyModeArg,
         /// scripted: the script file (apps/<app>/flows/<capability>.json).
-        #[arg(long = "flow", required_if_eq("mode", "scripted"))]
+        #[arg(long = "script", alias = "flow", required_if_eq("mode", "scripted"))]
         script: Option<PathBuf>,
         /// byok: the provider's base URL ending in its API version (default
         /// GAUNTLET_UPSTREAM_URL, else https://api.openai.com/v1).

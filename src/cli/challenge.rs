@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::error;
+use super::exit::error;
 use super::run::{build_siblings, print_planned};
 use crate::config::Config;
 use crate::record;

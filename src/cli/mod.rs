@@ -1,17 +1,10 @@
 //! The `gauntlet` command line: [`args`] says what it takes, [`main`] runs the
 //! command asked, each in a module of its own. The binary's `main` is this one, so
-//! the commands sit in the library's entry layer beside the harness they drive.
+//! the commands sit in the library, in the top layer (commands), above the harness
+//! they drive.
 
-/// The value of a `Result`, or the command's end with its error (exit code 2).
-macro_rules! or_exit {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => return $crate::cli::error(e),
-        }
-    };
-}
-
+#[macro_use]
+mod exit;
 mod args;
 mod challenge;
 mod proxy;
@@ -24,6 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{ChallengeCommand, Cli, Command, FlowCommand};
+use exit::error;
 
 /// The `gauntlet` binary: parse the command line and run its command.
 pub fn main() -> ExitCode {
@@ -152,10 +146,4 @@ pub fn main() -> ExitCode {
             command: FlowCommand::Run { file },
         } => crate::flowtest::main(&file),
     }
-}
-
-/// A command that could not run: its cause, and exit code 2.
-pub(crate) fn error(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
 }

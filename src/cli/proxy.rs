@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::args::ProxyModeArg;
-use super::error;
+use super::exit::error;
 use crate::config::Config;
 
 pub(crate) fn proxy(

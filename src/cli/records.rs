@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::args::ReportArgs;
-use super::error;
+use super::exit::error;
 use crate::record;
 
 pub(crate) fn rescore(path: &std::path::Path, expected: Option<&str>, partial: bool) -> ExitCode {

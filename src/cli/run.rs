@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::error;
+use super::exit::error;
 use crate::config::Config;
 use crate::harness::lifecycle;
 use crate::record;
@@ -88,7 +88,7 @@ pub(crate) fn run(
         println!("{}", terms.join(" | "));
         return ExitCode::SUCCESS;
     }
-    for bin in lifecycle::trial_binaries(&suites) {
+    for bin in crate::harness::identity::trial_binaries(&suites) {
         let path = crate::binaries::bin_path(bin);
         if !path.is_file() {
             return error(format!(

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::error;
+use super::exit::error;
 use super::run::{build_siblings, load};
 use crate::config::Config;
 use crate::record;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use super::lifecycle::{manifest_line, no_browser, open_run, resume_skips, run_identity};
+use super::identity::run_identity;
+use super::lifecycle::{manifest_line, no_browser, open_run, resume_skips};
 use super::run_loop::run_trial;
 use crate::config::Config;
 use crate::plan;

@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::identity::{placement, run_identity};
 use crate::config::Config;
 use crate::plan::{self, Suites};
 use crate::record::manifest::PlannedTrial;
-use crate::spec::Suite;
 
 /// Why browser trials cannot run on this machine, if they cannot.
 pub fn no_browser(cfg: &Config) -> Option<String> {
@@ -39,19 +39,6 @@ pub fn load() -> Result<(Config, Suites), StartError> {
     let cfg = Config::from_env()?;
     let suites = Suites::load(&cfg)?;
     Ok((cfg, suites))
-}
-
-/// The binaries every trial of `suites` may start: the agent, the reaper, and each
-/// app built by this package. The run's identity fingerprints them, and a run refuses
-/// to start without them.
-pub fn trial_binaries(suites: &Suites) -> impl Iterator<Item = &str> {
-    let apps = suites.apps.iter().filter_map(|a| match &a.app.start {
-        crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
-        crate::spec::app::AppStart::Command(_) => None,
-    });
-    ["gauntlet-agent", crate::sys::lifeline::REAPER]
-        .into_iter()
-        .chain(apps)
 }
 
 /// A run opened by the process that runs all of it (`gauntlet run`).
@@ -93,137 +80,6 @@ pub fn planned_lines(trials: &[plan::Trial], resuming: bool) -> Vec<PlannedTrial
             }
         })
         .collect()
-}
-
-/// What this process would plan a run with: its config (without where runs go) and a
-/// digest of every spec, for `run.json` and for checking a resumed run against it.
-pub fn run_identity(
-    cfg: &Config,
-    suites: &Suites,
-) -> std::io::Result<crate::record::identity::RunIdentity> {
-    let mut config = serde_json::to_value(cfg).map_err(std::io::Error::other)?;
-    if let Some(map) = config.as_object_mut() {
-        map.remove("out_dir");
-        // The data directories as the repository names them: two machines (two
-        // partitions of one run) check out the same repository at different paths.
-        let root = crate::binaries::repo_root();
-        for key in ["apps_dir", "challenges_dir", "scorecard_dir"] {
-            if let Some(serde_json::Value::String(dir)) = map.get_mut(key) {
-                if let Ok(inside) = Path::new(dir.as_str()).strip_prefix(&root) {
-                    *dir = inside.display().to_string();
-                }
-            }
-        }
-    }
-    let mut specs = std::collections::BTreeMap::new();
-    for a in &suites.apps {
-        let data = serde_json::to_vec(&(&a.corpus, &a.scripts)).map_err(std::io::Error::other)?;
-        specs.insert(
-            format!("app:{}", a.app.name),
-            format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),
-        );
-    }
-    specs.insert(
-        "challenges".into(),
-        crate::hash::dir_digest(&cfg.challenges_dir)?,
-    );
-    specs.insert(
-        "scorecard".into(),
-        crate::hash::dir_digest(&cfg.scorecard_dir)?,
-    );
-    specs.extend(crate::record::identity::trial_specs(suites));
-    let mut harness = std::collections::BTreeMap::new();
-    harness.insert(
-        "commit".into(),
-        crate::record::gauntlet_commit(&cfg.out_dir).unwrap_or_else(|| "unknown".into()),
-    );
-    harness.insert(
-        "agent_version".into(),
-        crate::agent::adapter_for(&cfg.agent).version(),
-    );
-    for name in ["gauntlet-seal", "gauntlet-cli-relay"]
-        .into_iter()
-        .chain(trial_binaries(suites))
-    {
-        harness.insert(
-            format!("bin:{name}"),
-            fingerprint(&crate::binaries::bin_path(name)),
-        );
-    }
-    let tasks = crate::record::identity::task_hashes(
-        suites,
-        &crate::suites::plan(suites, cfg, None, || None),
-    )?;
-    Ok(crate::record::identity::RunIdentity {
-        gauntlet_version: crate::VERSION.into(),
-        config,
-        specs,
-        harness,
-        placement: None,
-        hackability: Some(run_hackability(cfg, &tasks)),
-    })
-}
-
-/// Where each of `tasks` stands against the repository's audit
-/// (`redteam/audited.json`): a missing or unreadable audit leaves every task
-/// unaudited, saying why, rather than failing the run.
-fn run_hackability(
-    cfg: &Config,
-    tasks: &[(String, Suite, String)],
-) -> crate::record::hackability::RunHackability {
-    use crate::record::hackability::{Hackability, RunHackability, AUDITED_FILE};
-    let file = cfg.redteam_dir.join(AUDITED_FILE);
-    let shown = file
-        .strip_prefix(crate::binaries::repo_root())
-        .unwrap_or(&file)
-        .display()
-        .to_string();
-    let audit = match std::fs::read(&file) {
-        Ok(bytes) => serde_json::from_slice::<Hackability>(&bytes)
-            .map(|a| (a, crate::hash::sha256(&bytes)))
-            .map_err(|e| format!("{shown}: not an audit: {e}")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
-            "no audit at {shown}: `gauntlet redteam --write-audited` makes one"
-        )),
-        Err(e) => Err(format!("{shown}: {e}")),
-    };
-    let catalogue = crate::spec::redteam::Catalogue::load(&cfg.redteam_dir)
-        .map(|c| c.id())
-        .map_err(|e| e.to_string());
-    RunHackability::of(&shown, audit, catalogue, tasks)
-}
-
-/// Where this process runs: the host and, under nextest, the partition and archive it
-/// was given. Hashing an archive reads all of it (a debug build's is a gigabyte), so
-/// only the process that writes a run's `run.json` asks.
-fn placement() -> crate::record::identity::Placement {
-    let nextest = crate::sys::nextest::invocation().unwrap_or_default();
-    crate::record::identity::Placement {
-        host: crate::sys::nextest::host(),
-        partition: nextest.partition,
-        archive: nextest
-            .archive
-            .map(|file| match crate::record::digest::file_sha256(&file) {
-                Ok(digest) => digest,
-                Err(e) => format!("unreadable: {e}"),
-            }),
-    }
-}
-
-/// A binary as a resume can tell it apart cheaply: its size and modification time (a
-/// debug build is hundreds of megabytes, and every trial process takes the identity).
-fn fingerprint(bin: &Path) -> String {
-    match std::fs::metadata(bin) {
-        Ok(m) => {
-            let modified = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            format!("{} bytes, modified {modified} ns", m.len())
-        }
-        Err(_) => "absent".into(),
-    }
 }
 
 /// Why a run cannot be resumed.

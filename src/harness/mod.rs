@@ -1,18 +1,20 @@
-//! The top of the layers: the libtest-mimic entry points of the `benches-as-tests/`
+//! The entry layer, under the commands: the libtest-mimic entry points of the `benches-as-tests/`
 //! targets and the one run loop `gauntlet run` uses. Both turn a planned
 //! [`crate::plan::Trial`] into a finished trial through [`run_trial`], which asks the
 //! trial's suite ([`crate::suites::runner`]) to execute it, so a trial under
 //! `cargo test`, under nextest and under the CLI takes one code path, whatever its
 //! suite.
 
+pub mod identity;
 mod libtest;
 pub mod lifecycle;
 mod run_loop;
 
 pub use crate::suites::{Finished, TrialError};
+pub use identity::{run_identity, trial_binaries};
 pub use libtest::{listed, run, suite_main};
 pub use lifecycle::{
-    manifest_line, no_browser, open_run, progress, resume_skips, run_identity, unfinished_trials,
-    Progress, ResumeError,
+    manifest_line, no_browser, open_run, progress, resume_skips, unfinished_trials, Progress,
+    ResumeError,
 };
 pub use run_loop::{run_all, run_trial, Jobs};

@@ -7,6 +7,7 @@
 //! [`publish`] keeps `results/` append-only.
 
 pub mod aggregate;
+pub mod cells;
 pub mod challenge;
 pub mod compare;
 pub mod export;
@@ -362,7 +363,7 @@ fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
         ),
         ("pass@k", markdown::series(&f.pass_at_k)),
         ("pass^k", markdown::series(&f.pass_hat_k)),
-        ("spread across repeats", markdown::spread(f)),
+        ("spread across repeats", cells::spread(f)),
         (
             "tokens in / out / cached (proxy-metered)",
             format!(

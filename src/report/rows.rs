@@ -3,7 +3,7 @@
 //! words. Each page only escapes the cells and lays them out.
 
 use super::aggregate::{CapabilityFigures, Figures};
-use super::markdown::{at_k, ms, outcomes, pct_ci, spread, usd};
+use super::cells::{at_k, ms, outcomes, pct_ci, spread, usd};
 
 /// The figures of a group of trials, as text.
 pub(super) struct FigureCells {

@@ -28,7 +28,9 @@ use crate::spec::challenge::{
 };
 use crate::spec::Suite;
 use crate::spec::{AppSpec, Script};
-use crate::suites::{lane_of, Finished, Lane, Running, SuiteRunner, TrialError, TrialRun};
+use crate::suites::contract::{
+    lane_of, Finished, Lane, Running, SuiteRunner, TrialError, TrialRun,
+};
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};

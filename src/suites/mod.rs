@@ -6,7 +6,7 @@
 //! its line in [`runner`]. The compiler names the two registries that must learn it.
 
 pub mod challenge;
-mod contract;
+pub mod contract;
 pub mod qa;
 pub mod scorecard;
 

@@ -98,7 +98,7 @@ fn a_scripted_proxy_meters_every_call_into_its_log_and_sums_them_on_sigterm() {
         &[
             "--mode",
             "scripted",
-            "--flow",
+            "--script",
             &flow.to_string_lossy(),
             "--usage-log",
             &log.to_string_lossy(),

@@ -17,7 +17,7 @@ use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
 use crate::spec::Suite;
-use crate::suites::{lane_of, Finished, Lane, Running, SuiteRunner, TrialRun};
+use crate::suites::contract::{lane_of, Finished, Lane, Running, SuiteRunner, TrialRun};
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};

@@ -20,7 +20,7 @@ use crate::record as rec;
 use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
 use crate::spec::Suite;
-use crate::suites::{Finished, Lane, Running, SuiteRunner, TrialRun};
+use crate::suites::contract::{Finished, Lane, Running, SuiteRunner, TrialRun};
 use crate::trial::SetupError;
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerStart};
 
