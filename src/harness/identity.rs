@@ -152,3 +152,53 @@ fn fingerprint(bin: &Path) -> String {
         Err(_) => "absent".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::hackability::{Hackability, AUDITED_FILE};
+
+    /// How a task is hashed is part of what the committed audit vouches for: a change
+    /// to it, rather than to a task, would leave every task unaudited. So the
+    /// repository's own tasks, hashed the way `run.json` and the audit hash them, must
+    /// be the committed audit's, each at its pinned hash.
+    #[test]
+    fn the_repository_identity_keeps_the_committed_audit_hashes() {
+        let out = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            out_dir: out.path().to_path_buf(),
+            ..Config::default()
+        };
+        let suites = Suites::load(&cfg).unwrap();
+        let audit = Hackability::read(&cfg.redteam_dir.join(AUDITED_FILE)).unwrap();
+        let plan = crate::suites::plan(&suites, &cfg, None, || None);
+        let tasks = crate::record::identity::task_hashes(&suites, &plan).unwrap();
+        let now: Vec<(&str, Suite, &str)> = tasks
+            .iter()
+            .map(|(t, s, h)| (t.as_str(), *s, h.as_str()))
+            .collect();
+        let audited: Vec<(&str, Suite, &str)> = audit
+            .tasks
+            .iter()
+            .map(|t| (t.task.as_str(), t.suite, t.hash.as_str()))
+            .collect();
+        assert_eq!(now, audited);
+        for s in Suite::ALL {
+            assert!(
+                now.iter().any(|t| t.1 == s),
+                "no {s} task in the repository"
+            );
+        }
+        let id = run_identity(&cfg, &suites).unwrap();
+        assert!(id.pins_trials());
+        let recorded = id.hackability.unwrap();
+        assert_eq!(recorded.tasks.len(), audited.len());
+        for (task, _, _) in &audited {
+            assert_eq!(
+                recorded.tasks[*task].standing,
+                crate::record::hackability::Standing::Audited,
+                "{task}"
+            );
+        }
+    }
+}
