@@ -227,12 +227,11 @@ pub async fn audit(
     if let Some(stop) = crate::sys::shutdown::requested() {
         return Err(RedteamError::Interrupted(stop.name().to_string()));
     }
-    let hashes = crate::record::identity::task_hashes(&suites, &planned).map_err(|source| {
-        RedteamError::Io {
+    let hashes =
+        crate::harness::task_hashes(&suites, &planned).map_err(|source| RedteamError::Io {
             file: cfg.challenges_dir.clone(),
             source,
-        }
-    })?;
+        })?;
     let floor = catalogue.floor().id.clone();
     let tasks = hashes
         .into_iter()

@@ -24,6 +24,7 @@ pub fn trial_binaries(suites: &Suites) -> impl Iterator<Item = &str> {
 
 /// What this process would plan a run with: its config (without where runs go) and a
 /// digest of every spec, for `run.json` and for checking a resumed run against it.
+/// Each suite's runner names its own entries: the harness knows no suite's data.
 pub fn run_identity(
     cfg: &Config,
     suites: &Suites,
@@ -43,22 +44,9 @@ pub fn run_identity(
         }
     }
     let mut specs = std::collections::BTreeMap::new();
-    for a in &suites.apps {
-        let data = serde_json::to_vec(&(&a.corpus, &a.scripts)).map_err(std::io::Error::other)?;
-        specs.insert(
-            format!("app:{}", a.app.name),
-            format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),
-        );
+    for s in Suite::ALL {
+        specs.extend(crate::suites::runner(s).specs(suites, cfg)?);
     }
-    specs.insert(
-        "challenges".into(),
-        crate::hash::dir_digest(&cfg.challenges_dir)?,
-    );
-    specs.insert(
-        "scorecard".into(),
-        crate::hash::dir_digest(&cfg.scorecard_dir)?,
-    );
-    specs.extend(crate::record::identity::trial_specs(suites));
     let mut harness = std::collections::BTreeMap::new();
     harness.insert(
         "commit".into(),
@@ -77,10 +65,7 @@ pub fn run_identity(
             fingerprint(&crate::binaries::bin_path(name)),
         );
     }
-    let tasks = crate::record::identity::task_hashes(
-        suites,
-        &crate::suites::plan(suites, cfg, None, || None),
-    )?;
+    let tasks = task_hashes(suites, &crate::suites::plan(suites, cfg, None, || None))?;
     Ok(crate::record::identity::RunIdentity {
         gauntlet_version: crate::VERSION.into(),
         config,
@@ -89,6 +74,40 @@ pub fn run_identity(
         placement: None,
         hackability: Some(run_hackability(cfg, &tasks)),
     })
+}
+
+/// The hash of each task of `plan` (a trial's name without its repeat), in plan order,
+/// with its suite: what `run.json` holds each task's audit standing by, and what a
+/// hackability audit pins ([`crate::record::identity::task_hash`] of the parts its
+/// suite's runner names). A trial that names data not loaded has no hash.
+pub fn task_hashes(
+    suites: &Suites,
+    plan: &[crate::plan::Trial],
+) -> std::io::Result<Vec<(String, Suite, String)>> {
+    use crate::record::hackability::task_of;
+    let mut seen = std::collections::BTreeSet::new();
+    let firsts: Vec<&crate::plan::Trial> = plan
+        .iter()
+        .filter(|t| seen.insert(task_of(&t.name)))
+        .collect();
+    let mut hashes: Vec<Option<String>> = vec![None; firsts.len()];
+    for s in Suite::ALL {
+        let (at, tasks): (Vec<usize>, Vec<&crate::plan::Trial>) = firsts
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.suite == s)
+            .map(|(i, t)| (i, *t))
+            .unzip();
+        let parts = crate::suites::runner(s).task_parts(suites, &tasks)?;
+        for (i, parts) in at.into_iter().zip(parts) {
+            hashes[i] = parts.map(|p| crate::record::identity::task_hash(&p));
+        }
+    }
+    Ok(firsts
+        .into_iter()
+        .zip(hashes)
+        .filter_map(|(t, h)| Some((task_of(&t.name).to_string(), t.suite, h?)))
+        .collect())
 }
 
 /// Where each of `tasks` stands against the repository's audit
@@ -172,7 +191,7 @@ mod tests {
         let suites = Suites::load(&cfg).unwrap();
         let audit = Hackability::read(&cfg.redteam_dir.join(AUDITED_FILE)).unwrap();
         let plan = crate::suites::plan(&suites, &cfg, None, || None);
-        let tasks = crate::record::identity::task_hashes(&suites, &plan).unwrap();
+        let tasks = task_hashes(&suites, &plan).unwrap();
         let now: Vec<(&str, Suite, &str)> = tasks
             .iter()
             .map(|(t, s, h)| (t.as_str(), *s, h.as_str()))

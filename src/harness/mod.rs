@@ -11,7 +11,7 @@ pub mod lifecycle;
 mod run_loop;
 
 pub use crate::suites::{Finished, TrialError};
-pub use identity::{run_identity, trial_binaries};
+pub use identity::{run_identity, task_hashes, trial_binaries};
 pub use libtest::{listed, run, suite_main};
 pub use lifecycle::{
     manifest_line, no_browser, open_run, progress, resume_skips, unfinished_trials, Progress,

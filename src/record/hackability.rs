@@ -71,7 +71,7 @@ pub struct TaskAudit {
     /// The planned trial's name without a repeat (`qa::api-ledger::balance`).
     pub task: String,
     pub suite: Suite,
-    /// [`crate::record::identity::task_hashes`]: what the audit covered.
+    /// [`crate::record::identity::task_hash`]: what the audit covered.
     pub hash: String,
     pub floor: Cell,
     /// By adversary id; the floor is not repeated here.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::any::{AnyRecord, Projection};
 use super::challenge::ChallengeRecord;
 use super::files::write_new_json;
-use super::hackability::{task_of, RunHackability};
+use super::hackability::RunHackability;
 use super::header::{io, RecordError};
 use super::qa::{QaRecord, QaSpecRef};
 use super::scorecard::ScorecardRecord;
@@ -26,8 +26,7 @@ pub struct RunIdentity {
     /// The harness config as the run's process saw it, without where runs are written
     /// (a resumed run names its directory itself).
     pub config: serde_json::Value,
-    /// One digest per spec the plan was made from (`app:<name>`, `challenges`,
-    /// `scorecard`).
+    /// One digest per spec the plan was made from, keyed as [`app_key`] says.
     pub specs: BTreeMap<String, String>,
     /// What measures, beside what is measured: the gauntlet commit, the agent's
     /// version, and a fingerprint (size, modification time) of every binary the
@@ -63,8 +62,8 @@ pub struct Placement {
 }
 
 impl RunIdentity {
-    /// Whether this identity pins each trial's own spec ([`trial_specs`]), not only
-    /// each app's (a `run.json` written before it did).
+    /// Whether this identity pins each trial's own spec ([`qa_key`], [`challenge_key`],
+    /// [`probe_key`]), not only each app's (a `run.json` written before it did).
     pub fn pins_trials(&self) -> bool {
         self.specs.keys().any(|k| {
             [QA_KEY, CHALLENGE_KEY, PROBE_KEY]
@@ -97,147 +96,55 @@ impl RunIdentity {
     }
 }
 
-/// The `specs` entries that pin each trial's own spec, as its record names it, so
-/// that rescore can tell a record from the run's plan (see [`check_record`]):
+/// The keys of `run.json`'s `specs`, which each suite's runner fills from its data
+/// and [`check_record`] reads back, so both name an entry the same way:
 ///
+/// - `app:<name>`: an app's content hash, then the hash of its corpus and scripts;
+/// - `challenges`, `scorecard`: the digest of each suite's data directory;
 /// - `qa:<app>::<capability>`: `<kind> <capability_sha256> <flow_sha256 or ->`, as
-///   [`QaSpecRef::of`] computes them for the record;
+///   [`qa_spec_value`] writes them from the record's [`QaSpecRef`];
 /// - `challenge:<id>`: the SHA-256 of `challenge.yaml`;
 /// - `probe:<dimension>::<id>`: the SHA-256 of the probe file.
 ///
-/// The app itself is pinned by `app:<name>` (its content hash, then the hash of its
-/// corpus and scripts). Runs made before these entries existed have only `app:<name>`,
-/// `challenges` and `scorecard`: their records are checked against what those pin.
-pub fn trial_specs(suites: &crate::plan::Suites) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for app in &suites.apps {
-        for cap in &app.corpus.capabilities {
-            let r = QaSpecRef::of(app, &cap.id);
-            out.insert(format!("{QA_KEY}{}::{}", r.app, r.capability), qa_value(&r));
-        }
-    }
-    for c in &suites.challenges.challenges.list {
-        out.insert(
-            format!("{CHALLENGE_KEY}{}", c.manifest.id),
-            c.manifest_sha256.clone(),
-        );
-    }
-    for p in &suites.scorecard.probes {
-        out.insert(
-            format!("{PROBE_KEY}{}::{}", p.probe.dimension, p.probe.id),
-            p.sha256.clone(),
-        );
-    }
-    out
+/// The last three pin each trial's own spec, as its record names it, so that rescore
+/// can tell a record from the run's plan. Runs made before they existed have only
+/// `app:<name>`, `challenges` and `scorecard`: their records are checked against what
+/// those pin.
+pub fn app_key(app: &str) -> String {
+    format!("{APP_KEY}{app}")
 }
 
-/// The hash of each planned task (a trial's name without its repeat), as a
-/// hackability audit covers it ([`super::hackability`]): what an adversary could use
-/// to game it, so an edit anywhere there makes an earlier audit an audit of something
-/// else.
-///
-/// - qa: the app's content hash (its code, so its mutants, and corpus), the
-///   capability's spec ([`trial_specs`]) and, for an app cargo builds, the workspace's
-///   `Cargo.lock` (its dependencies print some of its output);
-/// - challenge: every file of the challenge's directory, its app's content hash, and the
-///   prompt layers the profile hands the agent (base prompt, the profile's fragment,
-///   the skills bundle): each profile is a task of its own;
-/// - scorecard: the probe file, `scorecard.json` (levels, what each requires) and the
-///   scripted profiles (the reference's solution).
-///
-/// Harness code (scorers, the fact bank's lists, prompt templates) is not in a task's
-/// hash: an audit records the commit it ran at, shown on its page.
-pub fn task_hashes(
-    suites: &crate::plan::Suites,
-    plan: &[crate::plan::Trial],
-) -> std::io::Result<Vec<(String, crate::spec::Suite, String)>> {
-    use crate::plan::Unit;
-    let mut challenge_dirs = BTreeMap::new();
-    let scorecard_json = crate::hash::sha256(
-        &std::fs::read(suites.scorecard.dir.join("scorecard.json")).unwrap_or_default(),
-    );
-    let profiles_dir = suites.scorecard.dir.join("agents");
-    let profiles = if profiles_dir.is_dir() {
-        crate::hash::dir_digest(&profiles_dir)?
-    } else {
-        "-".into()
-    };
-    let lock = crate::hash::sha256(
-        &std::fs::read(crate::binaries::repo_root().join("Cargo.lock")).unwrap_or_default(),
-    );
-    let challenges = &suites.challenges.challenges;
-    let bundle = if challenges.bundle.dir.is_dir() {
-        crate::hash::dir_digest(&challenges.bundle.dir)?
-    } else {
-        "-".into()
-    };
-    let mut out: Vec<(String, crate::spec::Suite, String)> = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for t in plan {
-        let task = task_of(&t.name);
-        if !seen.insert(task) {
-            continue;
-        }
-        let parts: Vec<String> = match &t.unit {
-            Unit::Qa {
-                app, capability, ..
-            } => match suites.apps.get(*app) {
-                Some(a) => vec![
-                    a.app.content_hash.clone(),
-                    qa_value(&QaSpecRef::of(a, capability)),
-                    match a.app.start {
-                        crate::spec::app::AppStart::Binary(_) => lock.clone(),
-                        crate::spec::app::AppStart::Command(_) => "-".into(),
-                    },
-                ],
-                None => continue,
-            },
-            Unit::Challenge {
-                challenge,
-                app,
-                profile,
-            } => {
-                let Some(c) = suites.challenges.challenges.list.get(*challenge) else {
-                    continue;
-                };
-                let dir = match challenge_dirs.get(challenge) {
-                    Some(d) => String::clone(d),
-                    None => {
-                        let d = crate::hash::dir_digest(&c.dir)?;
-                        challenge_dirs.insert(*challenge, d.clone());
-                        d
-                    }
-                };
-                let app = app
-                    .and_then(|a| suites.challenges.apps.get(a))
-                    .map_or_else(|| "-".to_string(), |a| a.content_hash.clone());
-                let fragment = challenges
-                    .fragments
-                    .get(profile)
-                    .map_or_else(|| "-".to_string(), |f| f.sha256.clone());
-                vec![
-                    dir,
-                    app,
-                    profile.to_string(),
-                    challenges.base.sha256.clone(),
-                    fragment,
-                    bundle.clone(),
-                ]
-            }
-            Unit::Scorecard { probe } => match suites.scorecard.probes.get(*probe) {
-                Some(p) => vec![p.sha256.clone(), scorecard_json.clone(), profiles.clone()],
-                None => continue,
-            },
-        };
-        out.push((
-            task.to_string(),
-            t.suite,
-            crate::hash::sha256(parts.join("\n").as_bytes()),
-        ));
-    }
-    Ok(out)
+/// See [`app_key`].
+pub fn qa_key(app: &str, capability: &str) -> String {
+    format!("{QA_KEY}{app}::{capability}")
 }
 
+/// See [`app_key`].
+pub fn challenge_key(id: &str) -> String {
+    format!("{CHALLENGE_KEY}{id}")
+}
+
+/// See [`app_key`].
+pub fn probe_key(dimension: &str, id: &str) -> String {
+    format!("{PROBE_KEY}{dimension}::{id}")
+}
+
+/// See [`app_key`].
+pub const CHALLENGES_KEY: &str = "challenges";
+/// See [`app_key`].
+pub const SCORECARD_KEY: &str = "scorecard";
+
+/// The hash of a planned task (a trial's name without its repeat) from the parts its
+/// suite's runner names, as a hackability audit covers it ([`super::hackability`]):
+/// what an adversary could use to game it, so an edit anywhere there makes an earlier
+/// audit an audit of something else. Harness code (scorers, the fact bank's lists,
+/// prompt templates) is not in a task's hash: an audit records the commit it ran at,
+/// shown on its page.
+pub fn task_hash(parts: &[String]) -> String {
+    crate::hash::sha256(parts.join("\n").as_bytes())
+}
+
+const APP_KEY: &str = "app:";
 const QA_KEY: &str = "qa:";
 const CHALLENGE_KEY: &str = "challenge:";
 const PROBE_KEY: &str = "probe:";
@@ -249,7 +156,9 @@ fn kind_name(kind: crate::spec::CapabilityKind) -> String {
         .unwrap_or_default()
 }
 
-fn qa_value(r: &QaSpecRef) -> String {
+/// A qa trial's `specs` entry ([`qa_key`]): what [`check_record`] reads a qa record's
+/// spec against.
+pub fn qa_spec_value(r: &QaSpecRef) -> String {
     format!(
         "{} {} {}",
         kind_name(r.kind),
@@ -263,8 +172,8 @@ fn qa_value(r: &QaSpecRef) -> String {
 /// copied or relabelled from another trial (another capability, app, challenge or
 /// probe) names a spec the run did not plan for the trial it now stands for.
 ///
-/// What an old `run.json` (before [`trial_specs`]) lacks is not checked: its qa records
-/// are checked against the app's content hash only.
+/// What an old `run.json` (before each trial had its own entry, [`app_key`]) lacks is
+/// not checked: its qa records are checked against the app's content hash only.
 pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
     let has = |prefix: &str| planned.specs.keys().any(|k| k.starts_with(prefix));
     // Shared by the three suites' checks, which each may add to it.
@@ -277,7 +186,7 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
     rec.project(Projection {
         qa: |r: &QaRecord| {
             let s = &r.spec;
-            let app_key = format!("app:{}", s.app);
+            let app_key = app_key(&s.app);
             match planned.specs.get(&app_key) {
                 None => differs("spec.app", &s.app, "no such app", &app_key),
                 Some(v) => {
@@ -287,7 +196,7 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
                     }
                 }
             }
-            let key = format!("{QA_KEY}{}::{}", s.app, s.capability);
+            let key = qa_key(&s.app, &s.capability);
             match planned.specs.get(&key) {
                 Some(v) => {
                     let mut want = v.split(' ');
@@ -314,7 +223,7 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
         },
         challenge: |r: &ChallengeRecord| {
             let p = &r.provenance;
-            let key = format!("{CHALLENGE_KEY}{}", p.challenge_id);
+            let key = challenge_key(&p.challenge_id);
             match planned.specs.get(&key) {
                 Some(want) if *want != p.manifest_sha256 => {
                     differs("provenance.manifest_sha256", &p.manifest_sha256, want, &key)
@@ -330,10 +239,7 @@ pub fn check_record(planned: &RunIdentity, rec: &AnyRecord) -> Vec<String> {
             }
         },
         scorecard: |r: &ScorecardRecord| {
-            let key = format!(
-                "{PROBE_KEY}{}::{}",
-                r.probe.probe.dimension, r.probe.probe.id
-            );
+            let key = probe_key(&r.probe.probe.dimension, &r.probe.probe.id);
             match planned.specs.get(&key) {
                 Some(want) if *want != r.probe.sha256 => {
                     differs("probe.sha256", &r.probe.sha256, want, &key)
@@ -503,7 +409,7 @@ mod tests {
         // A run.json from before trials' specs were kept pins the app only.
         assert!(!planned.pins_trials());
         assert_eq!(check_record(&planned, &rec), Vec::<String>::new());
-        planned.specs.insert(cap.clone(), qa_value(s));
+        planned.specs.insert(cap.clone(), qa_spec_value(s));
         assert!(planned.pins_trials());
         assert_eq!(check_record(&planned, &rec), Vec::<String>::new());
         // The spec of another capability, carried by a relabelled record.

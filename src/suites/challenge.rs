@@ -29,7 +29,7 @@ use crate::spec::challenge::{
 use crate::spec::Suite;
 use crate::spec::{AppSpec, Script};
 use crate::suites::contract::{
-    lane_of, Finished, Lane, Running, SuiteRunner, TrialError, TrialRun,
+    lane_of, Finished, Lane, Running, SpecEntries, SuiteRunner, TaskParts, TrialError, TrialRun,
 };
 use crate::sys::process;
 use crate::sys::sandbox::View;
@@ -150,6 +150,74 @@ impl SuiteRunner for ChallengeRunner {
                 rec.interrupted(),
             ))
         })
+    }
+
+    /// The suite's data directory, and each `challenge.yaml` as its record names it.
+    fn specs(&self, suites: &Suites, cfg: &Config) -> SpecEntries {
+        let mut out = vec![(
+            record::identity::CHALLENGES_KEY.to_string(),
+            crate::hash::dir_digest(&cfg.challenges_dir)?,
+        )];
+        out.extend(suites.challenges.challenges.list.iter().map(|c| {
+            (
+                record::identity::challenge_key(&c.manifest.id),
+                c.manifest_sha256.clone(),
+            )
+        }));
+        Ok(out)
+    }
+
+    /// Every file of the challenge's directory, its app's content hash, and the prompt
+    /// layers the profile hands the agent (base prompt, the profile's fragment, the
+    /// skills bundle): each profile is a task of its own.
+    fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts {
+        let challenges = &suites.challenges.challenges;
+        let bundle = if challenges.bundle.dir.is_dir() {
+            crate::hash::dir_digest(&challenges.bundle.dir)?
+        } else {
+            "-".into()
+        };
+        let mut dirs = BTreeMap::new();
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            let Unit::Challenge {
+                challenge,
+                app,
+                profile,
+            } = &t.unit
+            else {
+                out.push(None);
+                continue;
+            };
+            let Some(c) = challenges.list.get(*challenge) else {
+                out.push(None);
+                continue;
+            };
+            let dir = match dirs.get(challenge) {
+                Some(d) => String::clone(d),
+                None => {
+                    let d = crate::hash::dir_digest(&c.dir)?;
+                    dirs.insert(*challenge, d.clone());
+                    d
+                }
+            };
+            let app = app
+                .and_then(|a| suites.challenges.apps.get(a))
+                .map_or_else(|| "-".to_string(), |a| a.content_hash.clone());
+            let fragment = challenges
+                .fragments
+                .get(profile)
+                .map_or_else(|| "-".to_string(), |f| f.sha256.clone());
+            out.push(Some(vec![
+                dir,
+                app,
+                profile.to_string(),
+                challenges.base.sha256.clone(),
+                fragment,
+                bundle.clone(),
+            ]));
+        }
+        Ok(out)
     }
 }
 

@@ -42,7 +42,26 @@ pub trait SuiteRunner: Sync {
     /// Run the trial into its run directory through the trial kernel and write its
     /// record.
     fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a>;
+
+    /// Its entries in `run.json`'s `specs` (keyed as [`crate::record::identity::app_key`]
+    /// says), from its loaded data, planned or not: a resumed run must find the same
+    /// data, and rescore reads each trial's record against its entry.
+    fn specs(&self, suites: &Suites, cfg: &Config) -> SpecEntries;
+
+    /// What the hash of each of `tasks` covers ([`crate::record::identity::task_hash`]):
+    /// everything of its data an adversary could use to game it. `tasks` holds one
+    /// planned trial per task; the answer holds, in its order, the parts of each task's
+    /// hash, or `None` for a trial that names data not loaded (it has no hash). Taken
+    /// for all of a suite's tasks at once so that what they share (a directory's
+    /// digest, a lock file) is read once per run.
+    fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts;
 }
+
+/// A suite's `run.json` `specs` entries, key and value ([`SuiteRunner::specs`]).
+pub type SpecEntries = std::io::Result<Vec<(String, String)>>;
+
+/// The parts of each of a suite's task hashes ([`SuiteRunner::task_parts`]).
+pub type TaskParts = std::io::Result<Vec<Option<Vec<String>>>>;
 
 /// One planned trial to execute, and what it runs with.
 #[derive(Clone, Copy)]

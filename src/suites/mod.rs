@@ -10,7 +10,9 @@ pub mod contract;
 pub mod qa;
 pub mod scorecard;
 
-pub use contract::{lane_of, Finished, Lane, Running, SuiteRunner, TrialError, TrialRun};
+pub use contract::{
+    lane_of, Finished, Lane, Running, SpecEntries, SuiteRunner, TaskParts, TrialError, TrialRun,
+};
 
 use crate::config::Config;
 use crate::plan::{Suites, Trial};

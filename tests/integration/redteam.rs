@@ -127,7 +127,7 @@ fn the_committed_audit_covers_every_shipped_task_at_its_present_hash() {
     let cfg = config(tmp.path());
     let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
     let plan = gauntlet::suites::plan(&suites, &cfg, None, || None);
-    let now = gauntlet::record::identity::task_hashes(&suites, &plan).expect("hashes");
+    let now = gauntlet::harness::task_hashes(&suites, &plan).expect("hashes");
     for (task, _, hash) in &now {
         let row = a.tasks.iter().find(|t| &t.task == task);
         assert!(

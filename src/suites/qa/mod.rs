@@ -14,10 +14,12 @@ use crate::evidence::{parse_claims, AgentRun, ClaimStatus, ClaimsFound, QaEviden
 use crate::phases::{timed, timed_sync, Phase};
 use crate::plan::{Suites, Trial, Unit};
 use crate::record::rescore::derive_qa_verdict;
-use crate::record::{self, QaRecord, QaSpecRef, RecordConfig};
+use crate::record::{self, identity, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
 use crate::spec::Suite;
-use crate::suites::contract::{lane_of, Finished, Lane, Running, SuiteRunner, TrialRun};
+use crate::suites::contract::{
+    lane_of, Finished, Lane, Running, SpecEntries, SuiteRunner, TaskParts, TrialRun,
+};
 use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
@@ -116,6 +118,57 @@ impl SuiteRunner for QaRunner {
                 rec.interrupted(),
             ))
         })
+    }
+
+    /// Each app (its content hash, then its corpus and scripts) and each capability's
+    /// spec as its record names it.
+    fn specs(&self, suites: &Suites, _cfg: &Config) -> SpecEntries {
+        let mut out = Vec::new();
+        for a in &suites.apps {
+            let data =
+                serde_json::to_vec(&(&a.corpus, &a.scripts)).map_err(std::io::Error::other)?;
+            out.push((
+                identity::app_key(&a.app.name),
+                format!("{} {}", a.app.content_hash, crate::hash::sha256(&data)),
+            ));
+            for cap in &a.corpus.capabilities {
+                let r = QaSpecRef::of(a, &cap.id);
+                out.push((
+                    identity::qa_key(&r.app, &r.capability),
+                    identity::qa_spec_value(&r),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The app's content hash (its code, so its mutants, and corpus), the capability's
+    /// spec and, for an app cargo builds, the workspace's `Cargo.lock` (its
+    /// dependencies print some of its output).
+    fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts {
+        let lock = crate::hash::sha256(
+            &std::fs::read(crate::binaries::repo_root().join("Cargo.lock")).unwrap_or_default(),
+        );
+        Ok(tasks
+            .iter()
+            .map(|t| {
+                let Unit::Qa {
+                    app, capability, ..
+                } = &t.unit
+                else {
+                    return None;
+                };
+                let a = suites.apps.get(*app)?;
+                Some(vec![
+                    a.app.content_hash.clone(),
+                    identity::qa_spec_value(&QaSpecRef::of(a, capability)),
+                    match a.app.start {
+                        crate::spec::app::AppStart::Binary(_) => lock.clone(),
+                        crate::spec::app::AppStart::Command(_) => "-".into(),
+                    },
+                ])
+            })
+            .collect())
     }
 }
 

@@ -17,10 +17,13 @@ use crate::agent::adapter_for;
 use crate::config::{Config, Mode, NOMINAL_DAY};
 use crate::plan::{Suites, Trial, Unit};
 use crate::record as rec;
+use crate::record::identity;
 use crate::score::scorecard::observe as score_probe;
 use crate::spec::scorecard::{Bank, LoadedProbe, ScorecardSuite};
 use crate::spec::Suite;
-use crate::suites::contract::{Finished, Lane, Running, SuiteRunner, TrialRun};
+use crate::suites::contract::{
+    Finished, Lane, Running, SpecEntries, SuiteRunner, TaskParts, TrialRun,
+};
 use crate::trial::SetupError;
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerStart};
 
@@ -110,6 +113,49 @@ impl SuiteRunner for ScorecardRunner {
                 .collect();
             Ok(done)
         })
+    }
+
+    /// The suite's data directory, and each probe file as its record names it.
+    fn specs(&self, suites: &Suites, cfg: &Config) -> SpecEntries {
+        let mut out = vec![(
+            identity::SCORECARD_KEY.to_string(),
+            crate::hash::dir_digest(&cfg.scorecard_dir)?,
+        )];
+        out.extend(suites.scorecard.probes.iter().map(|p| {
+            (
+                identity::probe_key(&p.probe.dimension, &p.probe.id),
+                p.sha256.clone(),
+            )
+        }));
+        Ok(out)
+    }
+
+    /// The probe file, `scorecard.json` (levels, what each requires) and the scripted
+    /// profiles (the reference's solution).
+    fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts {
+        let scorecard_json = crate::hash::sha256(
+            &std::fs::read(suites.scorecard.dir.join("scorecard.json")).unwrap_or_default(),
+        );
+        let profiles_dir = suites.scorecard.dir.join("agents");
+        let profiles = if profiles_dir.is_dir() {
+            crate::hash::dir_digest(&profiles_dir)?
+        } else {
+            "-".into()
+        };
+        Ok(tasks
+            .iter()
+            .map(|t| {
+                let Unit::Scorecard { probe } = &t.unit else {
+                    return None;
+                };
+                let p = suites.scorecard.probes.get(*probe)?;
+                Some(vec![
+                    p.sha256.clone(),
+                    scorecard_json.clone(),
+                    profiles.clone(),
+                ])
+            })
+            .collect())
     }
 }
 
