@@ -1,9 +1,12 @@
 //! Executing trials: world + proxy + agent → evidence → verdict → record, one suite
-//! per folder, each implementing [`SuiteRunner`] and registered once, here.
+//! per module, each implementing [`SuiteRunner`] and registered once, here.
 //!
-//! To add a suite: its tag in [`crate::spec::Suite`], its record in `record/` (with
-//! [`crate::record::SuiteRecord`]), its folder here implementing [`SuiteRunner`], and
-//! its line in [`runner`]. The compiler names the two registries that must learn it.
+//! To add a suite: its tag in [`crate::spec::Suite`] and `Suite::ALL`, its planned
+//! unit and loaded data in `plan/`, its record in `record/` (implementing
+//! [`crate::record::SuiteRecord`], a variant of `record::any::AnyRecord`), its module
+//! here implementing [`SuiteRunner`], and its line in [`runner`]; docs/architecture.md
+//! ("Adding things") lists them. The compiler then names every match and
+//! `record::any::Projection` that must learn it.
 
 pub mod challenge;
 pub mod contract;
