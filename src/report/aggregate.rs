@@ -23,7 +23,7 @@ use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
 use super::load::{LoadedRun, MissingQa, Problem};
-use super::Options;
+use super::options::Options;
 
 /// One qa trial as the figures count it: a record, or a planned trial that left none
 /// (an error, never dropped).

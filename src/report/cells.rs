@@ -72,3 +72,16 @@ pub(super) fn spread(f: &Figures) -> String {
         None => "n/a (one repeat)".into(),
     }
 }
+
+/// A per-k series, the shown values of k each with its interval.
+pub fn series(v: &[super::aggregate::KValue]) -> String {
+    if v.is_empty() {
+        return "n/a".into();
+    }
+    let shown = crate::score::interval::shown_ks(v.last().map_or(0, |kv| kv.k));
+    v.iter()
+        .filter(|kv| shown.contains(&kv.k))
+        .map(|kv| format!("k={}: {}", kv.k, pct_ci(Some(kv.value), kv.ci)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -23,7 +23,7 @@ pub const OUTPUT_PREVIEW: usize = 512;
 
 /// Why a challenge trial's report files (`metrics.json`, `final-report.md`,
 /// `manual-audit.yaml`) or a run's challenge table could not be read or written; the
-/// run's pages fail with [`ReportError`](super::ReportError).
+/// run's pages fail with [`ReportError`](super::base::ReportError).
 #[derive(Debug, thiserror::Error)]
 pub enum ChallengeReportError {
     #[error("{file}: {reason}")]

@@ -64,13 +64,13 @@ pub fn render(s: &Summary) -> String {
     charts(&mut o, s);
 
     let _ = writeln!(o, "<h2>Run</h2><table>");
-    let rows = super::run_rows(s);
+    let rows = super::run_tables::run_rows(s);
     for (k, v) in rows {
         let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
     }
     let _ = writeln!(o, "</table>");
 
-    let (head, rows) = super::suite_table(s);
+    let (head, rows) = super::run_tables::suite_table(s);
     let _ = write!(o, "<h2>Per suite</h2><table><tr>");
     for h in head {
         let _ = write!(o, "<th>{}</th>", esc(h));
@@ -148,7 +148,7 @@ fn harness(o: &mut String, s: &Summary) {
         let _ = writeln!(o, "<p>No usable record: the harness config is unknown.</p>");
         return;
     };
-    let rows = super::harness_rows(h, s);
+    let rows = super::run_tables::harness_rows(h, s);
     let _ = writeln!(o, "<table>");
     for (k, v) in rows {
         let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));

@@ -17,7 +17,7 @@ use crate::record::scorecard::ScorecardRecord;
 use crate::record::{self, QaRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
 
-use super::{io, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
+use super::base::{io, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 
 /// Files a run directory may hold besides trial directories: the pages written into
 /// it, the merge manifest and the run manifest.

@@ -30,13 +30,13 @@ pub fn render(s: &Summary) -> String {
     harness(&mut o, s);
     let _ = writeln!(o, "## Run\n");
     let _ = writeln!(o, "| figure | value |\n| --- | --- |");
-    let rows = super::run_rows(s);
+    let rows = super::run_tables::run_rows(s);
     for (k, v) in rows {
         let _ = writeln!(o, "| {k} | {} |", cell(&v));
     }
 
     let _ = writeln!(o, "\n## Per suite\n");
-    let (head, rows) = super::suite_table(s);
+    let (head, rows) = super::run_tables::suite_table(s);
     let _ = writeln!(o, "| {} |", head.join(" | "));
     let _ = writeln!(o, "| --- | ---: | ---: | ---: | ---: | ---: | --- |");
     for r in rows {
@@ -141,18 +141,6 @@ pub fn render(s: &Summary) -> String {
     o
 }
 
-pub(super) fn series(v: &[super::aggregate::KValue]) -> String {
-    if v.is_empty() {
-        return "n/a".into();
-    }
-    let shown = crate::score::interval::shown_ks(v.last().map_or(0, |kv| kv.k));
-    v.iter()
-        .filter(|kv| shown.contains(&kv.k))
-        .map(|kv| format!("k={}: {}", kv.k, pct_ci(Some(kv.value), kv.ci)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// The figure columns of a per-app or per-capability row, from verified rate to
 /// wall-clock.
 fn figure_cells(f: &FigureCells) -> String {
@@ -179,7 +167,7 @@ fn harness(o: &mut String, s: &Summary) {
         return;
     };
     let _ = writeln!(o, "| setting | value |\n| --- | --- |");
-    let rows = super::harness_rows(h, s);
+    let rows = super::run_tables::harness_rows(h, s);
     for (k, v) in rows {
         let _ = writeln!(o, "| {} | {} |", cell(&k), cell(&v));
     }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::ReportError;
+use super::base::ReportError;
 use crate::evidence::usage::UsageEntry;
 
 /// The file read when no other is named.
@@ -58,7 +58,7 @@ impl PriceTable {
     }
 
     pub fn load(file: &Path) -> Result<PriceTable, ReportError> {
-        let bytes = std::fs::read(file).map_err(super::io(file))?;
+        let bytes = std::fs::read(file).map_err(super::base::io(file))?;
         let invalid = |reason: String| ReportError::Invalid {
             file: PathBuf::from(file),
             reason,

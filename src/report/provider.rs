@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{io, ReportError};
+use super::base::{io, ReportError};
 
 /// The statement kept in a published run directory.
 pub const PROVIDER_FILE: &str = "provider.json";

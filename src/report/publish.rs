@@ -9,11 +9,13 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::aggregate::Summary;
+use super::base::{io, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 use super::falsifier::{self, Contender};
+use super::load::load_run;
 use super::markdown::{pct_ci, usd, ILLUSTRATION};
+use super::options::Options;
 use super::provider::Statement;
 use super::svg::esc;
-use super::{io, load_run, Options, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
 use crate::record::merge::copy_tree;
 
 pub const RUNS_DIR: &str = "runs";

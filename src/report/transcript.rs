@@ -64,7 +64,7 @@ pub fn render(rec: &AnyRecord, trial_dir: &Path, to_raw: &str) -> String {
 <title>{} — gauntlet transcript</title><style>{STYLE}</style></head><body>\n\
 <p><a href=\"../{}\">← the run's results</a></p>\n<h1><code>{}</code></h1>\n",
         esc(&header.trial),
-        super::REPORT_HTML,
+        super::base::REPORT_HTML,
         esc(&header.trial)
     );
     let c = &header.config;
@@ -120,7 +120,7 @@ fn qa(o: &mut String, r: &QaRecord, p: &Page<'_>) {
         section(o, "What the agent was asked");
         text_file(o, p, prompt, true);
     }
-    let parsed = super::agent_report(&r.header.config.agent, p.dir, &r.evidence.agent.stdout);
+    let parsed = super::base::agent_report(&r.header.config.agent, p.dir, &r.evidence.agent.stdout);
     agent_run(
         o,
         p,
@@ -924,11 +924,12 @@ fn raw_list(o: &mut String, p: &Page<'_>, rec: &AnyRecord) {
 /// `<pages>/<trial dir>/transcript.html` (beside the record when `pages` is the run
 /// directory); returns how many were written. A record that cannot be read has none:
 /// the run page lists it as a problem.
-pub fn write_all(run_dir: &Path, pages: &Path) -> Result<usize, super::ReportError> {
-    let files = crate::record::find_records(run_dir).map_err(|e| super::ReportError::Invalid {
-        file: run_dir.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+pub fn write_all(run_dir: &Path, pages: &Path) -> Result<usize, super::base::ReportError> {
+    let files =
+        crate::record::find_records(run_dir).map_err(|e| super::base::ReportError::Invalid {
+            file: run_dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     let mut written = 0;
     for file in files {
         let Ok(rec) = crate::record::any::load_any(&file) else {
@@ -939,14 +940,14 @@ pub fn write_all(run_dir: &Path, pages: &Path) -> Result<usize, super::ReportErr
             continue;
         };
         let out = pages.join(name);
-        std::fs::create_dir_all(&out).map_err(super::io(&out))?;
+        std::fs::create_dir_all(&out).map_err(super::base::io(&out))?;
         let page = out.join(TRANSCRIPT_HTML);
         // Never through a link an agent could have left in place of the page.
         if std::fs::symlink_metadata(&page).is_ok_and(|m| !m.is_file()) {
             continue;
         }
-        let to_raw = super::relative_dir(&out, dir);
-        std::fs::write(&page, render(&rec, dir, &to_raw)).map_err(super::io(&page))?;
+        let to_raw = super::base::relative_dir(&out, dir);
+        std::fs::write(&page, render(&rec, dir, &to_raw)).map_err(super::base::io(&page))?;
         written += 1;
     }
     Ok(written)

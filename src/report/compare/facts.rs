@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::report::load::LoadedRun;
-use crate::report::Options;
+use crate::report::options::Options;
 use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 

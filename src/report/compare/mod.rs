@@ -27,9 +27,10 @@ use serde::Serialize;
 use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
+use super::base::ReportError;
 use super::load::{load_run, LoadedRun, Problem};
 use super::markdown::pct;
-use super::{Options, ReportError};
+use super::options::Options;
 
 mod changes;
 mod comparable;

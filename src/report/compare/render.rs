@@ -11,9 +11,9 @@ use super::{
     interval_points, points, Better, Change, Comparison, Count, GroupChange, TrialFacts,
     COMPARE_HTML, COMPARE_JSON, COMPARE_MD, SUMMARY_ROWS,
 };
+use crate::report::base::ReportError;
 use crate::report::markdown::{pct_ci, OPEN_TRIAL_ROWS, SHOWN_REPEATS};
 use crate::report::svg::esc;
-use crate::report::ReportError;
 
 fn verdicts(v: &[TrialFacts]) -> String {
     if v.is_empty() {
@@ -371,7 +371,7 @@ pub fn html(c: &Comparison, out: &Path) -> String {
         ["rate", "baseline", "candidate", "Δ [95% interval]", ""],
         &rate_rows(c),
     );
-    let link_base = |run: &str| crate::report::relative_dir(out, Path::new(run));
+    let link_base = |run: &str| crate::report::base::relative_dir(out, Path::new(run));
     let (lb, lc) = (link_base(&c.baseline.path), link_base(&c.candidate.path));
     let links = |v: &[TrialFacts], base: &str| -> String {
         v.iter()
@@ -476,14 +476,14 @@ pub fn json(c: &Comparison) -> String {
 /// Write `compare.md`, `compare.html` and `compare.json` into `out` (created if
 /// missing; never one of the two runs, which a comparison must not change).
 pub fn write(c: &Comparison, out: &Path) -> Result<(), ReportError> {
-    std::fs::create_dir_all(out).map_err(crate::report::io(out))?;
+    std::fs::create_dir_all(out).map_err(crate::report::base::io(out))?;
     for (name, text) in [
         (COMPARE_MD, markdown(c)),
         (COMPARE_HTML, html(c, out)),
         (COMPARE_JSON, json(c)),
     ] {
         let file = out.join(name);
-        std::fs::write(&file, text).map_err(crate::report::io(&file))?;
+        std::fs::write(&file, text).map_err(crate::report::base::io(&file))?;
     }
     Ok(())
 }

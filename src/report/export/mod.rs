@@ -15,8 +15,9 @@ mod view;
 
 use std::path::{Path, PathBuf};
 
+use super::base::ReportError;
 use super::load::{load_run, Problem};
-use super::{Options, ReportError};
+use super::options::Options;
 
 /// The formats `gauntlet export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -13,8 +13,8 @@ use crate::record::scorecard::ScorecardRecord;
 use crate::record::Header;
 use crate::record::QaRecord;
 use crate::report::load::{LoadedRun, Problem};
+use crate::report::options::Options;
 use crate::report::reply::{self, Reply};
-use crate::report::Options;
 
 /// The most of a prompt, a reply or a tool output an export carries; the record's raw
 /// files hold the rest, named by the export.
@@ -232,7 +232,7 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
     let (verdict, passed, reason, target, turns, evidence) = rec.project(Projection {
         qa: |r: &QaRecord| {
             let (final_message, report) =
-                crate::report::agent_report(&h.config.agent, &dir, &r.evidence.agent.stdout)
+                crate::report::base::agent_report(&h.config.agent, &dir, &r.evidence.agent.stdout)
                     .unwrap_or((None, AgentReport::default()));
             let turn = Turn {
                 label: "agent".into(),
@@ -318,7 +318,7 @@ fn trial_view(run_dir: &Path, name: &str, rec: &AnyRecord, opts: &Options) -> Tr
                         .map(|t| t.prompt.clone());
                     let mine = p.usage(&r.usage);
                     let (final_message, report) =
-                        crate::report::agent_report(&h.config.agent, &dir, &p.stdout)
+                        crate::report::base::agent_report(&h.config.agent, &dir, &p.stdout)
                             .unwrap_or((None, AgentReport::default()));
                     Turn {
                         label: p.label.clone(),
