@@ -43,7 +43,6 @@ pub fn load() -> Result<(Config, Suites), StartError> {
 
 /// A run opened by the process that runs all of it (`gauntlet run`).
 pub struct Opened {
-    pub identity: crate::record::identity::RunIdentity,
     pub run_dir: PathBuf,
     /// The trials a resumed run has left to do; `None` for a new run.
     pub unfinished: Option<std::collections::BTreeSet<String>>,
@@ -60,7 +59,6 @@ pub fn open(cfg: &Config, suites: &Suites) -> Result<Opened, StartError> {
         None
     };
     Ok(Opened {
-        identity,
         run_dir,
         unfinished,
     })
