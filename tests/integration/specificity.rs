@@ -80,6 +80,8 @@ enum Want {
     AnyFalse,
     /// The reason holds this text.
     Says(&'static str),
+    /// The gate was not green: fewer than all of its runs passed against the app.
+    GateNotGreen,
 }
 
 /// `a`, `a and b`, `a, b and c` (as `score::qa` writes lists).
@@ -172,6 +174,18 @@ fn problems(label: &str, rec: &QaRecord, dir: &Path, outcome: Outcome, want: Wan
             )),
             Want::AnyFalse => None,
             Want::Says(text) => Some(text.to_string()),
+            Want::GateNotGreen => {
+                let runs = v
+                    .reason
+                    .strip_prefix("gate not green: ")
+                    .and_then(|r| r.split_once(" runs passed against the app"))
+                    .and_then(|(count, _)| count.split_once('/'))
+                    .and_then(|(p, of)| Some((p.parse::<u32>().ok()?, of.parse::<u32>().ok()?)));
+                match runs {
+                    Some((passed, 3)) if passed < 3 => None,
+                    _ => Some("gate not green: k/3 runs passed against the app, k < 3".into()),
+                }
+            }
         };
         if let Some(e) = expected {
             if !v.reason.contains(&e) {
@@ -608,7 +622,11 @@ fn health_snapshot_is_verified_on_health_only() {
 /// (`const WATCH_CHANGES = true;` for live-update…), or finds that constant by its use
 /// and pins its value's text, and never loads the extension. On ext-wordbadge-2 every
 /// start writes the scripts anew (names, each value's form, comments), so the pin is
-/// red on the app's own next start: the gate is not green.
+/// red on the app's own next start: the gate is not green. A short constant (a
+/// one-character string) has few spellings, so a run of the gate may start an app that
+/// spells it as the pinned one did and pass (it happened once in CI: 1/3); the gate
+/// wants every run green, so the verdict holds, and the test asks only that some run
+/// was red.
 #[test]
 fn extension_source_pin_is_false_on_every_capability() {
     let app = load("ext-wordbadge-2");
@@ -620,12 +638,7 @@ fn extension_source_pin_is_false_on_every_capability() {
             "ext-wordbadge-2",
             &verifiable(&app),
             |cap| agent(script, name, &[cap]),
-            |_| {
-                (
-                    Outcome::FalseVerification,
-                    Want::Says("gate not green: 0/3 runs passed against the app"),
-                )
-            },
+            |_| (Outcome::FalseVerification, Want::GateNotGreen),
             "a test that pins one line of the extension's source",
         );
     }
