@@ -206,7 +206,7 @@ fn main() {
                 mode: gauntlet::config::Mode::Byok,
                 ..Default::default()
             };
-            let plan = gauntlet::plan::plan_qa(std::slice::from_ref(&app), &cfg, None);
+            let plan = gauntlet::suites::qa::plan::plan(std::slice::from_ref(&app), &cfg, None);
             let count = plan.len();
             // As the harness lists them (`harness::suite_main` under `--list`).
             let trials = gauntlet::harness::listed(plan);

@@ -10,7 +10,7 @@ use crate::record;
 
 pub(crate) fn challenge_list() -> ExitCode {
     let cfg = or_exit!(Config::from_env());
-    let loaded = or_exit!(crate::plan::challenge::load(
+    let loaded = or_exit!(crate::suites::challenge::plan::load(
         &cfg.challenges_dir,
         &cfg.apps_dir
     ));
@@ -18,7 +18,7 @@ pub(crate) fn challenge_list() -> ExitCode {
         .needs_browser()
         .then(|| crate::harness::no_browser(&cfg))
         .flatten();
-    for t in crate::plan::challenge::plan(&loaded, &cfg, no_browser.as_deref()) {
+    for t in crate::suites::challenge::plan::plan(&loaded, &cfg, no_browser.as_deref()) {
         print_planned(&t.name, t.skip.as_deref());
     }
     ExitCode::SUCCESS
@@ -37,7 +37,7 @@ pub(crate) fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>)
     };
     let cfg = or_exit!(Config::from_env());
     // Everything is validated before any workspace exists.
-    let loaded = or_exit!(crate::plan::challenge::load(
+    let loaded = or_exit!(crate::suites::challenge::plan::load(
         &cfg.challenges_dir,
         &cfg.apps_dir
     ));

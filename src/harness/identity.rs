@@ -9,17 +9,16 @@ use crate::config::Config;
 use crate::plan::Suites;
 use crate::spec::Suite;
 
-/// The binaries every trial of `suites` may start: the agent, the reaper, and each
-/// app built by this package. The run's identity fingerprints them, and a run refuses
-/// to start without them.
-pub fn trial_binaries(suites: &Suites) -> impl Iterator<Item = &str> {
-    let apps = suites.apps.iter().filter_map(|a| match &a.app.start {
-        crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
-        crate::spec::app::AppStart::Command(_) => None,
-    });
-    ["gauntlet-agent", crate::sys::lifeline::REAPER]
+/// The binaries every trial of `suites` may start: the agent, the reaper, and those
+/// each suite names (an app built by this package). The run's identity fingerprints
+/// them, and a run refuses to start without them.
+pub fn trial_binaries(suites: &Suites) -> Vec<&str> {
+    let mut bins: std::collections::BTreeSet<&str> = Suite::ALL
         .into_iter()
-        .chain(apps)
+        .flat_map(|s| crate::suites::runner(s).binaries(suites))
+        .collect();
+    bins.extend(["gauntlet-agent", crate::sys::lifeline::REAPER]);
+    bins.into_iter().collect()
 }
 
 /// What this process would plan a run with: its config (without where runs go) and a
@@ -35,8 +34,8 @@ pub fn run_identity(
         // The data directories as the repository names them: two machines (two
         // partitions of one run) check out the same repository at different paths.
         let root = crate::binaries::repo_root();
-        for key in ["apps_dir", "challenges_dir", "scorecard_dir"] {
-            if let Some(serde_json::Value::String(dir)) = map.get_mut(key) {
+        for value in map.values_mut() {
+            if let serde_json::Value::String(dir) = value {
                 if let Ok(inside) = Path::new(dir.as_str()).strip_prefix(&root) {
                     *dir = inside.display().to_string();
                 }
@@ -188,7 +187,7 @@ mod tests {
             out_dir: out.path().to_path_buf(),
             ..Config::default()
         };
-        let suites = Suites::load(&cfg).unwrap();
+        let suites = crate::suites::load(&cfg).unwrap();
         let audit = Hackability::read(&cfg.redteam_dir.join(AUDITED_FILE)).unwrap();
         let plan = crate::suites::plan(&suites, &cfg, None, || None);
         let tasks = task_hashes(&suites, &plan).unwrap();

@@ -37,7 +37,7 @@ pub enum StartError {
 /// starts, naming the file and field.
 pub fn load() -> Result<(Config, Suites), StartError> {
     let cfg = Config::from_env()?;
-    let suites = Suites::load(&cfg)?;
+    let suites = crate::suites::load(&cfg)?;
     Ok((cfg, suites))
 }
 
@@ -303,7 +303,7 @@ pub fn resume_skips(
 
 /// The line a run's manifest keeps for `t`.
 pub fn manifest_line(t: &plan::Trial) -> PlannedTrial {
-    PlannedTrial::now(&t.name, t.suite.as_str(), t.kind())
+    PlannedTrial::now(&t.name, t.suite.as_str(), t.kind)
 }
 
 /// Append the `finished` line of the record in `trial_dir` to the run's manifest.

@@ -8,16 +8,14 @@
 //! browser) is asked by the caller and handed in, so planning stays a function of its
 //! inputs.
 
-pub mod challenge;
 pub mod names;
 pub mod partition;
-pub mod scorecard;
 
+use std::any::Any;
+use std::fmt::Debug;
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::config::{Config, Mode};
-use crate::spec::challenge::Profile;
-use crate::spec::scorecard::ScorecardSuite;
 use crate::spec::{CapabilityKind, LoadedApp, Modality, SpecError, Suite};
 
 /// One planned trial of any suite.
@@ -27,137 +25,77 @@ pub struct Trial {
     pub name: String,
     pub suite: Suite,
     pub unit: Unit,
+    /// The kind of capability the trial checks, for a suite whose tasks have kinds (the
+    /// live progress counts ambiguous ones apart).
+    pub kind: Option<CapabilityKind>,
     /// Decided at list time, with the reason, so that a skipped trial is reported as
     /// ignored and never as a silent pass.
     pub skip: Option<String>,
 }
 
-/// What a trial runs, as indices into the loaded [`Suites`].
-#[derive(Debug, Clone)]
-pub enum Unit {
-    Qa {
-        app: usize,
-        /// Shared by the capability's K repeats: a 10,000-trial plan lists without one
-        /// allocation per trial for a name it already holds.
-        capability: std::sync::Arc<str>,
-        /// `Some(k)` for repeat k when the config asks for more than one.
-        repeat: Option<u32>,
-        kind: Option<CapabilityKind>,
-    },
-    Challenge {
-        challenge: usize,
-        profile: Profile,
-        /// `None` when the challenge's app is not loaded (then `skip` says so).
-        app: Option<usize>,
-    },
-    Scorecard {
-        probe: usize,
-    },
-}
+/// What a trial runs, in its suite's own terms (which app and capability, which
+/// challenge and profile, which probe): the suite that planned it reads it back with
+/// [`Unit::get`], and no other code looks inside, so a new suite brings its own unit
+/// without a change here. Shared, because nextest's listing clones a plan per
+/// process and a qa capability's repeats share one.
+#[derive(Clone)]
+pub struct Unit(Arc<dyn UnitData>);
 
-impl Trial {
-    /// The capability a qa trial checks.
-    pub fn capability(&self) -> Option<&str> {
-        match &self.unit {
-            Unit::Qa { capability, .. } => Some(capability.as_ref()),
-            _ => None,
-        }
+/// What a suite's unit type must be: any plain data.
+trait UnitData: Any + Debug + Send + Sync {}
+impl<T: Any + Debug + Send + Sync> UnitData for T {}
+
+impl Unit {
+    pub fn new<T: Any + Debug + Send + Sync>(unit: T) -> Unit {
+        Unit(Arc::new(unit))
     }
 
-    /// The capability kind a qa trial's manifest line carries.
-    pub fn kind(&self) -> Option<CapabilityKind> {
-        match &self.unit {
-            Unit::Qa { kind, .. } => *kind,
-            _ => None,
-        }
+    /// The unit as the suite that planned it wrote it; `None` for another suite's.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        let any: &dyn Any = &*self.0;
+        any.downcast_ref()
     }
 }
 
-/// Everything the three suites run on, loaded and checked before anything starts.
+impl Debug for Unit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Everything the suites run on, loaded and checked before anything starts: each
+/// suite's data in a type of its own, put in by the suite's loader and read back by
+/// the suite with [`Suites::get`].
+#[derive(Default)]
 pub struct Suites {
-    pub apps: Vec<LoadedApp>,
-    pub challenges: challenge::Loaded,
-    pub scorecard: ScorecardSuite,
+    loaded: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+impl Suites {
+    /// Hold `data`, replacing any held of its type.
+    pub fn insert<T: Any + Send + Sync>(&mut self, data: T) {
+        self.loaded.retain(|d| !d.is::<T>());
+        self.loaded.push(Box::new(data));
+    }
+
+    /// The data of type `T`, if a suite loaded it.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.loaded.iter().find_map(|d| d.downcast_ref())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error(transparent)]
     Spec(#[from] SpecError),
-    #[error("GAUNTLET_SCORECARD_PROFILE=`{profile}`: {source}")]
-    ScorecardProfile {
-        profile: String,
+    /// A setting names data the suite does not have.
+    #[error("{setting}=`{value}`: {source}")]
+    Setting {
+        setting: &'static str,
+        value: String,
         #[source]
         source: SpecError,
     },
-}
-
-impl Suites {
-    /// Load every suite from the places `cfg` names. Bad data fails here, naming the
-    /// file and field, before any trial is planned.
-    pub fn load(cfg: &Config) -> Result<Suites, PlanError> {
-        let apps = load_apps_checked(&cfg.apps_dir)?;
-        let challenges = challenge::load(&cfg.challenges_dir, &cfg.apps_dir)?;
-        let scorecard = scorecard::load_checked(cfg)?;
-        Ok(Suites {
-            apps,
-            challenges,
-            scorecard,
-        })
-    }
-}
-
-/// The qa plan: every capability of every app, in corpus order, apps sorted by name,
-/// each repeated K times (stable names `::r1`…`::rK` when K > 1). A superseded app
-/// (`superseded_by`) is planned no more: its newer version's trials take its place,
-/// while the app itself still loads for the records of its runs and for challenges.
-pub fn plan_qa(apps: &[LoadedApp], cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
-    let planned = |a: &&LoadedApp| a.app.superseded_by.is_none();
-    let trials: usize = apps
-        .iter()
-        .filter(planned)
-        .map(|a| a.corpus.capabilities.len())
-        .sum();
-    let mut out = Vec::with_capacity(trials * cfg.repeats.max(1) as usize);
-    let repeats: Vec<Option<u32>> = if cfg.repeats > 1 {
-        (1..=cfg.repeats).map(Some).collect()
-    } else {
-        vec![None]
-    };
-    for (i, app) in apps.iter().enumerate() {
-        if !planned(&app) {
-            continue;
-        }
-        for cap in &app.corpus.capabilities {
-            let skip = (cfg.mode == Mode::Scripted && !app.scripts.contains_key(&cap.id))
-                .then(|| {
-                    format!(
-                        "no scripted flow apps/{}/flows/{}.json",
-                        app.app.name, cap.id
-                    )
-                })
-                .or_else(|| {
-                    needs_browser(app.app.modality)
-                        .then(|| no_browser.map(str::to_owned))
-                        .flatten()
-                });
-            let capability: std::sync::Arc<str> = cap.id.as_str().into();
-            for &repeat in &repeats {
-                out.push(Trial {
-                    name: names::qa(&app.app.name, &cap.id, repeat),
-                    suite: Suite::Qa,
-                    unit: Unit::Qa {
-                        app: i,
-                        capability: std::sync::Arc::clone(&capability),
-                        repeat,
-                        kind: Some(cap.kind),
-                    },
-                    skip: skip.clone(),
-                });
-            }
-        }
-    }
-    out
 }
 
 /// Apps driven through Chromium: their trials need a browser on the machine.
@@ -199,6 +137,23 @@ pub fn load_apps_checked(dir: &Path) -> Result<Vec<LoadedApp>, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unit_and_a_suite_s_data_read_back_only_as_their_own_type() {
+        #[derive(Debug, PartialEq)]
+        struct Probe(usize);
+        let unit = Unit::new(Probe(3));
+        assert_eq!(unit.get::<Probe>(), Some(&Probe(3)));
+        assert_eq!(unit.get::<usize>(), None);
+        assert_eq!(format!("{unit:?}"), "Probe(3)");
+        let mut suites = Suites::default();
+        suites.insert(Probe(1));
+        suites.insert(Probe(2));
+        suites.insert(7usize);
+        assert_eq!(suites.get::<Probe>(), Some(&Probe(2)));
+        assert_eq!(suites.get::<usize>(), Some(&7));
+        assert_eq!(suites.get::<u32>(), None);
+    }
 
     #[test]
     fn a_missing_browser_is_ignored_with_its_path_except_in_ci() {

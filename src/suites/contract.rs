@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::plan::{Suites, Trial};
+use crate::plan::{PlanError, Suites, Trial};
 use crate::spec::Suite;
 
 /// One suite's behaviour, implemented once in its own folder and registered in
@@ -21,6 +21,11 @@ use crate::spec::Suite;
 pub trait SuiteRunner: Sync {
     /// The tag its plans and records carry.
     fn suite(&self) -> Suite;
+
+    /// Load and check its data into `into` ([`Suites::insert`], as a type of its
+    /// own): bad data fails here, naming the file and field, before any trial is
+    /// planned.
+    fn load(&self, cfg: &Config, into: &mut Suites) -> Result<(), PlanError>;
 
     /// Its trials, in plan order, from loaded data alone (no process, socket or
     /// workspace: nextest lists before it runs). `no_browser` is why a trial that
@@ -38,6 +43,13 @@ pub trait SuiteRunner: Sync {
     /// qa suite's independence matrices): each trial still derives what it needs if
     /// this has not finished or failed.
     fn warm(&self, _suites: &Arc<Suites>, _cfg: &Arc<Config>, _trials: &[Trial]) {}
+
+    /// The binaries of this package its trials start besides the harness's own (an
+    /// app's): the run's identity fingerprints them, and a run refuses to start
+    /// without them.
+    fn binaries<'a>(&self, _suites: &'a Suites) -> Vec<&'a str> {
+        Vec::new()
+    }
 
     /// Run the trial into its run directory through the trial kernel and write its
     /// record.
@@ -72,7 +84,24 @@ pub struct TrialRun<'a> {
     pub run_dir: &'a Path,
 }
 
-impl TrialRun<'_> {
+impl<'a> TrialRun<'a> {
+    /// The trial's unit, as its suite planned it.
+    pub fn unit<T: std::any::Any>(&self) -> Result<&'a T, TrialError> {
+        let trial: &'a Trial = self.trial;
+        trial
+            .unit
+            .get()
+            .ok_or_else(|| self.not_loaded("its suite's unit"))
+    }
+
+    /// The data its suite loaded.
+    pub fn data<T: std::any::Any>(&self) -> Result<&'a T, TrialError> {
+        let suites: &'a Suites = self.suites;
+        suites
+            .get()
+            .ok_or_else(|| self.not_loaded("its suite's data"))
+    }
+
     /// The suite's own failure of this trial.
     pub fn failed(&self, source: impl std::error::Error + Send + Sync + 'static) -> TrialError {
         TrialError::Suite {

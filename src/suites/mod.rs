@@ -1,12 +1,12 @@
 //! Executing trials: world + proxy + agent → evidence → verdict → record, one suite
 //! per module, each implementing [`SuiteRunner`] and registered once, here.
 //!
-//! To add a suite: its tag in [`crate::spec::Suite`] and `Suite::ALL`, its planned
-//! unit and loaded data in `plan/`, its record in `record/` (implementing
-//! [`crate::record::SuiteRecord`], a variant of `record::any::AnyRecord`), its module
-//! here implementing [`SuiteRunner`], and its line in [`runner`]; docs/architecture.md
-//! ("Adding things") lists them. The compiler then names every match and
-//! `record::any::Projection` that must learn it.
+//! To add a suite: its tag in [`crate::spec::Suite`] and `Suite::ALL`; its module
+//! here, holding its loaded data, its planned unit, its plan and its [`SuiteRunner`];
+//! its line in [`runner`]; and its record in `record/` (implementing
+//! [`crate::record::SuiteRecord`], a variant of `record::any::AnyRecord`).
+//! docs/architecture.md ("Adding things") lists them. The compiler then names every
+//! match and `record::any::Projection` that must learn it.
 
 pub mod challenge;
 pub mod contract;
@@ -18,7 +18,7 @@ pub use contract::{
 };
 
 use crate::config::Config;
-use crate::plan::{Suites, Trial};
+use crate::plan::{PlanError, Suites, Trial};
 use crate::spec::Suite;
 
 /// The registry: the one place a suite's tag is matched to its behaviour.
@@ -28,6 +28,16 @@ pub fn runner(suite: Suite) -> &'static dyn SuiteRunner {
         Suite::Challenge => &challenge::ChallengeRunner,
         Suite::Scorecard => &scorecard::ScorecardRunner,
     }
+}
+
+/// Every suite's data, loaded and checked before anything starts: bad data fails
+/// here, naming the file and field.
+pub fn load(cfg: &Config) -> Result<Suites, PlanError> {
+    let mut suites = Suites::default();
+    for s in Suite::ALL {
+        runner(s).load(cfg, &mut suites)?;
+    }
+    Ok(suites)
 }
 
 /// The plan of `suite` (every suite when `None`, in [`Suite::ALL`]'s order).

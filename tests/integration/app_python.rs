@@ -35,7 +35,7 @@ fn an_app_written_in_python_is_planned_run_and_gated_like_any_other() {
         app.app.start,
         AppStart::Command(vec!["python3".into(), "server.py".into()])
     );
-    let names: Vec<String> = gauntlet::plan::plan_qa(&apps, &cfg, None)
+    let names: Vec<String> = gauntlet::suites::qa::plan::plan(&apps, &cfg, None)
         .into_iter()
         .map(|t| t.name)
         .collect();

@@ -5,23 +5,23 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gauntlet::config::{AgentChoice, AgentKind};
-use gauntlet::plan::challenge::Loaded;
 use gauntlet::record::challenge::ChallengeRecord;
 use gauntlet::score::challenge::{TaskOutcome, Validity};
 use gauntlet::spec::challenge::{Profile, RENDERED_PROMPT, SKILLS_DIR};
 use gauntlet::spec::{Script, ScriptStep};
+use gauntlet::suites::challenge::ChallengeSuite;
 use gauntlet::suites::challenge::{execute, Options};
 
 use crate::support;
 
-pub fn loaded() -> Loaded {
+pub fn loaded() -> ChallengeSuite {
     let cfg = gauntlet::config::Config::default();
-    gauntlet::plan::challenge::load(&cfg.challenges_dir, &cfg.apps_dir)
+    gauntlet::suites::challenge::plan::load(&cfg.challenges_dir, &cfg.apps_dir)
         .unwrap_or_else(|e| panic!("challenges load: {e}"))
 }
 
 fn run(
-    loaded: &Loaded,
+    loaded: &ChallengeSuite,
     id: &str,
     profile: Profile,
     opts: &Options,
@@ -40,7 +40,7 @@ fn run(
 /// One trial of `id` under `profile` with `cfg`'s agent, to its record.
 pub fn run_as(
     cfg: gauntlet::config::Config,
-    loaded: &Loaded,
+    loaded: &ChallengeSuite,
     id: &str,
     profile: Profile,
     opts: &Options,
@@ -118,7 +118,7 @@ fn every_challenge_loads_with_its_app_and_the_plan_covers_every_profile() {
         AgentChoice::of(AgentKind::Reference),
         Path::new("/nonexistent"),
     );
-    let names: Vec<String> = gauntlet::plan::challenge::plan(&l, &cfg, None)
+    let names: Vec<String> = gauntlet::suites::challenge::plan::plan(&l, &cfg, None)
         .into_iter()
         .map(|p| p.name)
         .collect();
@@ -390,7 +390,7 @@ fn a_scripted_tally_trial_checks_the_report_file_in_the_workspace() {
 }
 
 /// A script that does the ledger task but first reads gauntlet's own source.
-fn snooping_script(l: &Loaded) -> Script {
+fn snooping_script(l: &ChallengeSuite) -> Script {
     let c = l.challenges.get("ledger-reconcile").expect("challenge");
     let mut script = c.script_for(Profile::None).expect("script").clone();
     let src = support::root().join("apps/api-ledger/src/main.rs");
@@ -943,7 +943,7 @@ fn an_invalid_manifest_fails_before_any_workspace_is_created() {
     );
 }
 
-fn ledger_script(l: &Loaded) -> Script {
+fn ledger_script(l: &ChallengeSuite) -> Script {
     l.challenges
         .get("ledger-reconcile")
         .and_then(|c| c.script_for(Profile::None))

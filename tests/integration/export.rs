@@ -45,7 +45,7 @@ fn every_format_reads_back_in_its_own_tool_with_the_runs_samples_scores_and_toke
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut cfg = support::config(AgentChoice::of(AgentKind::Reference), tmp.path());
     cfg.repeats = 2;
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
+    let suites = gauntlet::suites::load(&cfg).expect("suites");
     let names: Vec<String> = gauntlet::suites::plan(&suites, &cfg, None, || None)
         .into_iter()
         .map(|t| t.name)

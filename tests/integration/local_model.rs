@@ -313,7 +313,7 @@ fn verdict_of(record: &AnyRecord) -> String {
 /// Run the planned trial named `trial` into `run_dir`, as `gauntlet run` and the suite
 /// harnesses do; its trial directory.
 fn run(cfg: &Config, trial: &str, run_dir: &Path) -> Result<PathBuf, Failed> {
-    let suites = gauntlet::plan::Suites::load(cfg).map_err(|e| fail(format!("suites: {e}")))?;
+    let suites = gauntlet::suites::load(cfg).map_err(|e| fail(format!("suites: {e}")))?;
     let plan = gauntlet::suites::plan(&suites, cfg, None, || None);
     let t = plan
         .iter()

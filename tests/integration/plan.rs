@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use gauntlet::config::Config;
-use gauntlet::plan::{load_apps_checked, plan_qa};
+use gauntlet::plan::load_apps_checked;
+use gauntlet::suites::qa::plan::plan as plan_qa;
 
 use crate::support::{self, root};
 
@@ -171,7 +172,12 @@ fn repeats_give_one_stable_trial_per_repeat() {
     let plan = plan_qa(&apps, &cfg, None);
     let balance: Vec<&str> = plan
         .iter()
-        .filter(|p| p.capability() == Some("balance") && p.name.starts_with("qa::api-ledger::"))
+        .filter(|p| {
+            p.unit
+                .get::<gauntlet::suites::qa::QaUnit>()
+                .is_some_and(|u| &*u.capability == "balance")
+                && p.name.starts_with("qa::api-ledger::")
+        })
         .map(|p| p.name.as_str())
         .collect();
     assert_eq!(
@@ -249,10 +255,10 @@ fn a_superseded_app_loads_but_its_newer_version_is_planned_in_its_place() {
     );
     // The challenge on the superseded app is still planned on it.
     let challenges =
-        gauntlet::plan::challenge::load(&root().join("challenges"), &root().join("apps"))
+        gauntlet::suites::challenge::plan::load(&root().join("challenges"), &root().join("apps"))
             .expect("challenges load");
     let tally_report: Vec<_> =
-        gauntlet::plan::challenge::plan(&challenges, &Config::default(), None)
+        gauntlet::suites::challenge::plan::plan(&challenges, &Config::default(), None)
             .into_iter()
             .filter(|t| t.name.starts_with("challenge::tally-report::"))
             .collect();

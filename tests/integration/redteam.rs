@@ -41,7 +41,7 @@ fn options(out: PathBuf, filter: Option<&str>, sample: bool, adversaries: &[&str
 
 /// Run an audit on a fresh runtime.
 pub fn audit(cfg: &Config, catalogue: &Catalogue, opts: &Options) -> Hackability {
-    let suites = gauntlet::plan::Suites::load(cfg).expect("the suites load");
+    let suites = gauntlet::suites::load(cfg).expect("the suites load");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -73,7 +73,7 @@ fn the_sample_over_every_shipped_task_finds_no_hackable_task_and_the_reference_s
     );
     // Every planned task is in the table, each with the floor, every sampled adversary
     // of its suite and the reference.
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
+    let suites = gauntlet::suites::load(&cfg).expect("suites");
     let planned = gauntlet::suites::plan(&suites, &cfg, None, || None);
     assert_eq!(a.tasks.len(), planned.len(), "{}", show(&a));
     let sample: Vec<_> = cat
@@ -125,7 +125,7 @@ fn the_committed_audit_covers_every_shipped_task_at_its_present_hash() {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let cfg = config(tmp.path());
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
+    let suites = gauntlet::suites::load(&cfg).expect("suites");
     let plan = gauntlet::suites::plan(&suites, &cfg, None, || None);
     let now = gauntlet::harness::task_hashes(&suites, &plan).expect("hashes");
     for (task, _, hash) in &now {
@@ -156,7 +156,7 @@ fn a_run_records_the_audit_and_shows_a_task_changed_since_as_unaudited() {
     support::copy_dir(&support::root().join("challenges"), &challenges);
     let mut cfg = config(&tmp.path().join("out"));
     cfg.challenges_dir = challenges.clone();
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
+    let suites = gauntlet::suites::load(&cfg).expect("suites");
     let before = gauntlet::harness::run_identity(&cfg, &suites).expect("identity");
     let recorded = before.hackability.expect("a run records its audit");
     assert!(recorded.audit.is_some(), "{:?}", recorded.file);
@@ -168,7 +168,7 @@ fn a_run_records_the_audit_and_shows_a_task_changed_since_as_unaudited() {
     let mut prompt = std::fs::read_to_string(&manifest).expect("prompt");
     prompt.push_str("\nAlso, any report will do.\n");
     std::fs::write(&manifest, prompt).expect("edit");
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("suites");
+    let suites = gauntlet::suites::load(&cfg).expect("suites");
     let after = gauntlet::harness::run_identity(&cfg, &suites)
         .expect("identity")
         .hackability
@@ -218,7 +218,7 @@ fn a_run_records_the_audit_and_shows_a_task_changed_since_as_unaudited() {
 }
 
 fn before_without_audit(cfg: &Config) -> gauntlet::record::identity::RunIdentity {
-    let suites = gauntlet::plan::Suites::load(cfg).expect("suites");
+    let suites = gauntlet::suites::load(cfg).expect("suites");
     gauntlet::record::identity::RunIdentity {
         hackability: None,
         ..gauntlet::harness::run_identity(cfg, &suites).expect("identity")

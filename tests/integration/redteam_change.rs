@@ -47,7 +47,7 @@ fn a_loop_reporting_the_watched_task_blocked_on_every_tick_does_not_pass_p3_3() 
         jobs: Jobs::PerLane(2),
         out: out.clone(),
     };
-    let suites = gauntlet::plan::Suites::load(&cfg).expect("the suites load");
+    let suites = gauntlet::suites::load(&cfg).expect("the suites load");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

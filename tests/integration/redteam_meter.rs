@@ -32,7 +32,7 @@ fn options(out: PathBuf, filter: &str) -> Options {
 }
 
 fn audit(cfg: &Config, catalogue: &Catalogue, opts: &Options) -> Hackability {
-    let suites = gauntlet::plan::Suites::load(cfg).expect("the suites load");
+    let suites = gauntlet::suites::load(cfg).expect("the suites load");
     support::runtime()
         .block_on(gauntlet::redteam::audit(
             cfg,

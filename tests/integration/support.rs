@@ -138,7 +138,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// Plan the trials named `wanted` as `gauntlet run` does, write their manifest and run
 /// them into `run_dir`, two at a time; every trial must leave its record.
 pub fn run_planned(cfg: &Config, wanted: &[&str], run_dir: &Path) {
-    let suites = gauntlet::plan::Suites::load(cfg).expect("suites load");
+    let suites = gauntlet::suites::load(cfg).expect("suites load");
     let plan: Vec<_> = gauntlet::suites::plan(&suites, cfg, None, || None)
         .into_iter()
         .filter(|t| wanted.contains(&t.name.as_str()))

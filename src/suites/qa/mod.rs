@@ -2,6 +2,7 @@
 
 mod gate;
 pub mod independence;
+pub mod plan;
 pub mod prompt;
 pub mod tells;
 
@@ -12,7 +13,7 @@ use crate::agent::{adapter_for, RunSpec};
 use crate::config::Config;
 use crate::evidence::{parse_claims, AgentRun, ClaimStatus, ClaimsFound, QaEvidence};
 use crate::phases::{timed, timed_sync, Phase};
-use crate::plan::{Suites, Trial, Unit};
+use crate::plan::{PlanError, Suites, Trial};
 use crate::record::rescore::derive_qa_verdict;
 use crate::record::{self, identity, QaRecord, QaSpecRef, RecordConfig};
 use crate::spec::LoadedApp;
@@ -24,6 +25,7 @@ use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::target::{Locator, Target};
+pub use plan::{QaSuite, QaUnit};
 use std::sync::Arc;
 
 /// Why a qa trial left no record (the harness wraps it in its `TrialError`, naming the
@@ -50,22 +52,26 @@ impl SuiteRunner for QaRunner {
         Suite::Qa
     }
 
+    fn load(&self, cfg: &Config, into: &mut Suites) -> Result<(), PlanError> {
+        into.insert(QaSuite::load(cfg)?);
+        Ok(())
+    }
+
     fn plan(&self, suites: &Suites, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
-        crate::plan::plan_qa(&suites.apps, cfg, no_browser)
+        plan::plan(apps(suites), cfg, no_browser)
     }
 
     fn needs_browser(&self, suites: &Suites) -> bool {
-        let planned = suites.apps.iter().filter(|a| a.app.superseded_by.is_none());
+        let planned = apps(suites)
+            .iter()
+            .filter(|a| a.app.superseded_by.is_none());
         planned
             .map(|a| a.app.modality)
             .any(crate::plan::needs_browser)
     }
 
     fn lane(&self, suites: &Suites, t: &Trial) -> Lane {
-        let app = match &t.unit {
-            Unit::Qa { app, .. } => suites.apps.get(*app),
-            _ => None,
-        };
+        let app = t.unit.get::<QaUnit>().and_then(|u| apps(suites).get(u.app));
         lane_of(app.map(|a| a.app.modality))
     }
 
@@ -74,38 +80,38 @@ impl SuiteRunner for QaRunner {
     /// browser runs): the trials wait for it on its lock and read it from the cache. A
     /// failure is the trial's to report, deriving it again.
     fn warm(&self, suites: &Arc<Suites>, cfg: &Arc<Config>, trials: &[Trial]) {
-        let apps: std::collections::BTreeSet<usize> = trials
+        let planned: std::collections::BTreeSet<usize> = trials
             .iter()
             .filter(|t| t.skip.is_none())
-            .filter_map(|t| match t.unit {
-                Unit::Qa { app, .. } => Some(app),
-                _ => None,
-            })
+            .filter_map(|t| t.unit.get::<QaUnit>().map(|u| u.app))
             .collect();
-        for app in apps {
+        for app in planned {
             let (suites, cfg) = (Arc::clone(suites), Arc::clone(cfg));
             tokio::spawn(async move {
-                if let Some(app) = suites.apps.get(app) {
+                if let Some(app) = apps(&suites).get(app) {
                     let _ = independence::matrix_for(app, &cfg).await;
                 }
             });
         }
     }
 
+    /// The binaries of the apps this package builds.
+    fn binaries<'a>(&self, suites: &'a Suites) -> Vec<&'a str> {
+        apps(suites)
+            .iter()
+            .filter_map(|a| match &a.app.start {
+                crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
+                crate::spec::app::AppStart::Command(_) => None,
+            })
+            .collect()
+    }
+
     fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a> {
         Box::pin(async move {
-            let Unit::Qa {
-                app,
-                capability,
-                repeat,
-                ..
-            } = &run.trial.unit
-            else {
-                return Err(run.not_loaded("its qa unit"));
-            };
-            let app = run.suites.apps.get(*app);
+            let unit = run.unit::<QaUnit>()?;
+            let app = run.data::<QaSuite>()?.apps.get(unit.app);
             let app = app.ok_or_else(|| run.not_loaded("its app"))?;
-            let (rec, dir) = execute(app, capability, *repeat, run.cfg, run.run_dir)
+            let (rec, dir) = execute(app, &unit.capability, unit.repeat, run.cfg, run.run_dir)
                 .await
                 .map_err(|e| run.failed(e))?;
             let failure = Finished::failure_of(&rec.verdict);
@@ -124,7 +130,7 @@ impl SuiteRunner for QaRunner {
     /// spec as its record names it.
     fn specs(&self, suites: &Suites, _cfg: &Config) -> SpecEntries {
         let mut out = Vec::new();
-        for a in &suites.apps {
+        for a in apps(suites) {
             let data =
                 serde_json::to_vec(&(&a.corpus, &a.scripts)).map_err(std::io::Error::other)?;
             out.push((
@@ -152,16 +158,11 @@ impl SuiteRunner for QaRunner {
         Ok(tasks
             .iter()
             .map(|t| {
-                let Unit::Qa {
-                    app, capability, ..
-                } = &t.unit
-                else {
-                    return None;
-                };
-                let a = suites.apps.get(*app)?;
+                let unit = t.unit.get::<QaUnit>()?;
+                let a = apps(suites).get(unit.app)?;
                 Some(vec![
                     a.app.content_hash.clone(),
-                    identity::qa_spec_value(&QaSpecRef::of(a, capability)),
+                    identity::qa_spec_value(&QaSpecRef::of(a, &unit.capability)),
                     match a.app.start {
                         crate::spec::app::AppStart::Binary(_) => lock.clone(),
                         crate::spec::app::AppStart::Command(_) => "-".into(),
@@ -170,6 +171,11 @@ impl SuiteRunner for QaRunner {
             })
             .collect())
     }
+}
+
+/// The qa suite's apps; none when it was not loaded.
+fn apps(suites: &Suites) -> &[LoadedApp] {
+    suites.get::<QaSuite>().map_or(&[], |q| q.apps.as_slice())
 }
 
 /// Run one trial and append its record to `run_dir`. Returns the record and the

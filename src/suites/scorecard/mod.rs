@@ -9,13 +9,14 @@
 pub mod background;
 pub mod driver;
 pub mod observe;
+pub mod plan;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::adapter_for;
 use crate::config::{Config, Mode, NOMINAL_DAY};
-use crate::plan::{Suites, Trial, Unit};
+use crate::plan::{PlanError, Suites, Trial};
 use crate::record as rec;
 use crate::record::identity;
 use crate::score::scorecard::observe as score_probe;
@@ -29,6 +30,7 @@ use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerStart
 
 use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun};
 use driver::{planted_entries, trial_dirs, Driver, Observed};
+pub use plan::ScorecardUnit;
 
 /// Where a probe's sinks' logs go, beside its record.
 pub const SINKS_LOG: &str = "sinks.json";
@@ -71,8 +73,16 @@ impl SuiteRunner for ScorecardRunner {
         Suite::Scorecard
     }
 
+    fn load(&self, cfg: &Config, into: &mut Suites) -> Result<(), PlanError> {
+        into.insert(plan::load_checked(cfg)?);
+        Ok(())
+    }
+
     fn plan(&self, suites: &Suites, _cfg: &Config, _no_browser: Option<&str>) -> Vec<Trial> {
-        crate::plan::scorecard::plan(&suites.scorecard)
+        suites
+            .get::<ScorecardSuite>()
+            .map(plan::plan)
+            .unwrap_or_default()
     }
 
     fn needs_browser(&self, _suites: &Suites) -> bool {
@@ -86,11 +96,9 @@ impl SuiteRunner for ScorecardRunner {
 
     fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a> {
         Box::pin(async move {
-            let Unit::Scorecard { probe } = &run.trial.unit else {
-                return Err(run.not_loaded("its probe unit"));
-            };
-            let suite = &run.suites.scorecard;
-            let probe = suite.probes.get(*probe);
+            let unit = run.unit::<ScorecardUnit>()?;
+            let suite = run.data::<ScorecardSuite>()?;
+            let probe = suite.probes.get(unit.probe);
             let probe = probe.ok_or_else(|| run.not_loaded("its probe"))?;
             let opts = ExecOptions::default();
             let (rec, dir) = execute(suite, probe, run.cfg, run.run_dir, &opts)
@@ -117,11 +125,14 @@ impl SuiteRunner for ScorecardRunner {
 
     /// The suite's data directory, and each probe file as its record names it.
     fn specs(&self, suites: &Suites, cfg: &Config) -> SpecEntries {
+        let Some(suite) = suites.get::<ScorecardSuite>() else {
+            return Ok(Vec::new());
+        };
         let mut out = vec![(
             identity::SCORECARD_KEY.to_string(),
             crate::hash::dir_digest(&cfg.scorecard_dir)?,
         )];
-        out.extend(suites.scorecard.probes.iter().map(|p| {
+        out.extend(suite.probes.iter().map(|p| {
             (
                 identity::probe_key(&p.probe.dimension, &p.probe.id),
                 p.sha256.clone(),
@@ -133,10 +144,13 @@ impl SuiteRunner for ScorecardRunner {
     /// The probe file, `scorecard.json` (levels, what each requires) and the scripted
     /// profiles (the reference's solution).
     fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts {
+        let Some(suite) = suites.get::<ScorecardSuite>() else {
+            return Ok(vec![None; tasks.len()]);
+        };
         let scorecard_json = crate::hash::sha256(
-            &std::fs::read(suites.scorecard.dir.join("scorecard.json")).unwrap_or_default(),
+            &std::fs::read(suite.dir.join("scorecard.json")).unwrap_or_default(),
         );
-        let profiles_dir = suites.scorecard.dir.join("agents");
+        let profiles_dir = suite.dir.join("agents");
         let profiles = if profiles_dir.is_dir() {
             crate::hash::dir_digest(&profiles_dir)?
         } else {
@@ -145,10 +159,8 @@ impl SuiteRunner for ScorecardRunner {
         Ok(tasks
             .iter()
             .map(|t| {
-                let Unit::Scorecard { probe } = &t.unit else {
-                    return None;
-                };
-                let p = suites.scorecard.probes.get(*probe)?;
+                let unit = t.unit.get::<ScorecardUnit>()?;
+                let p = suite.probes.get(unit.probe)?;
                 Some(vec![
                     p.sha256.clone(),
                     scorecard_json.clone(),

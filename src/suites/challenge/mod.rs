@@ -15,7 +15,7 @@ use crate::config::{Config, Mode};
 use crate::evidence::policy::{OwnChallenge, Roots};
 use crate::evidence::{AgentRun, OutputObservation};
 
-use crate::plan::{Suites, Trial, Unit};
+use crate::plan::{PlanError, Suites, Trial};
 use crate::record::challenge::{
     derive, BundleProvenance, ChallengeEvidence, ChallengeRecord, ObservationEvidence, Provenance,
     SetupResult, OPENS_FILE,
@@ -35,6 +35,10 @@ use crate::sys::process;
 use crate::sys::sandbox::View;
 use crate::trial::{mkdir, Context, Job, SetupError, Streams};
 use crate::world::target::Target;
+
+pub mod plan;
+
+pub use plan::{ChallengeSuite, ChallengeUnit};
 
 /// The hard ceiling of one challenge trial unless configured otherwise: a p99.9-style
 /// safety limit, not the expected duration.
@@ -79,35 +83,53 @@ impl SuiteRunner for ChallengeRunner {
         Suite::Challenge
     }
 
+    fn load(&self, cfg: &Config, into: &mut Suites) -> Result<(), PlanError> {
+        into.insert(plan::load(&cfg.challenges_dir, &cfg.apps_dir)?);
+        Ok(())
+    }
+
     fn plan(&self, suites: &Suites, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
-        crate::plan::challenge::plan(&suites.challenges, cfg, no_browser)
+        suites
+            .get::<ChallengeSuite>()
+            .map(|l| plan::plan(l, cfg, no_browser))
+            .unwrap_or_default()
     }
 
     fn needs_browser(&self, suites: &Suites) -> bool {
-        suites.challenges.needs_browser()
+        suites
+            .get::<ChallengeSuite>()
+            .is_some_and(ChallengeSuite::needs_browser)
     }
 
     fn lane(&self, suites: &Suites, t: &Trial) -> Lane {
-        let app = match &t.unit {
-            Unit::Challenge { app, .. } => app.and_then(|a| suites.challenges.apps.get(a)),
-            _ => None,
-        };
+        let app = t
+            .unit
+            .get::<ChallengeUnit>()
+            .and_then(|u| u.app)
+            .and_then(|a| suites.get::<ChallengeSuite>()?.apps.get(a));
         lane_of(app.map(|a| a.modality))
+    }
+
+    /// The binaries of the challenges' apps this package builds.
+    fn binaries<'a>(&self, suites: &'a Suites) -> Vec<&'a str> {
+        suites.get::<ChallengeSuite>().map_or_else(Vec::new, |l| {
+            l.apps
+                .iter()
+                .filter_map(|a| match &a.start {
+                    crate::spec::app::AppStart::Binary(b) => Some(b.as_str()),
+                    crate::spec::app::AppStart::Command(_) => None,
+                })
+                .collect()
+        })
     }
 
     fn execute<'a>(&'a self, run: TrialRun<'a>) -> Running<'a> {
         Box::pin(async move {
             let t = run.trial;
-            let Unit::Challenge {
-                challenge,
-                profile,
-                app,
-            } = &t.unit
-            else {
-                return Err(run.not_loaded("its challenge unit"));
-            };
-            let loaded = &run.suites.challenges;
-            let app = app
+            let unit = run.unit::<ChallengeUnit>()?;
+            let loaded = run.data::<ChallengeSuite>()?;
+            let app = unit
+                .app
                 .and_then(|a| loaded.apps.get(a))
                 .ok_or_else(|| match &t.skip {
                     Some(why) => TrialError::Skipped {
@@ -116,14 +138,14 @@ impl SuiteRunner for ChallengeRunner {
                     },
                     None => run.not_loaded("the challenge's app"),
                 })?;
-            let challenge = loaded.challenges.list.get(*challenge);
+            let challenge = loaded.challenges.list.get(unit.challenge);
             let challenge = challenge.ok_or_else(|| run.not_loaded("its challenge"))?;
             let opts = Options::default();
             let (rec, dir) = execute(
                 &loaded.challenges,
                 challenge,
                 app,
-                *profile,
+                unit.profile,
                 run.cfg,
                 &opts,
                 run.run_dir,
@@ -154,11 +176,14 @@ impl SuiteRunner for ChallengeRunner {
 
     /// The suite's data directory, and each `challenge.yaml` as its record names it.
     fn specs(&self, suites: &Suites, cfg: &Config) -> SpecEntries {
+        let Some(loaded) = suites.get::<ChallengeSuite>() else {
+            return Ok(Vec::new());
+        };
         let mut out = vec![(
             record::identity::CHALLENGES_KEY.to_string(),
             crate::hash::dir_digest(&cfg.challenges_dir)?,
         )];
-        out.extend(suites.challenges.challenges.list.iter().map(|c| {
+        out.extend(loaded.challenges.list.iter().map(|c| {
             (
                 record::identity::challenge_key(&c.manifest.id),
                 c.manifest_sha256.clone(),
@@ -171,7 +196,10 @@ impl SuiteRunner for ChallengeRunner {
     /// layers the profile hands the agent (base prompt, the profile's fragment, the
     /// skills bundle): each profile is a task of its own.
     fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts {
-        let challenges = &suites.challenges.challenges;
+        let Some(loaded) = suites.get::<ChallengeSuite>() else {
+            return Ok(vec![None; tasks.len()]);
+        };
+        let challenges = &loaded.challenges;
         let bundle = if challenges.bundle.dir.is_dir() {
             crate::hash::dir_digest(&challenges.bundle.dir)?
         } else {
@@ -180,33 +208,33 @@ impl SuiteRunner for ChallengeRunner {
         let mut dirs = BTreeMap::new();
         let mut out = Vec::with_capacity(tasks.len());
         for t in tasks {
-            let Unit::Challenge {
+            let Some(&ChallengeUnit {
                 challenge,
                 app,
                 profile,
-            } = &t.unit
+            }) = t.unit.get::<ChallengeUnit>()
             else {
                 out.push(None);
                 continue;
             };
-            let Some(c) = challenges.list.get(*challenge) else {
+            let Some(c) = challenges.list.get(challenge) else {
                 out.push(None);
                 continue;
             };
-            let dir = match dirs.get(challenge) {
+            let dir = match dirs.get(&challenge) {
                 Some(d) => String::clone(d),
                 None => {
                     let d = crate::hash::dir_digest(&c.dir)?;
-                    dirs.insert(*challenge, d.clone());
+                    dirs.insert(challenge, d.clone());
                     d
                 }
             };
             let app = app
-                .and_then(|a| suites.challenges.apps.get(a))
+                .and_then(|a| loaded.apps.get(a))
                 .map_or_else(|| "-".to_string(), |a| a.content_hash.clone());
             let fragment = challenges
                 .fragments
-                .get(profile)
+                .get(&profile)
                 .map_or_else(|| "-".to_string(), |f| f.sha256.clone());
             out.push(Some(vec![
                 dir,

@@ -4,39 +4,49 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{names, Trial, Unit};
 use crate::config::{Config, Mode};
+use crate::plan::{load_apps_checked, names, needs_browser, Trial, Unit};
 use crate::spec::challenge::{Challenges, Profile};
 use crate::spec::{AppSpec, SpecError, Suite};
 
 /// What the challenge suite runs on.
-pub struct Loaded {
+pub struct ChallengeSuite {
     pub challenges: Challenges,
     pub apps: Vec<AppSpec>,
     pub apps_dir: PathBuf,
 }
 
-impl Loaded {
+impl ChallengeSuite {
     /// Whether any challenge's app drives a browser.
     pub fn needs_browser(&self) -> bool {
         self.challenges
             .list
             .iter()
             .filter_map(|c| self.apps.iter().find(|a| a.name == c.manifest.app))
-            .any(|a| super::needs_browser(a.modality))
+            .any(|a| needs_browser(a.modality))
     }
+}
+
+/// One challenge trial's unit: a challenge under one instruction profile, by index
+/// into [`ChallengeSuite`].
+#[derive(Debug, Clone, Copy)]
+pub struct ChallengeUnit {
+    pub challenge: usize,
+    pub profile: Profile,
+    /// `None` when the challenge's app is not loaded (then the trial's `skip` says so).
+    pub app: Option<usize>,
 }
 
 /// Load `challenges/` and the apps under `apps_dir`. A challenge whose app is not there
 /// is planned as ignored, with the reason (an apps directory narrowed on purpose, as
 /// tests do); `gauntlet challenge run` refuses it outright.
-pub fn load(challenges_dir: &Path, apps_dir: &Path) -> Result<Loaded, SpecError> {
+pub fn load(challenges_dir: &Path, apps_dir: &Path) -> Result<ChallengeSuite, SpecError> {
     let challenges = crate::spec::challenge::load(challenges_dir)?;
-    let apps: Vec<AppSpec> = super::load_apps_checked(apps_dir)?
+    let apps: Vec<AppSpec> = load_apps_checked(apps_dir)?
         .into_iter()
         .map(|a| a.app)
         .collect();
-    Ok(Loaded {
+    Ok(ChallengeSuite {
         challenges,
         apps,
         apps_dir: apps_dir.to_path_buf(),
@@ -45,7 +55,7 @@ pub fn load(challenges_dir: &Path, apps_dir: &Path) -> Result<Loaded, SpecError>
 
 /// Every challenge under every profile, challenges sorted by id, profiles in the order
 /// none, skills, all.
-pub fn plan(loaded: &Loaded, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
+pub fn plan(loaded: &ChallengeSuite, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
     let mut out = Vec::new();
     for (ci, c) in loaded.challenges.list.iter().enumerate() {
         let found = loaded.apps.iter().position(|a| a.name == c.manifest.app);
@@ -64,7 +74,7 @@ pub fn plan(loaded: &Loaded, cfg: &Config, no_browser: Option<&str>) -> Vec<Tria
                         )
                     })
                     .or_else(|| {
-                        super::needs_browser(loaded.apps[ai].modality)
+                        needs_browser(loaded.apps[ai].modality)
                             .then(|| no_browser.map(str::to_owned))
                             .flatten()
                     }),
@@ -72,11 +82,12 @@ pub fn plan(loaded: &Loaded, cfg: &Config, no_browser: Option<&str>) -> Vec<Tria
             out.push(Trial {
                 name: names::challenge(&c.manifest.id, profile),
                 suite: Suite::Challenge,
-                unit: Unit::Challenge {
+                unit: Unit::new(ChallengeUnit {
                     challenge: ci,
                     profile,
                     app: found,
-                },
+                }),
+                kind: None,
                 skip,
             });
         }

@@ -3,10 +3,16 @@
 //! a trial runs), each run against a fresh agent with its own sinks, ports and state
 //! directory, so nextest runs them in parallel.
 
-use super::{PlanError, Trial, Unit};
 use crate::config::{Config, Mode};
+use crate::plan::{PlanError, Trial, Unit};
 use crate::spec::scorecard::{load_suite, ScorecardSuite};
 use crate::spec::Suite;
+
+/// One scorecard trial's unit: a probe, by its index in [`ScorecardSuite::probes`].
+#[derive(Debug, Clone, Copy)]
+pub struct ScorecardUnit {
+    pub probe: usize,
+}
 
 /// Every probe, in file order.
 pub fn plan(suite: &ScorecardSuite) -> Vec<Trial> {
@@ -17,7 +23,8 @@ pub fn plan(suite: &ScorecardSuite) -> Vec<Trial> {
         .map(|(i, p)| Trial {
             name: p.trial_name(),
             suite: Suite::Scorecard,
-            unit: Unit::Scorecard { probe: i },
+            unit: Unit::new(ScorecardUnit { probe: i }),
+            kind: None,
             skip: None,
         })
         .collect()
@@ -30,8 +37,9 @@ pub fn load_checked(cfg: &Config) -> Result<ScorecardSuite, PlanError> {
     if cfg.mode == Mode::Scripted {
         suite
             .profile(&cfg.scorecard_profile)
-            .map_err(|source| PlanError::ScorecardProfile {
-                profile: cfg.scorecard_profile.clone(),
+            .map_err(|source| PlanError::Setting {
+                setting: "GAUNTLET_SCORECARD_PROFILE",
+                value: cfg.scorecard_profile.clone(),
                 source,
             })?;
     }
