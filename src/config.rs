@@ -257,6 +257,11 @@ pub struct Config {
     /// The challenge ceiling when a manifest names none (`None`: one hour).
     #[serde(default, with = "opt_secs")]
     pub challenge_timeout: Option<Duration>,
+    /// The challenge ceiling over any manifest's (`gauntlet challenge run
+    /// --timeout-secs`). Absent from a run's identity when unset, so that runs planned
+    /// before it existed still resume.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_secs")]
+    pub challenge_timeout_override: Option<Duration>,
     /// `CI=true` (or `1`): the environment promises every tool, so a missing one is an
     /// error, never an ignore.
     #[serde(default)]
@@ -408,6 +413,7 @@ impl Default for Config {
             scorecard_dir: default_scorecard_dir(),
             redteam_dir: default_redteam_dir(),
             challenge_timeout: None,
+            challenge_timeout_override: None,
             ci: false,
             api_key: None,
         }

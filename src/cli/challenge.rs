@@ -4,28 +4,26 @@
 use std::process::ExitCode;
 
 use super::exit::error;
-use super::run::{build_siblings, print_planned};
-use crate::config::Config;
+use super::run::{build_siblings, load, print_planned};
+use crate::harness::lifecycle;
 use crate::record;
+use crate::spec::Suite;
 
+/// The challenge suite's slice of `gauntlet list`.
 pub(crate) fn challenge_list() -> ExitCode {
-    let cfg = or_exit!(Config::from_env());
-    let loaded = or_exit!(crate::suites::challenge::plan::load(
-        &cfg.challenges_dir,
-        &cfg.apps_dir
-    ));
-    let no_browser = loaded
-        .needs_browser()
-        .then(|| crate::harness::no_browser(&cfg))
-        .flatten();
-    for t in crate::suites::challenge::plan::plan(&loaded, &cfg, no_browser.as_deref()) {
+    let (cfg, suites) = or_exit!(load());
+    let no_browser = || lifecycle::no_browser(&cfg);
+    for t in crate::suites::plan(&suites, &cfg, Some(Suite::Challenge), no_browser) {
         print_planned(&t.name, t.skip.as_deref());
     }
     ExitCode::SUCCESS
 }
 
+/// One challenge under one profile, by hand: a run of one trial through the same
+/// lifecycle and trial entry as `gauntlet run` (identity, manifest, record, reports).
 pub(crate) fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>) -> ExitCode {
     use crate::spec::challenge::Profile;
+    use crate::suites::challenge::ChallengeSuite;
     let profile: Profile = match profile.parse() {
         Ok(p) => p,
         Err(e) => return error(format!("--instruction-profile: {e}")),
@@ -35,12 +33,12 @@ pub(crate) fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>)
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => return error(format!("--timeout-secs: {e}")),
     };
-    let cfg = or_exit!(Config::from_env());
-    // Everything is validated before any workspace exists.
-    let loaded = or_exit!(crate::suites::challenge::plan::load(
-        &cfg.challenges_dir,
-        &cfg.apps_dir
-    ));
+    // Everything is validated before any run directory exists.
+    let (mut cfg, suites) = or_exit!(load());
+    cfg.challenge_timeout_override = timeout;
+    let Some(loaded) = suites.get::<ChallengeSuite>() else {
+        return error("the challenge suite is not loaded");
+    };
     let Some(challenge) = loaded.challenges.get(id) else {
         let ids: Vec<&str> = loaded
             .challenges
@@ -53,51 +51,40 @@ pub(crate) fn challenge_run(id: &str, profile: &str, timeout_secs: Option<&str>)
             ids.join(", ")
         ));
     };
-    let Some(app) = loaded
-        .apps
-        .iter()
-        .find(|a| a.name == challenge.manifest.app)
-    else {
+    if !loaded.apps.iter().any(|a| a.name == challenge.manifest.app) {
         return error(format!(
             "challenge `{id}`: no app `{}`",
             challenge.manifest.app
         ));
+    }
+    let name = crate::plan::names::challenge(id, profile);
+    let no_browser = || lifecycle::no_browser(&cfg);
+    let plan = crate::suites::plan(&suites, &cfg, Some(Suite::Challenge), no_browser);
+    let Some(trial) = plan.into_iter().find(|t| t.name == name) else {
+        return error(format!("{name} is not in the challenge suite's plan"));
     };
+    if let Some(why) = &trial.skip {
+        return error(format!("{name} cannot run here: {why}"));
+    }
     if let Err(e) = build_siblings() {
+        return error(e);
+    }
+    // Taken after the build: the identity fingerprints the binaries the trial runs.
+    let run_dir = or_exit!(lifecycle::open(&cfg, &suites)).run_dir;
+    let planned = lifecycle::planned_lines(std::slice::from_ref(&trial), false);
+    if let Err(e) = record::manifest::append(&run_dir, &planned) {
         return error(e);
     }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => return error(format!("tokio runtime: {e}")),
     };
-    let run_dir = cfg.out_dir.join(record::run_id());
-    let planned = record::manifest::PlannedTrial::now(
-        &crate::plan::names::challenge(id, profile),
-        "challenge",
-        None,
-    );
-    if let Err(e) = record::manifest::append(&run_dir, &[planned]) {
-        return error(e);
-    }
-    let opts = crate::suites::challenge::Options {
-        timeout,
-        script: None,
-    };
-    match rt.block_on(crate::suites::challenge::execute(
-        &loaded.challenges,
-        challenge,
-        app,
-        profile,
-        &cfg,
-        &opts,
-        &run_dir,
-    )) {
+    match rt.block_on(crate::harness::run_trial(&suites, &trial, &cfg, &run_dir)) {
         Err(e) => error(e),
-        Ok((rec, dir)) => {
-            crate::report::challenge::write_reports_after_trial(&dir, &rec);
-            println!("{}", crate::record::challenge::summary_line(&rec));
-            println!("trial directory: {}", dir.display());
-            if rec.verdict.passed {
+        Ok(done) => {
+            println!("{}", done.summary);
+            println!("trial directory: {}", done.trial_dir.display());
+            if done.failure.is_none() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE

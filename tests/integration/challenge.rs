@@ -409,7 +409,6 @@ fn reading_product_source_under_none_is_contaminated_yet_the_task_outcome_stands
     let l = loaded();
     let opts = Options {
         script: Some(snooping_script(&l)),
-        timeout: None,
     };
     let (rec, dir) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
     assert_eq!(
@@ -629,7 +628,6 @@ fn an_opaque_shell_command_is_kept_in_the_account_and_the_observation_decides() 
     );
     let opts = Options {
         script: Some(script),
-        timeout: None,
     };
     let (rec, _) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
     assert_eq!(
@@ -687,9 +685,19 @@ fn a_trial_that_times_out_keeps_its_partial_evidence() {
     );
     let opts = Options {
         script: Some(script),
-        timeout: Some(Duration::from_secs(4)),
     };
-    let (rec, dir) = run(&l, "ledger-reconcile", Profile::None, &opts, out.path());
+    let cfg = gauntlet::config::Config {
+        challenge_timeout_override: Some(Duration::from_secs(4)),
+        ..support::config(AgentChoice::of(AgentKind::Reference), out.path())
+    };
+    let (rec, dir) = run_as(
+        cfg,
+        &l,
+        "ledger-reconcile",
+        Profile::None,
+        &opts,
+        out.path(),
+    );
     assert_eq!(
         rec.verdict.task_outcome,
         TaskOutcome::Timeout,
@@ -883,15 +891,26 @@ fn the_cli_runs_exactly_one_profile_per_invocation() {
         .expect("trials")
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != manifest)
+        // The run's own files: its manifest, its identity and its live mark.
+        .filter(|n| {
+            n != manifest && n != gauntlet::record::identity::IDENTITY_FILE && !n.starts_with('.')
+        })
         .collect();
     assert_eq!(trials, ["challenge.tally-report.skills"]);
+    // Planned like any run: its identity says what it ran with.
+    assert!(runs[0]
+        .path()
+        .join(gauntlet::record::identity::IDENTITY_FILE)
+        .is_file());
     // The one trial it ran is the one it planned, before it started.
     let planned = gauntlet::record::manifest::read(&runs[0].path())
         .expect("manifest")
         .expect("the run has a manifest");
-    let names: Vec<&str> = planned.entries.iter().map(|e| e.trial.as_str()).collect();
+    let names: Vec<&str> = planned.planned().into_keys().collect();
     assert_eq!(names, ["challenge::tally-report::skills"]);
+    let finished: Vec<&str> = planned.finished().map(|(t, _)| t).collect();
+    assert_eq!(finished, ["challenge::tally-report::skills"]);
+    assert!(planned.entries.iter().take(1).all(|e| e.finished.is_none()));
     let o = gauntlet_cli(&["challenge", "list"], None, out.path());
     let listed = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -967,7 +986,6 @@ fn a_self_report_that_disagrees_with_the_ledger_is_reported_not_rewritten() {
         Profile::None,
         &Options {
             script: Some(script),
-            timeout: None,
         },
         out.path(),
     );
@@ -1031,7 +1049,6 @@ fn big_tool_outputs_are_bounded_in_metrics_and_the_report_but_kept_raw() {
         Profile::None,
         &Options {
             script: Some(script),
-            timeout: None,
         },
         out.path(),
     );

@@ -47,9 +47,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
 /// How one trial is run beyond the config.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// The hard ceiling; `None`: the manifest's `timeout_secs`, else the config's
-    /// `challenge_timeout`, else [`DEFAULT_TIMEOUT`].
-    pub timeout: Option<Duration>,
     /// A script to use instead of the challenge's own (harness tests).
     pub script: Option<Script>,
 }
@@ -262,7 +259,10 @@ pub async fn execute(
     run_dir: &Path,
 ) -> Result<(ChallengeRecord, PathBuf), ChallengeError> {
     let name = crate::plan::names::challenge(&challenge.manifest.id, profile);
-    let timeout = match (opts.timeout, challenge.manifest.timeout_secs) {
+    let timeout = match (
+        cfg.challenge_timeout_override,
+        challenge.manifest.timeout_secs,
+    ) {
         (Some(t), _) => t,
         (None, Some(s)) => Duration::from_secs_f64(s),
         (None, None) => cfg.challenge_timeout.unwrap_or(DEFAULT_TIMEOUT),
