@@ -59,6 +59,9 @@ pub enum RedteamError {
     NothingPlanned(String),
     #[error(transparent)]
     Record(#[from] crate::record::RecordError),
+    /// An agent's run could not be opened.
+    #[error(transparent)]
+    Start(#[from] crate::harness::lifecycle::StartError),
     #[error("{file}: {source}")]
     Io {
         file: PathBuf,
@@ -267,8 +270,8 @@ pub async fn audit(
     })
 }
 
-/// One agent's run over `trials` into `dir`, as `gauntlet run` makes one: its
-/// identity and manifest first, then the run loop.
+/// One agent's run over `trials` into `dir`, through the run lifecycle and loop
+/// `gauntlet run` uses.
 async fn run_one(
     cfg: &Config,
     suites: &Arc<Suites>,
@@ -276,18 +279,7 @@ async fn run_one(
     dir: &Path,
     jobs: Jobs,
 ) -> Result<(), RedteamError> {
-    std::fs::create_dir_all(dir).map_err(|source| RedteamError::Io {
-        file: dir.to_path_buf(),
-        source,
-    })?;
-    let identity =
-        crate::harness::run_identity(cfg, suites).map_err(|source| RedteamError::Io {
-            file: dir.to_path_buf(),
-            source,
-        })?;
-    crate::record::identity::write_once(dir, &identity)?;
-    let lines: Vec<_> = trials.iter().map(crate::harness::manifest_line).collect();
-    crate::record::manifest::append(dir, &lines)?;
+    crate::harness::lifecycle::open_in(cfg, suites, dir, trials)?;
     let results =
         crate::harness::run_all(Arc::clone(suites), trials, Arc::new(cfg.clone()), dir, jobs).await;
     for (name, r) in results {

@@ -132,22 +132,45 @@ pub fn open_run(
         None => {
             let dir = cfg.out_dir.join(crate::record::run_id());
             if let Some(id) = identity {
-                std::fs::create_dir_all(&dir).map_err(|e| crate::record::RecordError::Io {
-                    file: dir.clone(),
-                    source: e,
-                })?;
-                if !dir.join(IDENTITY_FILE).exists() {
-                    let placed = crate::record::identity::RunIdentity {
-                        placement: Some(placement()),
-                        ..id.clone()
-                    };
-                    identity::write_once(&dir, &placed)?;
-                }
-                hold_live(&dir)?;
+                start_in(&dir, id)?;
             }
             Ok((dir, false))
         }
     }
+}
+
+/// Start a new run in `dir` (or join one another process of it started): the
+/// directory, its identity with this machine's placement unless one is there, and the
+/// mark that says it is live.
+fn start_in(dir: &Path, id: &crate::record::identity::RunIdentity) -> Result<(), ResumeError> {
+    use crate::record::identity::{self, IDENTITY_FILE};
+    std::fs::create_dir_all(dir).map_err(|e| crate::record::RecordError::Io {
+        file: dir.to_path_buf(),
+        source: e,
+    })?;
+    if !dir.join(IDENTITY_FILE).exists() {
+        let placed = identity::RunIdentity {
+            placement: Some(placement()),
+            ..id.clone()
+        };
+        identity::write_once(dir, &placed)?;
+    }
+    hold_live(dir)
+}
+
+/// Open a new run in `dir`, a directory the caller names (each agent's run of the
+/// red-team audit): its identity taken and written, the run marked live, and
+/// `trials` planned in its manifest, as [`open`] and `gauntlet run` do.
+pub fn open_in(
+    cfg: &Config,
+    suites: &Suites,
+    dir: &Path,
+    trials: &[plan::Trial],
+) -> Result<(), StartError> {
+    let identity = run_identity(cfg, suites).map_err(StartError::Identity)?;
+    start_in(dir, &identity)?;
+    crate::record::manifest::append(dir, &planned_lines(trials, false))
+        .map_err(|e| StartError::Resume(e.into()))
 }
 
 /// Where each process of a run that is writing into a run directory holds a shared lock
