@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 
-use super::gate::{GateContext, GateSlot};
+use super::gate_run::{GateContext, GateSlot};
 use crate::config::Config;
 use crate::evidence::independence::{Cell, Matrix, MatrixProblem, MATRIX_VERSION};
 use crate::evidence::{parse_claims, ClaimStatus, ClaimTest, ClaimsFound, GateTarget, RawFile};

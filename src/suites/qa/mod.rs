@@ -1,6 +1,7 @@
 //! One qa trial, end to end.
 
 mod gate;
+mod gate_run;
 pub mod independence;
 pub mod plan;
 pub mod prompt;

@@ -40,7 +40,7 @@ use self::probe::{Class, ProbeReport};
 use crate::config::Config;
 use crate::evidence::{ClaimTest, GateTarget};
 use crate::spec::{LoadedApp, Modality};
-use crate::suites::qa::gate::{GateContext, GateSlot};
+use crate::suites::qa::gate_run::{GateContext, GateSlot};
 use crate::sys::sandbox::TARGET_MOUNT;
 
 /// The format of [`Report`] as `--json` writes it.
