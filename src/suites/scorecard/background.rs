@@ -11,7 +11,8 @@ use crate::proxy::Proxy;
 use crate::sys::process::{self, ProcessOutcome};
 use crate::trial::{SetupError, Streams};
 
-use super::driver::{Driver, Scratch};
+use super::processes::Driver;
+use super::scratch::Scratch;
 use crate::record::scorecard::ProcessRaw;
 
 /// What starting the background mode needs.

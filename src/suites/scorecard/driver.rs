@@ -16,8 +16,9 @@
 //! What outlives a turn is the agent's own: its state directory, and the workspace (a
 //! world sink: a file written there is a side effect the probe observes, P5.4 re-runs
 //! a write against it). Everything else a process of the probe can write or read is
-//! [`Scratch`]: a fresh HOME and TMPDIR per turn (and per background run), where the
-//! adapter puts the turn's prompt file and config, removed when the process is over.
+//! [`Scratch`](super::scratch::Scratch): a fresh HOME and TMPDIR per turn (and per
+//! background run), where the adapter puts the turn's prompt file and config, removed
+//! when the process is over.
 //! The harness writes nothing into the workspace or the state directory for a
 //! `command` or `reference` agent, and its own files (streams, proxy calls, sink logs)
 //! lie outside every directory a sealed process sees: a stateless agent that reads
@@ -28,42 +29,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{Adapter, PromptRun, SessionTurn};
-use crate::config::Config;
+use crate::agent::{PromptRun, SessionTurn};
 use crate::evidence::usage::UsageEntry;
-use crate::proxy::Proxy;
 use crate::score::scorecard::{FileObs, ProbeEvidence, SinkEvent, TurnObs, WindowObs};
-use crate::spec::scorecard::profile::LoadedProfile;
-use crate::spec::scorecard::{Bank, LoadedProbe, Step, WorldChange};
-use crate::spec::{Script, ScriptStep};
+use crate::spec::scorecard::{Step, WorldChange};
+use crate::spec::ScriptStep;
 use crate::sys::process;
-use crate::trial::{mkdir, Context, Job, SetupError, Streams};
-use crate::world::sinks::{now_ms, Sinks, WorkspaceSnapshot};
+use crate::trial::{mkdir, Job, SetupError, Streams};
+use crate::world::sinks::{now_ms, WorkspaceSnapshot};
 
 use super::background::{self, BackgroundRun};
 use super::observe::{file_obs, workspace_events, Phase};
+use super::processes::Driver;
 use crate::record::scorecard::{reply_of, ProcessRaw};
 
 /// The prompt of a filler turn ("wait N turns").
 pub fn filler_prompt(k: u32, n: u32) -> String {
     format!("Just checking in ({k} of {n}); nothing to do. A short reply is fine.")
-}
-
-/// Everything one probe run needs, fixed for its duration.
-pub struct Driver<'a> {
-    pub cfg: &'a Config,
-    pub adapter: &'a dyn Adapter,
-    pub probe: &'a LoadedProbe,
-    pub bank: &'a Bank,
-    /// Scripted mode: the profile that scripts the model.
-    pub profile: Option<&'a LoadedProfile>,
-    pub trial_dir: &'a Path,
-    pub workspace: &'a Path,
-    /// Where each turn's (and background run's) [`Scratch`] is made and removed.
-    pub scratch: &'a Path,
-    pub state_dir: &'a Path,
-    pub sinks: &'a Sinks,
-    pub trial: &'a str,
 }
 
 /// What the driver observed, filled in as it goes so that a failure part-way keeps
@@ -238,79 +220,6 @@ impl Driver<'_> {
             cut: snap.cut.clone(),
         });
         (files, incomplete)
-    }
-
-    /// The kernel of one of the probe's processes: its trial directory, the
-    /// process's own scratch HOME and TMPDIR, started in the workspace.
-    pub(crate) fn kernel<'s>(&'s self, scratch: &'s Scratch) -> Context<'s> {
-        Context {
-            cfg: self.cfg,
-            trial_dir: self.trial_dir,
-            home: &scratch.home,
-            tmp: &scratch.tmp,
-            cwd: self.workspace,
-        }
-    }
-
-    /// A fresh scratch HOME and TMPDIR for the process named `stem`.
-    pub(crate) fn scratch(&self, stem: &str) -> Result<Scratch, SetupError> {
-        Scratch::new(self.scratch, stem)
-    }
-
-    pub(crate) async fn proxy(
-        &self,
-        script: Option<Script>,
-        what: &str,
-    ) -> Result<Proxy, SetupError> {
-        // The proxy runs in the harness: no process, no scratch of its own.
-        let none = Context {
-            cfg: self.cfg,
-            trial_dir: self.trial_dir,
-            home: self.scratch,
-            tmp: self.scratch,
-            cwd: self.workspace,
-        };
-        Ok(none.proxy(script, &format!("no script for {what}")).await?)
-    }
-
-    /// The sandbox of every process the probe runs for the agent (turns and its
-    /// background mode): its workspace, the process's own HOME and TMPDIR, and the
-    /// state directory writable, its opens and execs observed into `observation`;
-    /// `None` when the run is unsealed.
-    pub fn view(&self, scratch: &Scratch, observation: &Path) -> Option<crate::sys::sandbox::View> {
-        self.cfg.sandbox.sealed().then(|| {
-            crate::sys::sandbox::View::new()
-                .write(self.workspace)
-                .write(&scratch.home)
-                .write(&scratch.tmp)
-                .write(self.state_dir)
-                .observed(observation)
-        })
-    }
-
-    /// Where the observation of the process `stem` goes: a name no earlier process
-    /// of the trial took (the sandbox creates it new).
-    pub fn observation_file(&self, stem: &str) -> PathBuf {
-        let mut file = self.trial_dir.join(format!("{stem}.opens.jsonl"));
-        let mut n = 1;
-        while file.exists() {
-            n += 1;
-            file = self.trial_dir.join(format!("{stem}.{n}.opens.jsonl"));
-        }
-        file
-    }
-
-    /// What every process the probe runs for the agent is told, whatever its adapter:
-    /// the sinks (`http_proxy`, `GAUNTLET_SMTP_URL`, the tracker) and
-    /// `GAUNTLET_STATE_DIR`, the one directory that outlives a session, so memory kept
-    /// as files there (the portable scripted profiles do) survives into the next one.
-    pub fn agent_env(&self) -> BTreeMap<String, String> {
-        let mut env = self.sinks.agent_env();
-        env.insert(
-            "GAUNTLET_STATE_DIR".into(),
-            self.state_dir.to_string_lossy().into_owned(),
-        );
-        env
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -713,69 +622,6 @@ pub fn planted_entries(state_dir: &Path) -> Vec<String> {
 pub fn trial_dirs(trial_dir: &Path) -> Result<[PathBuf; 3], SetupError> {
     let mk = |name: &str| mkdir(&trial_dir.join(name));
     Ok([mk("workspace")?, mk("scratch")?, mk("state")?])
-}
-
-/// One process's scratch HOME and TMPDIR (`scratch/<stem>/home`, `…/tmp`), new and empty
-/// when it starts and removed when it is over ([`Scratch::remove`], or on drop when a
-/// turn ends early): what the harness writes there for a turn (the prompt file, an
-/// adapter's config) and what the agent leaves there never reach a later turn.
-pub struct Scratch {
-    root: PathBuf,
-    pub home: PathBuf,
-    pub tmp: PathBuf,
-    removed: bool,
-}
-
-impl Scratch {
-    fn new(parent: &Path, stem: &str) -> Result<Scratch, SetupError> {
-        let root = parent.join(stem);
-        // `create_dir`, not `create_dir_all`: a directory already there is not fresh.
-        std::fs::create_dir(&root).map_err(SetupError::io(&root))?;
-        let home = mkdir(&root.join("home"))?;
-        let tmp = mkdir(&root.join("tmp"))?;
-        Ok(Scratch {
-            root,
-            home,
-            tmp,
-            removed: false,
-        })
-    }
-
-    /// Remove it all; an error when something of it is left.
-    pub fn remove(mut self) -> Result<(), SetupError> {
-        self.removed = true;
-        remove_tree(&self.root).map_err(SetupError::io(&self.root))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !self.removed {
-            let _ = remove_tree(&self.root);
-        }
-    }
-}
-
-/// `remove_dir_all`, and when that fails (an agent that ran as the harness's user may
-/// have taken its own permissions off a directory), again after giving every directory
-/// back to its owner. Symlinks are removed, never followed.
-fn remove_tree(root: &Path) -> std::io::Result<()> {
-    match std::fs::remove_dir_all(root) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => {}
-    }
-    fn reopen(dir: &Path) {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                reopen(&e.path());
-            }
-        }
-    }
-    reopen(root);
-    std::fs::remove_dir_all(root)
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ pub mod background;
 pub mod driver;
 pub mod observe;
 pub mod plan;
+pub mod processes;
+pub mod scratch;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -29,8 +31,9 @@ use crate::trial::SetupError;
 use crate::world::sinks::{tracker, HostStatuses, SinkConfig, Sinks, TrackerStart};
 
 use crate::record::scorecard::{verdict_of, ScorecardRecord, ScorecardRun};
-use driver::{planted_entries, trial_dirs, Driver, Observed};
+use driver::{planted_entries, trial_dirs, Observed};
 pub use plan::ScorecardUnit;
+use processes::Driver;
 
 /// Where a probe's sinks' logs go, beside its record.
 pub const SINKS_LOG: &str = "sinks.json";
