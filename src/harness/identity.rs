@@ -17,7 +17,7 @@ pub fn trial_binaries(suites: &Suites) -> Vec<&str> {
         .into_iter()
         .flat_map(|s| crate::suites::runner(s).binaries(suites))
         .collect();
-    bins.extend(["gauntlet-agent", crate::sys::lifeline::REAPER]);
+    bins.extend(["gauntlet-agent", crate::sys::warm::REAPER]);
     bins.into_iter().collect()
 }
 

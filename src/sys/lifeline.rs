@@ -23,13 +23,9 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::sandbox::Limits;
+use super::warm::REAPERS;
 
 type Job = Box<dyn FnOnce() + Send>;
-
-/// The binary a process's whole tree runs under so that it ends with it, or with the
-/// harness (src/bin/gauntlet-reap): `PR_SET_PDEATHSIG` alone reaches only the process
-/// the harness started, not what it forks or detaches.
-pub const REAPER: &str = "gauntlet-reap";
 
 /// What to run under a reaper ([`start_reaped`]): the program, its arguments, where it
 /// starts and its whole environment (it inherits nothing of the harness's, which holds
@@ -97,7 +93,7 @@ pub struct Reaped {
 pub async fn start_reaped(p: &ReapedProgram<'_>) -> io::Result<Reaped> {
     use tokio::io::AsyncWriteExt;
     let frame = program_frame(p)?;
-    let mut process = super::warm::REAPERS.take().await?;
+    let mut process = REAPERS.take().await?;
     let mut stdin = process
         .stdin()?
         .ok_or_else(|| io::Error::other("the reaper's stdin is not piped"))?;

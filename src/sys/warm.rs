@@ -48,6 +48,13 @@ pub static SEAL_HELPERS: Warm = Warm {
     pool: OnceLock::new(),
 };
 
+/// The binary a process's whole tree runs under so that it ends with it, or with the
+/// harness (src/bin/gauntlet-reap): `PR_SET_PDEATHSIG` alone reaches only the process
+/// the harness started, not what it forks or detaches. Named here, where reapers are
+/// started, so that the lifeline, which takes them from [`REAPERS`], is the only one of
+/// the two that imports the other.
+pub const REAPER: &str = "gauntlet-reap";
+
 /// Reapers (`gauntlet-reap --from-stdin`), waiting for the program to run.
 pub static REAPERS: Warm = Warm {
     thread: "gauntlet-reap-starter",
@@ -183,7 +190,7 @@ fn start_seal_helper() -> io::Result<Spawned> {
 /// One reaper, tied to this process, in a process group of its own (the app's), with an
 /// empty environment: the program's comes with it.
 fn start_reaper() -> io::Result<Spawned> {
-    let child = helper_command(crate::binaries::bin_path(super::lifeline::REAPER))
+    let child = helper_command(crate::binaries::bin_path(REAPER))
         .arg("--parent")
         .arg(std::process::id().to_string())
         .arg("--from-stdin")

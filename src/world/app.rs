@@ -90,7 +90,7 @@ impl AppProcess {
         label: &str,
         startup: Duration,
     ) -> Result<AppProcess, AppError> {
-        let reaper = crate::binaries::bin_path(crate::sys::lifeline::REAPER);
+        let reaper = crate::binaries::bin_path(crate::sys::warm::REAPER);
         for bin in [binary, reaper.as_path()] {
             if !bin.is_file() {
                 return Err(AppError::BinaryMissing {

@@ -231,7 +231,7 @@ impl CliRelay {
         scratch: &Path,
         bounds: AppRunBounds,
     ) -> Result<CliRelay, RelayError> {
-        let reaper = crate::binaries::bin_path(crate::sys::lifeline::REAPER);
+        let reaper = crate::binaries::bin_path(crate::sys::warm::REAPER);
         if !reaper.is_file() {
             return Err(RelayError::NoReaper { path: reaper });
         }
