@@ -14,10 +14,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::agent::{
-    Adapter, AdapterError, DaemonRun, Invocation, Launch, LaunchContext, PromptRun, RunSpec,
-};
-use crate::config::{Config, ConfigError, Mode};
+use crate::agent::{Adapter, DaemonRun, Invocation, Launch, LaunchContext, PromptRun, RunSpec};
+use crate::config::{Config, Mode};
 use crate::evidence::RawFile;
 use crate::proxy::{Budget, Proxy, ProxyMode};
 use crate::spec::Script;
@@ -25,7 +23,7 @@ use crate::sys::process::ProcessSpec;
 use crate::sys::sandbox::View;
 
 mod setup;
-pub use setup::{mkdir, SetupError};
+pub use setup::{mkdir, KernelError, SetupError};
 
 /// [`Context::finish_proxy`] for a process that outlives its context (the background
 /// mode).
@@ -56,22 +54,6 @@ pub async fn finish_proxy(
 /// What a trial's proxy relayed is kept as `<stem>` plus this, beside the streams of the
 /// process it served (`agent.calls.jsonl`, `turn-01-remember.calls.jsonl`).
 pub const CALLS_SUFFIX: &str = ".calls.jsonl";
-
-#[derive(Debug, thiserror::Error)]
-pub enum KernelError {
-    #[error("scripted mode: {what}")]
-    NoScript { what: String },
-    #[error(transparent)]
-    Key(#[from] ConfigError),
-    #[error("metering proxy failed to start: {0}")]
-    Proxy(#[source] std::io::Error),
-    #[error("agent `{agent}` could not be prepared: {source}")]
-    Prepare {
-        agent: String,
-        #[source]
-        source: AdapterError,
-    },
-}
 
 /// What the agent is asked to do, in the adapter's terms.
 pub enum Job<'a> {

@@ -7,7 +7,8 @@
 
 use std::path::PathBuf;
 
-use super::KernelError;
+use crate::agent::AdapterError;
+use crate::config::ConfigError;
 use crate::spec::challenge::bundle::CopyError;
 use crate::spec::SpecError;
 use crate::sys::beneath::BeneathError;
@@ -15,6 +16,25 @@ use crate::sys::process::ProcessError;
 use crate::world::browser::BrowserError;
 use crate::world::sinks::SinkError;
 use crate::world::target::TargetError;
+
+/// Why the kernel could not give a process its proxy or its launch. Here, beside the
+/// setup failure that carries it, so that the kernel imports its errors and nothing
+/// here imports the kernel.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("scripted mode: {what}")]
+    NoScript { what: String },
+    #[error(transparent)]
+    Key(#[from] ConfigError),
+    #[error("metering proxy failed to start: {0}")]
+    Proxy(#[source] std::io::Error),
+    #[error("agent `{agent}` could not be prepared: {source}")]
+    Prepare {
+        agent: String,
+        #[source]
+        source: AdapterError,
+    },
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
