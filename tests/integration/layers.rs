@@ -455,8 +455,8 @@ const STILL_LOOPING: &[&str] = &[
     // Each adapter imports `Adapter` or `AdapterError` from agent/mod.rs, which names
     // every adapter.
     "agent",
-    // chat.rs and daemon.rs import each other and `AGENT_NAME` from main.rs; the files
-    // of tools/ take their caps and `ToolOutcome` from tools/mod.rs.
+    // Its modes take `AGENT_NAME` from main.rs, which starts them; the files of tools/
+    // take their caps and `ToolOutcome` from tools/mod.rs.
     "bin/gauntlet-agent",
     // Each stream parser takes `AgentKind` and `each_event` from evidence/streams/mod.rs,
     // which picks the parser.

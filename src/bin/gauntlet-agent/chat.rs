@@ -109,7 +109,7 @@ pub fn session_path(state_dir: &Path, id: &str) -> PathBuf {
 }
 
 pub fn system_prompt(state_dir: &Path, workspace: &Path) -> String {
-    let notes = std::fs::read_to_string(state_dir.join(crate::daemon::NOTES)).unwrap_or_default();
+    let notes = std::fs::read_to_string(state_dir.join(memory::NOTES)).unwrap_or_default();
     let notes: Vec<&str> = notes.lines().filter(|l| !l.trim().is_empty()).collect();
     let notes = if notes.is_empty() {
         String::new()

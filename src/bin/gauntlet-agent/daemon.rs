@@ -45,9 +45,8 @@ use serde_json::{json, Value};
 
 use crate::events::Emitter;
 use crate::goals::{GoalStatus, Goals};
-use crate::memory::{now_ms, Memory};
+use crate::memory::{now_ms, Memory, NOTES};
 
-pub const NOTES: &str = "notes.jsonl";
 const STATE: &str = "daemon-state.json";
 
 #[derive(Debug, clap::Args)]

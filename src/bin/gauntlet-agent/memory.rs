@@ -21,6 +21,11 @@ use crate::tools::ToolOutcome;
 
 pub const FILE: &str = "memory.jsonl";
 
+/// The daemon's notes in the state directory: what it did between chat sessions, which
+/// the next chat session reads into its system prompt. Kept here, beside the memory
+/// file, because both modes read it.
+pub const NOTES: &str = "notes.jsonl";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Op {
