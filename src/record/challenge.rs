@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::header::{unsealed_tag, Header, RecordError};
 use super::raw::Hashed;
-use super::row::{ChallengeRescore, RescoreError, RescoreRow};
+use super::row::{AxesRescore, RescoreError, RescoreRow, VerdictAxis};
 use super::suite::{StoredVerdict, SuiteRecord};
 use crate::evidence::normalize::{AgentReport, ReportedUsage};
 use crate::evidence::observed::Observation;
@@ -358,6 +358,24 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
     )
 }
 
+/// A challenge verdict as rescore and the pages show it: the task outcome and the
+/// evaluation validity, each with its reason, so that they read it as they read any
+/// suite's verdict, without the challenge suite's type.
+pub fn verdict_axes(v: &ChallengeVerdict) -> Vec<VerdictAxis> {
+    vec![
+        VerdictAxis {
+            axis: "task_outcome",
+            outcome: v.task_outcome.as_str().to_string(),
+            reason: v.outcome_reason.clone(),
+        },
+        VerdictAxis {
+            axis: "evaluation_validity",
+            outcome: v.evaluation_validity.as_str().to_string(),
+            reason: v.validity_reason.clone(),
+        },
+    ]
+}
+
 /// Re-derive a challenge record's verdict offline from its raw files. `Err` when the
 /// raw output no longer matches its recorded hash (tampering) or cannot be read.
 pub fn rederive(
@@ -422,18 +440,10 @@ impl SuiteRecord for ChallengeRecord {
         crate::plan::names::challenge(&self.provenance.challenge_id, self.provenance.profile)
     }
 
-    /// The two-axis verdicts go in the row's `challenge`; its one-axis slot says where
-    /// they are.
+    /// The verdict's two axes, in words: the row compares them like any suite's.
     fn rescore_row(&self, file: &Path) -> (RescoreRow, Option<Hashed>) {
-        let derived = rederive_record(file, self);
-        let derived_again = Err(RescoreError::OtherSuite(Suite::Challenge));
-        let row = RescoreRow {
-            challenge: Some(ChallengeRescore {
-                stored: self.verdict.clone(),
-                derived,
-            }),
-            ..RescoreRow::verdicts(file, self.header.trial.clone(), None, derived_again)
-        };
+        let axes = AxesRescore::compare(&self.verdict, rederive_record(file, self), verdict_axes);
+        let row = RescoreRow::of_axes(file, self.header.trial.clone(), Suite::Challenge, axes);
         (row, None)
     }
 

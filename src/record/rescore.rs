@@ -8,7 +8,8 @@
 use std::path::Path;
 
 pub use super::qa::derive_qa_verdict;
-pub use super::row::{ChallengeRescore, RescoreError, RescoreRow};
+use super::row::{outcome_words, reasons};
+pub use super::row::{AxesRescore, RescoreError, RescoreRow, VerdictAxis};
 
 /// Rescore one record file: re-derive its verdict from its evidence, verify every raw
 /// file it names, and hash it ([`super::any::check`]).
@@ -237,51 +238,25 @@ pub fn render_run(r: &RunRescore) -> String {
     out
 }
 
-/// Render rows as a plain table.
+/// Render rows as a plain table. Each verdict is shown in its suite's outcome words,
+/// whatever its shape, so that a suite's verdict needs no column of its own.
 pub fn render_table(rows: &[RescoreRow]) -> String {
     let mut out = format!(
         "{:<44} {:<20} {:<20} {}\n",
         "trial", "stored", "rescored", "status"
     );
     for r in rows {
-        if let Some(c) = &r.challenge {
-            let label = |v: &crate::score::challenge::ChallengeVerdict| {
-                format!(
-                    "{}/{}",
-                    v.task_outcome.as_str(),
-                    v.evaluation_validity.as_str()
-                )
-            };
-            let (derived, status) = match &c.derived {
-                _ if !r.raw_problems.is_empty() => ("-".to_string(), altered(r)),
-                Ok(d) if r.agrees() => (label(d), "agrees".to_string()),
-                Ok(d) => (
-                    label(d),
-                    format!(
-                        "DISAGREES: stored verdict does not follow from the evidence ({}; {})",
-                        d.outcome_reason, d.validity_reason
-                    ),
-                ),
-                Err(e) => ("-".to_string(), format!("UNREADABLE: {e}")),
-            };
-            out.push_str(&format!(
-                "{:<44} {:<20} {:<20} {}\n",
-                r.trial,
-                label(&c.stored),
-                derived,
-                status
-            ));
-            continue;
-        }
-        let stored = r.stored.as_ref().map(|v| v.outcome.as_str()).unwrap_or("-");
-        let (derived, status) = match &r.derived {
+        let stored = r
+            .stored_words()
+            .map_or_else(|| "-".to_string(), |s| outcome_words(&s));
+        let (derived, status) = match r.derived_words() {
             _ if !r.raw_problems.is_empty() => ("-".to_string(), altered(r)),
-            Ok(d) if r.agrees() => (d.outcome.as_str().to_string(), "agrees".to_string()),
+            Ok(d) if r.agrees() => (outcome_words(&d), "agrees".to_string()),
             Ok(d) => (
-                d.outcome.as_str().to_string(),
+                outcome_words(&d),
                 format!(
                     "DISAGREES: stored verdict does not follow from the evidence ({})",
-                    d.reason
+                    reasons(&d)
                 ),
             ),
             Err(e) => ("-".to_string(), format!("UNREADABLE: {e}")),
@@ -299,4 +274,53 @@ fn altered(r: &RescoreRow) -> String {
         "ALTERED: raw evidence does not match the record: {}",
         r.raw_problems.join("; ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Suite;
+
+    fn axes(v: &(&'static str, &'static str)) -> Vec<VerdictAxis> {
+        vec![
+            VerdictAxis {
+                axis: "task_outcome",
+                outcome: v.0.into(),
+                reason: "the report is wrong".into(),
+            },
+            VerdictAxis {
+                axis: "evaluation_validity",
+                outcome: v.1.into(),
+                reason: "nothing disallowed was read".into(),
+            },
+        ]
+    }
+
+    /// A verdict of two axes is one row, its axes joined as the suite's outcome words.
+    #[test]
+    fn a_verdict_of_axes_is_one_row_in_outcome_words() {
+        let row = |derived| {
+            let a = AxesRescore::compare(&("success", "clean"), Ok(derived), axes);
+            RescoreRow::of_axes(Path::new("r.json"), "t".into(), Suite::Challenge, a)
+        };
+        let table = render_table(&[row(("success", "clean")), row(("failed", "clean"))]);
+        let line = |derived: &str, status: &str| {
+            format!(
+                "{:<44} {:<20} {:<20} {}",
+                "t", "success/clean", derived, status
+            )
+        };
+        let lines: Vec<&str> = table.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                line("success/clean", "agrees"),
+                line(
+                    "failed/clean",
+                    "DISAGREES: stored verdict does not follow from the evidence \
+                     (the report is wrong; nothing disallowed was read)"
+                ),
+            ]
+        );
+    }
 }

@@ -12,7 +12,8 @@ use crate::record::any::{AnyRecord, Projection};
 use crate::record::challenge::ChallengeRecord;
 use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
 use crate::record::merge::{HeaderCheck, IdentityCheck, MERGE_FILE};
-use crate::record::rescore::{RescoreError, RescoreRow};
+use crate::record::rescore::{RescoreError, RescoreRow, VerdictAxis};
+use crate::record::row::reasons;
 use crate::record::scorecard::ScorecardRecord;
 use crate::record::{self, QaRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
@@ -630,32 +631,70 @@ fn missing_qa(p: &PlannedTrial, records: &[Box<QaRecord>]) -> MissingQa {
 }
 
 /// Why a checked record is not counted, if it is not: a raw file that does not match
-/// it, or a stored verdict its evidence does not give.
+/// it, or a stored verdict its evidence does not give. The verdicts are read in words,
+/// so that one message serves every suite's verdict, whatever its shape.
 fn disagreement(row: &RescoreRow) -> Option<String> {
     if let Some(p) = row.raw_problems.first() {
         return Some(format!(
             "raw evidence does not match the record ({p}); not counted"
         ));
     }
-    if let Some(c) = &row.challenge {
-        return match &c.derived {
-            Err(e) => Some(e.to_string()),
-            Ok(d) if *d != c.stored => Some(format!(
-                "stored verdict `{}`/`{}` does not follow from the evidence (it gives `{}`/`{}`); not counted",
-                c.stored.task_outcome.as_str(),
-                c.stored.evaluation_validity.as_str(),
-                d.task_outcome.as_str(),
-                d.evaluation_validity.as_str()
-            )),
-            Ok(_) => None,
-        };
+    if row.agrees() {
+        return None;
     }
-    match (&row.stored, &row.derived) {
+    let quoted = |axes: &[VerdictAxis]| {
+        axes.iter()
+            .map(|a| format!("`{}`", a.outcome))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    match (row.stored_words(), row.derived_words()) {
         (_, Err(e)) => Some(e.to_string()),
-        (Some(s), Ok(d)) if s != d => Some(format!(
-            "stored verdict `{}` does not follow from the evidence (it gives `{}`: {}); not counted",
-            s.outcome, d.outcome, d.reason
+        (Some(s), Ok(d)) => Some(format!(
+            "stored verdict {} does not follow from the evidence (it gives {}: {}); not counted",
+            quoted(&s),
+            quoted(&d),
+            reasons(&d)
         )),
-        _ => None,
+        (None, Ok(_)) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::rescore::AxesRescore;
+
+    fn axes(v: &(&'static str, &'static str)) -> Vec<VerdictAxis> {
+        vec![
+            VerdictAxis {
+                axis: "task_outcome",
+                outcome: v.0.into(),
+                reason: "the report is wrong".into(),
+            },
+            VerdictAxis {
+                axis: "evaluation_validity",
+                outcome: v.1.into(),
+                reason: "nothing disallowed was read".into(),
+            },
+        ]
+    }
+
+    /// A verdict of two axes is not counted when its evidence gives another, and the
+    /// page says what it gives and why, as it does of a one-axis verdict.
+    #[test]
+    fn a_verdict_of_axes_its_evidence_does_not_give_is_not_counted() {
+        let row = |derived| {
+            let a = AxesRescore::compare(&("success", "clean"), Ok(derived), axes);
+            RescoreRow::of_axes(Path::new("r.json"), "t".into(), Suite::Challenge, a)
+        };
+        assert_eq!(disagreement(&row(("success", "clean"))), None);
+        assert_eq!(
+            disagreement(&row(("failed", "clean"))).as_deref(),
+            Some(
+                "stored verdict `success`/`clean` does not follow from the evidence (it gives \
+                 `failed`/`clean`: the report is wrong; nothing disallowed was read); not counted"
+            )
+        );
     }
 }

@@ -1133,5 +1133,9 @@ fn a_schema_1_record_naming_the_setup_seed_loads_and_rescores_to_its_verdict() {
     assert_eq!(old, new);
     let row = gauntlet::record::rescore::rescore_file(&file);
     assert!(row.agrees(), "{row:?}");
-    assert_eq!(row.challenge.map(|c| c.stored), Some(rec.verdict));
+    assert_eq!(new.verdict, rec.verdict);
+    assert_eq!(
+        row.axes.map(|a| a.stored),
+        Some(gauntlet::record::challenge::verdict_axes(&rec.verdict))
+    );
 }

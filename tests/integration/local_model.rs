@@ -214,11 +214,11 @@ fn check(case: Case) -> Result<(), Failed> {
     // The verdict re-derives, and every raw file hashes as recorded.
     let row = &checked.row;
     problems.extend(row.raw_problems.iter().map(|p| format!("raw file: {p}")));
-    if let Some(c) = &row.challenge {
-        if c.derived.as_ref().ok() != Some(&c.stored) {
+    if let Some(a) = &row.axes {
+        if !a.agrees() {
             problems.push(format!(
-                "challenge verdict does not re-derive: {:?}",
-                c.derived
+                "verdict does not re-derive: stored {:?}, derived {:?}",
+                a.stored, a.derived
             ));
         }
     } else if row.stored.as_ref() != row.derived.as_ref().ok() {
