@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::header::{unsealed_tag, Header, RecordError};
 use super::raw::Hashed;
 use super::row::{AxesRescore, RescoreError, RescoreRow, VerdictAxis};
-use super::suite::{StoredVerdict, SuiteRecord};
+use super::suite::SuiteRecord;
 use crate::evidence::normalize::{AgentReport, ReportedUsage};
 use crate::evidence::observed::Observation;
 use crate::evidence::observed_execs::{self, ExecFindings};
@@ -427,8 +427,18 @@ impl SuiteRecord for ChallengeRecord {
         ChallengeRecord::interrupted(self)
     }
 
-    fn verdict(&self) -> StoredVerdict<'_> {
-        StoredVerdict::TwoAxes(&self.verdict)
+    fn verdict_words(&self) -> Vec<VerdictAxis> {
+        verdict_axes(&self.verdict)
+    }
+
+    fn passed(&self) -> bool {
+        self.verdict.passed
+    }
+
+    /// A challenge verdict has no error outcome: a trial that could not be judged is
+    /// `unknown` or `unauditable`, which its axes say.
+    fn errored(&self) -> bool {
+        false
     }
 
     /// A clean success, which is what its test passes on.

@@ -130,7 +130,7 @@ impl Cell {
             outcome: suite.outcome_words(),
             credited: suite.credited(),
             passed: suite.passed(),
-            reason: cap(suite.reason()),
+            reason: cap(&suite.reason()),
             luck: false,
             trial_dir,
             metering: None,

@@ -13,7 +13,7 @@ use super::header::{io, unsealed_tag, Header, RecordConfig, RecordError, SCHEMA_
 use super::raw::Hashed;
 use super::row::{RescoreError, RescoreRow};
 use super::stream::{parser_named, reported_in};
-use super::suite::{StoredVerdict, SuiteRecord};
+use super::suite::SuiteRecord;
 use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{QaEvidence, RawFile, Transcript};
@@ -283,8 +283,8 @@ impl SuiteRecord for QaRecord {
         QaRecord::interrupted(self)
     }
 
-    fn verdict(&self) -> StoredVerdict<'_> {
-        StoredVerdict::OneAxis(&self.verdict)
+    fn one_axis(&self) -> Option<&crate::score::Verdict> {
+        Some(&self.verdict)
     }
 
     /// Only a `verified` outcome, as the qa figures count achievements.

@@ -169,7 +169,7 @@ impl RescoreRow {
 }
 
 /// A one-axis verdict in words.
-fn one_axis(v: &Verdict) -> Vec<VerdictAxis> {
+pub fn one_axis(v: &Verdict) -> Vec<VerdictAxis> {
     vec![VerdictAxis {
         axis: "outcome",
         outcome: v.outcome.as_str().to_string(),

@@ -13,7 +13,7 @@ use super::header::{unsealed_tag, Header, RecordError, RECORD_FILE, SCHEMA_VERSI
 use super::raw::Hashed;
 use super::row::{RescoreError, RescoreRow};
 use super::stream::{parse_checked, parser_named, reported_in};
-use super::suite::{StoredVerdict, SuiteRecord};
+use super::suite::SuiteRecord;
 use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{ProcessEnd, RawFile};
@@ -291,8 +291,8 @@ impl SuiteRecord for ScorecardRecord {
         ScorecardRecord::interrupted(self)
     }
 
-    fn verdict(&self) -> StoredVerdict<'_> {
-        StoredVerdict::OneAxis(&self.verdict)
+    fn one_axis(&self) -> Option<&crate::score::Verdict> {
+        Some(&self.verdict)
     }
 
     fn credited(&self) -> bool {

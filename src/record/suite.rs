@@ -9,20 +9,11 @@ use std::path::Path;
 
 use super::header::Header;
 use super::raw::Hashed;
-use super::row::RescoreRow;
+use super::row::{RescoreRow, VerdictAxis};
 use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::RawFile;
-use crate::score::challenge::ChallengeVerdict;
 use crate::score::{Outcome, Verdict};
-
-/// A record's stored verdict: one axis (qa, scorecard), or a challenge's two (task
-/// outcome and evaluation validity), which has no error outcome.
-#[derive(Debug, Clone, Copy)]
-pub enum StoredVerdict<'a> {
-    OneAxis(&'a Verdict),
-    TwoAxes(&'a ChallengeVerdict),
-}
 
 pub trait SuiteRecord {
     /// The shared header: suite, run, trial, timings, configuration.
@@ -33,47 +24,46 @@ pub trait SuiteRecord {
     /// again.
     fn interrupted(&self) -> Option<&str>;
 
-    /// The verdict as the record stores it.
-    fn verdict(&self) -> StoredVerdict<'_>;
+    /// The stored verdict when it has one axis (qa, scorecard): the methods below read
+    /// it. A suite whose verdict has more axes (a challenge's) says it through them.
+    fn one_axis(&self) -> Option<&Verdict> {
+        None
+    }
+
+    /// The verdict as the record stores it, in the suite's own words, axis by axis.
+    fn verdict_words(&self) -> Vec<VerdictAxis> {
+        self.one_axis()
+            .map(super::row::one_axis)
+            .unwrap_or_default()
+    }
 
     /// The stored verdict passed.
     fn passed(&self) -> bool {
-        match self.verdict() {
-            StoredVerdict::OneAxis(v) => v.passed,
-            StoredVerdict::TwoAxes(v) => v.passed,
-        }
+        self.one_axis().is_some_and(|v| v.passed)
     }
 
-    /// The trial could not be judged: its stored verdict is `error`.
+    /// The trial could not be judged: its stored verdict is `error` (a suite whose
+    /// verdict has no such outcome never is).
     fn errored(&self) -> bool {
-        match self.verdict() {
-            StoredVerdict::OneAxis(v) => v.outcome == Outcome::Error,
-            StoredVerdict::TwoAxes(_) => false,
-        }
+        self.one_axis().is_some_and(|v| v.outcome == Outcome::Error)
     }
 
     /// The stored verdict in the suite's own outcome words (`verified`, `failed/clean`).
     fn outcome_words(&self) -> String {
-        match self.verdict() {
-            StoredVerdict::OneAxis(v) => v.outcome.as_str().to_string(),
-            StoredVerdict::TwoAxes(v) => format!(
-                "{}/{}",
-                v.task_outcome.as_str(),
-                v.evaluation_validity.as_str()
-            ),
-        }
+        super::row::outcome_words(&self.verdict_words())
     }
 
     /// What the suite's figures count as an achievement (a qa `verified`, a challenge's
     /// clean success, a passed probe): what a hackability audit asks an adversary got.
     fn credited(&self) -> bool;
 
-    /// Why the stored verdict is what it is.
-    fn reason(&self) -> &str {
-        match self.verdict() {
-            StoredVerdict::OneAxis(v) => &v.reason,
-            StoredVerdict::TwoAxes(v) => &v.outcome_reason,
-        }
+    /// Why the stored verdict is what it is: its first axis's reason.
+    fn reason(&self) -> String {
+        self.verdict_words()
+            .into_iter()
+            .next()
+            .map(|a| a.reason)
+            .unwrap_or_default()
     }
 
     /// The trial name the record's spec gives it: a record whose header names another
