@@ -36,8 +36,8 @@ pub struct Trial {
 /// What a trial runs, in its suite's own terms (which app and capability, which
 /// challenge and profile, which probe): the suite that planned it reads it back with
 /// [`Unit::get`], and no other code looks inside, so a new suite brings its own unit
-/// without a change here. Shared, because nextest's listing clones a plan per
-/// process and a qa capability's repeats share one.
+/// without a change here. Shared: the run loop clones each trial into its lane, and a
+/// clone copies a pointer.
 #[derive(Clone)]
 pub struct Unit(Arc<dyn UnitData>);
 
