@@ -444,8 +444,9 @@ fn trial_rows(all: &[Counted], run: &LoadedRun, opts: &Options) -> Vec<TrialRow>
         .collect()
 }
 
-/// Per suite: what the manifest planned, what was recorded and how it went. qa counts
-/// the records the qa figures count; the other suites count their last attempts.
+/// Per suite: what the manifest planned, what was recorded and how it went, from the
+/// run's counted records (qa's are those the qa figures count; the other suites' their
+/// last attempts).
 fn suite_counts(run: &LoadedRun) -> Vec<SuiteCounts> {
     let mut names: Vec<&str> = vec!["qa"];
     names.extend(run.other_suites.keys().map(String::as_str));
@@ -459,27 +460,12 @@ fn suite_counts(run: &LoadedRun) -> Vec<SuiteCounts> {
     names
         .into_iter()
         .filter_map(|suite| {
-            let (recorded, passed, errors) = if suite == "qa" {
-                let r = &run.records;
-                (
-                    r.len(),
-                    r.iter().filter(|r| r.verdict.passed).count(),
-                    r.iter()
-                        .filter(|r| r.verdict.outcome == Outcome::Error)
-                        .count(),
-                )
-            } else {
-                let r: Vec<_> = run
-                    .other_records
-                    .iter()
-                    .filter(|r| r.suite == suite)
-                    .collect();
-                (
-                    r.len(),
-                    r.iter().filter(|r| r.passed).count(),
-                    r.iter().filter(|r| r.error).count(),
-                )
-            };
+            let (recorded, passed, errors) = run
+                .counted()
+                .filter(|c| c.suite == suite)
+                .fold((0, 0, 0), |(n, p, e), c| {
+                    (n + 1, p + usize::from(c.passed), e + usize::from(c.errored))
+                });
             let missing: Vec<MissingTrial> = run
                 .missing
                 .iter()

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 pub const REPORT_MD: &str = "report.md";
 pub const REPORT_HTML: &str = "report.html";
 pub const SUMMARY_JSON: &str = "summary.json";
+/// The audit's pages, which `gauntlet report` also writes into a run directory whose
+/// run was checked against an audit.
+pub const HACKABILITY_MD: &str = "hackability.md";
+pub const HACKABILITY_HTML: &str = "hackability.html";
 
 /// Why a run could not be loaded, rendered, exported or published (`gauntlet report`,
 /// `compare`, `publish`); a challenge trial's own report files fail with

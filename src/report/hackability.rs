@@ -14,8 +14,7 @@ use super::svg::esc;
 use crate::record::hackability::{short, Cell, Hackability, RunHackability, Standing, TaskAudit};
 use crate::spec::Suite;
 
-pub const PAGE_MD: &str = "hackability.md";
-pub const PAGE_HTML: &str = "hackability.html";
+pub use super::base::{HACKABILITY_HTML as PAGE_HTML, HACKABILITY_MD as PAGE_MD};
 
 /// One cell's text: its outcome, marked when it beats the floor or the reference
 /// misses the honest best.

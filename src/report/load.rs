@@ -18,7 +18,9 @@ use crate::record::scorecard::ScorecardRecord;
 use crate::record::{self, QaRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
 
-use super::base::{io, ReportError, REPORT_HTML, REPORT_MD, SUMMARY_JSON};
+use super::base::{
+    io, ReportError, HACKABILITY_HTML, HACKABILITY_MD, REPORT_HTML, REPORT_MD, SUMMARY_JSON,
+};
 
 /// Files a run directory may hold besides trial directories: the pages written into
 /// it, the merge manifest and the run manifest.
@@ -26,6 +28,8 @@ pub const KNOWN_FILES: &[&str] = &[
     REPORT_MD,
     REPORT_HTML,
     SUMMARY_JSON,
+    HACKABILITY_MD,
+    HACKABILITY_HTML,
     MERGE_FILE,
     MANIFEST_FILE,
     record::identity::IDENTITY_FILE,
@@ -161,11 +165,11 @@ pub struct Problem {
 #[derive(Debug, Clone, Default)]
 pub struct LoadedRun {
     pub dir: PathBuf,
-    /// One record per trial (the last attempt when nextest retried), sorted by app,
-    /// capability and repeat.
     /// The directory (its name in the run directory) of each counted qa record, by
     /// trial: where its transcript page is.
     pub record_dirs: BTreeMap<String, String>,
+    /// One qa record per trial (the last attempt when nextest retried), sorted by app,
+    /// capability and repeat.
     pub records: Vec<Box<QaRecord>>,
     pub problems: Vec<Problem>,
     /// Earlier attempts of retried trials, by trial directory: kept on disk, not counted.
@@ -189,7 +193,31 @@ pub struct LoadedRun {
     pub provider: Option<super::provider::Statement>,
 }
 
+/// One counted record of any suite, as the per-suite counts see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted<'a> {
+    pub suite: &'a str,
+    pub passed: bool,
+    pub errored: bool,
+}
+
 impl LoadedRun {
+    /// Every counted record of every suite: qa's and the other suites' alike.
+    pub fn counted(&self) -> impl Iterator<Item = Counted<'_>> {
+        use crate::record::SuiteRecord;
+        let qa = self.records.iter().map(|r| Counted {
+            suite: r.header().suite.as_str(),
+            passed: r.passed(),
+            errored: r.errored(),
+        });
+        let others = self.other_records.iter().map(|r| Counted {
+            suite: r.suite.as_str(),
+            passed: r.passed,
+            errored: r.error,
+        });
+        qa.chain(others)
+    }
+
     /// Why a planned trial has no record: interrupted (with what it kept), or never
     /// started at all.
     pub fn missing_reason(&self, trial: &str) -> String {

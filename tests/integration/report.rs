@@ -794,3 +794,51 @@ fn the_committed_published_index_is_what_regenerating_the_committed_runs_makes()
         .expect("gauntlet runs");
     assert_eq!(both.status.code(), Some(2));
 }
+
+/// `gauntlet report` of a run the main job already reported, into its own directory:
+/// every page the first report wrote there (the audit's pages among them) is the run's
+/// own, so the second report names no problem and exits 0 with the same page.
+#[test]
+fn reporting_a_run_again_in_place_finds_only_its_own_pages() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let gauntlet = |args: &[&str]| {
+        std::process::Command::new(bin("gauntlet"))
+            .args(args)
+            .env("GAUNTLET_OUT", out.path())
+            .env_remove("CARGO")
+            .env_remove("NEXTEST_RUN_ID")
+            .env_remove("GAUNTLET_RESUME")
+            .output()
+            .expect("gauntlet runs")
+    };
+    let ran = gauntlet(&["run", "--jobs", "1", "--filter", "qa::api-ledger::health"]);
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let runs: Vec<PathBuf> = std::fs::read_dir(out.path())
+        .expect("runs")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    let audit_page = run.join(gauntlet::report::hackability::PAGE_HTML);
+    assert!(
+        audit_page.is_file(),
+        "the run's identity carries its audit standing"
+    );
+    let first = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    let again = gauntlet(&["report", &run.display().to_string()]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let second = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(!second.contains("## Problems"), "{second}");
+    assert_eq!(first, second);
+}
