@@ -202,6 +202,12 @@ pub struct Counted<'a> {
 }
 
 impl LoadedRun {
+    /// The header of every counted record of every suite, qa's first.
+    pub fn headers(&self) -> impl Iterator<Item = &crate::record::Header> {
+        let qa = self.records.iter().map(|r| &r.header);
+        qa.chain(self.other_records.iter().map(|r| &r.header))
+    }
+
     /// Every counted record of every suite: qa's and the other suites' alike.
     pub fn counted(&self) -> impl Iterator<Item = Counted<'_>> {
         use crate::record::SuiteRecord;

@@ -39,13 +39,9 @@ pub struct Difference {
 pub(super) fn incomparable_settings(b: &LoadedRun, c: &LoadedRun) -> Option<String> {
     let first = |run: &LoadedRun| -> BTreeMap<String, crate::record::RecordConfig> {
         let mut m = BTreeMap::new();
-        for r in &run.records {
-            m.entry("qa".to_owned())
-                .or_insert_with(|| r.header.config.clone());
-        }
-        for r in &run.other_records {
-            m.entry(r.suite.clone())
-                .or_insert_with(|| r.header.config.clone());
+        for h in run.headers() {
+            m.entry(h.suite.as_str().to_owned())
+                .or_insert_with(|| h.config.clone());
         }
         m
     };
@@ -119,19 +115,11 @@ pub(super) fn subject_difference(
 pub(super) fn settings(b: &LoadedRun, c: &LoadedRun) -> Vec<Difference> {
     let configs = |run: &LoadedRun| {
         let mut m: BTreeMap<String, (String, serde_json::Value)> = BTreeMap::new();
-        for r in &run.records {
-            m.entry("qa".into()).or_insert_with(|| {
+        for h in run.headers() {
+            m.entry(h.suite.as_str().to_owned()).or_insert_with(|| {
                 (
-                    r.header.gauntlet_version.clone(),
-                    serde_json::to_value(&r.header.config).unwrap_or_default(),
-                )
-            });
-        }
-        for r in &run.other_records {
-            m.entry(r.suite.clone()).or_insert_with(|| {
-                (
-                    r.header.gauntlet_version.clone(),
-                    serde_json::to_value(&r.header.config).unwrap_or_default(),
+                    h.gauntlet_version.clone(),
+                    serde_json::to_value(&h.config).unwrap_or_default(),
                 )
             });
         }
