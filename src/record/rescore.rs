@@ -279,30 +279,11 @@ fn altered(r: &RescoreRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Suite;
-
-    fn axes(v: &(&'static str, &'static str)) -> Vec<VerdictAxis> {
-        vec![
-            VerdictAxis {
-                axis: "task_outcome",
-                outcome: v.0.into(),
-                reason: "the report is wrong".into(),
-            },
-            VerdictAxis {
-                axis: "evaluation_validity",
-                outcome: v.1.into(),
-                reason: "nothing disallowed was read".into(),
-            },
-        ]
-    }
 
     /// A verdict of two axes is one row, its axes joined as the suite's outcome words.
     #[test]
     fn a_verdict_of_axes_is_one_row_in_outcome_words() {
-        let row = |derived| {
-            let a = AxesRescore::compare(&("success", "clean"), Ok(derived), axes);
-            RescoreRow::of_axes(Path::new("r.json"), "t".into(), Suite::Challenge, a)
-        };
+        let row = |derived| crate::record::row::test_rows::row(("success", "clean"), Ok(derived));
         let table = render_table(&[row(("success", "clean")), row(("failed", "clean"))]);
         let line = |derived: &str, status: &str| {
             format!(

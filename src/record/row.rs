@@ -194,32 +194,42 @@ pub fn reasons(axes: &[VerdictAxis]) -> String {
         .join("; ")
 }
 
+/// A two-axis verdict and its rows, for the tests of every reader of a row.
 #[cfg(test)]
-mod tests {
+pub(crate) mod test_rows {
     use super::*;
 
-    fn words(v: &(&'static str, &'static str)) -> Vec<VerdictAxis> {
+    /// A challenge-like verdict of two axes in words, from its two outcome words.
+    pub fn two_axes(v: &(&'static str, &'static str)) -> Vec<VerdictAxis> {
         vec![
             VerdictAxis {
-                axis: "first",
+                axis: "task_outcome",
                 outcome: v.0.into(),
-                reason: "why first".into(),
+                reason: "the report is wrong".into(),
             },
             VerdictAxis {
-                axis: "second",
+                axis: "evaluation_validity",
                 outcome: v.1.into(),
-                reason: "why second".into(),
+                reason: "nothing disallowed was read".into(),
             },
         ]
     }
 
-    fn row(
+    /// The row of a two-axis verdict stored as `stored` and re-derived as `derived`.
+    pub fn row(
         stored: (&'static str, &'static str),
         derived: Result<(&'static str, &'static str), RescoreError>,
     ) -> RescoreRow {
-        let axes = AxesRescore::compare(&stored, derived, words);
+        let axes = AxesRescore::compare(&stored, derived, two_axes);
         RescoreRow::of_axes(Path::new("r.json"), "t".into(), Suite::Challenge, axes)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::test_rows::row;
 
     #[test]
     fn a_verdict_of_axes_agrees_only_when_re_derived_whole() {

@@ -697,31 +697,12 @@ fn disagreement(row: &RescoreRow) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::rescore::AxesRescore;
-
-    fn axes(v: &(&'static str, &'static str)) -> Vec<VerdictAxis> {
-        vec![
-            VerdictAxis {
-                axis: "task_outcome",
-                outcome: v.0.into(),
-                reason: "the report is wrong".into(),
-            },
-            VerdictAxis {
-                axis: "evaluation_validity",
-                outcome: v.1.into(),
-                reason: "nothing disallowed was read".into(),
-            },
-        ]
-    }
 
     /// A verdict of two axes is not counted when its evidence gives another, and the
     /// page says what it gives and why, as it does of a one-axis verdict.
     #[test]
     fn a_verdict_of_axes_its_evidence_does_not_give_is_not_counted() {
-        let row = |derived| {
-            let a = AxesRescore::compare(&("success", "clean"), Ok(derived), axes);
-            RescoreRow::of_axes(Path::new("r.json"), "t".into(), Suite::Challenge, a)
-        };
+        let row = |derived| crate::record::row::test_rows::row(("success", "clean"), Ok(derived));
         assert_eq!(disagreement(&row(("success", "clean"))), None);
         assert_eq!(
             disagreement(&row(("failed", "clean"))).as_deref(),
