@@ -60,16 +60,44 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// A file's text without its inline `#[cfg(test)]` modules, whatever their name or
+/// visibility (`mod tests`, `pub(crate) mod test_rows`): test code may build its
+/// inputs with any layer's help, and is no arrow of the library. A module is cut by
+/// its braces, so library code after it is still read; one whose braces never close
+/// takes the rest of the file with it.
+fn library_code(text: &str) -> String {
+    let re = regex::Regex::new(r"(?m)^#\[cfg\(test\)\]\n(?:pub(?:\([a-z]+\))? )?mod [a-z_0-9]+ \{")
+        .expect("regex");
+    let mut kept = String::new();
+    let mut rest = text;
+    while let Some(m) = re.find(rest) {
+        kept.push_str(&rest[..m.start()]);
+        let mut depth = 1usize;
+        let body = &rest[m.end()..];
+        let close = body.char_indices().find_map(|(i, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(i + 1)
+        });
+        match close {
+            Some(end) => rest = &body[end..],
+            None => return kept,
+        }
+    }
+    kept.push_str(rest);
+    kept
+}
+
 /// The `crate::<module>` (and, under `suites`, `crate::suites::<suite>`) paths a file
 /// names outside its comments and its unit tests (a file's `#[cfg(test)]` module, at
 /// its end: test code may build its inputs with any layer's help, and is no arrow of
 /// the library).
 fn imports(text: &str) -> Vec<(String, Option<String>)> {
     let re = regex::Regex::new(r"\bcrate::([a-z_]+)(?:::([a-z_]+))?").expect("regex");
-    let library = text
-        .split("\n#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or(text);
+    let library = library_code(text);
     library
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -200,6 +228,11 @@ fn the_layer_check_reads_rows_and_imports_as_written() {
         "use crate::record::merge;\n// crate::harness in a comment\nlet x = crate::suites::qa::f();\n\
          \n#[cfg(test)]\nmod tests {\n    use crate::report::x;\n}\n",
     );
+    let fixtures = imports(
+        "#[cfg(test)]\npub(crate) mod test_rows {\n    fn f() { let _ = format!(\"{}\", 1); }\n    \
+         use crate::report::x;\n}\n\npub fn after() { crate::spec::g(); }\n",
+    );
+    assert_eq!(fixtures, [("spec".to_owned(), Some("g".to_owned()))]);
     assert_eq!(
         found,
         [
@@ -268,10 +301,7 @@ fn file_imports(
     text: &str,
     modules: &BTreeMap<Vec<String>, String>,
 ) -> Vec<(String, String)> {
-    let library = text
-        .split("\n#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or(text);
+    let library = library_code(text);
     let code: String = library
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
