@@ -167,22 +167,20 @@ pub(crate) fn run(
         return error(e);
     }
     let page = run_dir.join(crate::report::REPORT_HTML);
-    if ran[&Suite::Scorecard] > 0 && crate::sys::shutdown::requested().is_none() {
-        println!(
-            "Scorecard: on the results page; append it to a leaderboard with \
-             `gauntlet leaderboard {} --out <dir>`",
-            run_dir.display()
-        );
+    if crate::sys::shutdown::requested().is_none() {
+        let notes = ran.iter().filter(|(_, n)| **n > 0);
+        for note in notes.filter_map(|(s, _)| crate::suites::runner(*s).after_run(&run_dir)) {
+            println!("{note}");
+        }
     }
     // The digest pins every record as it is now: `gauntlet rescore <run dir> --digest`
     // with it catches any later rewrite of the run, however consistent.
     let digest = or_exit!(digest_of(&run_dir));
+    let per_suite: Vec<String> = ran.iter().map(|(s, n)| format!("{n} {s}")).collect();
     println!(
-        "\n{} trials ({} qa, {} challenge, {} scorecard), {} not passed; run digest: {digest}; results page: {}",
+        "\n{} trials ({}), {} not passed; run digest: {digest}; results page: {}",
         ran.values().sum::<usize>(),
-        ran[&Suite::Qa],
-        ran[&Suite::Challenge],
-        ran[&Suite::Scorecard],
+        per_suite.join(", "),
         failed,
         page.display()
     );

@@ -11,7 +11,7 @@ use super::qa::QaRecord;
 use super::raw::PlainFile;
 use super::row::RescoreRow;
 use super::scorecard::ScorecardRecord;
-use super::suite::SuiteRecord;
+use super::suite::{SuiteFigures, SuiteRecord};
 use crate::spec::Suite;
 
 /// A record of any suite.
@@ -116,6 +116,14 @@ pub struct Projection<Q, C, S> {
     pub qa: Q,
     pub challenge: C,
     pub scorecard: S,
+}
+
+/// What `suite`'s figures are beyond the pass rate: declared beside its record.
+pub fn figures(suite: Suite) -> &'static SuiteFigures {
+    match suite {
+        Suite::Qa => &super::qa::QA_FIGURES,
+        Suite::Challenge | Suite::Scorecard => &SuiteFigures::PASS_RATE_ONLY,
+    }
 }
 
 /// Read `file` as the record its `suite` says it is.

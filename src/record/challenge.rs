@@ -3,6 +3,7 @@
 //! derived from it ([`Derived`]) and the verdict; and the re-derivation rescore runs
 //! from the raw files alone.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::header::{unsealed_tag, Header, RecordError};
 use super::raw::Hashed;
 use super::row::{AxesRescore, RescoreError, RescoreRow, VerdictAxis};
-use super::suite::SuiteRecord;
+use super::suite::{Subject, SuiteRecord};
 use crate::evidence::normalize::{AgentReport, ReportedUsage};
 use crate::evidence::observed::Observation;
 use crate::evidence::observed_execs::{self, ExecFindings};
@@ -467,6 +468,16 @@ impl SuiteRecord for ChallengeRecord {
 
     fn summary_line(&self) -> String {
         summary_line(self)
+    }
+
+    /// The challenge's manifest, which the record keeps whole.
+    fn subjects(&self) -> Vec<Subject<'_>> {
+        vec![Subject {
+            what: "challenge",
+            name: Cow::Borrowed(&self.provenance.challenge_id),
+            field: "manifest_sha256",
+            digest: Cow::Borrowed(&self.provenance.manifest_sha256),
+        }]
     }
 }
 

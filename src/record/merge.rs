@@ -7,16 +7,16 @@
 //! never changed, and the output must be new. The inputs' run manifests are joined into
 //! the merged run's, so rescore checks the merged run against every partition's plan.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::files::write_new_json;
-use super::header::{load_header, Header, RecordConfig, RecordError, RECORD_FILE};
+use super::header::{Header, RecordConfig, RecordError, RECORD_FILE};
 use super::identity::{self, RunIdentity, IDENTITY_FILE};
 use super::manifest::MANIFEST_FILE;
-use super::qa::{QaRecord, QaSpecRef};
+use super::suite::SuiteRecord;
 use crate::plan::partition::Partition;
 
 /// The manifest a merged run carries: where its trials came from.
@@ -50,81 +50,51 @@ fn io(file: &Path) -> impl FnOnce(std::io::Error) -> MergeError + '_ {
 #[error("{0}")]
 pub struct Mismatch(pub String);
 
-/// Checks that records belong to one run: one harness config and gauntlet version,
-/// one content hash per app, one spec per capability.
+/// Checks that records belong to one run: one gauntlet version and one harness config
+/// per suite ([`HeaderCheck`]), and one version of everything its trials were made
+/// from (each record's [`SuiteRecord::subjects`]: an app's content hash, a
+/// capability's spec, a challenge's manifest, a probe).
 ///
 /// A run's loader checks every record of the run, so a record that matches what was
-/// seen before costs no allocation: its place is only written out when it is kept or
-/// named in a mismatch.
+/// seen before costs no copy of its place: that is only written out when a subject is
+/// first seen or named in a mismatch.
 #[derive(Default)]
 pub struct IdentityCheck {
-    first: Option<(String, QaRecord)>,
-    /// Per app: where its content hash was first seen, the hash, and each capability's
-    /// spec with where it was first seen.
-    apps: BTreeMap<String, AppSeen>,
-}
-
-struct AppSeen {
-    place: String,
-    content_hash: String,
-    caps: BTreeMap<String, (String, QaSpecRef)>,
+    headers: HeaderCheck,
+    /// Per subject, by [`super::suite::Subject::key`]: where it was first seen, and
+    /// its digest there.
+    subjects: HashMap<String, (String, String)>,
 }
 
 impl IdentityCheck {
-    /// `place` names the record in messages (a trial directory, an input run).
-    pub fn check(&mut self, place: &dyn std::fmt::Display, rec: &QaRecord) -> Result<(), Mismatch> {
-        let Some((first_place, first)) = &self.first else {
-            self.first = Some((place.to_string(), rec.clone()));
-            self.remember(place, rec);
-            return Ok(());
-        };
-        if first.header.gauntlet_version != rec.header.gauntlet_version {
-            return Err(Mismatch(format!(
-                "gauntlet_version `{}` in {place} vs `{}` in {first_place}",
-                rec.header.gauntlet_version, first.header.gauntlet_version
-            )));
-        }
-        if let Some(d) = value_difference(&first.header.config, &rec.header.config) {
-            return Err(Mismatch(format!("config.{d} in {place} vs {first_place}")));
-        }
-        let Some(app) = self.apps.get(&rec.spec.app) else {
-            self.remember(place, rec);
-            return Ok(());
-        };
-        if app.content_hash != rec.spec.app_content_hash {
-            return Err(Mismatch(format!(
-                "app `{}` content hash `{}` in {place} vs `{}` in {}",
-                rec.spec.app, rec.spec.app_content_hash, app.content_hash, app.place
-            )));
-        }
-        match app.caps.get(&rec.spec.capability) {
-            Some((p, spec)) => {
-                if let Some(d) = value_difference(spec, &rec.spec) {
+    /// `place` names the record in messages (a trial directory, an input run). A
+    /// record that differs leaves nothing of itself behind to check the next against.
+    pub fn check(
+        &mut self,
+        place: &dyn std::fmt::Display,
+        rec: &dyn SuiteRecord,
+    ) -> Result<(), Mismatch> {
+        self.headers.check(place, rec.header())?;
+        let subjects = rec.subjects();
+        let mut new = Vec::new();
+        for s in &subjects {
+            let key = s.key();
+            match self.subjects.get(&key) {
+                Some((first, digest)) if *digest != *s.digest => {
                     return Err(Mismatch(format!(
-                        "spec of `{}::{}`: {d} in {place} vs {p}",
-                        rec.spec.app, rec.spec.capability
-                    )));
+                        "{} `{}`: {} `{}` in {place} vs `{digest}` in {first}",
+                        s.what, s.name, s.field, s.digest
+                    )))
                 }
+                Some(_) => {}
+                None => new.push((key, s)),
             }
-            None => self.remember(place, rec),
+        }
+        for (key, s) in new {
+            self.subjects
+                .insert(key, (place.to_string(), s.digest.to_string()));
         }
         Ok(())
-    }
-
-    /// The first sight of `rec`'s app (with its content hash) or capability (with its
-    /// spec).
-    fn remember(&mut self, place: &dyn std::fmt::Display, rec: &QaRecord) {
-        let app = self
-            .apps
-            .entry(rec.spec.app.clone())
-            .or_insert_with(|| AppSeen {
-                place: place.to_string(),
-                content_hash: rec.spec.app_content_hash.clone(),
-                caps: BTreeMap::new(),
-            });
-        app.caps
-            .entry(rec.spec.capability.clone())
-            .or_insert_with(|| (place.to_string(), rec.spec.clone()));
     }
 }
 
@@ -137,7 +107,7 @@ pub struct HeaderCheck {
 }
 
 impl HeaderCheck {
-    pub fn check(&mut self, place: &str, rec: &Header) -> Result<(), Mismatch> {
+    pub fn check(&mut self, place: &dyn std::fmt::Display, rec: &Header) -> Result<(), Mismatch> {
         match &self.version {
             Some((p, v)) if *v != rec.gauntlet_version => {
                 return Err(Mismatch(format!(
@@ -409,7 +379,6 @@ pub fn merge_runs_with(
         missing,
     } = check_identities(inputs, options)?;
     let mut identity = IdentityCheck::default();
-    let mut suites = HeaderCheck::default();
     let mut owner: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut copies: Vec<(PathBuf, String)> = Vec::new();
     let mut manifest = MergeManifest {
@@ -461,19 +430,16 @@ pub fn merge_runs_with(
             let file = path.join(RECORD_FILE);
             if file.is_file() {
                 let refused = |e: RecordError| MergeError::Refused(e.to_string());
-                let rec = load_header(&file).map_err(refused)?;
-                let place = format!("{}", input.display());
+                let any = super::any::load_any(&file).map_err(refused)?;
                 let differs = |d: Mismatch| {
                     MergeError::Refused(format!(
                         "runs made with different configs or specs cannot merge: {d}"
                     ))
                 };
-                suites.check(&place, &rec).map_err(differs)?;
-                // A qa record also names its app's hash and its capability's spec.
-                if rec.suite == crate::spec::Suite::Qa {
-                    let qa = super::qa::load(&file).map_err(refused)?;
-                    identity.check(&place, &qa).map_err(differs)?;
-                }
+                identity
+                    .check(&input.display(), any.as_suite())
+                    .map_err(differs)?;
+                let rec = any.header();
                 if let Some(other) = owner.get(&rec.trial) {
                     if other != input {
                         return Err(MergeError::Refused(format!(

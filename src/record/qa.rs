@@ -5,6 +5,7 @@
 //! The run itself calls [`derive_qa_verdict`] too, so a verdict at run time and at
 //! rescore time come from one code path over the same bytes.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use super::header::{io, unsealed_tag, Header, RecordConfig, RecordError, SCHEMA_
 use super::raw::Hashed;
 use super::row::{RescoreError, RescoreRow};
 use super::stream::{parser_named, reported_in};
-use super::suite::SuiteRecord;
+use super::suite::{Among, Better, Rate, Subject, SuiteFigures, SuiteRecord, VerdictSetting};
 use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{QaEvidence, RawFile, Transcript};
@@ -342,4 +343,70 @@ impl SuiteRecord for QaRecord {
     fn summary_line(&self) -> String {
         summary_line(self)
     }
+
+    /// Its app, its capability's spec, and the scripted flow when the trial used one.
+    /// The independence matrix is no subject: it is derived from the app and its
+    /// reference tests (both subjects already) and holds each cell's measured duration,
+    /// so two machines derive it with different bytes; it is the trial's evidence,
+    /// which rescore checks as a raw file.
+    fn subjects(&self) -> Vec<Subject<'_>> {
+        let s = &self.spec;
+        let capability = || Cow::Owned(format!("{}::{}", s.app, s.capability));
+        let mut out = vec![
+            Subject {
+                what: "app",
+                name: Cow::Borrowed(&s.app),
+                field: "content_hash",
+                digest: Cow::Borrowed(&s.app_content_hash),
+            },
+            Subject {
+                what: "spec of",
+                name: capability(),
+                field: "capability_sha256",
+                digest: Cow::Borrowed(&s.capability_sha256),
+            },
+        ];
+        if let Some(flow) = &s.script_sha256 {
+            out.push(Subject {
+                what: "spec of",
+                name: capability(),
+                field: "flow_sha256",
+                digest: Cow::Borrowed(flow),
+            });
+        }
+        out
+    }
+
+    fn kind(&self) -> Option<CapabilityKind> {
+        Some(self.spec.kind)
+    }
 }
+
+/// qa's figures beyond the pass rate (docs/results.md): the verified rate among the
+/// capabilities that can be verified, and the false-verification rate among all; a
+/// verified claim means something else under another N.
+pub const QA_FIGURES: SuiteFigures = SuiteFigures {
+    rates: &[
+        Rate {
+            name: "verified rate",
+            better: Better::Higher,
+            outcome: "verified",
+            among: Among::Verifiable,
+            one: None,
+        },
+        Rate {
+            name: "false-verification rate",
+            better: Better::Lower,
+            outcome: "false_verification",
+            among: Among::All,
+            one: Some((
+                "a false verification",
+                "the agent claimed what its evidence does not hold",
+            )),
+        },
+    ],
+    verdict_settings: &[VerdictSetting {
+        name: "N (green re-runs a verified claim needs)",
+        value: |c| c.n.to_string(),
+    }],
+};

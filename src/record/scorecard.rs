@@ -5,6 +5,7 @@
 //! rescore needs neither the repository's data nor a network: it re-reads every turn's
 //! reply from the raw stdout (hash-checked), re-runs the pure scorer, and compares.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use super::header::{unsealed_tag, Header, RecordError, RECORD_FILE, SCHEMA_VERSI
 use super::raw::Hashed;
 use super::row::{RescoreError, RescoreRow};
 use super::stream::{parse_checked, parser_named, reported_in};
-use super::suite::SuiteRecord;
+use super::suite::{Subject, SuiteRecord};
 use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{ProcessEnd, RawFile};
@@ -322,6 +323,25 @@ impl SuiteRecord for ScorecardRecord {
 
     fn summary_line(&self) -> String {
         summary_line(self)
+    }
+
+    /// Its probe file, and the scorecard's tables its points were read from.
+    fn subjects(&self) -> Vec<Subject<'_>> {
+        let tables = serde_json::to_string(&self.card).unwrap_or_default();
+        vec![
+            Subject {
+                what: "probe",
+                name: Cow::Borrowed(&self.probe.probe.id),
+                field: "sha256",
+                digest: Cow::Borrowed(&self.probe.sha256),
+            },
+            Subject {
+                what: "the scorecard's",
+                name: Cow::Borrowed("tables"),
+                field: "card",
+                digest: Cow::Owned(crate::hash::sha256(tables.as_bytes())),
+            },
+        ]
     }
 }
 

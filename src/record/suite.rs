@@ -5,6 +5,7 @@
 //! answers are written once, where its record is, and a fourth suite is one more
 //! implementation rather than one more arm in every reader.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use super::header::Header;
@@ -14,6 +15,9 @@ use crate::evidence::normalize::ReportedUsage;
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::RawFile;
 use crate::score::{Outcome, Verdict};
+use crate::spec::CapabilityKind;
+
+use super::header::RecordConfig;
 
 pub trait SuiteRecord {
     /// The shared header: suite, run, trial, timings, configuration.
@@ -90,4 +94,109 @@ pub trait SuiteRecord {
 
     /// The line nextest keeps in JUnit `system-out`, ending with the record's own hash.
     fn summary_line(&self) -> String;
+
+    /// What the trial was made from, each with the digest of the version it used: two
+    /// records of one run must agree on every subject they share (merge, the report's
+    /// loader), and two runs compared must too.
+    fn subjects(&self) -> Vec<Subject<'_>>;
+
+    /// The kind of capability the trial tested, for a suite whose trials have one.
+    fn kind(&self) -> Option<CapabilityKind> {
+        None
+    }
+}
+
+/// One thing a trial was made from (an app, a capability's spec, a challenge, a
+/// probe), named as a reader names it, and the digest of the version the trial used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject<'a> {
+    /// What it is, as a message names it: `app`, `spec of`, `challenge`, `probe`.
+    pub what: &'static str,
+    /// Which one: `api-ledger`, `api-ledger::balance`.
+    pub name: Cow<'a, str>,
+    /// The record's field the digest is read from, so a mismatch names it.
+    pub field: &'static str,
+    pub digest: Cow<'a, str>,
+}
+
+impl Subject<'_> {
+    /// The subject as a message names it: ``app `api-ledger` ``.
+    pub fn label(&self) -> String {
+        format!("{} `{}`", self.what, self.name)
+    }
+
+    /// The subject's field without its digest: what two records must agree on the
+    /// digest of.
+    pub fn key(&self) -> String {
+        format!("{} `{}` {}", self.what, self.name, self.field)
+    }
+}
+
+/// What a suite's figures are beyond the pass rate every suite has, declared once per
+/// suite in its record's file and read by `gauntlet compare` and the pages alike.
+#[derive(Debug)]
+pub struct SuiteFigures {
+    /// The rates the suite is also judged by.
+    pub rates: &'static [Rate],
+    /// Settings of a record's config under which the suite's verdicts mean something
+    /// else: runs that differ in one are not compared.
+    pub verdict_settings: &'static [VerdictSetting],
+}
+
+impl SuiteFigures {
+    /// A suite judged by its pass rate alone.
+    pub const PASS_RATE_ONLY: SuiteFigures = SuiteFigures {
+        rates: &[],
+        verdict_settings: &[],
+    };
+}
+
+/// A rate of trials whose verdict is one outcome word.
+#[derive(Debug)]
+pub struct Rate {
+    /// `verified rate`.
+    pub name: &'static str,
+    pub better: Better,
+    /// The outcome word (as [`SuiteRecord::outcome_words`] gives it) the rate counts.
+    pub outcome: &'static str,
+    /// Which of the suite's trials it counts among.
+    pub among: Among,
+    /// For a rate where lower is better: one trial with that outcome, as a sentence's
+    /// subject (`a false verification`), and why it matters, so that one appearing
+    /// where the baseline had none is named.
+    pub one: Option<(&'static str, &'static str)>,
+}
+
+/// Whether a rate rising is good news or bad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// The trials a rate counts among.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Among {
+    All,
+    /// Trials of a capability that can be verified (a kind nobody recorded counts as
+    /// one: the count that cannot flatter a run).
+    Verifiable,
+}
+
+impl Among {
+    pub fn counts(self, kind: Option<CapabilityKind>) -> bool {
+        match self {
+            Among::All => true,
+            Among::Verifiable => kind.is_none_or(CapabilityKind::is_verifiable),
+        }
+    }
+}
+
+/// A setting of the harness's config that changes what a suite's verdict means.
+#[derive(Debug)]
+pub struct VerdictSetting {
+    /// How a message names it: `N (green re-runs a verified claim needs)`.
+    pub name: &'static str,
+    pub value: fn(&RecordConfig) -> String,
 }

@@ -11,11 +11,11 @@ use serde::Serialize;
 use crate::record::any::{AnyRecord, Projection};
 use crate::record::challenge::ChallengeRecord;
 use crate::record::manifest::{Manifest, PlannedTrial, MANIFEST_FILE};
-use crate::record::merge::{HeaderCheck, IdentityCheck, MERGE_FILE};
+use crate::record::merge::{IdentityCheck, MERGE_FILE};
 use crate::record::rescore::{RescoreError, RescoreRow, VerdictAxis};
 use crate::record::row::reasons;
 use crate::record::scorecard::ScorecardRecord;
-use crate::record::{self, QaRecord, RECORD_FILE};
+use crate::record::{self, QaRecord, SuiteRecord, RECORD_FILE};
 use crate::spec::{CapabilityKind, Suite};
 
 use super::base::{
@@ -82,7 +82,8 @@ impl OtherRecord {
     fn of(dir: &Path, name: &str, rec: &AnyRecord) -> OtherRecord {
         let h = rec.header();
         let mut automatic = None;
-        let (passed, label, subjects, usage) = rec.project(Projection {
+        let subjects = subject_pairs(rec.as_suite());
+        let (passed, label, usage) = rec.project(Projection {
             challenge: |c: &ChallengeRecord| {
                 let (o, v, audited) = super::challenge::authoritative(dir, c);
                 let auto = (
@@ -101,10 +102,6 @@ impl OtherRecord {
                     o == crate::score::challenge::TaskOutcome::Success
                         && v == crate::score::challenge::Validity::Clean,
                     label,
-                    vec![(
-                        format!("challenge `{}`", c.provenance.challenge_id),
-                        c.provenance.manifest_sha256.clone(),
-                    )],
                     c.evidence.usage.clone(),
                 )
             },
@@ -112,20 +109,6 @@ impl OtherRecord {
                 (
                     p.verdict.passed,
                     p.verdict.outcome.as_str().to_owned(),
-                    vec![
-                        (
-                            format!("probe `{}`", p.probe.probe.id),
-                            p.probe.sha256.clone(),
-                        ),
-                        (
-                            "the scorecard's tables".to_owned(),
-                            crate::hash::sha256(
-                                serde_json::to_string(&p.card)
-                                    .unwrap_or_default()
-                                    .as_bytes(),
-                            ),
-                        ),
-                    ],
                     p.usage.clone(),
                 )
             },
@@ -133,7 +116,6 @@ impl OtherRecord {
                 (
                     q.verdict.passed,
                     q.verdict.outcome.as_str().to_owned(),
-                    Vec::new(),
                     q.evidence.usage.clone(),
                 )
             },
@@ -193,33 +175,102 @@ pub struct LoadedRun {
     pub provider: Option<super::provider::Statement>,
 }
 
-/// One counted record of any suite, as the per-suite counts see it.
+/// One counted record of any suite, as the per-suite counts and `gauntlet compare`
+/// see it.
 #[derive(Debug, Clone, Copy)]
 pub struct Counted<'a> {
     pub suite: &'a str,
+    pub trial: &'a str,
+    /// Its trial directory, by name in the run directory.
+    pub dir: &'a str,
+    pub header: &'a crate::record::Header,
     pub passed: bool,
     pub errored: bool,
+    /// The verdict in its suite's words (a challenge's manual audit's, when audited).
+    pub label: &'a str,
+    /// The verdict its evidence gives, as (label, passed), where a manual audit
+    /// decided otherwise ([`OtherRecord::automatic`]).
+    pub automatic: Option<&'a (String, bool)>,
+    pub usage: &'a [crate::evidence::usage::UsageEntry],
+    pub repeat: u32,
+    pub kind: Option<CapabilityKind>,
+    record: CountedRecord<'a>,
+}
+
+/// Where a counted record's answers come from: the page keeps qa's records whole (its
+/// summary is theirs) and the other suites' as their projection.
+#[derive(Debug, Clone, Copy)]
+enum CountedRecord<'a> {
+    Whole(&'a QaRecord),
+    Projected(&'a OtherRecord),
+}
+
+impl Counted<'_> {
+    /// What the trial was made from: per subject ([`crate::record::suite::Subject::label`]), the digests of
+    /// its fields.
+    pub fn subjects(&self) -> Vec<(String, String)> {
+        match self.record {
+            CountedRecord::Whole(r) => subject_pairs(r),
+            CountedRecord::Projected(r) => r.subjects.clone(),
+        }
+    }
+}
+
+/// A record's subjects, one pair per subject with every field's digest beside its name.
+fn subject_pairs(rec: &dyn SuiteRecord) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for s in rec.subjects() {
+        let label = s.label();
+        let digest = format!("{} `{}`", s.field, s.digest);
+        match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, d)) => {
+                d.push_str(", ");
+                d.push_str(&digest);
+            }
+            None => out.push((label, digest)),
+        }
+    }
+    out
 }
 
 impl LoadedRun {
     /// The header of every counted record of every suite, qa's first.
     pub fn headers(&self) -> impl Iterator<Item = &crate::record::Header> {
-        let qa = self.records.iter().map(|r| &r.header);
-        qa.chain(self.other_records.iter().map(|r| &r.header))
+        self.counted().map(|c| c.header)
     }
 
     /// Every counted record of every suite: qa's and the other suites' alike.
     pub fn counted(&self) -> impl Iterator<Item = Counted<'_>> {
-        use crate::record::SuiteRecord;
         let qa = self.records.iter().map(|r| Counted {
             suite: r.header().suite.as_str(),
+            trial: &r.header.trial,
+            dir: self
+                .record_dirs
+                .get(&r.header.trial)
+                .map_or("", String::as_str),
+            header: &r.header,
             passed: r.passed(),
             errored: r.errored(),
+            label: r.verdict.outcome.as_str(),
+            automatic: None,
+            usage: r.metered_usage(),
+            repeat: r.repeat,
+            kind: r.kind(),
+            record: CountedRecord::Whole(r),
         });
         let others = self.other_records.iter().map(|r| Counted {
             suite: r.suite.as_str(),
+            trial: &r.trial,
+            dir: &r.dir,
+            header: &r.header,
             passed: r.passed,
             errored: r.error,
+            label: &r.label,
+            automatic: r.automatic.as_ref(),
+            usage: &r.usage,
+            repeat: crate::plan::names::group_of(&r.trial).1,
+            kind: None,
+            record: CountedRecord::Projected(r),
         });
         qa.chain(others)
     }
@@ -245,7 +296,7 @@ impl LoadedRun {
         let mut latest: HashMap<&str, usize> = HashMap::with_capacity(found.len());
         let mut counted = vec![false; found.len()];
         for (i, (name, rec)) in found.iter().enumerate() {
-            if let Err(diff) = identity.check(&format_args!("`{name}`"), rec) {
+            if let Err(diff) = identity.check(&format_args!("`{name}`"), rec.as_ref()) {
                 self.problems.push(Problem {
                     file: format!("{name}/{RECORD_FILE}"),
                     cause: format!("made under another config or spec than the run: {diff}"),
@@ -332,7 +383,7 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
     // missing trial.
     let mut recorded: Vec<String> = Vec::new();
     let mut others: BTreeMap<String, (String, OtherRecord)> = BTreeMap::new();
-    let mut headers = HeaderCheck::default();
+    let mut others_identity = IdentityCheck::default();
     let mut stopped = Vec::new();
     // Every record's hash, for the manifest's `finished` lines.
     let mut hashed = Vec::new();
@@ -462,13 +513,16 @@ pub fn load_run(dir: &Path) -> Result<LoadedRun, ReportError> {
                 match rec.into_qa() {
                     Ok(rec) => found.push((name, rec)),
                     Err(other) => {
-                        // One gauntlet version and one config per suite: a record
-                        // of another run, copied in, is not part of this one.
-                        if let Err(diff) = headers.check(&format!("`{name}`"), other.header()) {
+                        // One gauntlet version and one config per suite, one version
+                        // of each challenge and probe: a record of another run, copied
+                        // in, is not part of this one.
+                        if let Err(diff) =
+                            others_identity.check(&format_args!("`{name}`"), other.as_suite())
+                        {
                             run.problems.push(Problem {
                                 file: rel(),
                                 cause: format!(
-                                    "made under another config or version than the run: {diff}"
+                                    "made under another config or spec than the run: {diff}"
                                 ),
                             });
                             continue;

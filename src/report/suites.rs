@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::load::LoadedRun;
 use super::svg::esc;
+use crate::spec::Suite;
 
 /// One suite's section: its heading, a sentence on where it comes from, and either a
 /// markdown table or the reason it could not be built (never a reason to lose the page).
@@ -29,20 +30,28 @@ pub enum SectionError {
     Scorecard(#[from] super::leaderboard::LeaderboardError),
 }
 
-/// The sections for every other suite `run` holds, in a fixed order.
+/// The sections for every other suite `run` holds, in the suites' order.
 pub fn sections(run_dir: &Path, run: &LoadedRun) -> Vec<Section> {
-    let mut out = Vec::new();
-    if run.other_suites.contains_key("challenge") {
-        out.push(Section {
+    Suite::ALL
+        .into_iter()
+        .filter(|s| run.other_suites.contains_key(s.as_str()))
+        .filter_map(|s| section(s, run_dir))
+        .collect()
+}
+
+/// The pages' registry of suites: each suite's section of a run's page, written by
+/// the suite's own report module. qa has none: the page's summary is its own.
+fn section(suite: Suite, run_dir: &Path) -> Option<Section> {
+    match suite {
+        Suite::Qa => None,
+        Suite::Challenge => Some(Section {
             title: "Challenges",
             intro: "One row per challenge trial (`challenge::<id>::<profile>`): task outcome and \
 evaluation validity are separate; a manual audit, when there is one, is authoritative. Each \
 trial directory holds its `final-report.md` and `metrics.json`.",
             table: super::challenge::run_table(run_dir).map_err(SectionError::from),
-        });
-    }
-    if run.other_suites.contains_key("scorecard") {
-        out.push(Section {
+        }),
+        Suite::Scorecard => Some(Section {
             title: "Autonomy scorecard",
             intro: "Scores 0-4 per dimension from behaviour observed in gauntlet's sinks, total \
 /20 (`gauntlet leaderboard` appends these rows to a leaderboard). D1 memory, D2 goals, D3 \
@@ -50,9 +59,8 @@ continuous operation, D4 initiative, D5 world.",
             table: super::leaderboard::collect(&[run_dir.to_path_buf()])
                 .map(|entries| super::leaderboard::render_markdown(&entries))
                 .map_err(SectionError::from),
-        });
+        }),
     }
-    out
 }
 
 pub fn markdown(sections: &[Section]) -> String {

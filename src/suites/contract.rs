@@ -67,6 +67,12 @@ pub trait SuiteRunner: Sync {
     /// for all of a suite's tasks at once so that what they share (a directory's
     /// digest, a lock file) is read once per run.
     fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts;
+
+    /// What `gauntlet run` tells its user about this suite's share of the run in
+    /// `run_dir` once it is reported (where its results go next), if anything.
+    fn after_run(&self, _run_dir: &std::path::Path) -> Option<String> {
+        None
+    }
 }
 
 /// A suite's `run.json` `specs` entries, key and value ([`SuiteRunner::specs`]).

@@ -191,6 +191,34 @@ fn a_run_holding_qa_challenge_and_scorecard_trials_merges_into_the_unsplit_runs_
         assert_eq!(r.rows.len(), wanted.len());
         assert!(r.ok(), "{}: {:?} {:?}", run.display(), r.rows, r.findings);
     }
+    // Every suite's record says what it was made from, and one run holds one version of
+    // each: a challenge record made from another manifest is not this run's.
+    use gauntlet::record::any::{load_any, AnyRecord};
+    use gauntlet::record::merge::IdentityCheck;
+    let file = whole
+        .join("challenge.ledger-reconcile.none")
+        .join("record.json");
+    let rec = load_any(&file).expect("the challenge's record");
+    let mut other = rec.clone();
+    let AnyRecord::Challenge(c) = &mut other else {
+        panic!("{}: not a challenge record", file.display())
+    };
+    c.provenance.manifest_sha256 = "sha256:changed".into();
+    let mut check = IdentityCheck::default();
+    check
+        .check(&"the run", rec.as_suite())
+        .expect("the first record");
+    check
+        .check(&"the run again", rec.as_suite())
+        .expect("the same record");
+    let err = check
+        .check(&"a copy", other.as_suite())
+        .expect_err("another manifest")
+        .to_string();
+    assert!(
+        err.contains("challenge `ledger-reconcile`: manifest_sha256 `sha256:changed` in a copy"),
+        "{err}"
+    );
 }
 
 /// Give a partition the `run.json` a trial process writes: one identity, and where it

@@ -6,8 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::score::interval::{difference, wilson, Interval};
-use crate::score::Outcome;
-use crate::spec::CapabilityKind;
 
 use super::facts::TrialFacts;
 
@@ -58,13 +56,7 @@ impl GroupChange {
     }
 }
 
-/// Whether a rate rising is good news or bad.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Higher,
-    Lower,
-}
+pub use crate::record::suite::Better;
 
 /// One rate in both runs and the 95% interval of its difference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -196,7 +188,8 @@ pub(super) fn rate_deltas(
 ) -> Vec<RateDelta> {
     let suites: BTreeSet<&str> = b.values().map(|f| f.suite.as_str()).collect();
     let mut out = Vec::new();
-    for suite in crate::spec::Suite::ALL.map(|s| s.as_str()) {
+    for tag in crate::spec::Suite::ALL {
+        let suite = tag.as_str();
         if !suites.contains(suite) {
             continue;
         }
@@ -235,22 +228,11 @@ pub(super) fn rate_deltas(
                 regression,
             });
         };
-        let all = |_: &TrialFacts| true;
-        push("pass rate", Better::Higher, &|f| f.passed, &all);
-        if suite == "qa" {
-            let verifiable = |f: &TrialFacts| f.kind.is_some_and(CapabilityKind::is_verifiable);
-            push(
-                "verified rate",
-                Better::Higher,
-                &|f| f.outcome == Some(Outcome::Verified),
-                &verifiable,
-            );
-            push(
-                "false-verification rate",
-                Better::Lower,
-                &|f| f.outcome == Some(Outcome::FalseVerification),
-                &all,
-            );
+        push("pass rate", Better::Higher, &|f| f.passed, &|_| true);
+        for r in crate::record::any::figures(tag).rates {
+            push(r.name, r.better, &|f| f.verdict == r.outcome, &|f| {
+                r.among.counts(f.kind)
+            });
         }
     }
     out

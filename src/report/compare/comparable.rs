@@ -55,23 +55,27 @@ pub(super) fn incomparable_settings(b: &LoadedRun, c: &LoadedRun) -> Option<Stri
                 format!("{:?}", xc.mode).to_lowercase()
             ));
         }
-        if suite == "qa" && xb.n != xc.n {
-            return Some(format!(
-                "qa: N (green re-runs a verified claim needs) is {} in the baseline and {} in the candidate: verified does not mean the same",
-                xb.n, xc.n
-            ));
+        let figures = crate::spec::Suite::parse(suite).map(crate::record::any::figures);
+        for setting in figures.map_or(&[][..], |f| f.verdict_settings) {
+            let (vb, vc) = ((setting.value)(xb), (setting.value)(xc));
+            if vb != vc {
+                return Some(format!(
+                    "{suite}: {} is {vb} in the baseline and {vc} in the candidate: its verdicts do not mean the same",
+                    setting.name
+                ));
+            }
         }
     }
     None
 }
 
-/// What a run's trials were made from: (what, hash), e.g. (`app `api-ledger``, its
-/// content hash); refused when one run holds two versions of one thing.
+/// What a run's trials were made from: (what, digests), e.g. (``app `api-ledger` ``,
+/// ``content_hash `…` ``); refused when one run holds two versions of one thing.
 pub(super) fn subjects(run: &LoadedRun, side: Side) -> Result<BTreeMap<String, String>, String> {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     let mut put = |what: String, hash: String| match out.get(&what) {
         Some(h) if *h != hash => Err(format!(
-            "the {} holds two versions of {what}: `{h}` and `{hash}`",
+            "the {} holds two versions of {what}: {h} and {hash}",
             side.as_str()
         )),
         Some(_) => Ok(()),
@@ -80,19 +84,9 @@ pub(super) fn subjects(run: &LoadedRun, side: Side) -> Result<BTreeMap<String, S
             Ok(())
         }
     };
-    for r in &run.records {
-        put(
-            format!("app `{}`", r.spec.app),
-            r.spec.app_content_hash.clone(),
-        )?;
-        put(
-            format!("capability `{}::{}`", r.spec.app, r.spec.capability),
-            format!("{} ({:?})", r.spec.capability_sha256, r.spec.kind),
-        )?;
-    }
-    for r in &run.other_records {
-        for (what, hash) in &r.subjects {
-            put(what.clone(), hash.clone())?;
+    for r in run.counted() {
+        for (what, hash) in r.subjects() {
+            put(what, hash)?;
         }
     }
     Ok(out)
@@ -105,7 +99,7 @@ pub(super) fn subject_difference(
     b.iter().find_map(|(what, hb)| {
         let hc = c.get(what)?;
         (hb != hc).then(|| {
-            format!("{what} is not the same data: `{hb}` in the baseline, `{hc}` in the candidate")
+            format!("{what} is not the same data: {hb} in the baseline, {hc} in the candidate")
         })
     })
 }

@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::report::load::LoadedRun;
 use crate::report::options::Options;
-use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
 /// One trial as the comparison counts it.
@@ -37,8 +36,6 @@ pub struct TrialFacts {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     #[serde(skip)]
-    pub(super) outcome: Option<Outcome>,
-    #[serde(skip)]
     pub(super) kind: Option<CapabilityKind>,
     #[serde(skip)]
     pub(super) suite: String,
@@ -54,7 +51,6 @@ impl TrialFacts {
         suite: &str,
         kind: Option<CapabilityKind>,
     ) -> TrialFacts {
-        let qa = suite == "qa";
         TrialFacts {
             trial: trial.to_owned(),
             repeat,
@@ -67,10 +63,9 @@ impl TrialFacts {
             transcript: None,
             record_sha256: None,
             note: None,
-            outcome: qa.then_some(Outcome::Error),
-            // A kind nobody recorded counts as verifiable: the count that cannot
-            // flatter the run.
-            kind: qa.then(|| kind.unwrap_or(CapabilityKind::Feature)),
+            // A kind nobody recorded counts as verifiable (`Among::Verifiable`): the
+            // count that cannot flatter the run.
+            kind,
             suite: suite.to_owned(),
             unpriced: Vec::new(),
         }
@@ -125,39 +120,12 @@ pub(super) fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFa
         crate::record::digest::file_sha256(&run.dir.join(dir).join(crate::record::RECORD_FILE)).ok()
     };
     let mut out = BTreeMap::new();
-    for r in &run.records {
+    for r in run.counted() {
         let (tokens_in, tokens_out, cost_usd, unpriced) =
-            priced(&r.evidence.usage, &r.header.config.model, opts);
-        out.insert(
-            r.header.trial.clone(),
-            TrialFacts {
-                trial: r.header.trial.clone(),
-                repeat: r.repeat,
-                verdict: r.verdict.outcome.as_str().to_owned(),
-                passed: r.verdict.passed,
-                tokens_in,
-                tokens_out,
-                cost_usd,
-                wall_ms: Some(r.header.wall_ms),
-                transcript: run
-                    .record_dirs
-                    .get(&r.header.trial)
-                    .and_then(|d| transcript(d)),
-                record_sha256: run.record_dirs.get(&r.header.trial).and_then(|d| sha(d)),
-                note: None,
-                outcome: Some(r.verdict.outcome),
-                kind: Some(r.spec.kind),
-                suite: "qa".into(),
-                unpriced,
-            },
-        );
-    }
-    for r in &run.other_records {
-        let (tokens_in, tokens_out, cost_usd, unpriced) =
-            priced(&r.usage, &r.header.config.model, opts);
+            priced(r.usage, &r.header.config.model, opts);
         // An audit is a person's word, not hashed evidence: it may lower a verdict
         // here, never raise one.
-        let (verdict, passed, note) = match &r.automatic {
+        let (verdict, passed, note) = match r.automatic {
             Some((label, auto_passed)) if r.passed && !auto_passed => (
                 label.clone(),
                 false,
@@ -167,29 +135,28 @@ pub(super) fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFa
                 )),
             ),
             Some((label, _)) => (
-                r.label.clone(),
+                r.label.to_owned(),
                 r.passed,
                 Some(format!("its manual audit (followed) changed `{label}` to `{}`", r.label)),
             ),
-            None => (r.label.clone(), r.passed, None),
+            None => (r.label.to_owned(), r.passed, None),
         };
         out.insert(
-            r.trial.clone(),
+            r.trial.to_owned(),
             TrialFacts {
-                trial: r.trial.clone(),
-                repeat: 1,
+                trial: r.trial.to_owned(),
+                repeat: r.repeat,
                 verdict,
                 passed,
                 tokens_in,
                 tokens_out,
                 cost_usd,
                 wall_ms: Some(r.header.wall_ms),
-                transcript: transcript(&r.dir),
-                record_sha256: sha(&r.dir),
+                transcript: transcript(r.dir),
+                record_sha256: sha(r.dir),
                 note,
-                outcome: None,
-                kind: None,
-                suite: r.suite.clone(),
+                kind: r.kind,
+                suite: r.suite.to_owned(),
                 unpriced,
             },
         );
@@ -202,10 +169,9 @@ pub(super) fn facts(run: &LoadedRun, opts: &Options) -> BTreeMap<String, TrialFa
             let (_, repeat) = crate::plan::names::group_of(trial);
             let kind = planned.first.kind.or_else(|| {
                 let (group, _) = crate::plan::names::group_of(trial);
-                run.records
-                    .iter()
-                    .find(|r| crate::plan::names::group_of(&r.header.trial).0 == group)
-                    .map(|r| r.spec.kind)
+                run.counted()
+                    .find(|r| crate::plan::names::group_of(r.trial).0 == group)
+                    .and_then(|r| r.kind)
             });
             out.insert(
                 trial.to_owned(),

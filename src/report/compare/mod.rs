@@ -24,7 +24,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
 use super::base::ReportError;
@@ -152,22 +151,14 @@ pub fn compare(
     }
     // A trial's kind is its spec's, from a record of either run; a manifest's word is
     // only for a capability neither run recorded.
-    let kinds: BTreeMap<String, CapabilityKind> = b
-        .records
-        .iter()
-        .chain(&c.records)
-        .map(|r| {
-            (
-                crate::plan::names::group_of(&r.header.trial).0.to_owned(),
-                r.spec.kind,
-            )
-        })
+    let kinds: BTreeMap<&str, CapabilityKind> = b
+        .counted()
+        .chain(c.counted())
+        .filter_map(|r| Some((crate::plan::names::group_of(r.trial).0, r.kind?)))
         .collect();
     for f in bfacts.values_mut().chain(cfacts_all.values_mut()) {
-        if f.suite == "qa" {
-            if let Some(k) = kinds.get(crate::plan::names::group_of(&f.trial).0) {
-                f.kind = Some(*k);
-            }
+        if let Some(k) = kinds.get(crate::plan::names::group_of(&f.trial).0) {
+            f.kind = Some(*k);
         }
     }
     // The baseline fixes what is compared: a trial it has that the candidate lacks is a
@@ -209,16 +200,21 @@ pub fn compare(
             shown(&lost)
         ));
     }
+    // An outcome that counts against the agent (qa's false verification) appearing
+    // in a group where the baseline had none is a finding by itself.
     for g in &groups {
-        let fv = |v: &[TrialFacts]| {
-            v.iter()
-                .any(|t| t.outcome == Some(Outcome::FalseVerification))
+        let Some(suite) = crate::spec::Suite::parse(&g.suite) else {
+            continue;
         };
-        if fv(&g.candidate) && !fv(&g.baseline) {
-            reasons.push(format!(
-                "`{}` has a false verification in the candidate and none in the baseline: the agent claimed what its evidence does not hold",
-                g.group
-            ));
+        for rate in crate::record::any::figures(suite).rates {
+            let Some((one, why)) = rate.one else { continue };
+            let has = |v: &[TrialFacts]| v.iter().any(|t| t.verdict == rate.outcome);
+            if has(&g.candidate) && !has(&g.baseline) {
+                reasons.push(format!(
+                    "`{}` has {one} in the candidate and none in the baseline: {why}",
+                    g.group
+                ));
+            }
         }
     }
     let same_dir = baseline
@@ -311,18 +307,10 @@ fn shown(names: &[&str]) -> String {
 }
 
 fn run_ref(path: &str, run: &LoadedRun) -> RunRef {
-    let mut run_ids: BTreeSet<String> = run
-        .records
-        .iter()
-        .map(|r| r.header.run_id.clone())
-        .collect();
-    run_ids.extend(run.other_records.iter().map(|r| r.header.run_id.clone()));
+    let run_ids: BTreeSet<String> = run.headers().map(|h| h.run_id.clone()).collect();
     let illustration = run
-        .records
-        .iter()
-        .map(|r| r.header.config.mode)
-        .chain(run.other_records.iter().map(|r| r.header.config.mode))
-        .any(|m| m == crate::config::Mode::Scripted);
+        .headers()
+        .any(|h| h.config.mode == crate::config::Mode::Scripted);
     RunRef {
         path: path.to_owned(),
         run_ids: run_ids.into_iter().collect(),

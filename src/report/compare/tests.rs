@@ -3,7 +3,6 @@ use std::collections::BTreeMap;
 use super::changes::{group_changes, interval_points, points, rate_deltas, Change};
 use super::facts::TrialFacts;
 use crate::score::interval::Interval;
-use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
 #[test]
@@ -39,11 +38,6 @@ fn run(groups: usize, k: u32, passing: impl Fn(usize) -> u32) -> BTreeMap<String
                     transcript: None,
                     record_sha256: None,
                     note: None,
-                    outcome: Some(if passed {
-                        Outcome::Verified
-                    } else {
-                        Outcome::Unverified
-                    }),
                     kind: Some(CapabilityKind::Feature),
                     suite: "qa".into(),
                     unpriced: vec![],

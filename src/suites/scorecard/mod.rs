@@ -76,6 +76,14 @@ impl SuiteRunner for ScorecardRunner {
         Suite::Scorecard
     }
 
+    fn after_run(&self, run_dir: &std::path::Path) -> Option<String> {
+        Some(format!(
+            "Scorecard: on the results page; append it to a leaderboard with \
+             `gauntlet leaderboard {} --out <dir>`",
+            run_dir.display()
+        ))
+    }
+
     fn load(&self, cfg: &Config, into: &mut Suites) -> Result<(), PlanError> {
         into.insert(plan::load_checked(cfg)?);
         Ok(())
