@@ -34,9 +34,47 @@ pub fn bin_dir() -> PathBuf {
     }
 }
 
-/// Path of the binary `name` built by this package.
+/// gauntlet's own programs, which every run needs and a repository that adopts
+/// gauntlet installs (`cargo install`): the CLI, the sandbox, the reaper, the reference
+/// agent and the CLI apps' relay.
+pub const HELPERS: &[&str] = &[
+    "gauntlet",
+    "gauntlet-seal",
+    "gauntlet-reap",
+    "gauntlet-agent",
+    "gauntlet-cli-relay",
+];
+
+/// The one command that installs [`HELPERS`] at the version of this library.
+pub const INSTALL_HELPERS: &str = concat!(
+    "cargo install --locked gauntlet --version ",
+    env!("CARGO_PKG_VERSION")
+);
+
+/// Where gauntlet's own programs are: [`bin_dir`] when it holds them (this workspace,
+/// an extracted archive, `GAUNTLET_BIN_DIR`); else the first directory on `PATH` that
+/// holds the sandbox, as `cargo install` leaves it. A test target of another
+/// repository runs from its own `target/`, where no helper is built.
+pub fn helper_dir() -> PathBuf {
+    let here = bin_dir();
+    if here.join("gauntlet-seal").is_file() {
+        return here;
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .find(|d| d.is_absolute() && d.join("gauntlet-seal").is_file())
+        .unwrap_or(here)
+}
+
+/// Path of the binary `name`: one of gauntlet's own programs ([`HELPERS`]) where they
+/// are ([`helper_dir`]), any other (a sample app) beside the binaries of the build.
 pub fn bin_path(name: &str) -> PathBuf {
-    bin_dir().join(name)
+    if HELPERS.contains(&name) {
+        helper_dir().join(name)
+    } else {
+        bin_dir().join(name)
+    }
 }
 
 /// What marks a directory as gauntlet's repository: the data every suite loads.

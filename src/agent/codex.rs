@@ -39,7 +39,7 @@ impl CodexCli {
             ".codex/config.toml",
             &CodexCli::config(ctx, state_dir),
         )?;
-        let bin = crate::binaries::bin_dir().to_string_lossy().into_owned();
+        let bin = crate::binaries::helper_dir().to_string_lossy().into_owned();
         let profile = format!(
             "# gauntlet: /etc/profile resets PATH for login shells; gauntlet's binaries first again.\nexport PATH={}:\"$PATH\"\n",
             shell_words::quote(&bin)

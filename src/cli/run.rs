@@ -70,6 +70,9 @@ pub(crate) fn run(
             ));
         }
     }
+    if let Err(e) = crate::sys::helpers::check(&cfg) {
+        return error(e);
+    }
     // Taken after the build: the identity fingerprints the binaries the trials will run.
     let opened = or_exit!(lifecycle::open(&cfg, &suites));
     let (run_dir, unfinished) = (opened.run_dir, opened.unfinished);

@@ -24,6 +24,11 @@ pub fn suite_main(suite: Suite) -> ExitCode {
         Ok((cfg, suites)) => (cfg, Arc::new(suites)),
         Err(e) => return fail(&e.to_string()),
     };
+    // Listed or run, a trial needs gauntlet's own programs, of this version: a test
+    // target of another repository finds them installed, or says how to install them.
+    if let Err(e) = crate::sys::helpers::check(&cfg) {
+        return fail(&e.to_string());
+    }
     let no_browser_here = no_browser(&cfg);
     let mut plan = crate::suites::plan(&suites, &cfg, Some(suite), || no_browser_here);
     if let Some(dir) = &cfg.resume {

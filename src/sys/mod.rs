@@ -6,6 +6,7 @@
 pub mod accept;
 pub mod beneath;
 pub mod cgroup;
+pub mod helpers;
 pub mod lifeline;
 pub mod nextest;
 pub mod process;

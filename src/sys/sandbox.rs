@@ -222,9 +222,12 @@ pub fn parent_line() -> Vec<u8> {
     format!("{}\n", std::process::id()).into_bytes()
 }
 
-/// The helper binary, beside the harness's other binaries.
+/// The sandbox's program, one of gauntlet's own ([`crate::binaries::HELPERS`]).
+pub const HELPER: &str = "gauntlet-seal";
+
+/// The sandbox's program, where gauntlet's own programs are.
 pub fn helper() -> PathBuf {
-    crate::binaries::bin_path("gauntlet-seal")
+    crate::binaries::bin_path(HELPER)
 }
 
 /// Whether sealed processes can be run here, checked once per process by sealing
@@ -329,11 +332,10 @@ pub const HARNESS_BINARIES: &[&str] = &["gauntlet", "gauntlet-agent", "gauntlet-
 /// name (a `command` agent's script: its directory, so it can source its siblings,
 /// unless that directory is the repository or above it).
 pub fn runtime_view(program: &Path, args: &[String], view: &View) -> View {
-    let bin_dir = crate::binaries::bin_dir();
     let repo = crate::binaries::repo_root();
     let mut extra = View::new();
     for name in HARNESS_BINARIES {
-        extra = extra.read(bin_dir.join(name));
+        extra = extra.read(crate::binaries::bin_path(name));
     }
     extra = extra.read(repo.join("workspace"));
     if let Some(chromium) = crate::binaries::chromium_override() {

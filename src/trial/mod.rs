@@ -250,7 +250,7 @@ pub fn base_env(home: &Path, tmp: &Path) -> BTreeMap<String, String> {
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
     env.insert(
         "PATH".into(),
-        format!("{}:{path}", crate::binaries::bin_dir().display()),
+        format!("{}:{path}", crate::binaries::helper_dir().display()),
     );
     // The browser the harness was told to use is the one its test flow runs use too.
     if let Some(chromium) = crate::binaries::chromium_override() {

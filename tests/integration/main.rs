@@ -16,6 +16,7 @@ mod comments;
 mod compare;
 mod export;
 mod flowtest;
+mod helpers;
 mod hostile;
 mod independence;
 mod integrity;

@@ -124,8 +124,9 @@ fn a_sealed_record_hashes_the_app_and_mutant_logs_and_an_edited_log_fails_rescor
     );
 }
 
-/// A harness directory with every binary but the sandbox helper: the sealed trial must
-/// refuse to run and say why, and `GAUNTLET_SANDBOX=off` must run it.
+/// A harness directory with every binary but the sandbox helper: a sealed run must
+/// refuse to start, naming the sandbox and how to install it, and
+/// `GAUNTLET_SANDBOX=off` must run it.
 #[test]
 fn without_the_sandbox_a_trial_refuses_naming_the_cause_unless_turned_off() {
     let gauntlet = crate::support::bin("gauntlet");
@@ -160,7 +161,10 @@ fn without_the_sandbox_a_trial_refuses_naming_the_cause_unless_turned_off() {
     let (code, text) = run("sealed");
     assert_ne!(code, Some(0), "{text}");
     assert!(text.contains("gauntlet-seal"), "the cause is named: {text}");
-    assert!(text.contains("verdict=error"), "{text}");
+    assert!(
+        text.contains(gauntlet::binaries::INSTALL_HELPERS),
+        "and how to install it: {text}"
+    );
     let (code, text) = run("off");
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("sandbox=off"), "{text}");

@@ -26,6 +26,15 @@ fn main() {
 }
 
 fn run() -> Result<i32, String> {
+    // Standing in for an app, every argument is the app's (`$APP_BIN --version` asks
+    // the app); only outside a trial does the relay say its own version, which a run
+    // asks before it starts.
+    if std::env::var_os("GAUNTLET_APP_SOCKET").is_none()
+        && std::env::args().nth(1).as_deref() == Some("--version")
+    {
+        println!("gauntlet-cli-relay {}", env!("CARGO_PKG_VERSION"));
+        return Ok(0);
+    }
     let socket = std::env::var_os("GAUNTLET_APP_SOCKET")
         .ok_or("GAUNTLET_APP_SOCKET is not set: this is the harness's stand-in for an app, run it as $APP_BIN")?;
     let (_dir, short) = short_socket_path(std::path::Path::new(&socket))

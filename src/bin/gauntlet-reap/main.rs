@@ -57,6 +57,11 @@ const GROUP_PREFIX: &str = "gauntlet-reap-";
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // What a run asks before it starts any trial: which version this reaper is.
+    if args.len() == 1 && args[0] == "--version" {
+        println!("gauntlet-reap {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
     let (parent, source) = match parse(&args) {
         Ok(p) => p,
         Err(why) => fail(&why),

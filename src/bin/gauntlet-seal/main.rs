@@ -52,6 +52,11 @@ const MAX_SPEC: u64 = 4 << 20;
 static INIT_PID: AtomicI32 = AtomicI32::new(0);
 
 fn main() {
+    // What a run asks before it starts any trial: which version this sandbox is.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("gauntlet-seal {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
     let parent = match read_parent() {
         Ok(pid) => pid,
         Err(e) => fail_early(&format!("cannot read the harness's pid on stdin: {e}")),
