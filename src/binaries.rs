@@ -77,18 +77,30 @@ pub fn bin_path(name: &str) -> PathBuf {
     }
 }
 
-/// What marks a directory as gauntlet's repository: the data every suite loads.
-const ROOT_MARKERS: &[&str] = &["apps", "challenges/scorecard"];
+/// What marks a directory as a repository gauntlet evaluates in: a suite's data, one
+/// suite's at least (an app's `app.json`, a challenge's `challenge.yaml`, the
+/// scorecard's `scorecard.json`), each in a folder of its own one level down.
+const ROOT_MARKERS: &[(&str, &str)] = &[
+    ("apps", "app.json"),
+    ("challenges", "challenge.yaml"),
+    ("challenges", "scorecard.json"),
+];
 
 fn is_root(dir: &Path) -> bool {
-    ROOT_MARKERS.iter().all(|m| dir.join(m).is_dir())
+    ROOT_MARKERS.iter().any(|(folder, file)| {
+        std::fs::read_dir(dir.join(folder))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().join(file).is_file())
+    })
 }
 
-/// The repository root: where `apps/` lives. In order: `GAUNTLET_ROOT`; the package
-/// directory cargo and nextest hand every process they run (`CARGO_MANIFEST_DIR` at
-/// run time, which `--workspace-remap` points at the fresh source tree); the nearest
-/// directory at or above the working directory that holds `apps/` and
-/// `challenges/scorecard/`. When none of these is a repository, the working directory
+/// The repository root: where `apps/` and `challenges/` live. In order:
+/// `GAUNTLET_ROOT`; the package directory cargo and nextest hand every process they run
+/// (`CARGO_MANIFEST_DIR` at run time, which `--workspace-remap` points at the fresh
+/// source tree); the nearest directory at or above the working directory that holds a
+/// suite's data ([`ROOT_MARKERS`]). When none of these is a repository, the working directory
 /// is returned, and loading its `apps/` fails naming the directory (see
 /// [`ROOT_HINT`]).
 pub fn repo_root() -> PathBuf {

@@ -37,7 +37,7 @@
 //! (outside CI) or an error.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -320,6 +320,22 @@ impl Config {
         })
     }
 }
+impl Config {
+    /// Whether the data directory `dir` is missing where no setting named it: a
+    /// repository holds data for the suites it uses, and a suite without its directory
+    /// plans nothing. A directory a setting names must exist.
+    pub fn absent_by_default(&self, dir: &Path) -> bool {
+        !dir.exists()
+            && [
+                default_apps_dir(),
+                default_challenges_dir(),
+                default_scorecard_dir(),
+            ]
+            .iter()
+            .any(|d| d == dir)
+    }
+}
+
 fn default_apps_dir() -> PathBuf {
     crate::binaries::repo_root().join("apps")
 }

@@ -68,6 +68,10 @@ pub trait SuiteRunner: Sync {
     /// digest, a lock file) is read once per run.
     fn task_parts(&self, suites: &Suites, tasks: &[&Trial]) -> TaskParts;
 
+    /// The directory holding the suite's data: where the repository has none by default
+    /// ([`Config::absent_by_default`]), the suite is not loaded and plans nothing.
+    fn data_dir<'a>(&self, cfg: &'a Config) -> &'a std::path::Path;
+
     /// What `gauntlet run` tells its user about this suite's share of the run in
     /// `run_dir` once it is reported (where its results go next), if anything.
     fn after_run(&self, _run_dir: &std::path::Path) -> Option<String> {

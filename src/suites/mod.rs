@@ -34,8 +34,10 @@ pub fn runner(suite: Suite) -> &'static dyn SuiteRunner {
 /// here, naming the file and field.
 pub fn load(cfg: &Config) -> Result<Suites, PlanError> {
     let mut suites = Suites::default();
-    for s in Suite::ALL {
-        runner(s).load(cfg, &mut suites)?;
+    for s in Suite::ALL.map(runner) {
+        if !cfg.absent_by_default(s.data_dir(cfg)) {
+            s.load(cfg, &mut suites)?;
+        }
     }
     Ok(suites)
 }

@@ -16,7 +16,7 @@ use crate::support;
 
 pub fn loaded() -> ChallengeSuite {
     let cfg = gauntlet::config::Config::default();
-    gauntlet::suites::challenge::plan::load(&cfg.challenges_dir, &cfg.apps_dir)
+    gauntlet::suites::challenge::plan::load(&cfg.challenges_dir, Some(&cfg.apps_dir))
         .unwrap_or_else(|e| panic!("challenges load: {e}"))
 }
 

@@ -254,9 +254,11 @@ fn a_superseded_app_loads_but_its_newer_version_is_planned_in_its_place() {
         ]
     );
     // The challenge on the superseded app is still planned on it.
-    let challenges =
-        gauntlet::suites::challenge::plan::load(&root().join("challenges"), &root().join("apps"))
-            .expect("challenges load");
+    let challenges = gauntlet::suites::challenge::plan::load(
+        &root().join("challenges"),
+        Some(&root().join("apps")),
+    )
+    .expect("challenges load");
     let tally_report: Vec<_> =
         gauntlet::suites::challenge::plan::plan(&challenges, &Config::default(), None)
             .into_iter()
@@ -345,4 +347,77 @@ fn superseded_by_names_another_app_that_is_loaded_beside_it() {
     set_manifest_field(dir.path(), "cli-tally", "superseded_by", None);
     let apps = load_apps_checked(dir.path()).expect("both versions load");
     assert_eq!(plan_qa(&apps, &Config::default(), None).len(), 12);
+}
+
+/// `gauntlet list` in a repository holding the data of some suites only, as a
+/// repository that adopts gauntlet does: only those suites plan trials, and a
+/// directory a setting names must exist.
+#[test]
+fn a_repository_plans_only_the_suites_whose_data_it_holds() {
+    let copy = |from: &Path, to: &Path| {
+        let o = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .output()
+            .expect("cp");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let list = |dir: &Path, env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(crate::support::bin("gauntlet"));
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("GAUNTLET_") || k.starts_with("CARGO") {
+                cmd.env_remove(&k);
+            }
+        }
+        let o = cmd
+            .arg("list")
+            .current_dir(dir)
+            .envs(env.iter().copied())
+            .output()
+            .expect("gauntlet list");
+        let text =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        (o.status.code(), text)
+    };
+    // Apps only: qa's trials, no challenge or probe.
+    let apps_only = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(apps_only.path().join("apps")).expect("mkdir");
+    copy(
+        &root().join("apps/api-ledger"),
+        &apps_only.path().join("apps"),
+    );
+    let (code, text) = list(apps_only.path(), &[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("qa::api-ledger::health"), "{text}");
+    assert!(
+        !text.contains("challenge::") && !text.contains("scorecard::"),
+        "{text}"
+    );
+    // A challenge only: its trials, ignored for want of its app, and saying so.
+    let challenge_only = tempfile::tempdir().expect("tempdir");
+    let c = challenge_only.path().join("challenges");
+    std::fs::create_dir(&c).expect("mkdir");
+    for part in ["tally-report", "base-prompt.md", "profiles", "skills"] {
+        copy(&root().join("challenges").join(part), &c);
+    }
+    let (code, text) = list(challenge_only.path(), &[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("challenge::tally-report::none (ignored: app `cli-tally`: this repository has no apps/ directory)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("qa::") && !text.contains("scorecard::"),
+        "{text}"
+    );
+    // A directory a setting names is not optional.
+    let missing = apps_only.path().join("no-such-apps");
+    let (code, text) = list(
+        apps_only.path(),
+        &[("GAUNTLET_APPS_DIR", missing.to_str().expect("utf-8 path"))],
+    );
+    assert_ne!(code, Some(0), "{text}");
+    assert!(text.contains("no-such-apps"), "{text}");
 }

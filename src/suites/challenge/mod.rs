@@ -80,9 +80,16 @@ impl SuiteRunner for ChallengeRunner {
         Suite::Challenge
     }
 
+    /// A challenge names an app: a repository with no `apps/` has none for it, and its
+    /// trials are listed as ignored, saying so.
     fn load(&self, cfg: &Config, into: &mut Suites) -> Result<(), PlanError> {
-        into.insert(plan::load(&cfg.challenges_dir, &cfg.apps_dir)?);
+        let apps = (!cfg.absent_by_default(&cfg.apps_dir)).then_some(cfg.apps_dir.as_path());
+        into.insert(plan::load(&cfg.challenges_dir, apps)?);
         Ok(())
+    }
+
+    fn data_dir<'a>(&self, cfg: &'a Config) -> &'a std::path::Path {
+        &cfg.challenges_dir
     }
 
     fn plan(&self, suites: &Suites, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {

@@ -13,6 +13,7 @@ use crate::spec::{AppSpec, SpecError, Suite};
 pub struct ChallengeSuite {
     pub challenges: Challenges,
     pub apps: Vec<AppSpec>,
+    /// Empty when the repository has no apps/ directory.
     pub apps_dir: PathBuf,
 }
 
@@ -40,16 +41,16 @@ pub struct ChallengeUnit {
 /// Load `challenges/` and the apps under `apps_dir`. A challenge whose app is not there
 /// is planned as ignored, with the reason (an apps directory narrowed on purpose, as
 /// tests do); `gauntlet challenge run` refuses it outright.
-pub fn load(challenges_dir: &Path, apps_dir: &Path) -> Result<ChallengeSuite, SpecError> {
+pub fn load(challenges_dir: &Path, apps_dir: Option<&Path>) -> Result<ChallengeSuite, SpecError> {
     let challenges = crate::spec::challenge::load(challenges_dir)?;
-    let apps: Vec<AppSpec> = load_apps_checked(apps_dir)?
-        .into_iter()
-        .map(|a| a.app)
-        .collect();
+    let apps: Vec<AppSpec> = match apps_dir {
+        Some(dir) => load_apps_checked(dir)?.into_iter().map(|a| a.app).collect(),
+        None => Vec::new(),
+    };
     Ok(ChallengeSuite {
         challenges,
         apps,
-        apps_dir: apps_dir.to_path_buf(),
+        apps_dir: apps_dir.map(Path::to_path_buf).unwrap_or_default(),
     })
 }
 
@@ -61,6 +62,10 @@ pub fn plan(loaded: &ChallengeSuite, cfg: &Config, no_browser: Option<&str>) -> 
         let found = loaded.apps.iter().position(|a| a.name == c.manifest.app);
         for profile in Profile::ALL {
             let skip = match found {
+                None if loaded.apps_dir.as_os_str().is_empty() => Some(format!(
+                    "app `{}`: this repository has no apps/ directory",
+                    c.manifest.app
+                )),
                 None => Some(format!(
                     "app `{}` is not under {}",
                     c.manifest.app,

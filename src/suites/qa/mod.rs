@@ -58,6 +58,10 @@ impl SuiteRunner for QaRunner {
         Ok(())
     }
 
+    fn data_dir<'a>(&self, cfg: &'a Config) -> &'a std::path::Path {
+        &cfg.apps_dir
+    }
+
     fn plan(&self, suites: &Suites, cfg: &Config, no_browser: Option<&str>) -> Vec<Trial> {
         plan::plan(apps(suites), cfg, no_browser)
     }

@@ -76,6 +76,10 @@ impl SuiteRunner for ScorecardRunner {
         Suite::Scorecard
     }
 
+    fn data_dir<'a>(&self, cfg: &'a Config) -> &'a std::path::Path {
+        &cfg.scorecard_dir
+    }
+
     fn after_run(&self, run_dir: &std::path::Path) -> Option<String> {
         Some(format!(
             "Scorecard: on the results page; append it to a leaderboard with \
