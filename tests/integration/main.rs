@@ -50,3 +50,4 @@ mod specificity;
 mod support;
 mod tells;
 mod transcript;
+mod workflow;
