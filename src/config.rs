@@ -320,6 +320,13 @@ impl Config {
         })
     }
 }
+/// A directory a setting names, made absolute against the working directory: every
+/// process a run starts (an app, a sealed agent, a trial under nextest) has a
+/// working directory of its own, where a relative path names something else.
+fn setting_path(value: &str) -> PathBuf {
+    std::path::absolute(value).unwrap_or_else(|_| PathBuf::from(value))
+}
+
 impl Config {
     /// Whether the data directory `dir` is missing where no setting named it: a
     /// repository holds data for the suites it uses, and a suite without its directory
@@ -620,7 +627,7 @@ impl Config {
                 if value.is_empty() {
                     return Err(bad("is empty"));
                 }
-                self.cache_dir = PathBuf::from(value);
+                self.cache_dir = setting_path(value);
             }
             "timeout_secs" | "gate_timeout_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
@@ -638,19 +645,19 @@ impl Config {
                 if value.is_empty() {
                     return Err(bad("is empty"));
                 }
-                self.out_dir = PathBuf::from(value);
+                self.out_dir = setting_path(value);
             }
             "resume" => {
                 if value.is_empty() {
                     return Err(bad("is empty"));
                 }
-                self.resume = Some(PathBuf::from(value));
+                self.resume = Some(setting_path(value));
             }
             "apps_dir" | "challenges_dir" | "redteam_dir" => {
                 if value.is_empty() {
                     return Err(bad("is empty"));
                 }
-                let dir = PathBuf::from(value);
+                let dir = setting_path(value);
                 match key {
                     "apps_dir" => self.apps_dir = dir,
                     "challenges_dir" => self.challenges_dir = dir,
@@ -743,6 +750,26 @@ mod tests {
         assert_eq!(c.n, 5);
         assert_eq!(c.mode, Mode::Byok);
         assert_eq!(c.timeout, Duration::from_secs(600));
+    }
+
+    /// Every process of a run has a working directory of its own: a relative
+    /// `GAUNTLET_OUT` made every trial fail (apps and sealed agents found no directory).
+    #[test]
+    fn a_relative_directory_setting_is_taken_against_the_working_directory() {
+        let c = Config::from_sources(&env(&[
+            ("GAUNTLET_OUT", "parts/p1"),
+            ("GAUNTLET_RESUME", "runs/r"),
+            ("GAUNTLET_CACHE_DIR", "cache"),
+            ("GAUNTLET_APPS_DIR", "apps"),
+            ("GAUNTLET_CHALLENGES_DIR", "/abs/challenges"),
+        ]))
+        .expect("config");
+        let cwd = std::env::current_dir().expect("cwd");
+        assert_eq!(c.out_dir, cwd.join("parts/p1"));
+        assert_eq!(c.resume, Some(cwd.join("runs/r")));
+        assert_eq!(c.cache_dir, cwd.join("cache"));
+        assert_eq!(c.apps_dir, cwd.join("apps"));
+        assert_eq!(c.challenges_dir, PathBuf::from("/abs/challenges"));
     }
 
     #[test]
