@@ -24,6 +24,7 @@ mod layers;
 mod merge;
 mod observed_work;
 mod observing;
+mod package;
 mod plan;
 mod process;
 mod proxy;
