@@ -95,7 +95,7 @@ pub(crate) fn run(
         let path = crate::binaries::bin_path(bin);
         if !path.is_file() {
             return error(format!(
-                "{} is missing: run `cargo build --bins` first",
+                "{} is missing: run `{BUILD}` first",
                 path.display()
             ));
         }
@@ -203,6 +203,13 @@ pub(crate) fn run(
     }
 }
 
+/// How `gauntlet run` builds what its trials run: the build `cargo nextest run` and
+/// `cargo test` make (every target, dev-dependencies' features unified), not a build
+/// of the binaries alone, whose features differ and so whose app binaries differ. One
+/// build then serves both entry points: a run started by one resumes under the other
+/// (the run's identity fingerprints the binaries), and switching rebuilds nothing.
+pub const BUILD: &str = "cargo test --no-run";
+
 pub(crate) fn build_siblings() -> Result<(), String> {
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Ok(());
@@ -213,25 +220,24 @@ pub(crate) fn build_siblings() -> Result<(), String> {
         .and_then(|d| d.file_name())
         .is_some_and(|n| n == "release");
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--quiet", "--bins"]);
+    cmd.args(["test", "--no-run", "--quiet"]);
     if release {
         cmd.arg("--release");
     }
     cmd.current_dir(crate::binaries::repo_root());
     // Tied to the harness (it dies with it), and stopped with the run.
-    let mut child =
-        crate::sys::lifeline::spawn_std(cmd).map_err(|e| format!("cargo build --bins: {e}"))?;
+    let mut child = crate::sys::lifeline::spawn_std(cmd).map_err(|e| format!("{BUILD}: {e}"))?;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
-            Err(e) => return Err(format!("cargo build --bins: {e}")),
+            Err(e) => return Err(format!("{BUILD}: {e}")),
         }
         if let Some(stop) = crate::sys::shutdown::requested() {
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(
-                "cargo build --bins: stopped: the run was interrupted ({})",
+                "{BUILD}: stopped: the run was interrupted ({})",
                 stop.name()
             ));
         }
@@ -240,6 +246,6 @@ pub(crate) fn build_siblings() -> Result<(), String> {
     if status.success() {
         Ok(())
     } else {
-        Err(format!("cargo build --bins failed: {status}"))
+        Err(format!("{BUILD} failed: {status}"))
     }
 }

@@ -69,7 +69,8 @@ pub struct AppSpec {
 /// `--mutant <capability>` (and `--extension-out <dir>` for an extension).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AppStart {
-    /// An executable of this package (`cargo build --bins` builds it).
+    /// An executable of the workspace's build (`cargo test --no-run`, or any cargo
+    /// nextest run, builds it).
     Binary(String),
     /// A command line from `app.json`, resolved against the app directory.
     Command(Vec<String>),

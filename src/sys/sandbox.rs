@@ -205,7 +205,7 @@ impl View {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("the sandbox helper {} is missing: run `cargo build --bins`", path.display())]
+    #[error("the sandbox helper {} is missing: install gauntlet's programs with `{}`", path.display(), crate::binaries::INSTALL_HELPERS)]
     HelperMissing { path: PathBuf },
     #[error("cannot create namespaces for a sealed trial: {cause} (set GAUNTLET_SANDBOX=off to run unsealed; such runs are marked unsealed and never ranked)")]
     Unavailable { cause: String },

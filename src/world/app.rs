@@ -48,7 +48,7 @@ pub struct AppProcess {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    #[error("app binary {} does not exist: run `cargo build --bins`", path.display())]
+    #[error("app binary {} does not exist: build it with `cargo test --no-run` (the build cargo nextest runs from)", path.display())]
     BinaryMissing { path: PathBuf },
     #[error("cannot create app log {}: {source}", path.display())]
     Log {

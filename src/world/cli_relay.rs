@@ -159,7 +159,7 @@ pub enum RelayError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{} does not exist: run `cargo build --bins` (every app run of the CLI relay starts under it)", path.display())]
+    #[error("{} does not exist: install gauntlet's programs with `{}` (every app run of the CLI relay starts under it)", path.display(), crate::binaries::INSTALL_HELPERS)]
     NoReaper { path: PathBuf },
 }
 

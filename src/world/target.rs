@@ -49,11 +49,11 @@ pub struct Target {
 /// Why a target could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
-    #[error("app binary {} does not exist: run `cargo build --bins`", path.display())]
+    #[error("app binary {} does not exist: build it with `cargo test --no-run` (the build cargo nextest runs from)", path.display())]
     NoBinary { path: PathBuf },
     #[error("{}: command: `{program}` is not a file in the app directory or on {}", file.display(), crate::spec::app::APP_PATH)]
     NoProgram { file: PathBuf, program: String },
-    #[error("the CLI relay {} does not exist: run `cargo build --bins`", path.display())]
+    #[error("the CLI relay {} does not exist: install gauntlet's programs with `{}`", path.display(), crate::binaries::INSTALL_HELPERS)]
     NoRelay { path: PathBuf },
     #[error("{}: {source}", path.display())]
     Io {

@@ -474,7 +474,7 @@ async fn app_binary_missing_says_how_to_build() {
         .expect("start fails");
     let msg = err.to_string();
     assert!(
-        msg.contains("cargo build --bins") && msg.contains("api-ledger"),
+        msg.contains("cargo test --no-run") && msg.contains("api-ledger"),
         "{msg}"
     );
 }
