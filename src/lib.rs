@@ -23,6 +23,7 @@ pub mod proxy;
 pub mod record;
 pub mod redteam;
 pub mod report;
+pub mod scaffold;
 pub mod score;
 pub mod spec;
 pub mod suites;

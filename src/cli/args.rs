@@ -260,6 +260,19 @@ pub(crate) enum Command {
         #[arg(long)]
         artifacts: Option<PathBuf>,
     },
+    /// Write a new repository that adopts gauntlet: a package whose test targets are the
+    /// suites, a nextest configuration, a sample app in Python with its corpus, scripted
+    /// flows and mutants, a challenge on it, a README and a CI workflow. Refuses (exit 2,
+    /// writing nothing) a directory that is not empty.
+    Init {
+        /// Where (created when missing; default: the current directory).
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Depend on the gauntlet checkout in this directory (a path dependency) instead
+        /// of this version from the registry.
+        #[arg(long, value_name = "DIR")]
+        gauntlet_path: Option<PathBuf>,
+    },
     /// Print an app's content hash (and with --check, compare it with app.json).
     HashApp {
         dir: PathBuf,

@@ -7,6 +7,7 @@
 mod exit;
 mod args;
 mod challenge;
+mod init;
 mod proxy;
 mod records;
 mod run;
@@ -88,6 +89,7 @@ pub fn main() -> ExitCode {
             allow_missing,
         } => records::merge(&run_dirs, &out, allow_missing),
         Command::Leaderboard { run_dirs, out } => records::leaderboard(&run_dirs, &out),
+        Command::Init { dir, gauntlet_path } => init::init(&dir, gauntlet_path.as_deref()),
         Command::HashApp { dir, check } => tools::hash_app(&dir, check),
         Command::Tells { apps, runs, json } => tools::tells(&apps, runs, json.as_deref()),
         Command::Redteam {

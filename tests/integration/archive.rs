@@ -66,6 +66,20 @@ fn cargo() -> Command {
     cmd
 }
 
+/// A PATH of `first`, then the directory of the cargo running this test, then this
+/// test's own PATH: commands run under it reach this cargo as `cargo`.
+pub fn path_with_cargo(mut first: Vec<PathBuf>) -> std::ffi::OsString {
+    first.extend(
+        std::env::var_os("CARGO")
+            .map(PathBuf::from)
+            .and_then(|c| c.parent().map(Path::to_path_buf)),
+    );
+    first.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(first).expect("PATH joins")
+}
+
 /// Run `inner` (its program, arguments, environment and directory) on a "machine" where
 /// `hidden` (the build tree) is an empty directory: unshare(1) with a shell that mounts
 /// a tmpfs over it and then execs the program, environment and all.
@@ -142,17 +156,8 @@ impl<'a> Job<'a> {
             std::fs::write(f, "").expect("a step file");
         }
         // The scripts' `cargo` is the one running this test, as `cargo()` is.
-        let mut path: Vec<PathBuf> = self.path.clone();
-        path.extend(
-            std::env::var_os("CARGO")
-                .map(PathBuf::from)
-                .and_then(|c| c.parent().map(Path::to_path_buf)),
-        );
-        path.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
         inner
-            .env("PATH", std::env::join_paths(path).expect("PATH joins"))
+            .env("PATH", path_with_cargo(self.path.clone()))
             .env("RUNNER_TEMP", self.runner.join("temp"))
             .env("GITHUB_OUTPUT", &output)
             .env("GITHUB_PATH", &added);

@@ -1,5 +1,6 @@
 //! Integration tests: real processes, real sockets, the real app.
 
+mod adopt;
 mod app_ledger;
 mod app_notes;
 mod app_python;

