@@ -28,6 +28,7 @@
 //! | `GAUNTLET_SCORECARD_PROFILE` | scripted mode: which scripted agent profile the scorecard trials use (`stub`, `reactive`, `autonomous`, from `challenges/scorecard/agents/`) | `autonomous` |
 //! | `GAUNTLET_SANDBOX` | `sealed`: every agent and gate run in a sandbox of its own (docs/sealing.md); `off`: unsealed, on purpose only, marked in every record and never ranked | `sealed` |
 //! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
+//! | `GAUNTLET_SCRIPTED_LATENCY_MS` | scripted mode: how long each scripted model reply takes, a whole answer before it comes, a stream spread evenly over it, so that a scripted run has a provider's timing; verdicts do not change | `0` |
 //! | `GAUNTLET_APPS_DIR` | the apps the qa suite and the challenges run on | `apps/` |
 //! | `GAUNTLET_CHALLENGES_DIR` | the challenge suite's directories | `challenges/` |
 //! | `GAUNTLET_CHALLENGE_TIMEOUT_SECS` | a challenge's ceiling when its manifest names none | `3600` |
@@ -228,6 +229,16 @@ pub struct Config {
     /// The per-trial token budget the metering proxy enforces (`None`: no limit).
     #[serde(default)]
     pub max_tokens_per_trial: Option<u64>,
+    /// Scripted mode: how long each scripted model reply takes. Part of a run's
+    /// identity when set (a resumed run's timings are then all of one setting), absent
+    /// when zero so that runs planned before it existed still resume.
+    #[serde(
+        default,
+        rename = "scripted_latency_ms",
+        skip_serializing_if = "Duration::is_zero",
+        with = "millis"
+    )]
+    pub scripted_latency: Duration,
     /// Scorecard: how long one nominal day (24 h) of idle lasts, when set; otherwise
     /// [`Config::idle_day`] decides by mode.
     #[serde(default)]
@@ -389,6 +400,17 @@ mod opt_secs {
     }
 }
 
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
 mod secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
@@ -427,6 +449,7 @@ impl Default for Config {
             api_key_env: "OPENAI_API_KEY".into(),
             output_cap_bytes: 32 << 20,
             max_tokens_per_trial: None,
+            scripted_latency: Duration::ZERO,
             scorecard_idle_day: None,
             scorecard_seed: default_scorecard_seed(),
             scorecard_profile: default_scorecard_profile(),
@@ -458,6 +481,9 @@ pub enum ConfigError {
     NoProviderKey { variable: String },
 }
 
+/// The longest scripted reply: a provider slower than ten minutes a call is a hung one.
+const MAX_SCRIPTED_LATENCY_MS: u64 = 600_000;
+
 /// Keys of the config file and of the environment, in one table.
 const KEYS: &[&str] = &[
     "agent",
@@ -479,6 +505,7 @@ const KEYS: &[&str] = &[
     "api_key_env",
     "output_cap_bytes",
     "max_tokens_per_trial",
+    "scripted_latency_ms",
     "scorecard_idle_secs",
     "scorecard_seed",
     "scorecard_profile",
@@ -546,6 +573,14 @@ impl Config {
                     "only a `command` agent takes a background command; the agent is `{}`",
                     cfg.agent.kind
                 ),
+            });
+        }
+        if cfg.mode == Mode::Byok && !cfg.scripted_latency.is_zero() {
+            return Err(ConfigError::Invalid {
+                source_name: "GAUNTLET_SCRIPTED_LATENCY_MS".into(),
+                value: cfg.scripted_latency.as_millis().to_string(),
+                reason: "only scripted mode takes a latency: a byok run has its provider's own"
+                    .into(),
             });
         }
         if cfg.agent.kind == AgentKind::Command && cfg.agent.argv.is_empty() {
@@ -703,6 +738,16 @@ impl Config {
                     ),
                 };
             }
+            "scripted_latency_ms" => {
+                let ms: u64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad("expected a whole number of milliseconds"))?;
+                if ms > MAX_SCRIPTED_LATENCY_MS {
+                    return Err(bad("expected at most 600000 (ten minutes)"));
+                }
+                self.scripted_latency = Duration::from_millis(ms);
+            }
             "scorecard_idle_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
                 if !(secs > 0.0 && secs <= NOMINAL_DAY.as_secs_f64()) {
@@ -820,6 +865,46 @@ mod tests {
                 .to_string();
             assert!(err.starts_with(var), "{err}");
         }
+    }
+
+    #[test]
+    fn a_scripted_latency_is_milliseconds_in_scripted_mode_only() {
+        assert_eq!(Config::default().scripted_latency, Duration::ZERO);
+        let c = Config::from_sources(&env(&[("GAUNTLET_SCRIPTED_LATENCY_MS", "250")])).unwrap();
+        assert_eq!(c.scripted_latency, Duration::from_millis(250));
+        for value in ["fast", "-5", "1.5", "600001"] {
+            let err = Config::from_sources(&env(&[("GAUNTLET_SCRIPTED_LATENCY_MS", value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("GAUNTLET_SCRIPTED_LATENCY_MS"), "{err}");
+            assert!(err.contains(value), "{err}");
+        }
+        let err = Config::from_sources(&env(&[
+            ("GAUNTLET_SCRIPTED_LATENCY_MS", "250"),
+            ("GAUNTLET_MODE", "byok"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("GAUNTLET_SCRIPTED_LATENCY_MS") && err.contains("byok"),
+            "{err}"
+        );
+        // Zero is no latency, in either mode, and leaves a run's identity as it was.
+        let c = Config::from_sources(&env(&[
+            ("GAUNTLET_SCRIPTED_LATENCY_MS", "0"),
+            ("GAUNTLET_MODE", "byok"),
+        ]))
+        .unwrap();
+        let json = serde_json::to_value(&c).unwrap();
+        assert!(json.get("scripted_latency_ms").is_none(), "{json}");
+        let slow = serde_json::to_value(Config {
+            scripted_latency: Duration::from_millis(250),
+            ..Config::default()
+        })
+        .unwrap();
+        assert_eq!(slow["scripted_latency_ms"], 250);
+        let back: Config = serde_json::from_value(slow).unwrap();
+        assert_eq!(back.scripted_latency, Duration::from_millis(250));
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub(crate) fn proxy(
                 Ok(script) => ProxyMode::Scripted {
                     script,
                     model: cfg.model.clone(),
+                    latency: cfg.scripted_latency,
                 },
                 Err(e) => return error(e),
             }

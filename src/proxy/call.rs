@@ -51,7 +51,11 @@ async fn answer(
     state.log.body(pending.entry.seq, &raw);
     state.calls.request(pending.entry.seq, &raw);
     match &state.mode {
-        Mode::Scripted { script, model } => {
+        Mode::Scripted {
+            script,
+            model,
+            latency,
+        } => {
             let parsed = match envelope::object(&raw)
                 .map_err(|e| e.to_string())
                 .and_then(|body| protocol.parse(&body).map_err(|e| e.to_string()))
@@ -70,12 +74,23 @@ async fn answer(
                 .repeats
                 .give_up_on_a_loop(script::choose(script, &parsed.asked));
             let tokens = meter::scripted(parsed.input_bytes, choice.reply.output_bytes());
-            let response =
-                protocol.render(&parsed, &choice.reply, model, pending.entry.seq, tokens);
+            let response = protocol.render(
+                &parsed,
+                &choice.reply,
+                model,
+                pending.entry.seq,
+                tokens,
+                *latency,
+            );
             pending.entry.status = response.status().as_u16();
             pending.entry.source = "scripted".to_owned();
             pending.entry.reply = Some(choice.note);
             pending.set_tokens(tokens);
+            // A whole reply comes after its latency, and its entry then, as a
+            // provider's would; a stream spreads it over its events itself.
+            if !parsed.stream && !latency.is_zero() {
+                tokio::time::sleep(*latency).await;
+            }
             state.log.record(pending);
             response
         }

@@ -1,8 +1,11 @@
 //! Rendering a scripted reply: what the three protocols share.
 //!
 //! Each protocol has its own shape of a whole answer and of the events of a streamed
-//! one ([`Render`]); choosing between the two, timing the answer, cutting its text
-//! into pieces and framing its events are the same in all three, and are here.
+//! one ([`Render`]); choosing between the two, timing the answer, pacing a stream,
+//! cutting its text into pieces and framing its events are the same in all three, and
+//! are here.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::Frame;
@@ -36,16 +39,34 @@ pub(crate) trait Render {
     fn events(answer: &Answer) -> Vec<String>;
 }
 
-/// `answer` whole, or streamed when the request asked for a stream.
-pub(crate) fn render<R: Render>(stream: bool, answer: &Answer) -> Response<Body> {
+/// `answer` whole, or streamed when the request asked for a stream, its events spread
+/// evenly over `latency` (the last one sent when it has passed), as a provider's come
+/// while the model writes.
+pub(crate) fn render<R: Render>(
+    stream: bool,
+    answer: &Answer,
+    latency: Duration,
+) -> Response<Body> {
     if !stream {
         return body::json(StatusCode::OK, &R::whole(answer));
     }
-    let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = R::events(answer)
+    let events = R::events(answer);
+    let frames = events
         .into_iter()
-        .map(|event| Ok(Frame::data(Bytes::from(event))))
-        .collect();
-    body::sse(StatusCode::OK, None, futures_util::stream::iter(frames))
+        .map(|event| Ok::<_, std::io::Error>(Frame::data(Bytes::from(event))));
+    if latency.is_zero() {
+        let frames: Vec<_> = frames.collect();
+        return body::sse(StatusCode::OK, None, futures_util::stream::iter(frames));
+    }
+    let gap = latency / u32::try_from(frames.len()).unwrap_or(u32::MAX).max(1);
+    let paced = futures_util::StreamExt::then(
+        futures_util::stream::iter(frames),
+        move |frame| async move {
+            tokio::time::sleep(gap).await;
+            frame
+        },
+    );
+    body::sse(StatusCode::OK, None, paced)
 }
 
 /// A JSON event under its own `type` as the event's name (Responses, Messages).

@@ -1,13 +1,21 @@
 //! What a proxy is started with: how it answers model calls, and the limits it
 //! enforces. Public through `proxy`; nothing of the proxy's own is needed to read them.
 
+use std::time::Duration;
+
 use crate::spec::Script;
 
 /// How the proxy answers model calls.
 #[derive(Clone)]
 pub enum ProxyMode {
-    /// Answer from a script.
-    Scripted { script: Script, model: String },
+    /// Answer from a script, each reply taking `latency` (a whole answer comes after
+    /// it, a stream's events are spread over it), so that a scripted run can have a
+    /// provider's timing without a provider.
+    Scripted {
+        script: Script,
+        model: String,
+        latency: Duration,
+    },
     /// Forward to `upstream`, a base URL ending in the API version such as
     /// "https://api.openai.com/v1" or "https://api.anthropic.com/v1": a call to
     /// `/v1/<path>` goes to `<upstream>/<path>`. The key goes as
@@ -21,10 +29,15 @@ pub enum ProxyMode {
 impl std::fmt::Debug for ProxyMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ProxyMode::Scripted { script, model } => f
+            ProxyMode::Scripted {
+                script,
+                model,
+                latency,
+            } => f
                 .debug_struct("Scripted")
                 .field("script", &script.capability)
                 .field("model", model)
+                .field("latency", latency)
                 .finish(),
             ProxyMode::Byok { upstream, .. } => f
                 .debug_struct("Byok")

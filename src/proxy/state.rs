@@ -3,6 +3,7 @@
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::calls::Calls;
 use super::log::UsageLog;
@@ -13,7 +14,11 @@ use crate::spec::Script;
 
 /// How the proxy answers, with what it needs to do so.
 pub(crate) enum Mode {
-    Scripted { script: Script, model: String },
+    Scripted {
+        script: Script,
+        model: String,
+        latency: Duration,
+    },
     Byok(Arc<Upstream>),
 }
 
@@ -37,7 +42,15 @@ impl State {
         budget: Budget,
     ) -> std::io::Result<State> {
         let mode = match mode {
-            ProxyMode::Scripted { script, model } => Mode::Scripted { script, model },
+            ProxyMode::Scripted {
+                script,
+                model,
+                latency,
+            } => Mode::Scripted {
+                script,
+                model,
+                latency,
+            },
             ProxyMode::Byok { upstream, api_key } => {
                 Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
             }

@@ -57,7 +57,8 @@ impl Protocol {
         }
     }
 
-    /// The scripted reply, whole or streamed as the request asked.
+    /// The scripted reply, whole or streamed as the request asked; a stream's events
+    /// spread over `latency`.
     pub(crate) fn render(
         self,
         parsed: &Parsed,
@@ -65,6 +66,7 @@ impl Protocol {
         model: &str,
         seq: u64,
         tokens: Tokens,
+        latency: std::time::Duration,
     ) -> Response<Body> {
         let answer = Answer {
             reply,
@@ -74,9 +76,9 @@ impl Protocol {
             created: chrono::Utc::now().timestamp(),
         };
         match self {
-            Protocol::Chat => render::<chat::Scripted>(parsed.stream, &answer),
-            Protocol::Responses => render::<responses::Scripted>(parsed.stream, &answer),
-            Protocol::Messages => render::<messages::Scripted>(parsed.stream, &answer),
+            Protocol::Chat => render::<chat::Scripted>(parsed.stream, &answer, latency),
+            Protocol::Responses => render::<responses::Scripted>(parsed.stream, &answer, latency),
+            Protocol::Messages => render::<messages::Scripted>(parsed.stream, &answer, latency),
         }
     }
 

@@ -54,6 +54,12 @@ pub struct RecordConfig {
     /// The per-trial token budget the proxy enforced, if any.
     #[serde(default)]
     pub max_tokens_per_trial: Option<u64>,
+    /// Scripted mode: how long each scripted model reply was made to take, when it was
+    /// (`GAUNTLET_SCRIPTED_LATENCY_MS`). It changes no verdict, only the trial's
+    /// timings, which a reader must then not take for the harness's own. Absent when
+    /// none, as in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_latency_ms: Option<u64>,
     /// The gauntlet source the harness was built from: `git rev-parse HEAD`, with
     /// `-dirty` when the work tree had changes; `None` when git was not available.
     /// Absent in records written before it existed.
@@ -84,6 +90,8 @@ impl RecordConfig {
             output_cap_bytes: cfg.output_cap_bytes,
             upstream_url: (cfg.mode == Mode::Byok).then(|| cfg.upstream_url.clone()),
             max_tokens_per_trial: cfg.max_tokens_per_trial,
+            scripted_latency_ms: (cfg.mode == Mode::Scripted && !cfg.scripted_latency.is_zero())
+                .then(|| u64::try_from(cfg.scripted_latency.as_millis()).unwrap_or(u64::MAX)),
             commit: gauntlet_commit(&cfg.out_dir),
             sandbox: cfg.sandbox,
         }

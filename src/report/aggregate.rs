@@ -97,6 +97,10 @@ pub struct Harness {
     pub upstream_url: Option<String>,
     /// The proxy's token budget per trial, if it had one.
     pub max_tokens_per_trial: Option<u64>,
+    /// Scripted mode: the latency each scripted reply was given, if any; the run's
+    /// timings include it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scripted_latency_ms: Option<u64>,
     pub sandbox: crate::config::Sandbox,
     pub gauntlet_version: String,
     pub commit: Option<String>,
@@ -295,6 +299,7 @@ pub fn summarize(run: &LoadedRun, opts: &Options) -> Summary {
             gate_timeout_secs: c.gate_timeout_secs,
             upstream_url: c.upstream_url.clone(),
             max_tokens_per_trial: c.max_tokens_per_trial,
+            scripted_latency_ms: c.scripted_latency_ms,
             sandbox: c.sandbox,
             gauntlet_version: r.header.gauntlet_version.clone(),
             commit: c.commit.clone(),

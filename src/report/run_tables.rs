@@ -7,7 +7,7 @@ use super::aggregate::{self, Summary};
 /// The harness config every page states, as (setting, value) rows: one list, so that
 /// the markdown and HTML pages cannot drift apart.
 pub(super) fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(String, String)> {
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("agent", format!("{} {}", h.agent, h.agent_version)),
         ("model", h.model.clone()),
         ("mode", format!("{:?}", h.mode).to_lowercase()),
@@ -48,6 +48,20 @@ pub(super) fn harness_rows(h: &aggregate::Harness, s: &Summary) -> Vec<(String, 
             },
         ),
     ];
+    // Only when given, so that the pages of every run without one stay as they were.
+    if let Some(ms) = h.scripted_latency_ms {
+        let at = rows
+            .iter()
+            .position(|(k, _)| *k == "token budget per trial")
+            .map_or(rows.len(), |i| i + 1);
+        rows.insert(
+            at,
+            (
+                "scripted latency per model reply (in every timing)",
+                format!("{ms} ms"),
+            ),
+        );
+    }
     let stated = s.provider.iter().flatten().map(|(k, v)| {
         (
             format!("provider: {k} (as the publisher states it)"),

@@ -97,6 +97,7 @@ impl Context<'_> {
             Mode::Scripted => ProxyMode::Scripted {
                 script: script.ok_or_else(|| KernelError::NoScript { what: what.into() })?,
                 model: self.cfg.model.clone(),
+                latency: self.cfg.scripted_latency,
             },
             Mode::Byok => ProxyMode::Byok {
                 upstream: self.cfg.upstream_url.clone(),

@@ -435,6 +435,7 @@ fn run_turn(
         let proxy = Proxy::start(ProxyMode::Scripted {
             script,
             model: model.into(),
+            latency: std::time::Duration::ZERO,
         })
         .await
         .map_err(|e| fail(format!("proxy: {e}")))?;

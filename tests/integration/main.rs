@@ -16,6 +16,7 @@ mod challenge_observed;
 mod comments;
 mod compare;
 mod export;
+mod fake_provider;
 mod flowtest;
 mod helpers;
 mod hostile;

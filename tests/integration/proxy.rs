@@ -42,6 +42,7 @@ async fn scripted(script: Script) -> Proxy {
     Proxy::start(ProxyMode::Scripted {
         script,
         model: "scripted-model".into(),
+        latency: std::time::Duration::ZERO,
     })
     .await
     .expect("proxy starts")

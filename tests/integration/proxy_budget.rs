@@ -64,6 +64,7 @@ async fn scripted_calls_are_refused_once_the_budget_is_spent() {
             ProxyMode::Scripted {
                 script: script(),
                 model: "m".into(),
+                latency: std::time::Duration::ZERO,
             },
             Budget {
                 max_tokens: Some(12),

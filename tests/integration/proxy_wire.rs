@@ -34,6 +34,7 @@ async fn scripted() -> Proxy {
     Proxy::start(ProxyMode::Scripted {
         script: script(),
         model: "scripted-model".into(),
+        latency: std::time::Duration::ZERO,
     })
     .await
     .expect("proxy starts")

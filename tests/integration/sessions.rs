@@ -117,6 +117,7 @@ async fn turn(
     let proxy = Proxy::start(ProxyMode::Scripted {
         script: script(steps),
         model: "scripted".into(),
+        latency: std::time::Duration::ZERO,
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
@@ -270,6 +271,7 @@ async fn session_misuse_is_a_clear_error_naming_the_session() {
     let proxy = Proxy::start(ProxyMode::Scripted {
         script: script(vec![final_text("hi")]),
         model: "scripted".into(),
+        latency: std::time::Duration::ZERO,
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
@@ -529,6 +531,7 @@ async fn a_model_tick_is_a_real_background_turn_of_the_agent() {
             final_text("background check done"),
         ]),
         model: "scripted".into(),
+        latency: std::time::Duration::ZERO,
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
