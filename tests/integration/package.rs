@@ -2,29 +2,29 @@
 //! own programs) and what `gauntlet init` writes, and nothing of this repository's own
 //! trials (the sample apps, challenges, published results, fixtures, tests).
 
-use std::process::Command;
+use std::process::{Command, Output};
 
-#[test]
-fn the_framework_package_lists_only_the_framework() {
+/// `cargo <args>` at the repository's root, offline, succeeding.
+fn cargo(args: &[&str]) -> Output {
     let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args([
-            "package",
-            "-p",
-            "gauntlet",
-            "--list",
-            "--allow-dirty",
-            "--offline",
-        ])
+        .args(args)
+        .arg("--offline")
         .current_dir(crate::support::root())
         .output()
-        .expect("cargo package runs");
-    let listed = String::from_utf8_lossy(&out.stdout);
+        .expect("cargo runs");
     assert!(
         out.status.success(),
-        "{}\n{}",
+        "cargo {args:?}: {}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[test]
+fn the_framework_package_lists_only_the_framework() {
+    let out = cargo(&["package", "-p", "gauntlet", "--list", "--allow-dirty"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
     let files: Vec<&str> = listed.lines().collect();
     let framework = |f: &str| {
         f.starts_with("src/")
@@ -57,4 +57,31 @@ fn the_framework_package_lists_only_the_framework() {
         !files.iter().any(|f| f.contains("api-ledger")),
         "a sample app is shipped"
     );
+}
+
+/// `cargo install gauntlet` installs exactly gauntlet's own programs, the ones a run
+/// checks for: no sample app, no program a run would not find.
+#[test]
+fn the_framework_installs_exactly_the_programs_a_run_checks_for() {
+    let out = cargo(&["metadata", "--no-deps", "--format-version", "1"]);
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata json");
+    let package = meta["packages"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "gauntlet"))
+        .expect("the gauntlet package");
+    let mut bins: Vec<&str> = package["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "bin"))
+        })
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    bins.sort_unstable();
+    let mut helpers = gauntlet::binaries::HELPERS.to_vec();
+    helpers.sort_unstable();
+    assert_eq!(bins, helpers);
 }
