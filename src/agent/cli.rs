@@ -6,9 +6,8 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
     Adapter, AdapterError, Invocation, Launch, LaunchContext, PromptRun, RunSpec, SessionTurn,
@@ -154,54 +153,7 @@ pub fn probe_version(program: &Path) -> String {
 }
 
 fn run_version(program: &Path) -> Result<String, String> {
-    use std::io::Read;
-    // A scratch HOME: a version probe must not read or write the caller's config.
-    let home = std::env::temp_dir().join(format!(
-        "gauntlet-version-{}-{}",
-        std::process::id(),
-        program
-            .file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    ));
-    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let mut cmd = Command::new(program);
-    cmd.arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .env("HOME", &home);
-    let spawned = crate::sys::lifeline::spawn_std(cmd);
-    let result = spawned.map_err(|e| e.to_string()).and_then(|mut child| {
-        let until = Instant::now() + VERSION_DEADLINE;
-        // A version line fits in the pipe buffer, so waiting before reading cannot
-        // deadlock on a well-behaved CLI; a misbehaving one meets the deadline.
-        let status = loop {
-            match child.try_wait().map_err(|e| e.to_string())? {
-                Some(status) => break status,
-                None if Instant::now() >= until => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("no answer within {VERSION_DEADLINE:?}"));
-                }
-                None => std::thread::sleep(Duration::from_millis(20)),
-            }
-        };
-        let mut text = String::new();
-        if let Some(out) = child.stdout.as_mut() {
-            out.take(64 << 10)
-                .read_to_string(&mut text)
-                .map_err(|e| e.to_string())?;
-        }
-        let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-        match (status.success(), line) {
-            (true, Some(line)) => Ok(line.chars().take(200).collect()),
-            (true, None) => Err("printed nothing".into()),
-            (false, _) => Err(format!("exited with {status}")),
-        }
-    });
-    let _ = std::fs::remove_dir_all(&home);
-    result
+    crate::sys::version::first_line(program, VERSION_DEADLINE)
 }
 
 /// Refuse to prepare an agent whose CLI is not installed, before anything is written.
@@ -233,6 +185,7 @@ pub fn origin(base_url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     #[test]
     fn origin_strips_the_version_segment() {

@@ -5,8 +5,7 @@
 //! each trial with an error about a file it cannot run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::binaries::{helper_dir, HELPERS, INSTALL_HELPERS};
 
@@ -62,36 +61,7 @@ fn version_of(path: &Path, name: &str) -> Result<String, HelperError> {
         path: path.to_path_buf(),
         why,
     };
-    let mut child = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| unreadable(e.to_string()))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < ANSWER_WITHIN => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(unreadable(format!(
-                    "no answer within {} s",
-                    ANSWER_WITHIN.as_secs()
-                )));
-            }
-            Err(e) => return Err(unreadable(e.to_string())),
-        }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| unreadable(e.to_string()))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().next().unwrap_or_default().trim();
+    let line = crate::sys::version::first_line(path, ANSWER_WITHIN).map_err(unreadable)?;
     match line.split_once(' ') {
         Some((n, v)) if n == name && !v.trim().is_empty() => Ok(v.trim().to_owned()),
         _ => Err(unreadable(format!(

@@ -13,5 +13,6 @@ pub mod process;
 pub mod sandbox;
 pub mod shutdown;
 pub mod spawned;
+pub mod version;
 pub mod walk;
 pub mod warm;
