@@ -283,6 +283,7 @@ fn main() {
         .block_on(Proxy::start(ProxyMode::Byok {
             upstream: direct.clone(),
             api_key: "bench-key".into(),
+            retry: gauntlet::proxy::RetryPolicy::NONE,
         }))
         .expect("proxy starts");
     let proxied = proxy.base_url();

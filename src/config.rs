@@ -20,6 +20,7 @@
 //! | `GAUNTLET_CACHE_DIR` | where apps' independence matrices are kept between runs, by content hash | `target/gauntlet/cache` |
 //! | `GAUNTLET_OUT` | where run directories go | `target/gauntlet/runs` |
 //! | `GAUNTLET_RESUME` | a run directory to resume instead of starting a new one: trials write into it, and refuse if the run's `run.json` names another config or spec (`gauntlet run --resume` sets it for its own trials; under nextest, set it beside the filter `gauntlet run --resume DIR --nextest-filter` prints) | none |
+//! | `GAUNTLET_RETRY_INFRA` | with `GAUNTLET_RESUME`: run exactly the trials of the resumed run that the provider failed, and nothing else (docs/provider-faults.md; `gauntlet run --resume DIR --retry-infra`) | `0` |
 //! | `GAUNTLET_UPSTREAM_URL` | byok: the provider's OpenAI-compatible base URL | `https://api.openai.com/v1` |
 //! | `GAUNTLET_API_KEY_ENV` | byok: the variable holding the provider key | `OPENAI_API_KEY` |
 //! | `GAUNTLET_OUTPUT_CAP_BYTES` | bytes kept per output stream; the rest is counted, not kept | `33554432` |
@@ -29,6 +30,8 @@
 //! | `GAUNTLET_SANDBOX` | `sealed`: every agent and gate run in a sandbox of its own (docs/sealing.md); `off`: unsealed, on purpose only, marked in every record and never ranked | `sealed` |
 //! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
 //! | `GAUNTLET_SCRIPTED_LATENCY_MS` | scripted mode: how long each scripted model reply takes, a whole answer before it comes, a stream spread evenly over it, so that a scripted run has a provider's timing; verdicts do not change | `0` |
+//! | `GAUNTLET_PROVIDER_RETRIES` | byok: how many times the proxy retries a call the provider answered with 429 or 5xx and did not bill, or that never reached it, before the agent sees the failure (docs/provider-faults.md); `0` passes every answer on as it came | `3` |
+//! | `GAUNTLET_PROVIDER_RETRY_WAIT_SECS` | byok: the most one call waits in all between those retries; a `retry-after` beyond it is passed on to the agent | `60` |
 //! | `GAUNTLET_APPS_DIR` | the apps the qa suite and the challenges run on | `apps/` |
 //! | `GAUNTLET_CHALLENGES_DIR` | the challenge suite's directories | `challenges/` |
 //! | `GAUNTLET_CHALLENGE_TIMEOUT_SECS` | a challenge's ceiling when its manifest names none | `3600` |
@@ -223,6 +226,10 @@ pub struct Config {
     /// resumed run must match the one it resumes.
     #[serde(skip)]
     pub resume: Option<PathBuf>,
+    /// With `resume`: run again exactly the trials the provider failed
+    /// (docs/provider-faults.md), and nothing else. Not part of a run's identity.
+    #[serde(skip)]
+    pub retry_infra: bool,
     pub upstream_url: String,
     pub api_key_env: String,
     pub output_cap_bytes: u64,
@@ -239,6 +246,21 @@ pub struct Config {
         with = "millis"
     )]
     pub scripted_latency: Duration,
+    /// byok: how many times the proxy retries a call the provider failed before the
+    /// agent sees the failure (docs/provider-faults.md). Absent at its default, so that
+    /// runs planned before it existed still resume.
+    #[serde(
+        default = "default_provider_retries",
+        skip_serializing_if = "is_default_provider_retries"
+    )]
+    pub provider_retries: u32,
+    /// byok: the most one call waits in all between its retries.
+    #[serde(
+        default = "default_provider_retry_wait",
+        rename = "provider_retry_wait_secs",
+        skip_serializing_if = "is_default_provider_retry_wait"
+    )]
+    pub provider_retry_wait_secs: u64,
     /// Scorecard: how long one nominal day (24 h) of idle lasts, when set; otherwise
     /// [`Config::idle_day`] decides by mode.
     #[serde(default)]
@@ -366,6 +388,40 @@ fn default_scorecard_dir() -> PathBuf {
 fn default_redteam_dir() -> PathBuf {
     crate::binaries::repo_root().join("redteam")
 }
+/// A whole number of `unit` from 0 to `max` (`max_words` says it), or why `value` is
+/// not one.
+fn whole(value: &str, max: u64, unit: &str, max_words: &str) -> Result<u64, String> {
+    let n: u64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of {unit}"))?;
+    if n > max {
+        return Err(format!("expected at most {max} ({max_words})"));
+    }
+    Ok(n)
+}
+
+/// The most retries a config may ask of the proxy: each can wait, and a trial has a
+/// deadline.
+const MAX_PROVIDER_RETRIES: u32 = 10;
+const MAX_PROVIDER_RETRY_WAIT_SECS: u64 = 600;
+
+fn default_provider_retries() -> u32 {
+    3
+}
+
+fn is_default_provider_retries(n: &u32) -> bool {
+    *n == default_provider_retries()
+}
+
+fn default_provider_retry_wait() -> u64 {
+    60
+}
+
+fn is_default_provider_retry_wait(secs: &u64) -> bool {
+    *secs == default_provider_retry_wait()
+}
+
 fn default_scorecard_seed() -> String {
     "gauntlet-0".into()
 }
@@ -445,11 +501,14 @@ impl Default for Config {
             out_dir: crate::binaries::repo_root().join("target/gauntlet/runs"),
             cache_dir: default_cache_dir(),
             resume: None,
+            retry_infra: false,
             upstream_url: "https://api.openai.com/v1".into(),
             api_key_env: "OPENAI_API_KEY".into(),
             output_cap_bytes: 32 << 20,
             max_tokens_per_trial: None,
             scripted_latency: Duration::ZERO,
+            provider_retries: default_provider_retries(),
+            provider_retry_wait_secs: default_provider_retry_wait(),
             scorecard_idle_day: None,
             scorecard_seed: default_scorecard_seed(),
             scorecard_profile: default_scorecard_profile(),
@@ -501,11 +560,14 @@ const KEYS: &[&str] = &[
     "out",
     "cache_dir",
     "resume",
+    "retry_infra",
     "upstream_url",
     "api_key_env",
     "output_cap_bytes",
     "max_tokens_per_trial",
     "scripted_latency_ms",
+    "provider_retries",
+    "provider_retry_wait_secs",
     "scorecard_idle_secs",
     "scorecard_seed",
     "scorecard_profile",
@@ -688,6 +750,13 @@ impl Config {
                 }
                 self.resume = Some(setting_path(value));
             }
+            "retry_infra" => {
+                self.retry_infra = match value.trim() {
+                    "1" | "true" | "yes" => true,
+                    "0" | "false" | "no" | "" => false,
+                    _ => return Err(bad("expected `1` or `0`")),
+                }
+            }
             "apps_dir" | "challenges_dir" | "redteam_dir" => {
                 if value.is_empty() {
                     return Err(bad("is empty"));
@@ -739,14 +808,28 @@ impl Config {
                 };
             }
             "scripted_latency_ms" => {
-                let ms: u64 = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad("expected a whole number of milliseconds"))?;
-                if ms > MAX_SCRIPTED_LATENCY_MS {
-                    return Err(bad("expected at most 600000 (ten minutes)"));
-                }
+                let ms = whole(
+                    value,
+                    MAX_SCRIPTED_LATENCY_MS,
+                    "milliseconds",
+                    "ten minutes",
+                )
+                .map_err(|why| bad(&why))?;
                 self.scripted_latency = Duration::from_millis(ms);
+            }
+            "provider_retries" => {
+                let n = whole(value, MAX_PROVIDER_RETRIES.into(), "retries", "ten")
+                    .map_err(|why| bad(&why))?;
+                self.provider_retries = u32::try_from(n).unwrap_or(MAX_PROVIDER_RETRIES);
+            }
+            "provider_retry_wait_secs" => {
+                self.provider_retry_wait_secs = whole(
+                    value,
+                    MAX_PROVIDER_RETRY_WAIT_SECS,
+                    "seconds",
+                    "ten minutes",
+                )
+                .map_err(|why| bad(&why))?;
             }
             "scorecard_idle_secs" => {
                 let secs: f64 = value.parse().map_err(|_| bad("expected seconds"))?;
@@ -859,6 +942,36 @@ mod tests {
             ("GAUNTLET_SCORECARD_IDLE_SECS", "0"),
             ("GAUNTLET_SCORECARD_IDLE_SECS", "100000"),
             ("GAUNTLET_SCORECARD_PROFILE", "../x"),
+        ] {
+            let err = Config::from_sources(&env(&[(var, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_providers_retry_policy_is_bounded_and_absent_from_the_identity_at_its_default() {
+        let c = Config::from_sources(&env(&[
+            ("GAUNTLET_PROVIDER_RETRIES", "0"),
+            ("GAUNTLET_PROVIDER_RETRY_WAIT_SECS", "5"),
+            ("GAUNTLET_RETRY_INFRA", "1"),
+        ]))
+        .unwrap();
+        assert_eq!((c.provider_retries, c.provider_retry_wait_secs), (0, 5));
+        assert!(c.retry_infra);
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["provider_retries"], 0);
+        assert_eq!(json["provider_retry_wait_secs"], 5);
+        assert!(json.get("retry_infra").is_none(), "never part of a run's identity");
+        let default = serde_json::to_value(Config::default()).unwrap();
+        assert!(default.get("provider_retries").is_none(), "{default}");
+        assert!(default.get("provider_retry_wait_secs").is_none());
+        for (var, value) in [
+            ("GAUNTLET_PROVIDER_RETRIES", "11"),
+            ("GAUNTLET_PROVIDER_RETRIES", "-1"),
+            ("GAUNTLET_PROVIDER_RETRY_WAIT_SECS", "601"),
+            ("GAUNTLET_RETRY_INFRA", "maybe"),
         ] {
             let err = Config::from_sources(&env(&[(var, value)]))
                 .unwrap_err()

@@ -37,8 +37,15 @@ pub(crate) enum Command {
         /// field, when the current config or specs differ), into the same directory.
         #[arg(long, value_name = "RUN_DIR")]
         resume: Option<PathBuf>,
+        /// With --resume: run exactly the trials of the run the provider failed (a
+        /// 429, a 5xx, a cut stream or an unreachable provider ended the agent's last
+        /// call, and its verdict judged nothing: docs/provider-faults.md), and no
+        /// other; their earlier records stay, superseded.
+        #[arg(long, requires = "resume")]
+        retry_infra: bool,
         /// With --resume: print, instead of running, a nextest filter of those trials
-        /// (`GAUNTLET_RESUME=DIR cargo nextest run -E "$(…)"` resumes under nextest).
+        /// (`GAUNTLET_RESUME=DIR cargo nextest run -E "$(…)"` resumes under nextest;
+        /// with --retry-infra, set GAUNTLET_RETRY_INFRA=1 beside it).
         #[arg(long, requires = "resume")]
         nextest_filter: bool,
     },

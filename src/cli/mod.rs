@@ -29,6 +29,7 @@ pub fn main() -> ExitCode {
             jobs,
             serial,
             resume,
+            retry_infra,
             nextest_filter,
         } => run::run(
             filter,
@@ -37,7 +38,10 @@ pub fn main() -> ExitCode {
             } else {
                 crate::harness::Jobs::PerLane(jobs)
             },
-            resume,
+            run::Resume {
+                dir: resume,
+                retry_infra,
+            },
             nextest_filter,
         ),
         Command::List => run::list(),

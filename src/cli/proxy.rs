@@ -38,6 +38,7 @@ pub(crate) fn proxy(
                     .map(|u| u.trim_end_matches('/').to_owned())
                     .unwrap_or_else(|| cfg.upstream_url.clone()),
                 api_key,
+                retry: crate::trial::retry_policy(&cfg),
             },
             Err(e) => return error(e),
         },

@@ -42,19 +42,26 @@ pub(crate) fn digest_of(run_dir: &std::path::Path) -> Result<String, String> {
     Ok(record::digest::run_digest(&entries))
 }
 
+/// Which run `gauntlet run` resumes, and whether only its trials the provider failed.
+pub(crate) struct Resume {
+    pub dir: Option<PathBuf>,
+    pub retry_infra: bool,
+}
+
 pub(crate) fn run(
     filter: Option<String>,
     jobs: crate::harness::Jobs,
-    resume: Option<PathBuf>,
+    resume: Resume,
     nextest_filter: bool,
 ) -> ExitCode {
     use crate::spec::Suite;
     // Every suite is loaded and planned before anything starts: bad data fails here,
     // and the whole plan goes into the run's manifest before the first trial.
     let (mut cfg, suites) = or_exit!(load());
-    if resume.is_some() {
-        cfg.resume = resume;
+    if resume.dir.is_some() {
+        cfg.resume = resume.dir;
     }
+    cfg.retry_infra |= resume.retry_infra;
     // From here on SIGINT/SIGTERM stops the run and keeps what it observed; a second
     // signal exits at once. The binaries are built before the run directory exists, so
     // a failed build leaves no empty run behind, and before the run's identity is taken.
@@ -83,10 +90,17 @@ pub(crate) fn run(
             .map(|t| format!("test(={t})"))
             .collect();
         if terms.is_empty() {
-            return error(format!(
-                "{}: every planned trial has a finished record: nothing to resume",
-                run_dir.display()
-            ));
+            return error(if cfg.retry_infra {
+                format!(
+                    "{}: the provider failed no trial: nothing to run again",
+                    run_dir.display()
+                )
+            } else {
+                format!(
+                    "{}: every planned trial has a finished record: nothing to resume",
+                    run_dir.display()
+                )
+            });
         }
         println!("{}", terms.join(" | "));
         return ExitCode::SUCCESS;
@@ -117,12 +131,18 @@ pub(crate) fn run(
             println!("{t:<44} not resumed: not in this plan (outside --filter)");
         }
         println!(
-            "gauntlet: resuming {}: {} unfinished trial(s)",
+            "gauntlet: resuming {}: {} {}",
             run_dir.display(),
-            plan.len()
+            plan.len(),
+            if cfg.retry_infra {
+                "trial(s) the provider failed, run again"
+            } else {
+                "unfinished trial(s)"
+            }
         );
     }
-    let planned = lifecycle::planned_lines(&plan, unfinished.is_some());
+    // A trial the provider failed finished: its rerun is an attempt of its own.
+    let planned = lifecycle::planned_lines(&plan, unfinished.is_some() && !cfg.retry_infra);
     if let Err(e) = record::manifest::append(&run_dir, &planned) {
         return error(e);
     }

@@ -13,6 +13,7 @@ pub mod observed_execs;
 pub mod observed_policy;
 pub mod observed_requests;
 pub mod policy;
+pub mod provider;
 pub mod streams;
 #[cfg(test)]
 pub(crate) mod test_support;

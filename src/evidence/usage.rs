@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::provider::{ProviderFault, Retry};
+
 /// One metered model call.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UsageEntry {
@@ -49,6 +51,14 @@ pub struct UsageEntry {
     /// can be diagnosed from the record.
     #[serde(default)]
     pub reply: Option<String>,
+    /// What the provider did wrong on this call, as the proxy saw it and passed it on
+    /// to the agent (`None`: nothing, or what went wrong was not the provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<ProviderFault>,
+    /// Answers the proxy absorbed before this one by retrying the call, oldest first
+    /// (docs/provider-faults.md): the agent saw only the last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<Retry>,
 }
 
 /// How the scripted model's choices are written in [`UsageEntry::reply`]: made by the

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use super::identity::run_identity;
-use super::lifecycle::{manifest_line, no_browser, open_run, resume_skips};
+use super::lifecycle::{manifest_line, no_browser, open_run, resume_plan};
 use super::run_loop::run_trial;
 use crate::config::Config;
 use crate::plan;
@@ -32,12 +32,12 @@ pub fn suite_main(suite: Suite) -> ExitCode {
     let no_browser_here = no_browser(&cfg);
     let mut plan = crate::suites::plan(&suites, &cfg, Some(suite), || no_browser_here);
     if let Some(dir) = &cfg.resume {
-        let done = match resume_skips(dir) {
+        let resumed = match resume_plan(dir, cfg.retry_infra) {
             Ok(d) => d,
             Err(e) => return fail(&e.to_string()),
         };
         for t in plan.iter_mut().filter(|t| t.skip.is_none()) {
-            t.skip = done.get(&t.name).cloned();
+            t.skip = resumed.skip(&t.name);
         }
     }
     if args.list {
@@ -125,7 +125,9 @@ where
     let (run_dir, planned) = match open_run(cfg, identity) {
         // A resumed trial's first attempt replaces the one that never finished; a nextest
         // retry of it (NEXTEST_ATTEMPT 2, 3, …) is an attempt of its own, counted as such.
-        Ok((dir, true)) if first_attempt() => (dir, planned.resuming()),
+        // A rerun of a trial the provider failed is an attempt of its own: the failed
+        // one finished, and stays, superseded.
+        Ok((dir, true)) if first_attempt() && !cfg.retry_infra => (dir, planned.resuming()),
         Ok((dir, _)) => (dir, planned),
         Err(e) => return Err(fail(format!("{}: {e}", planned.trial))),
     };

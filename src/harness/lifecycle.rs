@@ -53,10 +53,10 @@ pub struct Opened {
 pub fn open(cfg: &Config, suites: &Suites) -> Result<Opened, StartError> {
     let identity = run_identity(cfg, suites).map_err(StartError::Identity)?;
     let (run_dir, resuming) = open_run(cfg, Some(&identity))?;
-    let unfinished = if resuming {
-        Some(unfinished_trials(&run_dir)?)
-    } else {
-        None
+    let unfinished = match (resuming, cfg.retry_infra) {
+        (true, true) => Some(failed_by_the_provider(&run_dir)?.into_keys().collect()),
+        (true, false) => Some(unfinished_trials(&run_dir)?),
+        (false, _) => None,
     };
     Ok(Opened {
         run_dir,
@@ -97,6 +97,8 @@ pub enum ResumeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("retrying the provider's failures (--retry-infra, GAUNTLET_RETRY_INFRA) needs a run to resume: give --resume <run dir> (GAUNTLET_RESUME)")]
+    RetryInfraWithoutResume,
     #[error(transparent)]
     Record(#[from] crate::record::RecordError),
 }
@@ -110,6 +112,9 @@ pub fn open_run(
     identity: Option<&crate::record::identity::RunIdentity>,
 ) -> Result<(PathBuf, bool), ResumeError> {
     use crate::record::identity::{self, IDENTITY_FILE};
+    if cfg.retry_infra && cfg.resume.is_none() {
+        return Err(ResumeError::RetryInfraWithoutResume);
+    }
     match &cfg.resume {
         Some(dir) => {
             let file = dir.join(IDENTITY_FILE);
@@ -322,6 +327,82 @@ pub fn resume_skips(
         .filter(|(_, p)| p.planned > 0 && p.finished >= p.planned)
         .map(|(t, _)| (t, why.clone()))
         .collect())
+}
+
+/// The trials of the run in `run_dir` whose counted record (the latest of each, as the
+/// pages count) the provider failed, each with the cause its evidence gives: what
+/// `--retry-infra` runs again. Their earlier records stay, superseded by the new ones.
+pub fn failed_by_the_provider(
+    run_dir: &Path,
+) -> Result<std::collections::BTreeMap<String, crate::evidence::provider::InfraCause>, ResumeError>
+{
+    use std::collections::BTreeMap;
+    let mut latest: BTreeMap<String, (String, Option<crate::evidence::provider::InfraCause>)> =
+        BTreeMap::new();
+    for f in crate::record::find_records(run_dir)? {
+        let Ok(rec) = crate::record::any::load_any(&f) else {
+            continue;
+        };
+        if rec.interrupted().is_some() {
+            continue;
+        }
+        let h = rec.header();
+        let cause = rec.as_suite().infra().filter(|_| !rec.passed());
+        match latest.get(&h.trial) {
+            Some((at, _)) if *at > h.finished_at => {}
+            _ => {
+                latest.insert(h.trial.clone(), (h.finished_at.clone(), cause));
+            }
+        }
+    }
+    Ok(latest
+        .into_iter()
+        .filter_map(|(trial, (_, cause))| cause.map(|c| (trial, c)))
+        .collect())
+}
+
+/// Why each trial of a resumed run that is not run again is skipped, and the reason
+/// for any other trial of the plan: under `retry_infra` only the trials the provider
+/// failed run; otherwise every trial that did not finish
+/// ([`resume_skips`]).
+pub fn resume_plan(run_dir: &Path, retry_infra: bool) -> Result<ResumePlan, ResumeError> {
+    if retry_infra {
+        let failed = failed_by_the_provider(run_dir)?;
+        return Ok(ResumePlan {
+            skips: std::collections::BTreeMap::new(),
+            only: Some(failed.into_keys().collect()),
+            otherwise: format!(
+                "not failed by the provider in {} (--retry-infra runs only those)",
+                run_dir.display()
+            ),
+        });
+    }
+    Ok(ResumePlan {
+        skips: resume_skips(run_dir)?,
+        only: None,
+        otherwise: String::new(),
+    })
+}
+
+/// What a resumed run skips: the trials named in `skips`, and, when `only` is given,
+/// every trial outside it (for `otherwise`).
+#[derive(Debug, Clone)]
+pub struct ResumePlan {
+    pub skips: std::collections::BTreeMap<String, String>,
+    pub only: Option<std::collections::BTreeSet<String>>,
+    pub otherwise: String,
+}
+
+impl ResumePlan {
+    /// Why `trial` is not run by the resumed run, if it is not.
+    pub fn skip(&self, trial: &str) -> Option<String> {
+        if let Some(only) = &self.only {
+            if !only.contains(trial) {
+                return Some(self.otherwise.clone());
+            }
+        }
+        self.skips.get(trial).cloned()
+    }
 }
 
 /// The line a run's manifest keeps for `t`.

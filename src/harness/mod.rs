@@ -14,7 +14,7 @@ pub use crate::suites::{Finished, TrialError};
 pub use identity::{run_identity, task_hashes, trial_binaries};
 pub use libtest::{listed, run, suite_main};
 pub use lifecycle::{
-    manifest_line, no_browser, open_run, progress, resume_skips, unfinished_trials, Progress,
-    ResumeError,
+    failed_by_the_provider, manifest_line, no_browser, open_run, progress, resume_plan,
+    resume_skips, unfinished_trials, Progress, ResumeError, ResumePlan,
 };
 pub use run_loop::{run_all, run_trial, Jobs};

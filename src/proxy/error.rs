@@ -26,7 +26,21 @@ pub(crate) enum CallError {
         /// The body's first characters, so that a log shows what was sent.
         start: String,
     },
-    /// `why` has passed the upstream's redaction (`Upstream::redact`).
+    /// `why` has passed the upstream's redaction (`Upstream::redact`). `sent`: the
+    /// request was written, or may have been, before the connection failed, so the
+    /// provider may have served (and billed) it.
     #[error("upstream {base} unreachable: {why}")]
-    Unreachable { base: String, why: String },
+    Unreachable {
+        base: String,
+        why: String,
+        sent: bool,
+    },
+}
+
+impl CallError {
+    /// Whether the call certainly never reached the provider: only such a call is
+    /// sent again, since one that did may have been served and billed.
+    pub(crate) fn never_sent(&self) -> bool {
+        matches!(self, CallError::Unreachable { sent: false, .. })
+    }
 }

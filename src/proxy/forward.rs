@@ -5,6 +5,7 @@
 //! what the provider sent (never estimated), and every failure is recorded as observed.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
@@ -19,9 +20,61 @@ use super::peek;
 use super::relay::{Leftovers, Relay};
 use super::upstream::{Answer, Lane, Upstream};
 use super::wire::{self, ErrorKind, Protocol};
+use crate::evidence::provider::{ProviderFault, Retry};
 
 /// Longest excerpt of an upstream error body kept in a usage entry.
 const ERROR_EXCERPT_CHARS: usize = 300;
+
+/// A provider's answer: still to be read, or a fault's answer already read whole
+/// (whether it was billed decides whether it may be retried), with its head.
+enum Answered {
+    Live(Answer),
+    Read(Head),
+}
+
+/// What the agent gets of an answer's head: its status, and its content type and the
+/// headers an agent acts on, redacted as the provider's words are.
+#[derive(Clone)]
+struct Head {
+    status: StatusCode,
+    content_type: Option<HeaderValue>,
+    passed: HeaderMap,
+}
+
+impl Head {
+    fn of(answer: &Answer, upstream: &Upstream) -> Head {
+        Head {
+            status: answer.status(),
+            content_type: answer
+                .headers()
+                .get(CONTENT_TYPE)
+                .map(|v| upstream.redact_header(v)),
+            passed: upstream.redact_headers(passed_headers(answer.headers())),
+        }
+    }
+}
+
+/// How long the provider asked to be left alone: `retry-after-ms` (OpenAI's), else
+/// `retry-after` in seconds, as model providers send it. An HTTP date, or anything
+/// else, is no word the proxy can wait by: the policy's own backoff applies.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let secs = text("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|ms| ms / 1000.0)
+        .or_else(|| text("retry-after").and_then(|v| v.parse::<f64>().ok()))?;
+    // At most a day: beyond any bound a policy has, and inside what a duration holds.
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// One call to forward.
 pub(crate) struct Outgoing<'a> {
@@ -45,6 +98,13 @@ struct InFlight<'a> {
 }
 
 impl InFlight<'_> {
+    /// An answer the proxy took itself, before trying the call again.
+    fn retried(&mut self, retry: Retry) {
+        if let Some(pending) = self.pending.as_mut() {
+            pending.entry.retries.push(retry);
+        }
+    }
+
     /// The call, for the code that records it itself.
     fn take(&mut self) -> Pending {
         self.pending
@@ -91,34 +151,92 @@ pub(crate) async fn forward(
     let injected = asking.is_some();
     let outgoing = asking.unwrap_or(call.raw);
 
-    let response = match upstream
-        .post(
-            &call.path,
-            outgoing,
-            call.client_headers,
-            protocol.auth(),
-            lane.map(Arc::as_ref),
-        )
-        .await
-    {
-        Ok(response) => response,
-        Err(e) => {
-            let mut pending = flight.take();
-            let message = e.to_string();
-            pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
-            pending.entry.source = "proxy".to_owned();
-            pending.entry.error = Some(message.clone());
-            log.record(pending);
-            return protocol.error(ErrorKind::Upstream, &message);
+    let policy = upstream.retry();
+    let mut waited = Duration::ZERO;
+    let (response, mut read) = loop {
+        let attempt = Instant::now();
+        let sent = upstream
+            .post(
+                &call.path,
+                outgoing.clone(),
+                call.client_headers,
+                protocol.auth(),
+                lane.map(Arc::as_ref),
+            )
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(e) => {
+                let message = e.to_string();
+                let fault = if e.never_sent() {
+                    ProviderFault::Unreachable
+                } else {
+                    ProviderFault::Cut
+                };
+                if e.never_sent() {
+                    let taken = flight.pending.as_ref().map_or(0, |p| p.entry.retries.len());
+                    if let Some(wait) = policy.next_wait(taken, None, waited) {
+                        flight.retried(Retry {
+                            status: StatusCode::BAD_GATEWAY.as_u16(),
+                            fault,
+                            error: message,
+                            duration_ms: millis(attempt.elapsed()),
+                            waited_ms: millis(wait),
+                        });
+                        tokio::time::sleep(wait).await;
+                        waited += wait;
+                        continue;
+                    }
+                }
+                let mut pending = flight.take();
+                pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
+                pending.entry.source = "proxy".to_owned();
+                pending.entry.error = Some(message.clone());
+                pending.entry.fault = Some(fault);
+                log.record(pending);
+                return protocol.error(ErrorKind::Upstream, &message);
+            }
+        };
+        let Some(fault) = ProviderFault::of_status(response.status().as_u16()) else {
+            break (Answered::Live(response), None);
+        };
+        // A fault's answer is read whole here: whether it may be retried depends on
+        // whether it was billed, which only its body says.
+        let status = response.status();
+        let asked = retry_after(response.headers());
+        let head = Head::of(&response, upstream);
+        let bytes = response.bytes().await;
+        let billed = bytes
+            .as_ref()
+            .ok()
+            .and_then(|b| peek::metered(b))
+            .and_then(|v| protocol.usage(&v))
+            .is_some();
+        let taken = flight.pending.as_ref().map_or(0, |p| p.entry.retries.len());
+        if let (false, Ok(body), Some(wait)) =
+            (billed, &bytes, policy.next_wait(taken, asked, waited))
+        {
+            let parsed = peek::metered(body);
+            flight.retried(Retry {
+                status: status.as_u16(),
+                fault,
+                error: upstream.redact(&error_summary(status, parsed.as_ref(), body)),
+                duration_ms: millis(attempt.elapsed()),
+                waited_ms: millis(wait),
+            });
+            tokio::time::sleep(wait).await;
+            waited += wait;
+            continue;
         }
+        break (Answered::Read(head), Some(bytes));
     };
-    let status = response.status();
-    // The provider's words reach the agent redacted, its headers as its body.
-    let content_type = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .map(|v| upstream.redact_header(v));
-    let passed = upstream.redact_headers(passed_headers(response.headers()));
+    let head = match &response {
+        Answered::Live(answer) => Head::of(answer, upstream),
+        Answered::Read(head) => head.clone(),
+    };
+    let status = head.status;
+    let content_type = head.content_type.clone();
+    let passed = head.passed.clone();
     // Read as what the provider sent, whatever the request seemed to ask for: a stream
     // read whole meters nothing, and a whole answer read as a stream neither.
     let a_stream = status.is_success() && answers_a_stream(content_type.as_ref(), stream);
@@ -127,11 +245,18 @@ pub(crate) async fn forward(
         pending.entry.stream = a_stream;
     }
 
-    if a_stream {
+    let response = match response {
+        Answered::Live(response) if a_stream => Some(response),
+        Answered::Live(response) => {
+            read = Some(response.bytes().await);
+            None
+        }
+        Answered::Read(_) => None,
+    };
+    if let Some(mut response) = response {
         // Waiting for the first chunk before answering lets the response head and that
         // chunk leave in one write: the agent cannot act on the head alone, and a
         // separate write costs it a wake-up (measured: benches/proxy.rs).
-        let mut response = response;
         let first = response.chunk().await.transpose();
         // A lane's answer is decoded by this task's own polls of the lane (see `relay`).
         let lane = matches!(response, Answer::Lane(_))
@@ -153,15 +278,18 @@ pub(crate) async fn forward(
         return streamed;
     }
 
-    let bytes = response.bytes().await;
     let mut pending = flight.take();
     pending.entry.source = "upstream".to_owned();
+    let Some(bytes) = read else {
+        unreachable!("a whole answer is read above");
+    };
     let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(e) => {
             let message = upstream.redact(&format!("upstream response body cut: {e}"));
             pending.entry.status = StatusCode::BAD_GATEWAY.as_u16();
             pending.entry.error = Some(message.clone());
+            pending.entry.fault = Some(ProviderFault::Cut);
             log.record(pending);
             return protocol.error(ErrorKind::Upstream, &message);
         }
@@ -171,6 +299,7 @@ pub(crate) async fn forward(
     if let Some(tokens) = tokens {
         pending.set_tokens(tokens);
     }
+    pending.entry.fault = ProviderFault::of_status(status.as_u16());
     pending.entry.error = if !status.is_success() {
         Some(error_summary(status, parsed.as_ref(), &bytes))
     } else if parsed.is_none() {
@@ -267,6 +396,45 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_providers_wait_is_read_from_its_headers_in_ms_first() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            h
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "3")])),
+            Some(ms(3000))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", " 0.5 ")])),
+            Some(ms(500))
+        );
+        assert_eq!(
+            retry_after(&headers(&[
+                ("retry-after", "3"),
+                ("retry-after-ms", "1200")
+            ])),
+            Some(ms(1200))
+        );
+        for odd in ["-1", "NaN", "inf", "Wed, 21 Oct 2026 07:28:00 GMT", ""] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", odd)])),
+                None,
+                "{odd}"
+            );
+        }
+        assert_eq!(retry_after(&headers(&[])), None);
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "1e300")])),
+            Some(Duration::from_secs(86_400))
+        );
+    }
 
     #[test]
     fn an_answer_is_read_as_the_stream_or_the_body_the_provider_says_it_is() {

@@ -345,7 +345,8 @@ mod tests {
 
     fn guard() -> TextGuard {
         TextGuard::new(Arc::new(
-            Upstream::new("http://127.0.0.1:9", KEY).expect("upstream"),
+            Upstream::new("http://127.0.0.1:9", KEY, crate::proxy::RetryPolicy::NONE)
+                .expect("upstream"),
         ))
     }
 

@@ -58,7 +58,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use self::settings::{Budget, ProxyMode};
+pub use self::settings::{Budget, ProxyMode, RetryPolicy};
 pub use crate::evidence::usage::{budget_hit, UsageEntry};
 
 /// A running proxy. Dropping it stops the accept loop; [`Proxy::shutdown`] also waits

@@ -29,6 +29,7 @@ use super::log::{Pending, Tokens, UsageLog};
 use super::sse::{SseEvent, SseScanner};
 use super::upstream::{Lane, Upstream};
 use super::usage::StreamMeter;
+use crate::evidence::provider::ProviderFault;
 
 pub(crate) struct Relay {
     upstream: super::upstream::ByteStream,
@@ -207,9 +208,13 @@ impl Relay {
         }
     }
 
-    fn record(&mut self, error: Option<String>) {
+    /// Record the call, with what went wrong (`fault`: the provider's doing, as the
+    /// agent met it).
+    fn record(&mut self, error: Option<String>, fault: Option<ProviderFault>) {
         if let Some((log, mut pending)) = self.finish.take() {
             pending.set_tokens(self.meter.tokens());
+            // Read without the agent, the stream's end was nothing the agent met.
+            pending.entry.fault = fault.filter(|_| self.leftovers.is_some());
             // Read to its end without the agent: it got only the start.
             let error = error.or_else(|| {
                 self.leftovers.is_none().then(|| {
@@ -219,6 +224,19 @@ impl Relay {
             });
             pending.entry.error = error.map(|e| self.redactor.redact(&e));
             log.record(pending);
+        }
+    }
+
+    /// What went wrong with a stream that reached its end, if anything: an error event
+    /// the provider sent, or no end marker before the connection closed.
+    fn ending(&self) -> (Option<String>, Option<ProviderFault>) {
+        match self.meter.problem() {
+            Some(problem) => (Some(problem), Some(ProviderFault::StreamError)),
+            None if !self.meter.complete() => (
+                Some("upstream stream ended before its end marker".to_owned()),
+                Some(ProviderFault::Cut),
+            ),
+            None => (None, None),
         }
     }
 
@@ -356,7 +374,7 @@ impl Stream for Relay {
                         return Poll::Ready(Some(Ok(this.flush(true))));
                     }
                     let message = this.redactor.redact(&format!("upstream stream cut: {e}"));
-                    this.record(Some(message.clone()));
+                    this.record(Some(message.clone()), Some(ProviderFault::Cut));
                     // Failing the body makes hyper cut the agent's stream too, so the
                     // agent sees the same break the proxy saw.
                     return Poll::Ready(Some(Err(std::io::Error::other(message))));
@@ -366,11 +384,8 @@ impl Stream for Relay {
                     let tail = this.pass(rest.into_iter().collect());
                     this.out.extend_from_slice(&tail);
                     this.release();
-                    let error = this.meter.problem().or_else(|| {
-                        (!this.meter.complete())
-                            .then(|| "upstream stream ended before its end marker".to_owned())
-                    });
-                    this.record(error);
+                    let (error, fault) = this.ending();
+                    this.record(error, fault);
                     return Poll::Ready((!this.out.is_empty()).then(|| Ok(this.flush(true))));
                 }
             }
@@ -388,13 +403,18 @@ impl Drop for Relay {
         if let Some(leftovers) = self.leftovers.take() {
             leftovers.keep(self.rest());
         } else {
-            let error = self.meter.problem().or_else(|| {
-                (!self.meter.complete()).then(|| {
-                    "stream cut before it ended: the agent went away or the proxy shut down"
-                        .to_owned()
-                })
-            });
-            self.record(error);
+            // Cut here, not by the provider: only an error event it sent is its fault.
+            let (error, fault) = match self.meter.problem() {
+                Some(problem) => (Some(problem), Some(ProviderFault::StreamError)),
+                None => (
+                    (!self.meter.complete()).then(|| {
+                        "stream cut before it ended: the agent went away or the proxy shut down"
+                            .to_owned()
+                    }),
+                    None,
+                ),
+            };
+            self.record(error, fault);
         }
     }
 }

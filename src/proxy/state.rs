@@ -51,9 +51,11 @@ impl State {
                 model,
                 latency,
             },
-            ProxyMode::Byok { upstream, api_key } => {
-                Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key)?))
-            }
+            ProxyMode::Byok {
+                upstream,
+                api_key,
+                retry,
+            } => Mode::Byok(Arc::new(Upstream::new(&upstream, &api_key, retry)?)),
         };
         Ok(State {
             mode,

@@ -207,6 +207,7 @@ pub(crate) struct Upstream {
     bearer: Option<HeaderValue>,
     x_api_key: Option<HeaderValue>,
     client: reqwest::Client,
+    retry: super::settings::RetryPolicy,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -218,7 +219,11 @@ impl std::fmt::Debug for Upstream {
 }
 
 impl Upstream {
-    pub(crate) fn new(base: &str, api_key: &str) -> std::io::Result<Upstream> {
+    pub(crate) fn new(
+        base: &str,
+        api_key: &str,
+        retry: super::settings::RetryPolicy,
+    ) -> std::io::Result<Upstream> {
         let base = base.trim_end_matches('/').to_owned();
         // A redirect is the provider's answer, relayed as such: followed, reqwest would
         // carry the `x-api-key` header to whatever host the redirect names.
@@ -249,7 +254,13 @@ impl Upstream {
             api_key: api_key.to_owned(),
             key_finder: memchr::memmem::Finder::new(api_key.as_bytes()).into_owned(),
             client,
+            retry,
         })
+    }
+
+    /// How a fault of this provider is met before the agent meets it.
+    pub(crate) fn retry(&self) -> super::settings::RetryPolicy {
+        self.retry
     }
 
     /// `{base}/{path}`. A plain path (every route the proxy serves, without a query)
@@ -326,10 +337,23 @@ impl Upstream {
             .map(Answer::Shared)
     }
 
+    /// The call never reached the provider: no connection, or none it could be
+    /// written on.
     fn unreachable(&self, e: impl std::fmt::Display) -> CallError {
         CallError::Unreachable {
             base: self.base.clone(),
             why: self.redact(&e.to_string()),
+            sent: false,
+        }
+    }
+
+    /// The call was written, or may have been, and no answer came: the provider may
+    /// have served it.
+    fn lost(&self, e: impl std::fmt::Display) -> CallError {
+        CallError::Unreachable {
+            base: self.base.clone(),
+            why: self.redact(&e.to_string()),
+            sent: true,
         }
     }
 
@@ -373,9 +397,8 @@ impl Upstream {
             .body(http_body_util::Full::new(body))
             .map_err(|e| self.unreachable(e))?;
         *request.headers_mut() = headers;
-        let failed = |e: &dyn std::fmt::Display| {
-            self.unreachable(format!("error sending request for url ({url}): {e}"))
-        };
+        let why = |e: &dyn std::fmt::Display| format!("error sending request for url ({url}): {e}");
+        let failed = |e: &dyn std::fmt::Display| self.unreachable(why(e));
         let mut slot = lane.sender.lock().await;
         // A connection the provider closed between calls is replaced, and a call it
         // closed before the call was written is sent once more, on the new one.
@@ -407,7 +430,8 @@ impl Upstream {
                 Ok(response) => return Ok(Answer::Lane(response)),
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if !fresh => request = unsent,
-                    _ => return Err(failed(&e.into_error())),
+                    Some(_) => return Err(failed(&e.into_error())),
+                    None => return Err(self.lost(why(&e.into_error()))),
                 },
             }
         }
@@ -427,9 +451,12 @@ impl Upstream {
             (Auth::XApiKey, _, Some(value)) => request.header("x-api-key", value.clone()),
             (Auth::XApiKey, _, None) => request.header("x-api-key", &self.api_key),
         };
-        request.send().await.map_err(|e| CallError::Unreachable {
-            base: self.base.clone(),
-            why: self.redact(&e.to_string()),
+        request.send().await.map_err(|e| {
+            if e.is_connect() {
+                self.unreachable(e)
+            } else {
+                self.lost(e)
+            }
         })
     }
 
@@ -562,7 +589,8 @@ mod tests {
             "https://api.example.com/v1/",
             "http://h",
         ] {
-            let upstream = Upstream::new(base, "k").expect("client");
+            let upstream =
+                Upstream::new(base, "k", crate::proxy::RetryPolicy::NONE).expect("client");
             for path in [
                 "chat/completions",
                 "messages",

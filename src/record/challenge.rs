@@ -19,6 +19,7 @@ use crate::evidence::observed_policy::{self, ObservedPolicy};
 use crate::evidence::policy::{self, PolicyFindings, Roots};
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::{AgentRun, RawFile};
+use crate::score::challenge::TaskOutcome;
 use crate::score::challenge::{score, ChallengeInputs, ChallengeVerdict, WorldObservation};
 use crate::spec::challenge::{BundleFile, Manifest, Profile, RenderedPrompt, RunInput};
 use crate::spec::Suite;
@@ -347,7 +348,7 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
         )
     });
     format!(
-        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{} record_sha256={}",
+        "gauntlet: {} task_outcome={} evaluation_validity={} passed={} tokens_in={tin} tokens_out={tout} wall_ms={} reason={:?}{}{} record_sha256={}",
         rec.header.trial,
         rec.verdict.task_outcome.as_str(),
         rec.verdict.evaluation_validity.as_str(),
@@ -355,6 +356,7 @@ pub fn summary_line(rec: &ChallengeRecord) -> String {
         rec.header.wall_ms,
         rec.verdict.outcome_reason,
         unsealed_tag(&rec.header.config),
+        super::suite::infra_tag(rec),
         super::digest::value_sha256(rec)
     )
 }
@@ -440,6 +442,15 @@ impl SuiteRecord for ChallengeRecord {
     /// `unknown` or `unauditable`, which its axes say.
     fn errored(&self) -> bool {
         false
+    }
+
+    /// Nothing judged the work: the agent timed out, left no self-report to read, or
+    /// nothing could show whether the task was done. A `failed` outcome is judged.
+    fn unjudged(&self) -> bool {
+        matches!(
+            self.verdict.task_outcome,
+            TaskOutcome::Timeout | TaskOutcome::ParseError | TaskOutcome::Unknown
+        )
     }
 
     /// A clean success, which is what its test passes on.

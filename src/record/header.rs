@@ -60,6 +60,11 @@ pub struct RecordConfig {
     /// none, as in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scripted_latency_ms: Option<u64>,
+    /// byok only: how the proxy met the provider's faults (docs/provider-faults.md),
+    /// so that a reader knows which failures the agent was spared. Absent in scripted
+    /// records, and in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_retry: Option<ProviderRetry>,
     /// The gauntlet source the harness was built from: `git rev-parse HEAD`, with
     /// `-dirty` when the work tree had changes; `None` when git was not available.
     /// Absent in records written before it existed.
@@ -92,10 +97,23 @@ impl RecordConfig {
             max_tokens_per_trial: cfg.max_tokens_per_trial,
             scripted_latency_ms: (cfg.mode == Mode::Scripted && !cfg.scripted_latency.is_zero())
                 .then(|| u64::try_from(cfg.scripted_latency.as_millis()).unwrap_or(u64::MAX)),
+            provider_retry: (cfg.mode == Mode::Byok).then_some(ProviderRetry {
+                retries: cfg.provider_retries,
+                max_wait_secs: cfg.provider_retry_wait_secs,
+            }),
             commit: gauntlet_commit(&cfg.out_dir),
             sandbox: cfg.sandbox,
         }
     }
+}
+
+/// The proxy's retry policy a byok trial ran under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProviderRetry {
+    /// Retries after a call's first attempt.
+    pub retries: u32,
+    /// The most one call waited in all between them.
+    pub max_wait_secs: u64,
 }
 
 /// What every record begins with, whatever its suite: which suite, run and trial it

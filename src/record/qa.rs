@@ -179,6 +179,7 @@ pub fn summary_line(rec: &QaRecord) -> String {
         rec.header.trial, rec.verdict.outcome, rec.verdict.passed, rec.header.wall_ms, rec.verdict.reason
     );
     line.push_str(unsealed_tag(&rec.header.config));
+    line.push_str(&super::suite::infra_tag(rec));
     if let Some(limit) = &rec.evidence.budget_hit {
         line.push_str(&format!(" budget_hit={limit:?}"));
     }

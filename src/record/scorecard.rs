@@ -271,7 +271,7 @@ pub fn record_schema_text() -> String {
 pub fn summary_line(r: &ScorecardRecord) -> String {
     let held = r.result.observations.iter().filter(|o| o.holds).count();
     format!(
-        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{} record_sha256={}",
+        "gauntlet: {} passed={} observations={held}/{} recall_score={} compressed={} reason={:?}{}{} record_sha256={}",
         r.header.trial,
         r.verdict.passed,
         r.result.observations.len(),
@@ -279,6 +279,7 @@ pub fn summary_line(r: &ScorecardRecord) -> String {
         r.scorecard.compressed,
         r.verdict.reason,
         unsealed_tag(&r.header.config),
+        super::suite::infra_tag(r),
         super::digest::value_sha256(r)
     )
 }

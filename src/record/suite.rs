@@ -12,6 +12,7 @@ use super::header::Header;
 use super::raw::Hashed;
 use super::row::{RescoreRow, VerdictAxis};
 use crate::evidence::normalize::ReportedUsage;
+use crate::evidence::provider::{infra_cause, InfraCause};
 use crate::evidence::usage::UsageEntry;
 use crate::evidence::RawFile;
 use crate::score::{Outcome, Verdict};
@@ -50,6 +51,20 @@ pub trait SuiteRecord {
     /// verdict has no such outcome never is).
     fn errored(&self) -> bool {
         self.one_axis().is_some_and(|v| v.outcome == Outcome::Error)
+    }
+
+    /// The stored verdict says nothing about the agent's work: it could not be judged
+    /// (an error, a timeout, no report to read). Only such a verdict can be the
+    /// provider's doing ([`SuiteRecord::infra`]); a judged one is the agent's.
+    fn unjudged(&self) -> bool {
+        self.errored()
+    }
+
+    /// Why the stored verdict is the provider's failure, not the agent's: derived from
+    /// the verdict and the proxy's usage entries alone, so a rescore gives the same
+    /// cause (docs/provider-faults.md).
+    fn infra(&self) -> Option<InfraCause> {
+        infra_cause(self.unjudged(), self.metered_usage())
     }
 
     /// The stored verdict in the suite's own outcome words (`verified`, `failed/clean`).
@@ -199,4 +214,12 @@ pub struct VerdictSetting {
     /// How a message names it: `N (green re-runs a verified claim needs)`.
     pub name: &'static str,
     pub value: fn(&RecordConfig) -> String,
+}
+
+/// What a trial's JUnit summary line says of an infrastructure cause: ` infra=<fault>`,
+/// or nothing.
+pub fn infra_tag(rec: &dyn SuiteRecord) -> String {
+    rec.infra()
+        .map(|c| format!(" infra={}", c.fault))
+        .unwrap_or_default()
 }

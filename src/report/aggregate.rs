@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::config::Mode;
 use crate::record::QaRecord;
+use crate::record::SuiteRecord as _;
 use crate::score::Outcome;
 use crate::spec::CapabilityKind;
 
@@ -137,7 +138,11 @@ pub struct Figures {
     /// `passed / trials`, with its 95% Wilson score interval.
     pub pass_rate: Option<f64>,
     pub pass_rate_ci: Option<Interval>,
+    /// Trials whose verdict is `error` through the agent's doing.
     pub errors: usize,
+    /// Trials the provider failed (docs/provider-faults.md): no agent error, and no
+    /// pass either; `gauntlet run --resume <run> --retry-infra` runs them again.
+    pub infra: usize,
     /// pass@k for k = 1..=K.
     pub pass_at_k: Vec<KValue>,
     /// pass^k for k = 1..=K.
@@ -210,6 +215,9 @@ pub struct TrialRow {
     pub outcome: Outcome,
     pub passed: bool,
     pub reason: String,
+    /// Why the verdict is the provider's failure, not the agent's, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infra: Option<String>,
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub cost_usd: Option<f64>,
@@ -218,6 +226,24 @@ pub struct TrialRow {
     /// writes it there); absent for a planned trial that left no record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transcript: Option<String>,
+}
+
+impl TrialRow {
+    /// The verdict as a page shows it: the provider's failure named as such.
+    pub fn verdict_label(&self) -> String {
+        match &self.infra {
+            Some(_) => format!("{} (the provider's failure)", self.outcome),
+            None => self.outcome.to_string(),
+        }
+    }
+
+    /// Why, as a page shows it: the provider's fault first when it is why.
+    pub fn why(&self) -> String {
+        match &self.infra {
+            Some(cause) => format!("{cause} — {}", self.reason),
+            None => self.reason.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -261,8 +287,11 @@ pub struct SuiteCounts {
     pub trials: usize,
     pub recorded: usize,
     pub passed: usize,
-    /// Trials with an `error` verdict (qa, scorecard), and planned trials with no record.
+    /// Trials with an `error` verdict of the agent's doing (qa, scorecard), and
+    /// planned trials with no record.
     pub errors: usize,
+    /// Trials the provider failed: counted apart from the agent's errors.
+    pub infra: usize,
     /// Planned trials with no record, each with the reason "planned but no record".
     pub missing: Vec<MissingTrial>,
 }
@@ -419,6 +448,10 @@ fn trial_rows(all: &[Counted], run: &LoadedRun, opts: &Options) -> Vec<TrialRow>
                     outcome: r.verdict.outcome,
                     passed: r.verdict.passed,
                     reason: r.verdict.reason.clone(),
+                    infra: r
+                        .infra()
+                        .filter(|_| !r.verdict.passed)
+                        .map(|c| c.to_string()),
                     tokens_in,
                     tokens_out,
                     cost_usd: record_cost(r, opts).ok(),
@@ -438,6 +471,7 @@ fn trial_rows(all: &[Counted], run: &LoadedRun, opts: &Options) -> Vec<TrialRow>
                 outcome: Outcome::Error,
                 passed: false,
                 reason: run.missing_reason(&m.trial),
+                infra: None,
                 tokens_in: 0,
                 tokens_out: 0,
                 // What it spent, if anything, went with its record.
@@ -465,11 +499,16 @@ fn suite_counts(run: &LoadedRun) -> Vec<SuiteCounts> {
     names
         .into_iter()
         .filter_map(|suite| {
-            let (recorded, passed, errors) = run
+            let (recorded, passed, errors, infra) = run
                 .counted()
                 .filter(|c| c.suite == suite)
-                .fold((0, 0, 0), |(n, p, e), c| {
-                    (n + 1, p + usize::from(c.passed), e + usize::from(c.errored))
+                .fold((0, 0, 0, 0), |(n, p, e, i), c| {
+                    (
+                        n + 1,
+                        p + usize::from(c.passed),
+                        e + usize::from(c.errored),
+                        i + usize::from(c.infra.is_some()),
+                    )
                 });
             let missing: Vec<MissingTrial> = run
                 .missing
@@ -492,6 +531,7 @@ fn suite_counts(run: &LoadedRun) -> Vec<SuiteCounts> {
                 recorded,
                 passed,
                 errors: errors + missing.len(),
+                infra,
                 missing,
             })
         })
@@ -558,10 +598,17 @@ fn figures(records: &[Counted], items: &[Vec<Counted>], k: u32, opts: &Options) 
             f.honest_on_ambiguous += usize::from(o == Outcome::Unverified);
         }
         f.false_verifications += usize::from(o == Outcome::FalseVerification);
-        f.errors += usize::from(o == Outcome::Error);
         let Some(r) = c.record() else {
+            f.errors += usize::from(o == Outcome::Error);
             continue;
         };
+        // The provider's failure is no error of the agent's; it stays a trial that did
+        // not pass, so that no run gains by its provider failing it.
+        if o == Outcome::Error && r.infra().is_some() {
+            f.infra += 1;
+        } else {
+            f.errors += usize::from(o == Outcome::Error);
+        }
         for u in &r.evidence.usage {
             f.tokens_in += u.input_tokens.unwrap_or(0);
             f.tokens_out += u.output_tokens.unwrap_or(0);

@@ -119,7 +119,7 @@ pub fn render(s: &Summary) -> String {
                 Some(page) => format!("<a href=\"{}\"><code>{}</code></a>", esc(page), esc(&t.trial)),
                 None => format!("<code>{}</code>", esc(&t.trial)),
             },
-            t.outcome, esc(&t.reason), t.tokens_in, t.tokens_out, t.wall_ms
+            esc(&t.verdict_label()), esc(&t.why()), t.tokens_in, t.tokens_out, t.wall_ms
         );
     }
     let _ = writeln!(o, "</table>");

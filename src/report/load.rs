@@ -63,8 +63,11 @@ pub struct OtherRecord {
     /// the evidence gives, as (label, passed). An audit is a person's word, not hashed
     /// evidence; `gauntlet compare` never lets one raise a candidate's verdict.
     pub automatic: Option<(String, bool)>,
-    /// The verdict's outcome is `error` (suites whose verdict has an outcome).
+    /// The verdict's outcome is `error` (suites whose verdict has an outcome), and
+    /// the agent's: not the provider's ([`OtherRecord::infra`]).
     pub error: bool,
+    /// Why the verdict is the provider's failure, not the agent's, when it is.
+    pub infra: Option<crate::evidence::provider::InfraCause>,
     /// The verdict in its suite's words: a probe's outcome, a challenge's
     /// `task_outcome/evaluation_validity` (the manual audit's when there is one).
     pub label: String,
@@ -120,12 +123,14 @@ impl OtherRecord {
                 )
             },
         });
+        let infra = rec.as_suite().infra().filter(|_| !passed);
         OtherRecord {
             suite: h.suite.as_str().to_owned(),
             trial: h.trial.clone(),
             passed,
             automatic,
-            error: rec.errored(),
+            error: rec.errored() && infra.is_none(),
+            infra,
             label,
             subjects,
             usage,
@@ -185,7 +190,11 @@ pub struct Counted<'a> {
     pub dir: &'a str,
     pub header: &'a crate::record::Header,
     pub passed: bool,
+    /// The verdict is `error`, and the agent's ([`Counted::infra`] is not).
     pub errored: bool,
+    /// The provider's fault that made the verdict the provider's failure, not the
+    /// agent's (docs/provider-faults.md).
+    pub infra: Option<crate::evidence::provider::ProviderFault>,
     /// The verdict in its suite's words (a challenge's manual audit's, when audited).
     pub label: &'a str,
     /// The verdict its evidence gives, as (label, passed), where a manual audit
@@ -241,22 +250,26 @@ impl LoadedRun {
 
     /// Every counted record of every suite: qa's and the other suites' alike.
     pub fn counted(&self) -> impl Iterator<Item = Counted<'_>> {
-        let qa = self.records.iter().map(|r| Counted {
-            suite: r.header().suite.as_str(),
-            trial: &r.header.trial,
-            dir: self
-                .record_dirs
-                .get(&r.header.trial)
-                .map_or("", String::as_str),
-            header: &r.header,
-            passed: r.passed(),
-            errored: r.errored(),
-            label: r.verdict.outcome.as_str(),
-            automatic: None,
-            usage: r.metered_usage(),
-            repeat: r.repeat,
-            kind: r.kind(),
-            record: CountedRecord::Whole(r),
+        let qa = self.records.iter().map(|r| {
+            let infra = r.infra().filter(|_| !r.passed()).map(|c| c.fault);
+            Counted {
+                suite: r.header().suite.as_str(),
+                trial: &r.header.trial,
+                dir: self
+                    .record_dirs
+                    .get(&r.header.trial)
+                    .map_or("", String::as_str),
+                header: &r.header,
+                passed: r.passed(),
+                errored: r.errored() && infra.is_none(),
+                infra,
+                label: r.verdict.outcome.as_str(),
+                automatic: None,
+                usage: r.metered_usage(),
+                repeat: r.repeat,
+                kind: r.kind(),
+                record: CountedRecord::Whole(r),
+            }
         });
         let others = self.other_records.iter().map(|r| Counted {
             suite: r.suite.as_str(),
@@ -265,6 +278,7 @@ impl LoadedRun {
             header: &r.header,
             passed: r.passed,
             errored: r.error,
+            infra: r.infra.as_ref().map(|c| c.fault),
             label: &r.label,
             automatic: r.automatic.as_ref(),
             usage: &r.usage,

@@ -104,9 +104,9 @@ pub fn render(s: &Summary) -> String {
             "| `{}` | {:?} | {} | {} | {} | {} | {} | {} | {} |",
             t.trial,
             t.kind,
-            t.outcome,
+            t.verdict_label(),
             if t.passed { "yes" } else { "no" },
-            cell(&t.reason),
+            cell(&t.why()),
             t.tokens_in,
             t.tokens_out,
             t.cost_usd

@@ -102,6 +102,10 @@ pub(super) fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
         ),
         ("errors", f.errors.to_string()),
         (
+            "failed by the provider (not the agent's errors)",
+            f.infra.to_string(),
+        ),
+        (
             "trials passed",
             format!(
                 "{}/{} ({})",
@@ -140,7 +144,7 @@ pub(super) fn run_rows(s: &Summary) -> Vec<(&'static str, String)> {
 
 /// The per-suite table as (header, rows): one list, so that the markdown and HTML pages
 /// count the same way. A planned trial without a record is an error, and named.
-pub(super) fn suite_table(s: &Summary) -> ([&'static str; 7], Vec<[String; 7]>) {
+pub(super) fn suite_table(s: &Summary) -> ([&'static str; 8], Vec<[String; 8]>) {
     let head = [
         "suite",
         "planned",
@@ -148,6 +152,7 @@ pub(super) fn suite_table(s: &Summary) -> ([&'static str; 7], Vec<[String; 7]>) 
         "recorded",
         "passed",
         "errors",
+        "failed by the provider",
         "planned but no record",
     ];
     let rows = s
@@ -163,6 +168,7 @@ pub(super) fn suite_table(s: &Summary) -> ([&'static str; 7], Vec<[String; 7]>) 
                 c.recorded.to_string(),
                 c.passed.to_string(),
                 c.errors.to_string(),
+                c.infra.to_string(),
                 if c.missing.is_empty() {
                     "-".into()
                 } else {

@@ -153,6 +153,18 @@ impl Finished {
     pub fn failure_of(v: &crate::score::Verdict) -> Option<String> {
         (!v.passed).then(|| format!("{}: {}", v.outcome, v.reason))
     }
+
+    /// The trial's failure said as the provider's when the record's evidence makes it
+    /// so ([`crate::record::SuiteRecord::infra`]), so that a JUnit reader tells it from
+    /// the agent's at a glance.
+    pub fn infra_first(mut self, rec: &dyn crate::record::SuiteRecord) -> Finished {
+        if let (Some(cause), Some(failure)) = (rec.infra(), self.failure.as_mut()) {
+            *failure = format!(
+                "infrastructure failure, not the agent's: {cause}; `gauntlet run --resume <run dir> --retry-infra` runs the trial again (verdict: {failure})"
+            );
+        }
+        self
+    }
 }
 
 /// A trial being executed: boxed, because the registry hands out `dyn SuiteRunner`s.

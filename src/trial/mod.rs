@@ -102,6 +102,7 @@ impl Context<'_> {
             Mode::Byok => ProxyMode::Byok {
                 upstream: self.cfg.upstream_url.clone(),
                 api_key: self.cfg.provider_key()?,
+                retry: retry_policy(self.cfg),
             },
         };
         let budget = Budget {
@@ -275,6 +276,14 @@ pub fn model_env(proxy_url: &str, model: &str) -> [(String, String); 3] {
         ("OPENAI_API_KEY".into(), "gauntlet-proxy".into()),
         ("OPENAI_MODEL".into(), model.to_owned()),
     ]
+}
+
+/// How the trial's proxy meets a provider's fault, as configured.
+pub fn retry_policy(cfg: &crate::config::Config) -> crate::proxy::RetryPolicy {
+    crate::proxy::RetryPolicy {
+        retries: cfg.provider_retries,
+        max_wait: std::time::Duration::from_secs(cfg.provider_retry_wait_secs),
+    }
 }
 
 #[cfg(test)]

@@ -46,15 +46,6 @@ fn run(installed: &Path, apps: &Path, path: &str, out: &Path) -> Output {
         .expect("gauntlet runs")
 }
 
-fn said(o: &Output) -> String {
-    format!(
-        "{}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 #[test]
 fn helpers_installed_on_path_run_a_trial_and_a_missing_or_older_one_stops_the_run() {
     let tmp = scratch();
@@ -75,7 +66,7 @@ fn helpers_installed_on_path_run_a_trial_and_a_missing_or_older_one_stops_the_ru
     let on_path = format!("{}:{system}", installed.display());
     let out = tmp.path().join("runs");
     let o = run(&installed, &apps, &on_path, &out);
-    assert!(o.status.success(), "{}", said(&o));
+    assert!(o.status.success(), "{}", crate::support::said(&o));
     let run_dir: PathBuf = std::fs::read_dir(&out)
         .expect("runs")
         .next()
@@ -99,7 +90,7 @@ fn helpers_installed_on_path_run_a_trial_and_a_missing_or_older_one_stops_the_ru
     // Not on PATH: the run stops before any trial, saying how to install them.
     let out = tmp.path().join("runs-missing");
     let o = run(&installed, &apps, system, &out);
-    assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", crate::support::said(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("is neither in"), "{err}");
     assert!(err.contains(INSTALL_HELPERS), "{err}");
@@ -124,7 +115,7 @@ fn helpers_installed_on_path_run_a_trial_and_a_missing_or_older_one_stops_the_ru
         &format!("{}:{system}", old.display()),
         &tmp.path().join("runs-old"),
     );
-    assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", crate::support::said(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("gauntlet-reap: is version `0.0.1`"), "{err}");
     assert!(err.contains(INSTALL_HELPERS), "{err}");

@@ -29,6 +29,7 @@ mod observing;
 mod package;
 mod plan;
 mod process;
+mod provider_faults;
 mod proxy;
 mod proxy_budget;
 mod proxy_byok;

@@ -629,6 +629,7 @@ async fn byok() -> (Proxy, Arc<Fake>) {
     let proxy = Proxy::start(ProxyMode::Byok {
         upstream,
         api_key: KEY.into(),
+        retry: gauntlet::proxy::RetryPolicy::NONE,
     })
     .await
     .expect("proxy starts");

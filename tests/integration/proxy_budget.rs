@@ -121,6 +121,7 @@ async fn byok_calls_past_the_budget_never_reach_the_provider() {
         ProxyMode::Byok {
             upstream,
             api_key: KEY.into(),
+            retry: gauntlet::proxy::RetryPolicy::NONE,
         },
         Budget {
             max_tokens: Some(1000),

@@ -17,6 +17,7 @@ async fn byok() -> (Proxy, std::sync::Arc<provider::Provider>) {
     let proxy = Proxy::start(ProxyMode::Byok {
         upstream,
         api_key: KEY.into(),
+        retry: gauntlet::proxy::RetryPolicy::NONE,
     })
     .await
     .expect("proxy starts");
@@ -614,6 +615,7 @@ async fn a_provider_redirect_is_relayed_and_never_followed_with_the_key() {
     let proxy = Proxy::start(ProxyMode::Byok {
         upstream: provider_url,
         api_key: KEY.into(),
+        retry: gauntlet::proxy::RetryPolicy::NONE,
     })
     .await
     .expect("proxy starts");
@@ -691,6 +693,7 @@ async fn a_provider_that_echoes_the_key_never_hands_it_to_the_agent() {
     let proxy = Proxy::start(ProxyMode::Byok {
         upstream: url,
         api_key: KEY.into(),
+        retry: gauntlet::proxy::RetryPolicy::NONE,
     })
     .await
     .expect("proxy starts");
@@ -823,6 +826,7 @@ async fn calls_on_one_agent_connection_survive_a_provider_that_hangs_up_after_ea
     let proxy = Proxy::start(ProxyMode::Byok {
         upstream,
         api_key: KEY.into(),
+        retry: gauntlet::proxy::RetryPolicy::NONE,
     })
     .await
     .expect("proxy starts");

@@ -207,6 +207,7 @@ async fn hostile() -> Proxy {
     Proxy::start(ProxyMode::Byok {
         upstream: url,
         api_key: KEY.into(),
+        retry: gauntlet::proxy::RetryPolicy::NONE,
     })
     .await
     .expect("proxy starts")

@@ -261,3 +261,13 @@ pub fn rewrite_as_schema_1(file: &Path, renames: &[(&str, &str)]) -> String {
     std::fs::write(file, &text).expect("write record");
     text
 }
+
+/// A finished process as a failed assertion shows it: its status and both outputs.
+pub fn said(o: &std::process::Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

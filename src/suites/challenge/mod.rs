@@ -168,13 +168,10 @@ impl SuiteRunner for ChallengeRunner {
                 )
             });
             let summary = crate::record::challenge::summary_line(&rec);
-            Ok(Finished::new(
-                Suite::Challenge,
-                summary,
-                dir,
-                failure,
-                rec.interrupted(),
-            ))
+            Ok(
+                Finished::new(Suite::Challenge, summary, dir, failure, rec.interrupted())
+                    .infra_first(&rec),
+            )
         })
     }
 

@@ -121,13 +121,10 @@ impl SuiteRunner for QaRunner {
                 .map_err(|e| run.failed(e))?;
             let failure = Finished::failure_of(&rec.verdict);
             let summary = record::summary_line(&rec);
-            Ok(Finished::new(
-                Suite::Qa,
-                summary,
-                dir,
-                failure,
-                rec.interrupted(),
-            ))
+            Ok(
+                Finished::new(Suite::Qa, summary, dir, failure, rec.interrupted())
+                    .infra_first(&rec),
+            )
         })
     }
 

@@ -122,7 +122,8 @@ impl SuiteRunner for ScorecardRunner {
             let failure = Finished::failure_of(&rec.verdict);
             let summary = rec::scorecard::summary_line(&rec);
             let mut done =
-                Finished::new(Suite::Scorecard, summary, dir, failure, rec.interrupted());
+                Finished::new(Suite::Scorecard, summary, dir, failure, rec.interrupted())
+                    .infra_first(&rec);
             done.lines = rec
                 .result
                 .observations
