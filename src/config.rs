@@ -30,6 +30,7 @@
 //! | `GAUNTLET_SANDBOX` | `sealed`: every agent and gate run in a sandbox of its own (docs/sealing.md); `off`: unsealed, on purpose only, marked in every record and never ranked | `sealed` |
 //! | `GAUNTLET_MAX_TOKENS_PER_TRIAL` | proxy-metered input + output tokens after which the proxy refuses further model calls of a trial; `0` or `none` for no limit | none |
 //! | `GAUNTLET_SCRIPTED_LATENCY_MS` | scripted mode: how long each scripted model reply takes, a whole answer before it comes, a stream spread evenly over it, so that a scripted run has a provider's timing; verdicts do not change | `0` |
+//! | `GAUNTLET_SCRIPTED_UPSTREAM` | scripted mode: a provider on loopback (`http://127.0.0.1:PORT/v1`) each scripted answer is served through, sent along with the request (`x-gauntlet-answer`): the fake provider answers with it, adding its latency and faults on the proxy's real forwarding path (the scale bench) | none |
 //! | `GAUNTLET_PROVIDER_RETRIES` | byok: how many times the proxy retries a call the provider answered with 429 or 5xx and did not bill, or that never reached it, before the agent sees the failure (docs/provider-faults.md); `0` passes every answer on as it came | `3` |
 //! | `GAUNTLET_PROVIDER_RETRY_WAIT_SECS` | byok: the most one call waits in all between those retries; a `retry-after` beyond it is passed on to the agent | `60` |
 //! | `GAUNTLET_APPS_DIR` | the apps the qa suite and the challenges run on | `apps/` |
@@ -246,6 +247,12 @@ pub struct Config {
         with = "millis"
     )]
     pub scripted_latency: Duration,
+    /// Scripted mode: a provider on loopback each scripted answer is served through
+    /// (the fake provider, `tools/fake-provider`), so that its latency and its faults
+    /// happen on the proxy's real forwarding path while the conversation stays
+    /// scripted. Part of a run's identity when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_upstream: Option<String>,
     /// byok: how many times the proxy retries a call the provider failed before the
     /// agent sees the failure (docs/provider-faults.md). Absent at its default, so that
     /// runs planned before it existed still resume.
@@ -507,6 +514,7 @@ impl Default for Config {
             output_cap_bytes: 32 << 20,
             max_tokens_per_trial: None,
             scripted_latency: Duration::ZERO,
+            scripted_upstream: None,
             provider_retries: default_provider_retries(),
             provider_retry_wait_secs: default_provider_retry_wait(),
             scorecard_idle_day: None,
@@ -566,6 +574,7 @@ const KEYS: &[&str] = &[
     "output_cap_bytes",
     "max_tokens_per_trial",
     "scripted_latency_ms",
+    "scripted_upstream",
     "provider_retries",
     "provider_retry_wait_secs",
     "scorecard_idle_secs",
@@ -644,6 +653,22 @@ impl Config {
                 reason: "only scripted mode takes a latency: a byok run has its provider's own"
                     .into(),
             });
+        }
+        if let Some(url) = cfg.scripted_upstream.as_ref() {
+            let why = if cfg.mode == Mode::Byok {
+                Some("only scripted mode serves its answers through a provider: byok forwards every call to GAUNTLET_UPSTREAM_URL")
+            } else if !cfg.scripted_latency.is_zero() {
+                Some("a scripted run served through a provider takes that provider's latency: leave GAUNTLET_SCRIPTED_LATENCY_MS unset")
+            } else {
+                None
+            };
+            if let Some(reason) = why {
+                return Err(ConfigError::Invalid {
+                    source_name: "GAUNTLET_SCRIPTED_UPSTREAM".into(),
+                    value: url.clone(),
+                    reason: reason.into(),
+                });
+            }
         }
         if cfg.agent.kind == AgentKind::Command && cfg.agent.argv.is_empty() {
             return Err(ConfigError::Invalid {
@@ -817,6 +842,17 @@ impl Config {
                 .map_err(|why| bad(&why))?;
                 self.scripted_latency = Duration::from_millis(ms);
             }
+            "scripted_upstream" => {
+                let url = reqwest::Url::parse(value.trim())
+                    .map_err(|e| bad(&format!("not a URL: {e}")))?;
+                let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+                if url.scheme() != "http" || !loopback {
+                    return Err(bad(
+                        "expected an http:// URL on loopback (127.0.0.1, localhost, [::1]): scripted answers are served only by a provider on this machine",
+                    ));
+                }
+                self.scripted_upstream = Some(value.trim().trim_end_matches('/').to_owned());
+            }
             "provider_retries" => {
                 let n = whole(value, MAX_PROVIDER_RETRIES.into(), "retries", "ten")
                     .map_err(|why| bad(&why))?;
@@ -963,7 +999,10 @@ mod tests {
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["provider_retries"], 0);
         assert_eq!(json["provider_retry_wait_secs"], 5);
-        assert!(json.get("retry_infra").is_none(), "never part of a run's identity");
+        assert!(
+            json.get("retry_infra").is_none(),
+            "never part of a run's identity"
+        );
         let default = serde_json::to_value(Config::default()).unwrap();
         assert!(default.get("provider_retries").is_none(), "{default}");
         assert!(default.get("provider_retry_wait_secs").is_none());
@@ -977,6 +1016,40 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.starts_with(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_scripted_upstream_is_a_loopback_provider_in_scripted_mode_only() {
+        let c = Config::from_sources(&env(&[(
+            "GAUNTLET_SCRIPTED_UPSTREAM",
+            "http://127.0.0.1:8080/v1/",
+        )]))
+        .unwrap();
+        assert_eq!(
+            c.scripted_upstream.as_deref(),
+            Some("http://127.0.0.1:8080/v1")
+        );
+        assert_eq!(
+            serde_json::to_value(&c).unwrap()["scripted_upstream"],
+            "http://127.0.0.1:8080/v1",
+            "part of the run's identity"
+        );
+        for bad in [
+            vec![("GAUNTLET_SCRIPTED_UPSTREAM", "https://api.openai.com/v1")],
+            vec![("GAUNTLET_SCRIPTED_UPSTREAM", "http://10.0.0.1:80/v1")],
+            vec![("GAUNTLET_SCRIPTED_UPSTREAM", "not a url")],
+            vec![
+                ("GAUNTLET_SCRIPTED_UPSTREAM", "http://127.0.0.1:1/v1"),
+                ("GAUNTLET_MODE", "byok"),
+            ],
+            vec![
+                ("GAUNTLET_SCRIPTED_UPSTREAM", "http://127.0.0.1:1/v1"),
+                ("GAUNTLET_SCRIPTED_LATENCY_MS", "100"),
+            ],
+        ] {
+            let err = Config::from_sources(&env(&bad)).unwrap_err().to_string();
+            assert!(err.starts_with("GAUNTLET_SCRIPTED_UPSTREAM"), "{err}");
         }
     }
 

@@ -24,10 +24,18 @@ pub(crate) fn proxy(
                 return error("--mode scripted needs --flow");
             };
             match crate::spec::Script::load(&file) {
-                Ok(script) => ProxyMode::Scripted {
-                    script,
-                    model: cfg.model.clone(),
-                    latency: cfg.scripted_latency,
+                Ok(script) => match &cfg.scripted_upstream {
+                    Some(upstream) => ProxyMode::ScriptedVia {
+                        script,
+                        model: cfg.model.clone(),
+                        upstream: upstream.clone(),
+                        retry: crate::trial::retry_policy(&cfg),
+                    },
+                    None => ProxyMode::Scripted {
+                        script,
+                        model: cfg.model.clone(),
+                        latency: cfg.scripted_latency,
+                    },
                 },
                 Err(e) => return error(e),
             }

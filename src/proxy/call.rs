@@ -55,6 +55,7 @@ async fn answer(
             script,
             model,
             latency,
+            via,
         } => {
             let parsed = match envelope::object(&raw)
                 .map_err(|e| e.to_string())
@@ -82,9 +83,31 @@ async fn answer(
                 tokens,
                 *latency,
             );
+            pending.entry.reply = Some(choice.note);
+            if let Some(upstream) = via {
+                // Served through the provider: what it sends back is relayed and
+                // metered as in byok, usage and faults included.
+                let envelope = match Envelope::read(&raw) {
+                    Ok(envelope) => envelope,
+                    Err(e) => return refuse(state, protocol, pending, ErrorKind::BadRequest, e),
+                };
+                let attached = match attach(response).await {
+                    Ok(attached) => attached,
+                    Err(e) => return refuse(state, protocol, pending, ErrorKind::Upstream, e),
+                };
+                let call = Outgoing {
+                    protocol,
+                    path: upstream_path(&parts.uri),
+                    client_headers: &parts.headers,
+                    attached: Some(&attached),
+                    raw,
+                    envelope,
+                };
+                return forward::forward(upstream, lane, leftovers, &state.log, pending, call)
+                    .await;
+            }
             pending.entry.status = response.status().as_u16();
             pending.entry.source = "scripted".to_owned();
-            pending.entry.reply = Some(choice.note);
             pending.set_tokens(tokens);
             // A whole reply comes after its latency, and its entry then, as a
             // provider's would; a stream spreads it over its events itself.
@@ -110,6 +133,7 @@ async fn answer(
                 protocol,
                 path: upstream_path(&parts.uri),
                 client_headers: &parts.headers,
+                attached: None,
                 raw,
                 envelope,
             };
@@ -144,6 +168,7 @@ pub(crate) async fn count_tokens(
                     &path,
                     raw,
                     &parts.headers,
+                    None,
                     protocol.auth(),
                     lane.map(Arc::as_ref),
                 )
@@ -151,6 +176,33 @@ pub(crate) async fn count_tokens(
             forward::unmetered(upstream, sent, protocol, "token count").await
         }
     }
+}
+
+/// A rendered scripted answer as the headers that hand it to the provider serving it
+/// ([`super::ANSWER_HEADER`]).
+async fn attach(response: Response<Body>) -> Result<hyper::HeaderMap, String> {
+    use base64::Engine as _;
+    use http_body_util::BodyExt;
+    let content_type = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .cloned()
+        .unwrap_or_else(|| hyper::header::HeaderValue::from_static("application/json"));
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("cannot render the scripted answer: {e}"))?
+        .to_bytes();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let mut headers = hyper::HeaderMap::new();
+    headers.insert(
+        super::ANSWER_HEADER,
+        hyper::header::HeaderValue::try_from(encoded)
+            .map_err(|e| format!("cannot attach the scripted answer: {e}"))?,
+    );
+    headers.insert(super::ANSWER_TYPE_HEADER, content_type);
+    Ok(headers)
 }
 
 /// Answer an error the proxy decided itself, and record the call with it.

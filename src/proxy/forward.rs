@@ -82,6 +82,8 @@ pub(crate) struct Outgoing<'a> {
     /// Path under the upstream base, with the query as received (`messages?beta=true`).
     pub(crate) path: String,
     pub(crate) client_headers: &'a HeaderMap,
+    /// Headers of the proxy's own for the provider: a scripted answer it is to serve.
+    pub(crate) attached: Option<&'a HeaderMap>,
     /// The body as received, forwarded unchanged unless usage had to be asked for.
     pub(crate) raw: Bytes,
     pub(crate) envelope: Envelope,
@@ -160,6 +162,7 @@ pub(crate) async fn forward(
                 &call.path,
                 outgoing.clone(),
                 call.client_headers,
+                call.attached,
                 protocol.auth(),
                 lane.map(Arc::as_ref),
             )

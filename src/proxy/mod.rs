@@ -58,7 +58,9 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use self::settings::{Budget, ProxyMode, RetryPolicy};
+pub use self::settings::{
+    Budget, ProxyMode, RetryPolicy, ANSWER_HEADER, ANSWER_TYPE_HEADER, SCRIPTED_VIA_KEY,
+};
 pub use crate::evidence::usage::{budget_hit, UsageEntry};
 
 /// A running proxy. Dropping it stops the accept loop; [`Proxy::shutdown`] also waits

@@ -63,10 +63,7 @@ async fn connection(
     };
     // The agent's calls on this connection reach a loopback provider on a connection
     // of their own (`Lane`).
-    let lane = match &state.mode {
-        Mode::Byok(upstream) => upstream.lane().map(Arc::new),
-        Mode::Scripted { .. } => None,
-    };
+    let lane = state.mode.upstream().and_then(|u| u.lane()).map(Arc::new);
     let driven = lane.clone();
     let leftovers = Leftovers::counted_in(&state.left_by_agents);
     let left = leftovers.clone();

@@ -16,6 +16,18 @@ pub enum ProxyMode {
         model: String,
         latency: Duration,
     },
+    /// Answer from a script, as [`ProxyMode::Scripted`], but serve each answer through
+    /// `upstream`: the proxy sends the agent's request there with the scripted answer
+    /// attached ([`ANSWER_HEADER`]), then relays, meters and retries what comes back
+    /// as in byok. A provider that answers with what it is given (the fake provider,
+    /// `tools/fake-provider`) adds its latency and its faults on the real forwarding
+    /// path while the conversation stays the script's: what the scale bench runs.
+    ScriptedVia {
+        script: Script,
+        model: String,
+        upstream: String,
+        retry: RetryPolicy,
+    },
     /// Forward to `upstream`, a base URL ending in the API version such as
     /// "https://api.openai.com/v1" or "https://api.anthropic.com/v1": a call to
     /// `/v1/<path>` goes to `<upstream>/<path>`. The key goes as
@@ -27,6 +39,16 @@ pub enum ProxyMode {
         retry: RetryPolicy,
     },
 }
+
+/// The request header that carries a scripted answer to the provider that is to serve
+/// it ([`ProxyMode::ScriptedVia`]): the answer's bytes in standard base64. Its content
+/// type goes in [`ANSWER_TYPE_HEADER`].
+pub const ANSWER_HEADER: &str = "x-gauntlet-answer";
+pub const ANSWER_TYPE_HEADER: &str = "x-gauntlet-answer-type";
+
+/// The key a scripted proxy serving through a provider sends it: no secret, only a
+/// name its ledger is kept under.
+pub const SCRIPTED_VIA_KEY: &str = "gauntlet-scripted";
 
 /// How the proxy meets a provider's fault before the agent does: the calls it retries
 /// itself, and for how long (docs/provider-faults.md). Only an answer that carries no
@@ -81,6 +103,18 @@ impl std::fmt::Debug for ProxyMode {
                 .field("script", &script.capability)
                 .field("model", model)
                 .field("latency", latency)
+                .finish(),
+            ProxyMode::ScriptedVia {
+                script,
+                model,
+                upstream,
+                retry,
+            } => f
+                .debug_struct("ScriptedVia")
+                .field("script", &script.capability)
+                .field("model", model)
+                .field("upstream", upstream)
+                .field("retry", retry)
                 .finish(),
             ProxyMode::Byok {
                 upstream, retry, ..

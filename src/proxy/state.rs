@@ -18,8 +18,20 @@ pub(crate) enum Mode {
         script: Script,
         model: String,
         latency: Duration,
+        /// The provider each scripted answer is served through, if any.
+        via: Option<Arc<Upstream>>,
     },
     Byok(Arc<Upstream>),
+}
+
+impl Mode {
+    /// The provider calls are forwarded to, if any.
+    pub(crate) fn upstream(&self) -> Option<&Arc<Upstream>> {
+        match self {
+            Mode::Scripted { via, .. } => via.as_ref(),
+            Mode::Byok(upstream) => Some(upstream),
+        }
+    }
 }
 
 /// What every call of a running proxy reads and records into.
@@ -50,6 +62,22 @@ impl State {
                 script,
                 model,
                 latency,
+                via: None,
+            },
+            ProxyMode::ScriptedVia {
+                script,
+                model,
+                upstream,
+                retry,
+            } => Mode::Scripted {
+                script,
+                model,
+                latency: Duration::ZERO,
+                via: Some(Arc::new(Upstream::new(
+                    &upstream,
+                    super::settings::SCRIPTED_VIA_KEY,
+                    retry,
+                )?)),
             },
             ProxyMode::Byok {
                 upstream,

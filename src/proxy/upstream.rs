@@ -298,16 +298,18 @@ impl Upstream {
     }
 
     /// POST a JSON body to `{base}/{path}` (path may carry a query) with the key, on
-    /// `lane` when there is one and the path is a plain one.
+    /// `lane` when there is one and the path is a plain one. `attached`: headers of the
+    /// proxy's own for the provider (a scripted answer it is to serve).
     pub(crate) async fn post(
         &self,
         path: &str,
         body: Bytes,
         client_headers: &HeaderMap,
+        attached: Option<&HeaderMap>,
         auth: Auth,
         lane: Option<&Lane>,
     ) -> Result<Answer, CallError> {
-        let mut headers = HeaderMap::new();
+        let mut headers = attached.cloned().unwrap_or_default();
         for name in passed_client_headers(auth) {
             for value in client_headers.get_all(*name) {
                 headers.append(HeaderName::from_static(name), value.clone());

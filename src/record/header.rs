@@ -60,7 +60,12 @@ pub struct RecordConfig {
     /// none, as in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scripted_latency_ms: Option<u64>,
-    /// byok only: how the proxy met the provider's faults (docs/provider-faults.md),
+    /// Scripted mode: the provider each scripted answer was served through, when one
+    /// was (`GAUNTLET_SCRIPTED_UPSTREAM`): the trial's timings and faults are that
+    /// provider's. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_upstream: Option<String>,
+    /// byok, or scripted through a provider: how the proxy met the provider's faults (docs/provider-faults.md),
     /// so that a reader knows which failures the agent was spared. Absent in scripted
     /// records, and in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,10 +102,16 @@ impl RecordConfig {
             max_tokens_per_trial: cfg.max_tokens_per_trial,
             scripted_latency_ms: (cfg.mode == Mode::Scripted && !cfg.scripted_latency.is_zero())
                 .then(|| u64::try_from(cfg.scripted_latency.as_millis()).unwrap_or(u64::MAX)),
-            provider_retry: (cfg.mode == Mode::Byok).then_some(ProviderRetry {
-                retries: cfg.provider_retries,
-                max_wait_secs: cfg.provider_retry_wait_secs,
-            }),
+            scripted_upstream: cfg
+                .scripted_upstream
+                .clone()
+                .filter(|_| cfg.mode == Mode::Scripted),
+            provider_retry: (cfg.mode == Mode::Byok || cfg.scripted_upstream.is_some()).then_some(
+                ProviderRetry {
+                    retries: cfg.provider_retries,
+                    max_wait_secs: cfg.provider_retry_wait_secs,
+                },
+            ),
             commit: gauntlet_commit(&cfg.out_dir),
             sandbox: cfg.sandbox,
         }

@@ -290,6 +290,7 @@ impl SyntheticRun {
                     upstream_url: (self.mode == Mode::Byok).then(|| "http://127.0.0.1:9/v1".into()),
                     max_tokens_per_trial: None,
                     scripted_latency_ms: None,
+                    scripted_upstream: None,
                     provider_retry: None,
                     commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
                 },

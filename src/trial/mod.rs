@@ -94,11 +94,22 @@ impl Context<'_> {
     /// missing (`no script for capability `x``).
     pub async fn proxy(&self, script: Option<Script>, what: &str) -> Result<Proxy, KernelError> {
         let mode = match self.cfg.mode {
-            Mode::Scripted => ProxyMode::Scripted {
-                script: script.ok_or_else(|| KernelError::NoScript { what: what.into() })?,
-                model: self.cfg.model.clone(),
-                latency: self.cfg.scripted_latency,
-            },
+            Mode::Scripted => {
+                let script = script.ok_or_else(|| KernelError::NoScript { what: what.into() })?;
+                match &self.cfg.scripted_upstream {
+                    Some(upstream) => ProxyMode::ScriptedVia {
+                        script,
+                        model: self.cfg.model.clone(),
+                        upstream: upstream.clone(),
+                        retry: retry_policy(self.cfg),
+                    },
+                    None => ProxyMode::Scripted {
+                        script,
+                        model: self.cfg.model.clone(),
+                        latency: self.cfg.scripted_latency,
+                    },
+                }
+            }
             Mode::Byok => ProxyMode::Byok {
                 upstream: self.cfg.upstream_url.clone(),
                 api_key: self.cfg.provider_key()?,
