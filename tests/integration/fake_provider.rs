@@ -1,14 +1,14 @@
 //! The metering proxy against the fake provider (`tools/fake-provider`), and the
-//! scripted model's latency: every token the fake billed is metered through faults and
-//! cuts, a scripted reply takes at least its configured latency, and the latency
-//! changes no verdict.
+//! scripted model's latency: every token the fake billed is metered through faults,
+//! cuts and in-stream errors, a scripted reply takes at least its configured latency,
+//! and the latency changes no verdict.
 
 use std::time::{Duration, Instant};
 
 use gauntlet::config::{AgentChoice, AgentKind};
 use gauntlet::proxy::{Proxy, ProxyMode, UsageEntry};
 use gauntlet::spec::{Script, ScriptStep};
-use gauntlet_fake_provider::{Config as FakeConfig, FakeProvider, Faults, Latency};
+use gauntlet_fake_provider::{Config as FakeConfig, FakeProvider, Faults, Latency, Plan};
 use serde_json::{json, Value};
 
 use crate::support::{self, client};
@@ -124,10 +124,11 @@ fn assert_metered_what_was_billed(
     );
 }
 
-/// Through 429s, 5xx answers and streams cut at every point, with Chat streams that
-/// did not ask for their usage, the byok proxy meters exactly the tokens the provider
-/// billed, once per call: what the scale bench's "every billed token is metered" rests
-/// on.
+/// Through 429s, 5xx answers, streams cut at every point, streams ending in their
+/// protocol's error event and whole answers cut short (which the proxy answers 502),
+/// with Chat streams that did not ask for their usage, the byok proxy meters exactly
+/// the tokens the provider billed and a client could see, once per call: what the
+/// scale bench's "every billed token is metered" rests on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_byok_proxy_meters_every_token_the_fake_provider_billed() {
     let fake = FakeProvider::start(FakeConfig {
@@ -138,6 +139,7 @@ async fn the_byok_proxy_meters_every_token_the_fake_provider_billed() {
             rate_limited: 0.1,
             server_error: 0.1,
             disconnect: 0.3,
+            stream_error: 0.1,
             ..Faults::default()
         },
         ..FakeConfig::default()
@@ -156,13 +158,16 @@ async fn the_byok_proxy_meters_every_token_the_fake_provider_billed() {
     let ledger = fake.ledger();
     let billed = &ledger.keys["sk-fake-provider-key"];
     assert!(
-        failed > 0 && cut > 0,
+        failed > 0 && cut > 0 && billed.whole_disconnects > 0 && billed.stream_errors > 0,
         "{failed} failed, {cut} cut: {billed:?}"
     );
     assert_eq!(billed.calls, 60, "every call reached the provider once");
     assert_eq!(entries.len(), 60, "every call was metered once");
     assert_eq!(billed.disconnects, cut);
-    assert_eq!(billed.rate_limited + billed.server_errors, failed);
+    assert_eq!(
+        billed.rate_limited + billed.server_errors + billed.whole_disconnects,
+        failed
+    );
     assert_metered_what_was_billed(&entries, billed);
 }
 
@@ -173,7 +178,7 @@ async fn the_byok_proxy_meters_every_token_the_fake_provider_billed() {
 /// provider's ledger and the proxy's entries agree call for call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_retries_what_the_provider_did_not_bill_and_passes_on_the_rest() {
-    let fake = FakeProvider::start(FakeConfig {
+    let config = FakeConfig {
         seed: 4949,
         answer_chunks: 4,
         faults: Faults {
@@ -184,9 +189,10 @@ async fn the_proxy_retries_what_the_provider_did_not_bill_and_passes_on_the_rest
             ..Faults::default()
         },
         ..FakeConfig::default()
-    })
-    .await
-    .expect("the fake provider starts");
+    };
+    let fake = FakeProvider::start(config.clone())
+        .await
+        .expect("the fake provider starts");
     let retry = retrying(2, 30);
     let proxy = byok(&fake, retry).await;
     let mut seen = Vec::new();
@@ -204,7 +210,15 @@ async fn the_proxy_retries_what_the_provider_did_not_bill_and_passes_on_the_rest
     );
     let retried = entries.iter().filter(|e| !e.retries.is_empty()).count();
     assert!(retried > 0, "some calls were retried: {billed:?}");
+    // Calls reach the fake one at a time, so each agent call's last attempt is a known
+    // call number, and the fake's plan of it says whether it cut that answer.
+    let mut next_call = 0u64;
+    let mut whole_cuts = 0;
     for (e, (status, cut)) in entries.iter().zip(&seen) {
+        let last = next_call + e.retries.len() as u64;
+        next_call = last + 1;
+        let plan = Plan::of(&config, last);
+        let cut_by_the_fake = plan.fault().is_none() && plan.cut_whole_at(2).is_some();
         if let Some(status) = status {
             assert_eq!(e.status, *status, "the agent got the entry's status: {e:?}");
         }
@@ -220,6 +234,11 @@ async fn the_proxy_retries_what_the_provider_did_not_bill_and_passes_on_the_rest
         }
         // What the agent met is the entry's fault; a call that was retried to success has none.
         let met = match (status.unwrap_or(200), *cut) {
+            // A whole answer cut short: the proxy answers 502, and the fault is the cut.
+            (502, false) if cut_by_the_fake && !e.stream => {
+                whole_cuts += 1;
+                Some(gauntlet::evidence::provider::ProviderFault::Cut)
+            }
             (429 | 500..=599, _) => {
                 gauntlet::evidence::provider::ProviderFault::of_status(status.unwrap_or(200))
             }
@@ -241,6 +260,12 @@ async fn the_proxy_retries_what_the_provider_did_not_bill_and_passes_on_the_rest
         seen.iter().any(|(_, cut)| *cut),
         "a cut stream was passed on, not retried"
     );
+    assert_eq!(next_call, billed.calls);
+    assert_eq!(
+        whole_cuts, billed.whole_disconnects,
+        "every whole answer the fake cut was passed on as a cut, not retried"
+    );
+    assert!(whole_cuts > 0, "{billed:?}");
     assert_metered_what_was_billed(&entries, &billed);
 }
 
@@ -479,4 +504,49 @@ fn a_scripted_latency_leaves_a_trials_verdict_as_it_was() {
         "{slow_page}"
     );
     assert!(!page(&plain).contains(label));
+}
+
+/// A scripted proxy serving its answers through the fake provider: the fake takes
+/// every answer the proxy rendered (none refused as malformed), returns it as given,
+/// and bills what it states; the agent gets the same choices and the proxy meters the
+/// same tokens as a scripted proxy answering by itself, and exactly what the fake billed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_answer_served_through_the_fake_provider_is_the_same_answer() {
+    let fake = FakeProvider::start(FakeConfig {
+        chunk_latency: Latency::Fixed { ms: 1 },
+        ..FakeConfig::default()
+    })
+    .await
+    .expect("the fake provider starts");
+    let mut served = Vec::new();
+    for wire in WIRES {
+        // A proxy per protocol: the script answers one step a few times only.
+        let via = Proxy::start(ProxyMode::ScriptedVia {
+            script: one_step(),
+            model: "scripted-model".into(),
+            upstream: fake.base_url(),
+            retry: gauntlet::proxy::RetryPolicy::NONE,
+        })
+        .await
+        .expect("the proxy starts");
+        let direct = scripted(Duration::ZERO).await;
+        for stream in [false, true] {
+            let body = request(wire, stream);
+            assert_eq!(call(&via, wire, &body).await, (Some(200), false));
+            assert_eq!(call(&direct, wire, &body).await, (Some(200), false));
+        }
+        let (via, direct) = (via.shutdown().await, direct.shutdown().await);
+        assert_eq!(choices(&via), choices(&direct), "{wire:?}");
+        assert_eq!(metered(&via), metered(&direct), "{wire:?}");
+        served.extend(via);
+    }
+    let ledger = fake.ledger();
+    let billed = &ledger.keys[gauntlet::proxy::SCRIPTED_VIA_KEY];
+    assert_eq!(
+        (billed.calls, billed.given_answers, billed.refused_answers),
+        (6, 6, 0),
+        "{billed:?}"
+    );
+    assert_eq!(billed.billed_calls, 6, "{billed:?}");
+    assert_metered_what_was_billed(&served, billed);
 }

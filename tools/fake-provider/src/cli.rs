@@ -13,7 +13,7 @@ use crate::latency::Latency;
 #[command(
     name = "gauntlet-fake-provider",
     about = "A fake model provider on loopback with a real provider's latency, rate limits and failures",
-    after_help = "Prints `listening on http://127.0.0.1:PORT` once bound; serves until SIGINT or SIGTERM, then writes the ledger (`--ledger`). The ledger is also at GET /_fake/ledger."
+    after_help = "Prints `listening on http://127.0.0.1:PORT` once bound; serves until SIGINT or SIGTERM, then writes the ledger (`--ledger`). The ledger is also at GET /_fake/ledger.\n\nA call may carry the answer to return instead of a generated one: `x-gauntlet-answer` (the exact body, standard base64 with padding) and `x-gauntlet-answer-type` (`application/json` or `text/event-stream`). It is delivered with the same latency and faults as any answer, billed the usage it states, and refused with a 400 naming the header when malformed."
 )]
 pub struct Flags {
     /// A config file (TOML, or JSON when it ends in `.json`); the flags below set
@@ -34,6 +34,10 @@ pub struct Flags {
     /// Between a stream's events, spelled as `--latency`.
     #[arg(long, value_name = "LATENCY")]
     pub chunk_latency: Option<Latency>,
+    /// Time to the first byte of a 429 or 5xx, spelled as `--latency` (default: the
+    /// answer's latency).
+    #[arg(long, value_name = "LATENCY")]
+    pub fault_latency: Option<Latency>,
     /// Calls each key may make in any 60 seconds.
     #[arg(long, value_name = "N")]
     pub requests_per_minute: Option<u32>,
@@ -49,13 +53,18 @@ pub struct Flags {
     /// The 5xx statuses drawn from, comma-separated.
     #[arg(long, value_name = "STATUSES", value_delimiter = ',')]
     pub server_error_statuses: Option<Vec<u16>>,
-    /// Probability that a stream is cut before its terminating event.
+    /// Probability that an answer is cut: a stream before its terminating event, a
+    /// whole answer short of its content-length.
     #[arg(long, value_name = "P")]
     pub disconnect: Option<f64>,
     /// How many events a cut stream sends (drawn when not given).
     #[arg(long, value_name = "N")]
     pub disconnect_after_events: Option<usize>,
-    /// Content pieces (output tokens) of every answer.
+    /// Probability that a stream ends with its protocol's error event in place of its
+    /// terminating one.
+    #[arg(long, value_name = "P")]
+    pub stream_error: Option<f64>,
+    /// Content pieces (output tokens) of every generated answer.
     #[arg(long, value_name = "N")]
     pub answer_chunks: Option<u32>,
 }
@@ -71,6 +80,9 @@ impl Flags {
         set(&mut c.seed, self.seed);
         set(&mut c.latency, self.latency);
         set(&mut c.chunk_latency, self.chunk_latency);
+        if self.fault_latency.is_some() {
+            c.fault_latency = self.fault_latency;
+        }
         set(&mut f.rate_limited, self.rate_limited);
         set(&mut f.retry_after_secs, self.retry_after_secs);
         set(&mut f.server_error, self.server_error);
@@ -79,6 +91,7 @@ impl Flags {
             self.server_error_statuses.clone(),
         );
         set(&mut f.disconnect, self.disconnect);
+        set(&mut f.stream_error, self.stream_error);
         if self.disconnect_after_events.is_some() {
             f.disconnect_after_events = self.disconnect_after_events;
         }
@@ -120,12 +133,24 @@ mod tests {
             "lognormal:2000:0.5",
             "--server-error-statuses",
             "500,529",
+            "--fault-latency",
+            "uniform:10:20",
+            "--stream-error",
+            "0.25",
         ])
         .expect("flags parse");
         let c = flags.config().expect("config");
         assert_eq!(c.seed, 9);
         assert_eq!(c.faults.disconnect, 0.5);
         assert_eq!(c.faults.server_error_statuses, vec![500, 529]);
+        assert_eq!(c.faults.stream_error, 0.25);
+        assert_eq!(
+            c.fault_latency,
+            Some(Latency::Uniform {
+                min_ms: 10,
+                max_ms: 20
+            })
+        );
         assert_eq!(
             c.latency,
             Latency::Lognormal {
@@ -137,6 +162,16 @@ mod tests {
             .expect("flags parse");
         let err = bad.config().expect_err("not a probability").to_string();
         assert!(err.starts_with("flags: `faults.disconnect`"), "{err}");
+        let both = Flags::try_parse_from([
+            "gauntlet-fake-provider",
+            "--disconnect",
+            "0.6",
+            "--stream-error",
+            "0.6",
+        ])
+        .expect("flags parse");
+        let err = both.config().expect_err("more than certain").to_string();
+        assert!(err.starts_with("flags: `faults.stream_error`"), "{err}");
         assert!(Flags::try_parse_from(["gauntlet-fake-provider", "--latency", "soon"]).is_err());
     }
 }

@@ -7,6 +7,7 @@
 //! answer_chunks = 8
 //! latency = { kind = "lognormal", median_ms = 2000, sigma = 0.5 }
 //! chunk_latency = { kind = "fixed", ms = 20 }
+//! fault_latency = { kind = "fixed", ms = 100 }
 //! requests_per_minute = 600
 //!
 //! [faults]
@@ -15,6 +16,7 @@
 //! server_error = 0.01
 //! server_error_statuses = [500, 502, 503, 529]
 //! disconnect = 0.01
+//! stream_error = 0.01
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -32,6 +34,10 @@ pub struct Config {
     pub latency: Latency,
     /// Between one event of a stream and the next.
     pub chunk_latency: Latency,
+    /// Time to the first byte of a 429 or a 5xx. `None`: the call's `latency`, as a
+    /// provider that fails after working on the call. A gateway that refuses calls
+    /// before any model sees them answers far sooner, which this models.
+    pub fault_latency: Option<Latency>,
     /// Calls each API key may make in any 60 seconds; the next is answered 429 with a
     /// `retry-after` of the seconds until the oldest leaves the window. `None`: no limit.
     pub requests_per_minute: Option<u32>,
@@ -47,6 +53,7 @@ impl Default for Config {
             seed: 0,
             latency: Latency::None,
             chunk_latency: Latency::None,
+            fault_latency: None,
             requests_per_minute: None,
             faults: Faults::default(),
             answer_chunks: 8,
@@ -67,12 +74,17 @@ pub struct Faults {
     /// which have no 529.
     pub server_error: f64,
     pub server_error_statuses: Vec<u16>,
-    /// Probability that a stream answered 200 is cut: the connection closed after some
-    /// of its events and before its terminating one.
+    /// Probability that an answer answered 200 is cut: a stream's connection closed
+    /// after some of its events and before its terminating one, a whole answer's after
+    /// part of its body (drawn evenly, its full `content-length` declared).
     pub disconnect: f64,
     /// How many events a cut stream sends (at most all but its last); `None`: drawn
     /// evenly from 1 to all but the last.
     pub disconnect_after_events: Option<usize>,
+    /// Probability that a stream answered 200 fails mid-stream: after some of its
+    /// events (drawn evenly from 1 to all but the last) it sends its protocol's error
+    /// event in place of its terminating one, and ends. Whole answers are not touched.
+    pub stream_error: f64,
 }
 
 impl Default for Faults {
@@ -84,6 +96,7 @@ impl Default for Faults {
             server_error_statuses: vec![500, 502, 503, 529],
             disconnect: 0.0,
             disconnect_after_events: None,
+            stream_error: 0.0,
         }
     }
 }
@@ -137,6 +150,10 @@ impl Config {
         for (field, latency) in [
             ("latency", &self.latency),
             ("chunk_latency", &self.chunk_latency),
+            (
+                "fault_latency",
+                self.fault_latency.as_ref().unwrap_or(&Latency::None),
+            ),
         ] {
             if let Some(problem) = latency.problem() {
                 return Err(invalid(field, problem));
@@ -159,20 +176,29 @@ impl Config {
             ("faults.rate_limited", f.rate_limited),
             ("faults.server_error", f.server_error),
             ("faults.disconnect", f.disconnect),
+            ("faults.stream_error", f.stream_error),
         ] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(invalid(field, format!("{p} is not a probability (0 to 1)")));
             }
         }
-        // One draw decides between the two: together they cannot exceed certainty.
-        if f.rate_limited + f.server_error > 1.0 {
-            return Err(invalid(
-                "faults.server_error",
-                format!(
-                    "{} with faults.rate_limited {} is more than 1",
-                    f.server_error, f.rate_limited
-                ),
-            ));
+        // One draw decides between each pair: together they cannot exceed certainty.
+        for ((first, p), (second, q)) in [
+            (
+                ("faults.rate_limited", f.rate_limited),
+                ("faults.server_error", f.server_error),
+            ),
+            (
+                ("faults.disconnect", f.disconnect),
+                ("faults.stream_error", f.stream_error),
+            ),
+        ] {
+            if p + q > 1.0 {
+                return Err(invalid(
+                    second,
+                    format!("{q} with {first} {p} is more than 1"),
+                ));
+            }
         }
         if f.server_error > 0.0 && f.server_error_statuses.is_empty() {
             return Err(invalid(
@@ -220,10 +246,12 @@ mod tests {
 seed = 7
 latency = { kind = "lognormal", median_ms = 2000, sigma = 0.5 }
 chunk_latency = { kind = "fixed", ms = 20 }
+fault_latency = { kind = "fixed", ms = 100 }
 requests_per_minute = 600
 [faults]
 rate_limited = 0.05
 disconnect = 0.01
+stream_error = 0.02
 "#,
         )
         .expect("write");
@@ -232,13 +260,16 @@ disconnect = 0.01
             &json,
             r#"{"seed": 7, "latency": {"kind": "lognormal", "median_ms": 2000, "sigma": 0.5},
                 "chunk_latency": {"kind": "fixed", "ms": 20}, "requests_per_minute": 600,
-                "faults": {"rate_limited": 0.05, "disconnect": 0.01}}"#,
+                "fault_latency": {"kind": "fixed", "ms": 100},
+                "faults": {"rate_limited": 0.05, "disconnect": 0.01, "stream_error": 0.02}}"#,
         )
         .expect("write");
         let a = Config::load(&toml).expect("toml loads");
         assert_eq!(a, Config::load(&json).expect("json loads"));
         assert_eq!(a.faults.retry_after_secs, 1);
         assert_eq!(a.answer_chunks, 8);
+        assert_eq!(a.fault_latency, Some(Latency::Fixed { ms: 100 }));
+        assert_eq!(a.faults.stream_error, 0.02);
         assert_eq!(
             a.latency,
             Latency::Lognormal {
@@ -267,6 +298,14 @@ disconnect = 0.01
                 "`latency`",
             ),
             ("requests_per_minute = 0\n", "`requests_per_minute`"),
+            (
+                "[faults]\ndisconnect = 0.5\nstream_error = 0.6\n",
+                "`faults.stream_error`",
+            ),
+            (
+                "fault_latency = { kind = \"fixed\", ms = 3600001 }\n",
+                "`fault_latency`",
+            ),
         ] {
             std::fs::write(&file, text).expect("write");
             let err = Config::load(&file).expect_err(text).to_string();

@@ -1,8 +1,15 @@
 //! What the fake provider billed, per API key: every call it received and how it
 //! answered, and the tokens of every usage block it sent. A metering proxy in front of
 //! it should have metered exactly `billed`; `unreported` is what a real provider
-//! would also have billed but no meter could see (a stream cut before its usage, a
-//! Chat stream that did not ask for it).
+//! would also have billed but no meter could see (a stream cut or failed before its
+//! usage, a whole answer cut before its end, a Chat stream that did not ask for it).
+//!
+//! An answer that ends early is billed in full: the provider produced it before the
+//! network or its own failure kept it from the client, and a real provider bills what
+//! it generated, not what arrived. What the client could see of it is in `billed`,
+//! the rest in `unreported`, so a meter is held to exactly what reached it and
+//! `unreported` says how much it could not have seen. A cut whole answer is never
+//! parseable, so all of its usage is unreported.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,8 +40,18 @@ pub struct KeyLedger {
     pub server_errors: u64,
     /// Answered 400: not a JSON object.
     pub bad_requests: u64,
+    /// Answered 400: the answer the call carried for the fake to return (the
+    /// `x-gauntlet-answer` headers) was malformed. Never billed.
+    pub refused_answers: u64,
+    /// Of the calls answered 200, those answered with the answer they carried.
+    pub given_answers: u64,
     /// Streams cut before their terminating event.
     pub disconnects: u64,
+    /// Whole answers cut part-way through their body.
+    pub whole_disconnects: u64,
+    /// Streams that sent their protocol's error event in place of their terminating
+    /// one.
+    pub stream_errors: u64,
     /// Answers that sent a usage block.
     pub billed_calls: u64,
     /// The tokens those usage blocks stated (a stream's last one counts).
@@ -54,7 +71,11 @@ impl Ledger {
             t.rate_limited += k.rate_limited;
             t.server_errors += k.server_errors;
             t.bad_requests += k.bad_requests;
+            t.refused_answers += k.refused_answers;
+            t.given_answers += k.given_answers;
             t.disconnects += k.disconnects;
+            t.whole_disconnects += k.whole_disconnects;
+            t.stream_errors += k.stream_errors;
             t.billed_calls += k.billed_calls;
             t.billed.add(k.billed);
             t.unreported.add(k.unreported);
@@ -86,14 +107,35 @@ impl Book {
         change(ledger.keys.entry(key.to_owned()).or_default());
     }
 
-    /// A whole answer of `usage`, sent with it.
-    pub(crate) fn whole(&self, key: &str, usage: Usage) {
+    /// A whole answer stating `usage` (`None`: it has no usage block), about to be
+    /// sent; `cut`: only part of it.
+    pub(crate) fn whole(&self, key: &str, usage: Option<Usage>, cut: bool) {
         self.with(key, |k| {
             k.answered += 1;
-            k.billed_calls += 1;
-            k.billed.add(usage);
+            match (usage, cut) {
+                (Some(u), true) => k.unreported.add(u),
+                (Some(u), false) => {
+                    k.billed_calls += 1;
+                    k.billed.add(u);
+                }
+                (None, _) => {}
+            }
+            if cut {
+                k.whole_disconnects += 1;
+            }
         });
     }
+}
+
+/// How a stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// All its events were sent.
+    Sent,
+    /// Cut by the fake before its terminating event.
+    Cut,
+    /// Its client hung up.
+    Left,
 }
 
 /// One stream's account: billed as its usage-bearing events go out, settled once when
@@ -103,11 +145,15 @@ pub(crate) struct StreamBill {
     key: String,
     full: Usage,
     reported: Option<Usage>,
+    /// Its last event is its protocol's error event.
+    fails: bool,
     settled: bool,
 }
 
 impl StreamBill {
-    pub(crate) fn open(book: Arc<Book>, key: String, full: Usage) -> StreamBill {
+    /// A stream that bills `full` when it ends, whatever it sent; `fails`: it ends
+    /// with its protocol's error event.
+    pub(crate) fn open(book: Arc<Book>, key: String, full: Usage, fails: bool) -> StreamBill {
         book.with(&key, |k| {
             k.answered += 1;
             k.streamed += 1;
@@ -117,6 +163,7 @@ impl StreamBill {
             key,
             full,
             reported: None,
+            fails,
             settled: false,
         }
     }
@@ -135,15 +182,17 @@ impl StreamBill {
         });
     }
 
-    /// The stream ended (`cut`: by the fake, before its terminating event).
-    pub(crate) fn settle(&mut self, cut: bool) {
+    pub(crate) fn settle(&mut self, end: End) {
         if std::mem::replace(&mut self.settled, true) {
             return;
         }
         let unreported = self.full.minus(self.reported.unwrap_or_default());
+        let fails = self.fails;
         self.book.with(&self.key, |k| {
-            if cut {
-                k.disconnects += 1;
+            match end {
+                End::Cut => k.disconnects += 1,
+                End::Sent if fails => k.stream_errors += 1,
+                End::Sent | End::Left => {}
             }
             k.unreported.add(unreported);
         });
@@ -153,6 +202,6 @@ impl StreamBill {
 impl Drop for StreamBill {
     /// A client that hung up: its stream is dropped unfinished.
     fn drop(&mut self) {
-        self.settle(false);
+        self.settle(End::Left);
     }
 }

@@ -1,23 +1,39 @@
 //! A fake model provider on loopback, for gauntlet's tests and benches: OpenAI Chat
 //! Completions, OpenAI Responses and Anthropic Messages, whole and streamed, with a
-//! real provider's timing and failures: a latency distribution to the first byte and
-//! between a stream's events, a per-key budget of calls a minute (429 with
-//! `retry-after`), streams cut before their terminating event, and 5xx answers, each
-//! in its protocol's shape. Every draw comes from one seed and the call's number
-//! ([`Plan`]), so a run is reproducible and a test can hold what it saw to what the
-//! server meant to do.
+//! real provider's timing and failures: a latency distribution to the first byte
+//! (of answers and of 429s and 5xx alike, or one of the faults' own) and between a
+//! stream's events, a per-key budget of calls a minute (429 with `retry-after`),
+//! cuts (a stream closed before its terminating event, a whole answer short of the
+//! `content-length` its head declared), streams that end in their protocol's error
+//! event in place of their terminating one, and 5xx answers, each in its protocol's
+//! shape. Every draw comes from one seed and the call's number ([`Plan`]), so a run is
+//! reproducible and a test can hold what it saw to what the server meant to do.
 //!
-//! Every answer carries usage in its protocol's shape, and the fake keeps a [`Ledger`]
-//! of what it billed per key (`GET /_fake/ledger`, [`FakeProvider::ledger`]), so a
-//! metering proxy in front of it can be checked to have metered every billed token.
+//! What it answers is generated, unless the call carries the answer to return:
+//! `x-gauntlet-answer` ([`ANSWER_HEADER`]) holds its exact body in standard base64
+//! with padding, `x-gauntlet-answer-type` ([`ANSWER_TYPE_HEADER`]) its content type
+//! (`application/json` or `text/event-stream`). That is how a metering proxy that
+//! renders a scripted answer itself still meets a provider's latency, 429s, 5xx and
+//! cuts on its real forwarding path: the fake returns those bytes (a stream split into
+//! events at `\n\n`) under the same plan as any answer, and bills the usage they state.
+//! A malformed one is refused with a 400 naming the header, and not billed.
+//!
+//! Every answer is billed the usage it states, in its protocol's shape, and the fake
+//! keeps a [`Ledger`] of it per key (`GET /_fake/ledger`, [`FakeProvider::ledger`]), so
+//! a metering proxy in front of it can be checked to have metered every billed token.
+//! An answer cut or failed part-way is billed in full, as a provider bills what it
+//! generated: the ledger's `billed` holds what the client could read of its usage, its
+//! `unreported` the rest (see the ledger's module).
 //!
 //! In a test: `FakeProvider::start(config)` on the test's runtime. As a process:
 //! `gauntlet-fake-provider --latency lognormal:2000:0.5 --rate-limited 0.05`, which
 //! prints `listening on http://127.0.0.1:PORT` once bound.
 
+mod base64;
 pub mod cli;
 mod clock;
 mod config;
+mod given;
 mod latency;
 mod ledger;
 mod plan;
@@ -37,6 +53,7 @@ use tokio::task::JoinHandle;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Config, ConfigError, Faults};
+pub use given::{ANSWER_HEADER, ANSWER_TYPE_HEADER};
 pub use latency::{Latency, NotLatency};
 pub use ledger::{KeyLedger, Ledger};
 pub use plan::{Fault, Plan};

@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions: `chat.completion`, and `chat.completion.chunk` events
 //! ended by `data: [DONE]`, whose usage chunk (empty `choices`) comes last and only
-//! when the request asked for it.
+//! when the request asked for it. An error mid-stream is a chunk holding only an
+//! `error` object, after which the stream ends without `[DONE]`.
 
 use serde_json::{json, Value};
 
@@ -15,6 +16,27 @@ fn usage(u: Usage) -> Value {
         "prompt_tokens_details": {"cached_tokens": 0},
         "completion_tokens_details": {"reasoning_tokens": 0},
     })
+}
+
+/// The usage a `usage` object states: `prompt_tokens` already counts cached input.
+pub(super) fn read_usage(u: &Value) -> Option<Usage> {
+    u.is_object().then(|| Usage {
+        input: u["prompt_tokens"].as_u64().unwrap_or(0),
+        output: u["completion_tokens"].as_u64().unwrap_or(0),
+    })
+}
+
+pub(super) fn error_event() -> Event {
+    let error = json!({"error": {
+        "message": "The server had an error while processing your request",
+        "type": "server_error",
+        "param": null,
+        "code": null,
+    }});
+    Event {
+        text: format!("data: {error}\n\n"),
+        reported: None,
+    }
 }
 
 fn id(reply: &Reply) -> String {

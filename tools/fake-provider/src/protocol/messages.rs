@@ -1,6 +1,7 @@
 //! Anthropic Messages: a `message`, and named events ended by `message_stop`. Usage
 //! comes twice in a stream: `message_start` states the input and a first output
-//! token, `message_delta` the final output count.
+//! token, `message_delta` the final output count. A failure mid-stream is an `error`
+//! event (`overloaded_error`), after which the stream ends without `message_stop`.
 
 use serde_json::{json, Value};
 
@@ -14,6 +15,44 @@ fn usage(input: u64, output: u64) -> Value {
         "cache_read_input_tokens": 0,
         "output_tokens": output,
     })
+}
+
+/// The usage a `usage` object states, all input counted: uncached, written to the
+/// cache and read from it.
+pub(super) fn read_usage(u: &Value) -> Option<Usage> {
+    let n = |name: &str| u[name].as_u64().unwrap_or(0);
+    u.is_object().then(|| Usage {
+        input: n("input_tokens")
+            .saturating_add(n("cache_creation_input_tokens"))
+            .saturating_add(n("cache_read_input_tokens")),
+        output: n("output_tokens"),
+    })
+}
+
+/// What a stream has declared once `event` is read, after `before`: `message_start`
+/// states the input and the output so far, `message_delta` the output since (its
+/// count is the running total, not an increment).
+pub(super) fn declared(event: &Value, before: Option<Usage>) -> Option<Usage> {
+    match event["type"].as_str()? {
+        "message_start" => read_usage(&event["message"]["usage"]),
+        "message_delta" => {
+            let output = event["usage"]["output_tokens"].as_u64()?;
+            Some(Usage {
+                output,
+                ..before.unwrap_or_default()
+            })
+        }
+        _ => None,
+    }
+}
+
+pub(super) fn error_event() -> Event {
+    Event {
+        text: named(
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+        reported: None,
+    }
 }
 
 fn message(reply: &Reply, content: Value, stop: Option<&str>, usage: Value) -> Value {

@@ -1,5 +1,7 @@
 //! The three wire protocols, each in its own shape: where the key is, how a whole
-//! answer and a stream's events look and where their usage is, and how errors look.
+//! answer and a stream's events look and where their usage is (written, and read back
+//! from an answer a caller gives), and how errors look, before an answer and in the
+//! middle of a stream.
 //! Written from the providers' documented shapes, never from the proxy's code, so
 //! that the proxy is tested against what providers send.
 
@@ -120,6 +122,37 @@ impl Protocol {
         }
     }
 
+    /// The usage a whole answer states, if it has a usage block.
+    pub(crate) fn whole_usage(self, answer: &Value) -> Option<Usage> {
+        match self {
+            Protocol::Chat => chat::read_usage(&answer["usage"]),
+            Protocol::Responses => responses::read_usage(&answer["usage"]),
+            Protocol::Messages => messages::read_usage(&answer["usage"]),
+        }
+    }
+
+    /// What a stream has declared once the event whose data is `event` is read, if
+    /// that event declares usage; `before` is what it had declared until then. Chat:
+    /// a chunk's `usage`; Responses: an event's `response.usage` (`response.completed`
+    /// in a finished stream); Messages: `message_start`, then `message_delta`.
+    pub(crate) fn declared(self, event: &Value, before: Option<Usage>) -> Option<Usage> {
+        match self {
+            Protocol::Chat => chat::read_usage(&event["usage"]),
+            Protocol::Responses => responses::read_usage(&event["response"]["usage"]),
+            Protocol::Messages => messages::declared(event, before),
+        }
+    }
+
+    /// The in-stream error event that ends a failed stream in place of its terminating
+    /// event; `sequence` is how many events came before it.
+    pub(crate) fn error_event(self, seq: u64, model: &str, sequence: usize) -> Event {
+        match self {
+            Protocol::Chat => chat::error_event(),
+            Protocol::Responses => responses::error_event(seq, model, sequence),
+            Protocol::Messages => messages::error_event(),
+        }
+    }
+
     /// An error in the shape this protocol's clients parse, with its status.
     pub(crate) fn error(self, kind: &ErrorKind) -> (u16, Value) {
         match self {
@@ -164,6 +197,27 @@ mod tests {
         let silent = Protocol::Chat.events(&reply(), false);
         assert!(silent.iter().all(|e| e.reported.is_none()));
         assert!(silent.iter().all(|e| !e.text.contains("usage")));
+    }
+
+    /// Reading back what was written: a stream's declarations, event by event, and a
+    /// whole answer's usage block, are what the fake bills for them.
+    #[test]
+    fn what_is_written_reads_back_as_the_same_usage() {
+        for protocol in [Protocol::Chat, Protocol::Responses, Protocol::Messages] {
+            let whole = protocol.whole(&reply());
+            assert_eq!(protocol.whole_usage(&whole), Some(reply().usage));
+            let mut declared = None;
+            for event in protocol.events(&reply(), true) {
+                let data = event
+                    .text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .and_then(|d| serde_json::from_str::<Value>(d).ok());
+                let read = data.and_then(|d| protocol.declared(&d, declared));
+                assert_eq!(read, event.reported, "{}: {}", protocol.name(), event.text);
+                declared = read.or(declared);
+            }
+        }
     }
 
     #[test]

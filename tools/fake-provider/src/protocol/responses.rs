@@ -1,5 +1,6 @@
 //! OpenAI Responses: a `response` object, and named events ended by
-//! `response.completed`, the one event that carries usage.
+//! `response.completed`, the one event that carries usage. A failure mid-stream ends
+//! it with `response.failed` instead, its response `failed` with an `error`.
 
 use serde_json::{json, Value};
 
@@ -14,6 +15,37 @@ fn usage(u: Usage) -> Value {
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": u.total(),
     })
+}
+
+/// The usage a `usage` object states: `input_tokens` already counts cached input.
+pub(super) fn read_usage(u: &Value) -> Option<Usage> {
+    u.is_object().then(|| Usage {
+        input: u["input_tokens"].as_u64().unwrap_or(0),
+        output: u["output_tokens"].as_u64().unwrap_or(0),
+    })
+}
+
+/// `response.failed` as the stream's event number `sequence`.
+pub(super) fn error_event(seq: u64, model: &str, sequence: usize) -> Event {
+    let body = json!({
+        "type": "response.failed",
+        "sequence_number": sequence,
+        "response": {
+            "id": format!("resp_fake_{seq}"),
+            "object": "response",
+            "created_at": CREATED,
+            "status": "failed",
+            "error": {"code": "server_error", "message": "The server had an error while processing your request"},
+            "incomplete_details": null,
+            "model": model,
+            "output": [],
+            "usage": null,
+        },
+    });
+    Event {
+        text: named(&body),
+        reported: None,
+    }
 }
 
 fn message(reply: &Reply) -> Value {

@@ -2,7 +2,9 @@
 //! of a stream, whether it was cut, and the usage it carried, parsed here from the
 //! protocols' documented shapes rather than by the fake's code.
 
-use gauntlet_fake_provider::{FakeProvider, Protocol, Usage, CALL_HEADER};
+use gauntlet_fake_provider::{
+    FakeProvider, Protocol, Usage, ANSWER_HEADER, ANSWER_TYPE_HEADER, CALL_HEADER,
+};
 use serde_json::{json, Value};
 
 pub const ALL: [Protocol; 3] = [Protocol::Chat, Protocol::Responses, Protocol::Messages];
@@ -49,14 +51,63 @@ pub async fn send(
     key: &str,
     body: &Value,
 ) -> reqwest::Response {
-    let request = client()
+    send_with(fake, protocol, key, body, &[]).await
+}
+
+/// A call carrying `answer` (its bytes) of content type `kind` for the fake to return.
+pub async fn send_given(
+    fake: &FakeProvider,
+    protocol: Protocol,
+    key: &str,
+    answer: &[u8],
+    kind: &str,
+) -> reqwest::Response {
+    let headers = [
+        (ANSWER_HEADER, b64(answer)),
+        (ANSWER_TYPE_HEADER, kind.into()),
+    ];
+    send_with(fake, protocol, key, &body(protocol, false, false), &headers).await
+}
+
+pub async fn send_with(
+    fake: &FakeProvider,
+    protocol: Protocol,
+    key: &str,
+    body: &Value,
+    headers: &[(&str, String)],
+) -> reqwest::Response {
+    let mut request = client()
         .post(format!("{}{}", fake.root_url(), path(protocol)))
         .json(body);
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
     let request = match protocol {
         Protocol::Messages => request.header("x-api-key", key),
         Protocol::Chat | Protocol::Responses => request.bearer_auth(key),
     };
     request.send().await.expect("the fake answers")
+}
+
+/// Standard base64 with padding, from RFC 4648's table: written here so that the
+/// fake's decoder is checked against an encoder it does not share.
+pub fn b64(bytes: &[u8]) -> String {
+    const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(TABLE[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// The call's number, as the fake states it.
@@ -72,6 +123,7 @@ pub fn seq(response: &reqwest::Response) -> u64 {
 /// What a client read of an answer.
 #[derive(Debug)]
 pub struct Read {
+    pub bytes: Vec<u8>,
     pub text: String,
     /// The connection failed before the body ended.
     pub cut: bool,
@@ -98,7 +150,9 @@ pub async fn read(mut response: reqwest::Response) -> Read {
         }
     };
     Read {
-        text: String::from_utf8(bytes).expect("utf-8"),
+        // A whole answer cut mid-character is still what was received.
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        bytes,
         cut,
     }
 }
@@ -109,6 +163,26 @@ pub fn terminates(protocol: Protocol, event: &str) -> bool {
         Protocol::Chat => event.trim() == "data: [DONE]",
         Protocol::Responses => event.starts_with("event: response.completed\n"),
         Protocol::Messages => event.starts_with("event: message_stop\n"),
+    }
+}
+
+/// Whether `event` is `protocol`'s error event, which ends a stream that failed.
+pub fn in_stream_error(protocol: Protocol, event: &str) -> bool {
+    let Some(value) = data(event) else {
+        return false;
+    };
+    match protocol {
+        Protocol::Chat => value["error"].is_object() && value.get("choices").is_none(),
+        Protocol::Responses => {
+            event.starts_with("event: response.failed\n")
+                && value["type"] == "response.failed"
+                && value["response"]["status"] == "failed"
+        }
+        Protocol::Messages => {
+            event.starts_with("event: error\n")
+                && value["type"] == "error"
+                && value["error"]["type"] == "overloaded_error"
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use gauntlet_fake_provider::{Config, FakeProvider, Fault, Faults, Plan, Protocol};
 use serde_json::Value;
 
-use crate::client::{body, read, send, seq, terminates, ALL};
+use crate::client::{body, in_stream_error, read, send, seq, terminates, ALL};
 
 /// How many events each protocol's complete stream has under `config`'s answers.
 async fn full_lengths(config: &Config) -> BTreeMap<&'static str, usize> {
@@ -156,4 +156,83 @@ async fn a_5xx_comes_with_its_planned_status_in_the_protocols_error_shape() {
     assert!(seen.contains(&("messages", 529)), "{seen:?}");
     assert!(seen.contains(&("chat", 500)), "{seen:?}");
     assert_eq!(fake.ledger().keys["k"].server_errors, 36);
+}
+
+/// With cuts certain, a whole answer's head declares its full length and its body
+/// stops after the bytes its plan says: a prefix of the answer an uncut provider gives
+/// the same call. The ledger counts it cut, with all of its usage unreported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_answer_is_cut_short_of_its_declared_length() {
+    let cut = Config {
+        seed: 12,
+        faults: Faults {
+            disconnect: 1.0,
+            ..Faults::default()
+        },
+        ..Config::default()
+    };
+    let whole = Config {
+        faults: Faults::default(),
+        ..cut.clone()
+    };
+    let (cutting, clean) = (
+        FakeProvider::start(cut.clone()).await.expect("fake starts"),
+        FakeProvider::start(whole).await.expect("fake starts"),
+    );
+    let mut places = std::collections::BTreeSet::new();
+    for protocol in ALL.iter().cycle().take(9) {
+        let request = body(*protocol, false, false);
+        let full = read(send(&clean, *protocol, "k", &request).await).await;
+        assert!(!full.cut);
+        let answer = send(&cutting, *protocol, "k", &request).await;
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.content_length(), Some(full.bytes.len() as u64));
+        let sent = Plan::of(&cut, seq(&answer))
+            .cut_whole_at(full.bytes.len())
+            .expect("every answer is cut");
+        let r = read(answer).await;
+        assert!(r.cut, "{}", protocol.name());
+        assert_eq!(r.bytes, full.bytes[..sent], "{}", protocol.name());
+        places.insert(sent);
+    }
+    assert!(places.len() > 1, "{places:?}");
+    let (cut_ledger, clean_ledger) = (cutting.ledger(), clean.ledger());
+    let (c, w) = (&cut_ledger.keys["k"], &clean_ledger.keys["k"]);
+    assert_eq!((c.answered, c.whole_disconnects, c.billed_calls), (9, 9, 0));
+    assert_eq!(c.unreported, w.billed, "billed in full, none of it seen");
+}
+
+/// With in-stream errors certain, each generated stream sends the events its plan
+/// says, then its protocol's error event, and ends without its terminating event and
+/// without a cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_fails_with_its_protocols_error_event_where_its_plan_says() {
+    let config = Config {
+        seed: 2,
+        answer_chunks: 4,
+        faults: Faults {
+            stream_error: 1.0,
+            ..Faults::default()
+        },
+        ..Config::default()
+    };
+    let full = full_lengths(&config).await;
+    let fake = FakeProvider::start(config.clone())
+        .await
+        .expect("fake starts");
+    for protocol in ALL.iter().cycle().take(12) {
+        let answer = send(&fake, *protocol, "k", &body(*protocol, true, true)).await;
+        let k = Plan::of(&config, seq(&answer))
+            .stream_error_after(full[protocol.name()])
+            .expect("every stream fails");
+        let r = read(answer).await;
+        assert!(!r.cut, "{}", protocol.name());
+        let events = r.events();
+        assert_eq!(events.len(), k + 1, "{}: {events:?}", protocol.name());
+        assert!(in_stream_error(*protocol, events[k]), "{}", events[k]);
+        assert!(!events.iter().any(|e| terminates(*protocol, e)));
+    }
+    let ledger = fake.ledger();
+    assert_eq!(ledger.keys["k"].stream_errors, 12);
+    assert_eq!(ledger.keys["k"].disconnects, 0);
 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gauntlet_fake_provider::{Config, FakeProvider, Latency, Plan};
+use gauntlet_fake_provider::{Config, FakeProvider, Faults, Latency, Plan, Protocol};
 
 use crate::client::{body, read, send, seq, ALL};
 
@@ -98,4 +98,58 @@ async fn each_call_waits_the_latency_its_plan_drew() {
         let ms = Plan::of(&uniform, s).ttfb().as_millis();
         assert!((50..=80).contains(&ms), "call {s}: {ms} ms");
     }
+}
+
+/// A 429 or a 5xx, drawn or for the key's budget, comes no sooner than its planned
+/// latency: the answer's latency by default, its own when the config gives one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_waits_its_latency_before_its_head() {
+    let answers = Config {
+        latency: Latency::Fixed { ms: 150 },
+        faults: Faults {
+            rate_limited: 0.5,
+            server_error: 0.5,
+            ..Faults::default()
+        },
+        ..Config::default()
+    };
+    let own = Config {
+        latency: Latency::None,
+        fault_latency: Some(Latency::Fixed { ms: 250 }),
+        ..answers.clone()
+    };
+    for (config, floor) in [(answers, 150), (own, 250)] {
+        let fake = FakeProvider::start(config.clone())
+            .await
+            .expect("fake starts");
+        for (i, protocol) in ALL.iter().cycle().take(6).enumerate() {
+            let started = Instant::now();
+            let answer = send(&fake, *protocol, "k", &body(*protocol, i % 2 == 0, true)).await;
+            let took = started.elapsed();
+            let plan = Plan::of(&config, seq(&answer));
+            assert!(plan.fault().is_some());
+            assert_eq!(plan.fault_ttfb(), Duration::from_millis(floor));
+            assert!(
+                took >= Duration::from_millis(floor),
+                "{}: {} after {took:?}",
+                protocol.name(),
+                answer.status()
+            );
+        }
+    }
+    let budget = Config {
+        requests_per_minute: Some(1),
+        fault_latency: Some(Latency::Fixed { ms: 200 }),
+        ..Config::default()
+    };
+    let fake = FakeProvider::start(budget).await.expect("fake starts");
+    let request = body(Protocol::Chat, false, false);
+    assert_eq!(
+        send(&fake, Protocol::Chat, "k", &request).await.status(),
+        200
+    );
+    let started = Instant::now();
+    let refused = send(&fake, Protocol::Chat, "k", &request).await;
+    assert_eq!(refused.status(), 429);
+    assert!(started.elapsed() >= Duration::from_millis(200));
 }

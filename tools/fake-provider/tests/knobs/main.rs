@@ -5,6 +5,7 @@
 mod binary;
 mod client;
 mod faults;
+mod given;
 mod latency;
 mod ledger;
 mod rate_limit;
