@@ -279,3 +279,77 @@ async fn the_provider_failed_a_trial(rerun: Rerun) {
         "{ledger:?}"
     );
 }
+
+/// A scripted trial served through a provider that rate-limits its first call
+/// (`GAUNTLET_SCRIPTED_UPSTREAM`): the proxy absorbs the 429s, so the trial keeps the
+/// verdict the script gives it without any provider, every call's entry carries the
+/// script's note and its retries, and the provider billed exactly what was metered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_trial_through_a_rate_limiting_provider_keeps_its_verdict() {
+    let fake = FakeProvider::start(first_call_rate_limited())
+        .await
+        .expect("the fake provider starts");
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = {
+        let (out, upstream) = (out.path().to_path_buf(), fake.base_url());
+        tokio::task::spawn_blocking(move || {
+            Command::new(crate::support::bin("gauntlet"))
+                .args(["run", "--filter", TRIAL])
+                .env_remove("CARGO")
+                .env_remove("GAUNTLET_CONFIG")
+                .env_remove("GAUNTLET_RESUME")
+                .env("GAUNTLET_OUT", &out)
+                .env("GAUNTLET_AGENT", "reference")
+                .env("GAUNTLET_MODE", "scripted")
+                .env("GAUNTLET_SCRIPTED_UPSTREAM", &upstream)
+                .env("GAUNTLET_PROVIDER_RETRIES", "5")
+                .env("GAUNTLET_N", "1")
+                .output()
+                .expect("gauntlet runs")
+        })
+        .await
+        .expect("joined")
+    };
+    assert!(run.status.success(), "{}", crate::support::said(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("verdict=verified passed=true"), "{stdout}");
+    let run_dir = std::fs::read_dir(out.path())
+        .expect("out")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.is_dir())
+        .expect("a run directory");
+    let records = gauntlet::record::find_records(&run_dir).expect("the run's records");
+    assert_eq!(records.len(), 1, "{records:?}");
+    let rec = gauntlet::record::load(&records[0]).expect("the record loads");
+    let usage = &rec.evidence.usage;
+    assert!(!usage.is_empty());
+    assert!(
+        usage
+            .iter()
+            .all(|e| e.source == "upstream" && e.reply.is_some() && e.fault.is_none()),
+        "served through the provider, scripted, no fault passed on: {usage:#?}"
+    );
+    let retried: usize = usage.iter().map(|e| e.retries.len()).sum();
+    let billed = fake.ledger().keys[gauntlet::proxy::SCRIPTED_VIA_KEY].clone();
+    assert!(
+        retried > 0,
+        "the provider rate-limited some call: {billed:?}"
+    );
+    assert_eq!(billed.rate_limited as usize, retried, "{billed:?}");
+    assert_eq!(billed.calls as usize, usage.len() + retried, "{billed:?}");
+    let metered = usage.iter().fold((0, 0), |(i, o), e| {
+        (
+            i + e.input_tokens.unwrap_or(0),
+            o + e.output_tokens.unwrap_or(0),
+        )
+    });
+    assert_eq!(
+        metered,
+        (billed.billed.input, billed.billed.output),
+        "{billed:?}"
+    );
+    assert_eq!(
+        rec.header.config.scripted_upstream.as_deref(),
+        Some(fake.base_url().trim_end_matches('/'))
+    );
+}

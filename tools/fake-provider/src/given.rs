@@ -16,12 +16,12 @@
 //! The answer is billed the usage it states, read as the path's protocol places it
 //! ([`Protocol::whole_usage`], [`Protocol::declared`]).
 
+use base64::Engine as _;
 use bytes::Bytes;
 use hyper::header::HeaderValue;
 use hyper::HeaderMap;
 use serde_json::Value;
 
-use crate::base64;
 use crate::protocol::{Event, Protocol};
 use crate::usage::Usage;
 
@@ -61,7 +61,7 @@ pub(crate) enum BadAnswer {
     #[error("{ANSWER_TYPE_HEADER}: `{0}` is neither application/json nor text/event-stream")]
     Type(String),
     #[error("{ANSWER_HEADER}: not standard base64 with padding: {0}")]
-    Base64(#[from] base64::NotBase64),
+    Base64(#[from] base64::DecodeError),
     #[error("{ANSWER_HEADER}: declared application/json, but {0}")]
     NotJson(String),
     #[error("{ANSWER_HEADER}: declared text/event-stream, but {0}")]
@@ -90,7 +90,8 @@ pub(crate) fn read(protocol: Protocol, headers: &HeaderMap) -> Result<Option<Giv
             ))
         }
     };
-    let bytes = Bytes::from(base64::decode(answer.as_bytes())?);
+    // Padded, canonical, standard alphabet: the engine's defaults refuse anything else.
+    let bytes = Bytes::from(base64::engine::general_purpose::STANDARD.decode(answer.as_bytes())?);
     let body = if stream {
         GivenBody::Stream {
             events: events(protocol, &bytes).map_err(BadAnswer::NotStream)?,

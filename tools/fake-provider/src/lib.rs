@@ -29,7 +29,6 @@
 //! `gauntlet-fake-provider --latency lognormal:2000:0.5 --rate-limited 0.05`, which
 //! prints `listening on http://127.0.0.1:PORT` once bound.
 
-mod base64;
 pub mod cli;
 mod clock;
 mod config;
