@@ -18,7 +18,7 @@ use super::error::CallError;
 use super::log::{Pending, UsageLog};
 use super::peek;
 use super::relay::{Leftovers, Relay};
-use super::upstream::{Answer, Lane, Upstream};
+use super::upstream::{Answer, BodyError, Lane, Upstream};
 use super::wire::{self, ErrorKind, Protocol};
 use crate::evidence::provider::{ProviderFault, Retry};
 
@@ -29,7 +29,7 @@ const ERROR_EXCERPT_CHARS: usize = 300;
 /// (whether it was billed decides whether it may be retried), with its head.
 enum Answered {
     Live(Answer),
-    Read(Head),
+    Read(Head, Result<Bytes, BodyError>),
 }
 
 /// What the agent gets of an answer's head: its status, and its content type and the
@@ -155,7 +155,7 @@ pub(crate) async fn forward(
 
     let policy = upstream.retry();
     let mut waited = Duration::ZERO;
-    let (response, mut read) = loop {
+    let response = loop {
         let attempt = Instant::now();
         let sent = upstream
             .post(
@@ -201,7 +201,7 @@ pub(crate) async fn forward(
             }
         };
         let Some(fault) = ProviderFault::of_status(response.status().as_u16()) else {
-            break (Answered::Live(response), None);
+            break Answered::Live(response);
         };
         // A fault's answer is read whole here: whether it may be retried depends on
         // whether it was billed, which only its body says.
@@ -231,15 +231,16 @@ pub(crate) async fn forward(
             waited += wait;
             continue;
         }
-        break (Answered::Read(head), Some(bytes));
+        break Answered::Read(head, bytes);
     };
-    let head = match &response {
+    let Head {
+        status,
+        content_type,
+        passed,
+    } = match &response {
         Answered::Live(answer) => Head::of(answer, upstream),
-        Answered::Read(head) => head.clone(),
+        Answered::Read(head, _) => head.clone(),
     };
-    let status = head.status;
-    let content_type = head.content_type.clone();
-    let passed = head.passed.clone();
     // Read as what the provider sent, whatever the request seemed to ask for: a stream
     // read whole meters nothing, and a whole answer read as a stream neither.
     let a_stream = status.is_success() && answers_a_stream(content_type.as_ref(), stream);
@@ -248,44 +249,37 @@ pub(crate) async fn forward(
         pending.entry.stream = a_stream;
     }
 
-    let response = match response {
-        Answered::Live(response) if a_stream => Some(response),
-        Answered::Live(response) => {
-            read = Some(response.bytes().await);
-            None
+    let bytes = match response {
+        Answered::Live(mut response) if a_stream => {
+            // Waiting for the first chunk before answering lets the response head and
+            // that chunk leave in one write: the agent cannot act on the head alone,
+            // and a separate write costs it a wake-up (measured: benches/proxy.rs).
+            let first = response.chunk().await.transpose();
+            // A lane's answer is decoded by this task's own polls of the lane (see
+            // `relay`).
+            let lane = matches!(response, Answer::Lane(_))
+                .then(|| lane.cloned())
+                .flatten();
+            let mut pending = flight.take();
+            pending.entry.source = "upstream".to_owned();
+            let relay = Relay::new(
+                response,
+                first,
+                protocol.stream_meter(injected),
+                (Arc::clone(log), pending),
+                Arc::clone(upstream),
+                lane,
+                leftovers.clone(),
+            );
+            let mut streamed = body::sse(status, content_type, relay);
+            streamed.headers_mut().extend(passed);
+            return streamed;
         }
-        Answered::Read(_) => None,
+        Answered::Live(response) => response.bytes().await,
+        Answered::Read(_, bytes) => bytes,
     };
-    if let Some(mut response) = response {
-        // Waiting for the first chunk before answering lets the response head and that
-        // chunk leave in one write: the agent cannot act on the head alone, and a
-        // separate write costs it a wake-up (measured: benches/proxy.rs).
-        let first = response.chunk().await.transpose();
-        // A lane's answer is decoded by this task's own polls of the lane (see `relay`).
-        let lane = matches!(response, Answer::Lane(_))
-            .then(|| lane.cloned())
-            .flatten();
-        let mut pending = flight.take();
-        pending.entry.source = "upstream".to_owned();
-        let relay = Relay::new(
-            response,
-            first,
-            protocol.stream_meter(injected),
-            (Arc::clone(log), pending),
-            Arc::clone(upstream),
-            lane,
-            leftovers.clone(),
-        );
-        let mut streamed = body::sse(status, content_type, relay);
-        streamed.headers_mut().extend(passed);
-        return streamed;
-    }
-
     let mut pending = flight.take();
     pending.entry.source = "upstream".to_owned();
-    let Some(bytes) = read else {
-        unreachable!("a whole answer is read above");
-    };
     let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(e) => {
