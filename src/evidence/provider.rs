@@ -112,11 +112,16 @@ impl std::fmt::Display for InfraCause {
 /// met a provider fault the proxy passed on. A judged verdict is never the provider's,
 /// whatever its calls met; and a fault the agent went on from (a later call of its own)
 /// is not why it stopped.
+///
+/// `entries` are the trial's proxies' logs one after another, in the order the proxies
+/// ran, each in arrival order (as `Proxy::shutdown` gives them): a scorecard probe runs
+/// a proxy per turn, each numbering its calls from 0. The last call is the last entry:
+/// the highest number of all would be the busiest turn's last call, not the last turn's.
 pub fn infra_cause(unjudged: bool, entries: &[UsageEntry]) -> Option<InfraCause> {
     if !unjudged {
         return None;
     }
-    let last = entries.iter().max_by_key(|e| e.seq)?;
+    let last = entries.last()?;
     let fault = last.fault?;
     Some(InfraCause {
         fault,
@@ -149,12 +154,31 @@ mod tests {
         // The agent went on after the fault: not why it stopped.
         let recovered = [call(0, Some(ProviderFault::RateLimited)), call(1, None)];
         assert_eq!(infra_cause(true, &recovered), None);
-        // Arrival order, not the order the entries were written in.
-        let reordered = [call(1, Some(ProviderFault::Cut)), call(0, None)];
+        // One proxy per turn, each numbering from 0: the last turn's last call decides,
+        // not the highest number (a busy first turn's last call).
+        let busy_then_ended_on_a_fault = [
+            call(0, None),
+            call(1, None),
+            call(2, None),
+            call(0, None),
+            call(1, Some(ProviderFault::Cut)),
+        ];
         assert_eq!(
-            infra_cause(true, &reordered).map(|c| c.seq),
+            infra_cause(true, &busy_then_ended_on_a_fault).map(|c| c.seq),
             Some(1),
-            "the call that arrived last decides"
+            "the last turn's last call decides"
+        );
+        let faulted_then_ended_on_its_own = [
+            call(0, None),
+            call(1, None),
+            call(2, Some(ProviderFault::RateLimited)),
+            call(0, None),
+            call(1, None),
+        ];
+        assert_eq!(
+            infra_cause(true, &faulted_then_ended_on_its_own),
+            None,
+            "an earlier turn's fault is not why the last turn stopped"
         );
         // No call at all: nothing the provider did.
         assert_eq!(infra_cause(true, &[]), None);

@@ -15,9 +15,10 @@ use serde_json::Value;
 use super::body::{self, Body};
 use super::envelope::{self, Envelope};
 use super::error::CallError;
-use super::log::{Pending, UsageLog};
+use super::log::{Pending, Tokens, UsageLog};
 use super::peek;
 use super::relay::{Leftovers, Relay};
+use super::sse::SseScanner;
 use super::upstream::{Answer, BodyError, Lane, Upstream};
 use super::wire::{self, ErrorKind, Protocol};
 use crate::evidence::provider::{ProviderFault, Retry};
@@ -94,9 +95,16 @@ pub(crate) struct Outgoing<'a> {
 /// proxy shuts down while the provider is still answering; the provider may have served
 /// and billed the call all the same, so the guard records it then, with why it was
 /// cut. Once the answer is a stream, the stream's relay records it instead.
+///
+/// Cut while the proxy waits to try the call again, the call ends on the provider's
+/// fault it was absorbing: the agent met it as surely as one passed on (a trial killed at
+/// its deadline during that wait is the provider's failure, not the agent's), and no
+/// attempt was in flight that the provider could have been answering.
 struct InFlight<'a> {
     log: &'a Arc<UsageLog>,
     pending: Option<Pending>,
+    /// The fault being absorbed while the proxy waits before the next attempt.
+    waiting: Option<ProviderFault>,
 }
 
 impl InFlight<'_> {
@@ -105,6 +113,17 @@ impl InFlight<'_> {
         if let Some(pending) = self.pending.as_mut() {
             pending.entry.retries.push(retry);
         }
+    }
+
+    /// Wait `wait` before the next attempt, after the answer the last retry kept.
+    async fn wait_to_retry(&mut self, wait: Duration) {
+        self.waiting = self
+            .pending
+            .as_ref()
+            .and_then(|p| p.entry.retries.last())
+            .map(|r| r.fault);
+        tokio::time::sleep(wait).await;
+        self.waiting = None;
     }
 
     /// The call, for the code that records it itself.
@@ -119,10 +138,17 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(mut pending) = self.pending.take() {
             pending.entry.source = "upstream".to_owned();
-            pending.entry.error = Some(
-                "cut before the provider's answer was read: the agent went away or the proxy shut down"
+            pending.entry.error = Some(match self.waiting {
+                Some(fault) => {
+                    pending.entry.fault = Some(fault);
+                    if let Some(last) = pending.entry.retries.last() {
+                        pending.entry.status = last.status;
+                    }
+                    format!("cut while the proxy waited to retry the provider's {fault}: the agent went away or the proxy shut down")
+                }
+                None => "cut before the provider's answer was read: the agent went away or the proxy shut down"
                     .to_owned(),
-            );
+            });
             self.log.record(pending);
         }
     }
@@ -139,6 +165,7 @@ pub(crate) async fn forward(
     let mut flight = InFlight {
         log,
         pending: Some(pending),
+        waiting: None,
     };
     let protocol = call.protocol;
     let stream = call.envelope.stream;
@@ -186,7 +213,7 @@ pub(crate) async fn forward(
                             duration_ms: millis(attempt.elapsed()),
                             waited_ms: millis(wait),
                         });
-                        tokio::time::sleep(wait).await;
+                        flight.wait_to_retry(wait).await;
                         waited += wait;
                         continue;
                     }
@@ -212,8 +239,7 @@ pub(crate) async fn forward(
         let billed = bytes
             .as_ref()
             .ok()
-            .and_then(|b| peek::metered(b))
-            .and_then(|v| protocol.usage(&v))
+            .and_then(|b| error_usage(protocol, b))
             .is_some();
         let taken = flight.pending.as_ref().map_or(0, |p| p.entry.retries.len());
         if let (false, Ok(body), Some(wait)) =
@@ -223,11 +249,11 @@ pub(crate) async fn forward(
             flight.retried(Retry {
                 status: status.as_u16(),
                 fault,
-                error: upstream.redact(&error_summary(status, parsed.as_ref(), body)),
+                error: error_summary(upstream, status, parsed.as_ref(), body),
                 duration_ms: millis(attempt.elapsed()),
                 waited_ms: millis(wait),
             });
-            tokio::time::sleep(wait).await;
+            flight.wait_to_retry(wait).await;
             waited += wait;
             continue;
         }
@@ -292,26 +318,29 @@ pub(crate) async fn forward(
         }
     };
     let parsed = peek::metered(&bytes);
-    let tokens = parsed.as_ref().and_then(|v| protocol.usage(v));
+    let tokens = if status.is_success() {
+        parsed.as_ref().and_then(|v| protocol.usage(v))
+    } else {
+        error_usage(protocol, &bytes)
+    };
     if let Some(tokens) = tokens {
         pending.set_tokens(tokens);
     }
     pending.entry.fault = ProviderFault::of_status(status.as_u16());
     pending.entry.error = if !status.is_success() {
-        Some(error_summary(status, parsed.as_ref(), &bytes))
+        Some(error_summary(upstream, status, parsed.as_ref(), &bytes))
     } else if parsed.is_none() {
         Some(format!(
             "upstream answered status {} with a body that is not json ({} bytes): {}",
             status.as_u16(),
             bytes.len(),
-            excerpt(&String::from_utf8_lossy(&bytes))
+            redacted_excerpt(upstream, &bytes)
         ))
     } else if tokens.is_none() {
         Some("upstream response carries no usage block".to_owned())
     } else {
         None
-    }
-    .map(|e| upstream.redact(&e));
+    };
     log.record(pending);
     let mut whole = body::bytes(status, content_type, upstream.redact_body(bytes));
     whole.headers_mut().extend(passed);
@@ -346,6 +375,27 @@ pub(crate) async fn unmetered(
     }
 }
 
+/// The usage an error answer carries: in its JSON body, or in the events of a body that
+/// is a stream (a provider that failed a stream after billing some of it, and said so
+/// in its status). Either way the call was billed: it is metered, and never sent again.
+fn error_usage(protocol: Protocol, bytes: &[u8]) -> Option<Tokens> {
+    if let Some(tokens) = peek::metered(bytes).and_then(|v| protocol.usage(&v)) {
+        return Some(tokens);
+    }
+    let mut scanner = SseScanner::default();
+    let mut events = scanner.push(bytes);
+    events.extend(scanner.finish());
+    if events.is_empty() {
+        return None;
+    }
+    let mut meter = protocol.stream_meter(false);
+    for event in &events {
+        meter.observe(&event.data);
+    }
+    let tokens = meter.tokens();
+    (tokens != Tokens::default()).then_some(tokens)
+}
+
 /// Whether a successful answer is a stream: the provider says so (`text/event-stream`),
 /// or the agent may have asked for one and the answer is not JSON (a provider that
 /// streams under another content type).
@@ -377,13 +427,28 @@ fn passed_headers(headers: &HeaderMap) -> HeaderMap {
         .collect()
 }
 
-/// `upstream status 429: <message>`, from the provider's error shape when there is one.
-fn error_summary(status: StatusCode, parsed: Option<&Value>, bytes: &[u8]) -> String {
-    let message = parsed
-        .and_then(wire::error_message)
-        .map(str::to_owned)
-        .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
-    format!("upstream status {}: {}", status.as_u16(), excerpt(&message))
+/// `upstream status 429: <message>`, from the provider's error shape when there is one,
+/// the key redacted before the excerpt is cut: cut first, a key that straddles the cut
+/// would keep its start, which no redaction of the whole key matches (and a provider
+/// that echoes what the agent sent before the key lets the agent choose where it falls).
+fn error_summary(
+    upstream: &Upstream,
+    status: StatusCode,
+    parsed: Option<&Value>,
+    bytes: &[u8],
+) -> String {
+    let message = match parsed.and_then(wire::error_message) {
+        Some(message) => excerpt(&upstream.redact(message)),
+        None => redacted_excerpt(upstream, bytes),
+    };
+    format!("upstream status {}: {message}", status.as_u16())
+}
+
+/// The start of a provider's body as text, the key redacted first, spelled with JSON
+/// escapes too (`Upstream::redact_body`).
+fn redacted_excerpt(upstream: &Upstream, bytes: &[u8]) -> String {
+    let body = upstream.redact_body(Bytes::copy_from_slice(bytes));
+    excerpt(&upstream.redact(&String::from_utf8_lossy(&body)))
 }
 
 fn excerpt(text: &str) -> String {

@@ -231,13 +231,21 @@ impl Relay {
     /// the provider sent, or no end marker before the connection closed.
     fn ending(&self) -> (Option<String>, Option<ProviderFault>) {
         match self.meter.problem() {
-            Some(problem) => (Some(problem), Some(ProviderFault::StreamError)),
+            Some(problem) => (Some(problem), self.stream_error()),
             None if !self.meter.complete() => (
                 Some("upstream stream ended before its end marker".to_owned()),
                 Some(ProviderFault::Cut),
             ),
             None => (None, None),
         }
+    }
+
+    /// The fault of a stream that reported a failure: the provider's only when it says
+    /// the failure is its own (an answer to the agent's request is none).
+    fn stream_error(&self) -> Option<ProviderFault> {
+        self.meter
+            .providers_problem()
+            .then_some(ProviderFault::StreamError)
     }
 
     /// The stream from here on, to be read for its usage without the agent: this
@@ -405,7 +413,7 @@ impl Drop for Relay {
         } else {
             // Cut here, not by the provider: only an error event it sent is its fault.
             let (error, fault) = match self.meter.problem() {
-                Some(problem) => (Some(problem), Some(ProviderFault::StreamError)),
+                Some(problem) => (Some(problem), self.stream_error()),
                 None => (
                     (!self.meter.complete()).then(|| {
                         "stream cut before it ended: the agent went away or the proxy shut down"

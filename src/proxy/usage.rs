@@ -22,6 +22,12 @@ pub(crate) trait StreamMeter: Send + 'static {
     fn problem(&self) -> Option<String> {
         None
     }
+    /// Whether that failure is the provider's own (overloaded, an internal error), not
+    /// its answer to what the agent asked (a limit the request set, a prompt it refused):
+    /// only then is it a fault of the call (docs/provider-faults.md).
+    fn providers_problem(&self) -> bool {
+        false
+    }
 }
 
 /// Where an OpenAI usage block keeps its counts: Chat Completions and Responses
@@ -79,6 +85,8 @@ pub(crate) struct Said {
     pub(crate) end: bool,
     /// The failure it reports.
     pub(crate) problem: Option<String>,
+    /// That failure is the provider's own ([`providers_error`]).
+    pub(crate) providers: bool,
     /// It is the proxy's own business, kept from the agent.
     pub(crate) hidden: bool,
 }
@@ -100,6 +108,7 @@ pub(crate) struct Meter<E> {
     events: E,
     done: bool,
     problem: Option<String>,
+    providers: bool,
 }
 
 impl<E> Meter<E> {
@@ -108,6 +117,7 @@ impl<E> Meter<E> {
             events,
             done: false,
             problem: None,
+            providers: false,
         }
     }
 }
@@ -128,6 +138,7 @@ impl<E: StreamEvents> StreamMeter for Meter<E> {
                 self.done |= said.end;
                 if said.problem.is_some() {
                     self.problem = said.problem;
+                    self.providers = said.providers;
                 }
                 !said.hidden
             }
@@ -145,6 +156,10 @@ impl<E: StreamEvents> StreamMeter for Meter<E> {
     fn problem(&self) -> Option<String> {
         self.problem.clone()
     }
+
+    fn providers_problem(&self) -> bool {
+        self.problem.is_some() && self.providers
+    }
 }
 
 /// The text at the first of `pointers` that `event` has, when it is a string.
@@ -153,6 +168,27 @@ pub(crate) fn first_text<'a>(event: &'a Value, pointers: &[&str]) -> Option<&'a 
         .iter()
         .find_map(|p| event.pointer(p))
         .and_then(Value::as_str)
+}
+
+/// The error codes and types by which a provider says a failure is its own: OpenAI's
+/// `code` and Anthropic's `error.type`. Every other one (`invalid_prompt`,
+/// `invalid_request_error`, a code no provider documents, none at all) answers what
+/// the agent sent, or says nothing of whose it is: an agent must not be able to make
+/// its own failure the provider's by sending what the provider refuses mid-stream.
+const PROVIDERS_ERRORS: &[&str] = &[
+    "server_error",
+    "internal_error",
+    "api_error",
+    "overloaded_error",
+    "rate_limit_exceeded",
+    "rate_limit_error",
+    "service_unavailable",
+];
+
+/// Whether the error `event` reports is the provider's own: its code or type, at the
+/// first of `pointers` it has, is one of [`PROVIDERS_ERRORS`].
+pub(crate) fn providers_error(event: &Value, pointers: &[&str]) -> bool {
+    first_text(event, pointers).is_some_and(|code| PROVIDERS_ERRORS.contains(&code))
 }
 
 /// The problem of an `error` event, its message at the first of `pointers` it has.

@@ -29,6 +29,7 @@ mod observing;
 mod package;
 mod plan;
 mod process;
+mod provider_attacks;
 mod provider_faults;
 mod proxy;
 mod proxy_budget;

@@ -115,6 +115,44 @@ fn rescore(run: &Path) -> Output {
         .expect("gauntlet rescore runs")
 }
 
+/// `gauntlet run --filter TRIAL` into `out` (with `env` beside the usual), off the
+/// runtime: it fails, and its JUnit line says the provider failed the trial with a
+/// 429. The run's directory.
+async fn run_failed_by_the_provider(out: &Path, upstream: &str, env: &[(&str, &str)]) -> PathBuf {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let first = {
+        let (out, upstream) = (out.to_path_buf(), upstream.to_owned());
+        tokio::task::spawn_blocking(move || {
+            with_env(
+                Command::new(crate::support::bin("gauntlet")),
+                &out,
+                &upstream,
+            )
+            .envs(env)
+            .args(["run", "--filter", TRIAL])
+            .output()
+            .expect("gauntlet runs")
+        })
+        .await
+        .expect("joined")
+    };
+    let stdout = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(!first.status.success(), "{}", crate::support::said(&first));
+    assert!(
+        stdout.contains(" infra=rate_limited "),
+        "the JUnit line names the provider's fault: {}",
+        crate::support::said(&first)
+    );
+    std::fs::read_dir(out)
+        .expect("out")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.is_dir())
+        .expect("a run directory")
+}
+
 /// How the trials the provider failed are run again: `gauntlet run --retry-infra`, or
 /// the suite's harness under `GAUNTLET_RESUME` and `GAUNTLET_RETRY_INFRA`, as nextest
 /// runs it.
@@ -140,24 +178,7 @@ async fn the_provider_failed_a_trial(rerun: Rerun) {
         .expect("the fake provider starts");
     let upstream = fake.base_url();
     let out = tempfile::tempdir().expect("tempdir");
-    let first = {
-        let (out, upstream) = (out.path().to_path_buf(), upstream.clone());
-        tokio::task::spawn_blocking(move || gauntlet(&out, &upstream, &["run", "--filter", TRIAL]))
-            .await
-            .expect("joined")
-    };
-    let stdout = String::from_utf8_lossy(&first.stdout).into_owned();
-    assert!(!first.status.success(), "{}", crate::support::said(&first));
-    assert!(
-        stdout.contains(" infra=rate_limited "),
-        "the JUnit line names the provider's fault: {}",
-        crate::support::said(&first)
-    );
-    let run: PathBuf = std::fs::read_dir(out.path())
-        .expect("out")
-        .map(|e| e.expect("entry").path())
-        .find(|p| p.is_dir())
-        .expect("a run directory");
+    let run = run_failed_by_the_provider(out.path(), &upstream, &[]).await;
     let before = summary(&run);
     assert_eq!(qa_counts(&before), (1, 0, 1), "{before:#}");
     assert_eq!(before["run"]["infra"], 1);
@@ -351,5 +372,39 @@ async fn a_scripted_trial_through_a_rate_limiting_provider_keeps_its_verdict() {
     assert_eq!(
         rec.header.config.scripted_upstream.as_deref(),
         Some(fake.base_url().trim_end_matches('/'))
+    );
+}
+
+/// An honest agent killed at its deadline while the proxy waits out the provider's
+/// `retry-after` (within the policy) never met the fault itself: the call was cut during
+/// the wait. The trial is the provider's failure all the same, not the agent's timeout:
+/// the JUnit line says so, rescore agrees, and `--retry-infra` would run it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_whose_deadline_came_while_the_proxy_waited_on_the_provider_is_the_providers() {
+    let mut config = first_call_rate_limited();
+    config.faults.retry_after_secs = 50;
+    let fake = FakeProvider::start(config)
+        .await
+        .expect("the fake provider starts");
+    let upstream = fake.base_url();
+    let out = tempfile::tempdir().expect("tempdir");
+    // The proxy waits out the 429's retry-after; the agent's deadline comes first.
+    let env = [
+        ("GAUNTLET_PROVIDER_RETRIES", "3"),
+        ("GAUNTLET_TIMEOUT_SECS", "3"),
+    ];
+    let run = run_failed_by_the_provider(out.path(), &upstream, &env).await;
+    let before = summary(&run);
+    assert_eq!(qa_counts(&before), (1, 0, 1), "{before:#}");
+    let checked = rescore(&run);
+    assert!(
+        checked.status.success(),
+        "{}",
+        crate::support::said(&checked)
+    );
+    assert_eq!(
+        fake.ledger().keys["sk-fake-provider-key"].calls,
+        1,
+        "the wait was cut, not sent again"
     );
 }

@@ -7,7 +7,7 @@
 use gauntlet::proxy::{Proxy, ProxyMode, UsageEntry};
 use reqwest::StatusCode;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use super::proxy_provider::KEY;
 use crate::support::client;
@@ -135,32 +135,8 @@ async fn write_stream(s: &mut tokio::net::TcpStream, events: Vec<String>) -> std
 
 /// Answer one request (one per connection) as the hostile provider.
 async fn answer(mut s: tokio::net::TcpStream) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut n = 0;
-    // Read the head and the body the content-length announces.
-    loop {
-        let read = s.read(&mut buf[n..]).await?;
-        if read == 0 {
-            break;
-        }
-        n += read;
-        let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text[..end]
-                .lines()
-                .find_map(|l| {
-                    let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())
-                        .flatten()
-                })
-                .unwrap_or(0);
-            if n >= end + 4 + length {
-                break;
-            }
-        }
-    }
-    let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let request =
+        String::from_utf8_lossy(&crate::support::read_request(&mut s).await?).into_owned();
     let line = request.lines().next().unwrap_or_default().to_owned();
     let stream = request.contains("\"stream\":true");
     if line.starts_with("GET /v1/models") {

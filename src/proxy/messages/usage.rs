@@ -88,6 +88,7 @@ impl StreamEvents for MessagesEvents {
             Some("error") => {
                 return Said {
                     problem: Some(usage::error_event(event, &["/error/message"])),
+                    providers: usage::providers_error(event, &["/error/type"]),
                     ..Said::default()
                 };
             }

@@ -60,11 +60,17 @@ impl StreamEvents for ResponsesEvents {
                 Said {
                     end: true,
                     problem,
+                    // An incomplete response stopped where the request's own limit
+                    // (`max_output_tokens`) or a filter of what it sent stopped it: an
+                    // answer, not a failure. A failed one says whose failure it is.
+                    providers: kind == "response.failed"
+                        && usage::providers_error(event, &["/response/error/code"]),
                     hidden: false,
                 }
             }
             "error" => Said {
                 problem: Some(usage::error_event(event, &["/message", "/error/message"])),
+                providers: usage::providers_error(event, &["/code", "/error/code", "/error/type"]),
                 ..Said::default()
             },
             _ => Said::default(),
@@ -106,8 +112,31 @@ mod tests {
     #[test]
     fn a_failed_response_is_a_problem() {
         let mut meter = StreamUsage::default();
-        meter.observe(r#"{"type":"response.failed","response":{"error":{"message":"overloaded"},"usage":null}}"#);
+        meter.observe(r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"overloaded"},"usage":null}}"#);
         assert!(meter.complete());
         assert!(meter.problem().is_some_and(|p| p.contains("overloaded")));
+        assert!(meter.providers_problem());
+    }
+
+    /// What the agent's own request brought about is kept as the stream's problem but
+    /// is not the provider's: a response cut at the agent's `max_output_tokens`, one
+    /// failed for the prompt or image it sent, an error event naming no provider fault.
+    #[test]
+    fn an_answer_to_the_agents_own_request_is_no_providers_problem() {
+        for event in [
+            r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":3,"output_tokens":2}}}"#,
+            r#"{"type":"response.incomplete","response":{"incomplete_details":{"reason":"content_filter"},"usage":null}}"#,
+            r#"{"type":"response.failed","response":{"error":{"code":"invalid_prompt","message":"no"},"usage":null}}"#,
+            r#"{"type":"response.failed","response":{"error":{"message":"overloaded"},"usage":null}}"#,
+            r#"{"type":"error","code":"invalid_image","message":"bad image"}"#,
+        ] {
+            let mut meter = StreamUsage::default();
+            meter.observe(event);
+            assert!(meter.problem().is_some(), "{event}");
+            assert!(!meter.providers_problem(), "{event}");
+        }
+        let mut meter = StreamUsage::default();
+        meter.observe(r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down"}"#);
+        assert!(meter.providers_problem());
     }
 }

@@ -282,12 +282,17 @@ impl Answer {
         request_bytes: usize,
         shared: &Shared,
     ) -> Answer {
-        let chunks = shared.config.answer_chunks;
+        // An answer stops at the request's own output limit, as a provider's does.
+        let limit = protocol.output_limit(body);
+        let chunks = limit.map_or(shared.config.answer_chunks, |l| {
+            l.min(shared.config.answer_chunks)
+        });
         let reply = Reply {
             seq,
             model: body["model"].as_str().unwrap_or("fake"),
             pieces: (0..chunks).map(|i| format!("fake{i} ")).collect(),
             usage: Usage::of_call(request_bytes, chunks),
+            cut_at_limit: limit.is_some_and(|l| l < shared.config.answer_chunks),
         };
         if body["stream"] == Value::Bool(true) {
             Answer::Stream {

@@ -34,6 +34,8 @@ pub(crate) struct Reply<'a> {
     pub(crate) model: &'a str,
     pub(crate) pieces: Vec<String>,
     pub(crate) usage: Usage,
+    /// The answer stopped at the output limit the request set, before its end.
+    pub(crate) cut_at_limit: bool,
 }
 
 /// One server-sent event, and the usage the stream has declared once it is sent: the
@@ -93,6 +95,18 @@ impl Protocol {
             Protocol::Chat | Protocol::Responses => bearer(),
         };
         key.map(str::to_owned)
+    }
+
+    /// The most output tokens the request allows, where the protocol's limit is read
+    /// (Responses' `max_output_tokens`; the other protocols' limits are not modelled:
+    /// an answer is shorter than any limit a test sets there).
+    pub(crate) fn output_limit(self, body: &Value) -> Option<u32> {
+        match self {
+            Protocol::Responses => body["max_output_tokens"]
+                .as_u64()
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX).max(1)),
+            Protocol::Chat | Protocol::Messages => None,
+        }
     }
 
     /// Whether a stream of this request states its usage: Chat only when asked
@@ -181,6 +195,7 @@ mod tests {
                 input: 40,
                 output: 3,
             },
+            cut_at_limit: false,
         }
     }
 

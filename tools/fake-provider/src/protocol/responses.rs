@@ -1,5 +1,6 @@
 //! OpenAI Responses: a `response` object, and named events ended by
-//! `response.completed`, the one event that carries usage. A failure mid-stream ends
+//! `response.completed` (`response.incomplete` for an answer stopped at the request's
+//! `max_output_tokens`), the one event that carries usage. A failure mid-stream ends
 //! it with `response.failed` instead, its response `failed` with an `error`.
 
 use serde_json::{json, Value};
@@ -59,21 +60,32 @@ fn message(reply: &Reply) -> Value {
 }
 
 fn response(reply: &Reply, status: &str, output: Value, usage: Value) -> Value {
+    let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
     json!({
         "id": format!("resp_fake_{}", reply.seq),
         "object": "response",
         "created_at": CREATED,
         "status": status,
+        "incomplete_details": incomplete,
         "model": reply.model,
         "output": output,
         "usage": usage,
     })
 }
 
+/// The finished response's status, and the name of the event that ends its stream.
+fn ending(reply: &Reply) -> (&'static str, &'static str) {
+    if reply.cut_at_limit {
+        ("incomplete", "response.incomplete")
+    } else {
+        ("completed", "response.completed")
+    }
+}
+
 pub(super) fn whole(reply: &Reply) -> Value {
     response(
         reply,
-        "completed",
+        ending(reply).0,
         json!([message(reply)]),
         usage(reply.usage),
     )
@@ -105,9 +117,10 @@ pub(super) fn events(reply: &Reply) -> Vec<Event> {
         "output_index": 0,
         "item": message(reply),
     }));
+    let (status, end) = ending(reply);
     bodies.push(json!({
-        "type": "response.completed",
-        "response": response(reply, "completed", json!([message(reply)]), usage(reply.usage)),
+        "type": end,
+        "response": response(reply, status, json!([message(reply)]), usage(reply.usage)),
     }));
     let last = bodies.len() - 1;
     bodies
