@@ -419,6 +419,7 @@ fn passed_headers(headers: &HeaderMap) -> HeaderMap {
         .filter(|(name, _)| {
             let name = name.as_str();
             name == "retry-after"
+                || name == "retry-after-ms"
                 || name.starts_with("x-ratelimit-")
                 || name.starts_with("anthropic-ratelimit-")
                 || name.ends_with("request-id")
@@ -458,6 +459,34 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headers_an_agent_backs_off_by_are_passed_on_and_no_other() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("retry-after", "3"),
+            ("retry-after-ms", "2500"),
+            ("x-ratelimit-remaining-requests", "0"),
+            ("anthropic-ratelimit-tokens-reset", "soon"),
+            ("x-request-id", "req_1"),
+            ("set-cookie", "a=b"),
+            ("connection", "close"),
+        ] {
+            h.insert(k, HeaderValue::from_static(v));
+        }
+        let mut names: Vec<String> = passed_headers(&h).keys().map(|k| k.to_string()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "anthropic-ratelimit-tokens-reset",
+                "retry-after",
+                "retry-after-ms",
+                "x-ratelimit-remaining-requests",
+                "x-request-id"
+            ]
+        );
+    }
 
     #[test]
     fn the_providers_wait_is_read_from_its_headers_in_ms_first() {
