@@ -244,7 +244,10 @@ pub(crate) fn build_siblings() -> Result<(), String> {
     if release {
         cmd.arg("--release");
     }
-    cmd.current_dir(crate::binaries::repo_root());
+    // As from the shell `cargo nextest run` is typed in: what `cargo run` set for this
+    // process would make cargo rebuild (see `sys::cargo`), and relink every program a
+    // run's identity fingerprints.
+    crate::sys::cargo::as_from_the_shell(&mut cmd).current_dir(crate::binaries::repo_root());
     // Tied to the harness (it dies with it), and stopped with the run.
     let mut child = crate::sys::lifeline::spawn_std(cmd).map_err(|e| format!("{BUILD}: {e}"))?;
     let status = loop {

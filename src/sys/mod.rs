@@ -5,6 +5,7 @@
 
 pub mod accept;
 pub mod beneath;
+pub mod cargo;
 pub mod cgroup;
 pub mod helpers;
 pub mod lifeline;

@@ -23,7 +23,7 @@ use crate::sys::process::ProcessSpec;
 use crate::sys::sandbox::View;
 
 mod setup;
-pub use setup::{mkdir, KernelError, SetupError};
+pub use setup::{mkdir, stopped_while_set_up, KernelError, SetupError};
 
 /// [`Context::finish_proxy`] for a process that outlives its context (the background
 /// mode).

@@ -132,3 +132,14 @@ pub fn mkdir(p: &std::path::Path) -> Result<PathBuf, SetupError> {
     std::fs::create_dir_all(p).map_err(SetupError::io(p))?;
     Ok(p.to_path_buf())
 }
+
+/// Put a setup failure down to the run's stop when the run was asked to stop while the
+/// trial was being set up: the signal reaches the trial's own helpers too (nextest
+/// signals each test's process group, a terminal the foreground group), so a sandbox
+/// or an app that died of it says nothing of the trial. `interrupted` (the agent's)
+/// then names the signal: the trial was never judged, and a resumed run runs it again.
+pub fn stopped_while_set_up(interrupted: &mut Option<String>) {
+    if interrupted.is_none() {
+        *interrupted = crate::sys::shutdown::requested().map(|stop| stop.name().into());
+    }
+}

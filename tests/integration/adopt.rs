@@ -89,7 +89,7 @@ fn as_adopter<'a>(cmd: &'a mut Command, project: &Path) -> &'a mut Command {
 }
 
 /// This build's target directory: above the profile directory its binaries are in.
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     bin_dir()
         .parent()
         .map(Path::to_path_buf)

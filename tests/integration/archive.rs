@@ -268,7 +268,7 @@ fn gauntlet_out(wf: &Workflow, index: &str, total: &str) -> String {
 }
 
 /// The one run directory a run wrote into `out`.
-fn the_run_in(out: &Path) -> PathBuf {
+pub fn the_run_in(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
         .expect("the run wrote its directory")
         .map(|e| e.expect("entry").path())

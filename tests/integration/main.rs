@@ -47,6 +47,7 @@ mod reference_agent;
 mod relay_bounds;
 mod report;
 mod rescore;
+mod resume_across;
 mod scorecard;
 mod sealing;
 mod sessions;

@@ -349,6 +349,7 @@ pub async fn execute(
         title: &name,
     };
     if let Err(setup) = observe(&ctx, adapter.as_ref(), &mut evidence).await {
+        crate::trial::stopped_while_set_up(&mut evidence.agent.end.interrupted);
         evidence.setup_error = Some(setup.to_string());
     }
     for raw in [&evidence.agent.stdout, &evidence.agent.stderr] {

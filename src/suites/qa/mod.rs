@@ -238,16 +238,12 @@ pub async fn execute(
             )
             .await
         }
-        Err(e) => {
-            // Stopped while the matrix was derived: the trial was not judged, and a
-            // resumed run runs it again.
-            if let Some(stop) = crate::sys::shutdown::requested() {
-                evidence.agent.end.interrupted = Some(stop.name().into());
-            }
-            Err(SetupError::Independence(e.to_string()))
-        }
+        Err(e) => Err(SetupError::Independence(e.to_string())),
     };
     if let Err(setup) = observed {
+        // Stopped while the matrix was derived or the world and the agent's sandbox
+        // were started: the trial was not judged, and a resumed run runs it again.
+        crate::trial::stopped_while_set_up(&mut evidence.agent.end.interrupted);
         evidence.setup_error = Some(setup.to_string());
     }
     // Files the setup never got to write still need to exist for rescore.
