@@ -10,6 +10,11 @@ pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }
 
+/// [`sha256`] of no bytes: what an empty raw file is checked against, without hashing
+/// nothing once per empty file of a run.
+pub const EMPTY_SHA256: &str =
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 /// Lowercase hex of arbitrary bytes.
 pub fn hex(bytes: &[u8]) -> String {
     // A table, not `write!` per byte: every raw file of every record is hashed on each
@@ -97,6 +102,14 @@ mod tests {
             super::sha256(b"abc"),
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn the_empty_hash_is_the_hash_of_no_bytes() {
+        assert_eq!(super::sha256(&[]), super::EMPTY_SHA256);
+        let mut stream = super::Sha256Stream::default();
+        stream.update(b"");
+        assert_eq!(stream.finish(), super::EMPTY_SHA256);
     }
 
     #[test]

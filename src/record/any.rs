@@ -279,18 +279,15 @@ fn read_to_end(mut f: PlainFile) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// [`check`] every file of `files`, in their order, on as many threads as the machine
-/// has cores: records are independent, and checking one is mostly the kernel opening
-/// and reading its raw files, which one thread leaves the other cores idle for.
-pub fn check_all(files: &[std::path::PathBuf]) -> Vec<Checked> {
-    on_every_core(files, |f| check(f))
-}
-
-/// [`check_all`] of the files among `files` that are regular files (as [`Path::is_file`]
+/// [`check`] of the files among `files` that are regular files (as [`Path::is_file`]
 /// says: a link to one is, and is read through like any record); `None` for a path with
-/// no such file.
-/// A run directory's trial directories are asked whether they hold a record here, on
-/// every core, rather than one by one before the checks.
+/// no such file. In their order, on as many threads as the machine has cores: records
+/// are independent, and checking one is mostly the kernel opening and reading its raw
+/// files, which one thread leaves the other cores idle for.
+///
+/// A run directory's entries are asked whether they hold a record here, as each is
+/// opened to be checked, rather than one by one before the checks (rescore and the
+/// report's loader alike).
 pub fn check_present(files: &[std::path::PathBuf]) -> Vec<Option<Checked>> {
     on_every_core(files, |f| {
         let read = match open_sized(f) {

@@ -61,10 +61,15 @@ pub struct Mismatch(pub String);
 #[derive(Default)]
 pub struct IdentityCheck {
     headers: HeaderCheck,
-    /// Per subject, by [`super::suite::Subject::key`]: where it was first seen, and
-    /// its digest there.
-    subjects: HashMap<String, (String, String)>,
+    /// Per kind of subject and field ([`super::suite::Subject::what`] and
+    /// [`super::suite::Subject::field`]), per subject's name: where it was first seen,
+    /// and its digest there. Keyed in two steps so that a record whose subjects were
+    /// seen before is looked up by the names it borrows, with no key built for it.
+    subjects: HashMap<(&'static str, &'static str), FirstSeen>,
 }
+
+/// Per subject's name: where it was first seen, and its digest there.
+type FirstSeen = HashMap<String, (String, String)>;
 
 impl IdentityCheck {
     /// `place` names the record in messages (a trial directory, an input run). A
@@ -78,8 +83,11 @@ impl IdentityCheck {
         let subjects = rec.subjects();
         let mut new = Vec::new();
         for s in &subjects {
-            let key = s.key();
-            match self.subjects.get(&key) {
+            let seen = self
+                .subjects
+                .get(&(s.what, s.field))
+                .and_then(|names| names.get(s.name.as_ref()));
+            match seen {
                 Some((first, digest)) if *digest != *s.digest => {
                     return Err(Mismatch(format!(
                         "{} `{}`: {} `{}` in {place} vs `{digest}` in {first}",
@@ -87,12 +95,14 @@ impl IdentityCheck {
                     )))
                 }
                 Some(_) => {}
-                None => new.push((key, s)),
+                None => new.push(s),
             }
         }
-        for (key, s) in new {
-            self.subjects
-                .insert(key, (place.to_string(), s.digest.to_string()));
+        for s in new {
+            self.subjects.entry((s.what, s.field)).or_default().insert(
+                s.name.to_string(),
+                (place.to_string(), s.digest.to_string()),
+            );
         }
         Ok(())
     }

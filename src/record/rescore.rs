@@ -88,7 +88,17 @@ impl RunRescore {
 /// Rescore `path`: a record file, a trial directory, or a run directory (every
 /// `*/record.json`, checked against the run's manifest when it has one).
 pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
-    let files = super::files::find_records(path)?;
+    // Each candidate is asked whether it holds a record as it is opened to be checked,
+    // on every core, not looked at once more beforehand.
+    let (files, checks): (Vec<_>, Vec<_>) = {
+        let candidates = super::files::record_candidates(path)?;
+        let checks = super::any::check_present(&candidates);
+        candidates
+            .into_iter()
+            .zip(checks)
+            .filter_map(|(f, c)| c.map(|c| (f, c)))
+            .unzip()
+    };
     let is_run = path.is_dir() && !path.join(super::header::RECORD_FILE).is_file();
     // One read of each record answers both the check and its digest entry.
     let mut rows: Vec<RescoreRow> = Vec::with_capacity(files.len());
@@ -109,7 +119,7 @@ pub fn rescore_path(path: &Path) -> Result<RunRescore, RescoreError> {
     } else {
         None
     };
-    for (f, mut checked) in files.iter().zip(super::any::check_all(&files)) {
+    for (f, mut checked) in files.iter().zip(checks) {
         if let (Some(id), Some(rec)) = (&planned, &checked.record) {
             let at = format!("{}/{}", dir_of(f), super::header::RECORD_FILE);
             for problem in super::identity::check_record(id, rec) {

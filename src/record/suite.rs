@@ -139,12 +139,6 @@ impl Subject<'_> {
     pub fn label(&self) -> String {
         format!("{} `{}`", self.what, self.name)
     }
-
-    /// The subject's field without its digest: what two records must agree on the
-    /// digest of.
-    pub fn key(&self) -> String {
-        format!("{} `{}` {}", self.what, self.name, self.field)
-    }
 }
 
 /// What a suite's figures are beyond the pass rate every suite has, declared once per

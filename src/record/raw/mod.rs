@@ -12,6 +12,7 @@
 mod open;
 mod scan;
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
@@ -163,7 +164,7 @@ fn verify_named(
         // Sizes first, as for a file read here, so that every reader names a mismatch
         // alike.
         Some(h) if h.bytes != n.bytes => return Err(other_size(h.bytes, n)),
-        Some(h) => (h.sha256.clone(), h.bytes),
+        Some(h) => (Cow::Borrowed(h.sha256.as_str()), h.bytes),
         // An empty file is checked by its metadata alone (most of a run's stderr files
         // are empty): a plain file of no bytes hashes to the empty hash, and opening
         // and reading it would add three system calls for nothing.
@@ -178,7 +179,7 @@ fn verify_named(
                 return Err("is not a regular file".into());
             }
             if meta.len() == 0 {
-                (crate::hash::sha256(&[]), 0)
+                (Cow::Borrowed(crate::hash::EMPTY_SHA256), 0)
             } else {
                 return Err(other_size(meta.len(), n));
             }
@@ -188,7 +189,8 @@ fn verify_named(
             if f.size() != n.bytes {
                 return Err(other_size(f.size(), n));
             }
-            hash_plain(f)?
+            let (found, len) = hash_plain(f)?;
+            (Cow::Owned(found), len)
         }
     };
     if found != n.sha256 {
