@@ -35,6 +35,7 @@
 //! | `GAUNTLET_PROVIDER_RETRY_WAIT_SECS` | byok: the most one call waits in all between those retries; a `retry-after` beyond it is passed on to the agent | `60` |
 //! | `GAUNTLET_APPS_DIR` | the apps the qa suite and the challenges run on | `apps/` |
 //! | `GAUNTLET_CHALLENGES_DIR` | the challenge suite's directories | `challenges/` |
+//! | `GAUNTLET_SCORECARD_DIR` | the scorecard suite's probes, tables and scripted profiles | `challenges/scorecard/` |
 //! | `GAUNTLET_CHALLENGE_TIMEOUT_SECS` | a challenge's ceiling when its manifest names none | `3600` |
 //!
 //! The provider key is read here too, from the variable `GAUNTLET_API_KEY_ENV` names,
@@ -583,6 +584,7 @@ const KEYS: &[&str] = &[
     "sandbox",
     "apps_dir",
     "challenges_dir",
+    "scorecard_dir",
     "redteam_dir",
     "challenge_timeout_secs",
 ];
@@ -782,7 +784,7 @@ impl Config {
                     _ => return Err(bad("expected `1` or `0`")),
                 }
             }
-            "apps_dir" | "challenges_dir" | "redteam_dir" => {
+            "apps_dir" | "challenges_dir" | "scorecard_dir" | "redteam_dir" => {
                 if value.is_empty() {
                     return Err(bad("is empty"));
                 }
@@ -790,6 +792,7 @@ impl Config {
                 match key {
                     "apps_dir" => self.apps_dir = dir,
                     "challenges_dir" => self.challenges_dir = dir,
+                    "scorecard_dir" => self.scorecard_dir = dir,
                     _ => self.redteam_dir = dir,
                 }
             }
@@ -926,6 +929,7 @@ mod tests {
             ("GAUNTLET_CACHE_DIR", "cache"),
             ("GAUNTLET_APPS_DIR", "apps"),
             ("GAUNTLET_CHALLENGES_DIR", "/abs/challenges"),
+            ("GAUNTLET_SCORECARD_DIR", "card"),
         ]))
         .expect("config");
         let cwd = std::env::current_dir().expect("cwd");
@@ -934,6 +938,7 @@ mod tests {
         assert_eq!(c.cache_dir, cwd.join("cache"));
         assert_eq!(c.apps_dir, cwd.join("apps"));
         assert_eq!(c.challenges_dir, PathBuf::from("/abs/challenges"));
+        assert_eq!(c.scorecard_dir, cwd.join("card"));
     }
 
     #[test]
