@@ -179,7 +179,7 @@ pub(crate) async fn count_tokens(
 }
 
 /// A rendered scripted answer as the headers that hand it to the provider serving it
-/// ([`super::ANSWER_HEADER`]).
+/// ([`super::settings::ANSWER_HEADER`]).
 async fn attach(response: Response<Body>) -> Result<hyper::HeaderMap, String> {
     use base64::Engine as _;
     use http_body_util::BodyExt;
@@ -197,11 +197,11 @@ async fn attach(response: Response<Body>) -> Result<hyper::HeaderMap, String> {
     let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
     let mut headers = hyper::HeaderMap::new();
     headers.insert(
-        super::ANSWER_HEADER,
+        super::settings::ANSWER_HEADER,
         hyper::header::HeaderValue::try_from(encoded)
             .map_err(|e| format!("cannot attach the scripted answer: {e}"))?,
     );
-    headers.insert(super::ANSWER_TYPE_HEADER, content_type);
+    headers.insert(super::settings::ANSWER_TYPE_HEADER, content_type);
     Ok(headers)
 }
 
