@@ -24,23 +24,25 @@
 # but no client could read is the cut calls'; in the soak, every trial that did not
 # misbehave has the verdict it had in the clean phase.
 # Figures: peak RSS per concurrent trial against the floor, wall time against the ideal
-# (answered model calls x 2 s / trials running at once), trials the provider failed
-# (infra), calls the proxy retried. docs/scale.md has the results and the limits.
+# (answered model calls x 2 s / trials running at once), the machine's busy CPU time per
+# trial against the floor's, trials the provider failed (infra), calls the proxy retried. docs/scale.md has the results and the limits.
 #
-#   sh benches/scale.sh [--trials N] [--jobs J] [--soak] [--soak-only]
+#   sh benches/scale.sh [--trials N] [--jobs J] [--soak] [--soak-only] [--release]
+#   (--release: every binary built with cargo's release profile, trials included)
 #   (CARGO_TARGET_DIR is honoured; the work directory is kept: SCALE_WORK or a new
 #   /tmp/scale.XXXXXX)
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
-trials=500 jobs=64 soak=0 clean=1
+trials=500 jobs=64 soak=0 clean=1 build=debug
 while [ $# -gt 0 ]; do
   case $1 in
     --trials) trials=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --soak) soak=1; shift ;;
     --soak-only) soak=1 clean=0; shift ;;
-    *) echo "usage: scale.sh [--trials N] [--jobs J] [--soak] [--soak-only]" >&2; exit 2 ;;
+    --release) build=release; shift ;;
+    *) echo "usage: scale.sh [--trials N] [--jobs J] [--soak] [--soak-only] [--release]" >&2; exit 2 ;;
   esac
 done
 # The plan: 12 qa trials a repeat (6 capabilities of each app), 3 a challenge copy, 4 a
@@ -49,10 +51,11 @@ done
 probe_copies=$(( (trials * 64 + 2000) / 4000 )); [ "$probe_copies" -ge 1 ] || probe_copies=1
 challenge_copies=$(( (trials * 72 + 1500) / 3000 )); [ "$challenge_copies" -ge 1 ] || challenge_copies=1
 repeats=$(( (trials - 4 * probe_copies - 3 * challenge_copies) / 12 )); [ "$repeats" -ge 2 ] || repeats=2
+cargo_profile=; [ "$build" = debug ] || cargo_profile="--cargo-profile $build"
 work=${SCALE_WORK:-$(mktemp -d /tmp/scale.XXXXXX)}
 mkdir -p "$work"
 echo "work directory: $work"
-echo "plan: qa 12 x $repeats repeats, challenge tally-report 3 profiles x $challenge_copies copies, scorecard world 4 probes x $probe_copies copies; -j $jobs"
+echo "plan: qa 12 x $repeats repeats, challenge tally-report 3 profiles x $challenge_copies copies, scorecard world 4 probes x $probe_copies copies; -j $jobs; $build build"
 uptime
 
 # The bench's data: the two apps (and cli-tally, the challenge's app), the challenge
@@ -73,8 +76,8 @@ export CARGO_TARGET_DIR="$target"
 unset GAUNTLET_CONFIG GAUNTLET_RESUME GAUNTLET_RETRY_INFRA GAUNTLET_AGENT_CMD 2>/dev/null || true
 cd "$repo"
 # One build serves the trials and gauntlet itself: nextest builds every binary too.
-cargo nextest run --no-run --cargo-quiet 2> "$work/build.log" || { cat "$work/build.log"; exit 1; }
-cargo nextest list --profile scale -E "$filter" --message-format json > "$work/list.json"
+cargo nextest run $cargo_profile --no-run --cargo-quiet 2> "$work/build.log" || { cat "$work/build.log"; exit 1; }
+cargo nextest list $cargo_profile --profile scale -E "$filter" --message-format json > "$work/list.json"
 python3 -c '
 import json, sys
 plan = json.load(open(sys.argv[1]))
@@ -84,7 +87,7 @@ open(sys.argv[2], "w").write("\n".join(names) + "\n")
 print(f"{len(names)} trials planned")' "$work/list.json" "$work/planned.txt"
 
 # The slowed provider, a process of its own; its ledger is written when it is stopped.
-"$target/debug/gauntlet-fake-provider" --latency lognormal:2000:0.5 --rate-limited 0.05 \
+"$target/$build/gauntlet-fake-provider" --latency lognormal:2000:0.5 --rate-limited 0.05 \
   --fault-latency 100 --disconnect 0.01 --seed 49 --ledger "$work/ledger.json" \
   > "$work/fake.log" 2>&1 &
 fake=$!
@@ -103,8 +106,9 @@ echo "fake provider: $GAUNTLET_SCRIPTED_UPSTREAM (pid $fake)"
 phase() {
   name=$1 j=$2 f=$3
   rm -f "$repo/target/nextest/scale/junit.xml"
+  head -1 /proc/stat > "$work/$name.cpu"
   start=$(date +%s%N)
-  GAUNTLET_OUT="$work/$name" cargo nextest run --profile scale -j "$j" -E "$f" \
+  GAUNTLET_OUT="$work/$name" cargo nextest run $cargo_profile --profile scale -j "$j" -E "$f" \
     > "$work/$name.log" 2>&1 &
   pid=$!
   python3 "$repo/benches/scale/sample.py" "$pid" "$target" "$work/$name.peaks.json" &
@@ -112,6 +116,7 @@ phase() {
   wait "$pid" || true
   wait "$sampler" || true
   end=$(date +%s%N)
+  head -1 /proc/stat >> "$work/$name.cpu"
   echo "$(( (end - start) / 1000000 ))" > "$work/$name.wall_ms"
   cp "$repo/target/nextest/scale/junit.xml" "$work/$name.junit.xml" 2>/dev/null || true
   tail -3 "$work/$name.log"
@@ -120,9 +125,9 @@ phase() {
   sleep 2
   python3 "$repo/benches/scale/leftover.py" "$target" "$work" "$fake" > "$work/$name.leftover"
   for run in "$work/$name"/*/; do
-    "$target/debug/gauntlet" rescore "$run" > "$work/$name.rescore" 2>&1
+    "$target/$build/gauntlet" rescore "$run" > "$work/$name.rescore" 2>&1
     echo $? > "$work/$name.rescore.rc"
-    "$target/debug/gauntlet" report "$run" > /dev/null 2>&1 || true
+    "$target/$build/gauntlet" report "$run" > /dev/null 2>&1 || true
   done
 }
 

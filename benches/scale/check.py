@@ -81,6 +81,17 @@ def read(path, default=""):
 
 
 planned_all = read(f"{work}/planned.txt").split()
+def busy_cpu_s(phase):
+    """The machine's busy CPU seconds between the two `/proc/stat` lines the phase kept:
+    everything but idle and iowait (guest time is already in user time)."""
+    lines = read(f"{work}/{phase}.cpu").splitlines()
+    if len(lines) != 2:
+        return 0.0
+    a, b = ([int(x) for x in line.split()[1:]] for line in lines)
+    busy = sum(y - x for i, (x, y) in enumerate(zip(a, b)) if i not in (3, 4, 8, 9))
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 phases = [p for p in ("floor", "clean", "soak") if os.path.exists(f"{work}/{p}.wall_ms")]
 metered = [0, 0]
 cut_calls = 0
@@ -141,7 +152,7 @@ for phase in phases:
     left = read(f"{work}/{phase}.leftover").splitlines()
     check(not left, f"{phase}: no process of the run is left ({len(left)}: {left[:3]})")
     figures[phase] = dict(recs=recs, jun=jun, peaks=peaks, wall_s=wall_s, calls=len(entries),
-                          infra=infra, nextest_failed=nextest_failed)
+                          infra=infra, nextest_failed=nextest_failed, cpu_s=busy_cpu_s(phase))
     if phase != "floor":
         for n in nextest_failed[:20]:
             print(f"   failed: {n} {jun[n][1]} infra={jun[n][2]}")
@@ -166,6 +177,13 @@ def memory_and_wall(name, jobs_here):
     print(f"   floor phase: {figures['floor']['calls']} calls in {figures['floor']['wall_s']:.0f} s one at a "
           f"time ({figures['floor']['wall_s'] / (figures['floor']['calls'] * MEDIAN_S) if figures['floor']['calls'] else 0:.2f}x calls x {MEDIAN_S:.0f} s)")
     print(f"   trials the provider failed (infra) {len(c['infra'])} of {len(c['recs'])}")
+    # The limit on two cores is the CPU a trial costs (docs/scale.md): the machine's
+    # busy time over the phase, everything counted (kernel threads too: a namespace's
+    # teardown runs in one), per trial, against one trial at a time.
+    per, fl = c["cpu_s"] / max(len(c["recs"]), 1), figures["floor"]["cpu_s"] / max(len(figures["floor"]["recs"]), 1)
+    print(f"   busy CPU {c['cpu_s']:.0f} s over the phase ({c['cpu_s'] / c['wall_s'] / os.cpu_count() * 100 if c['wall_s'] else 0:.0f}% "
+          f"of {os.cpu_count()} cores) = {per:.2f} s per trial; floor {fl:.2f} s: {per / fl if fl else 0:.2f}x; "
+          f"{len(c['recs']) / c['wall_s'] if c['wall_s'] else 0:.2f} trials a second")
 
 
 for name in ("clean", "soak"):

@@ -101,7 +101,7 @@ pub(crate) fn redteam(
     audit.made_with = [
         (
             "commit",
-            record::gauntlet_commit(&cfg.out_dir).unwrap_or_else(|| "unknown".into()),
+            record::gauntlet_commit(&cfg).unwrap_or_else(|| "unknown".into()),
         ),
         ("mode", format!("{:?}", cfg.mode).to_lowercase()),
         ("N", cfg.n.to_string()),

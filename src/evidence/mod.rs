@@ -7,6 +7,7 @@
 pub mod claim;
 pub mod events;
 pub mod independence;
+pub mod infra;
 pub mod normalize;
 pub mod observed;
 pub mod observed_execs;

@@ -49,7 +49,7 @@ pub fn run_identity(
     let mut harness = std::collections::BTreeMap::new();
     harness.insert(
         "commit".into(),
-        crate::record::gauntlet_commit(&cfg.out_dir).unwrap_or_else(|| "unknown".into()),
+        crate::record::gauntlet_commit(cfg).unwrap_or_else(|| "unknown".into()),
     );
     harness.insert(
         "agent_version".into(),

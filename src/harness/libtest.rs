@@ -186,7 +186,21 @@ pub fn run(args: Arguments, trials: Vec<Trial>) -> ExitCode {
             }
         }
     }
+    crate::sys::warm::expect_side_by_side(side_by_side(&args, &trials));
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// How many of `trials` this process runs at once: those `args` select and do not
+/// ignore, at most one per test thread. Under nextest, one.
+fn side_by_side(args: &Arguments, trials: &[Trial]) -> usize {
+    let running = trials
+        .iter()
+        .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
+        .count();
+    let threads = args.test_threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    running.min(threads)
 }
 
 /// Refuse to run at all (bad config, data that does not load), with exit code 2.
@@ -198,8 +212,28 @@ pub(crate) fn fail(msg: &str) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::record::manifest;
     use crate::record::manifest::PlannedTrial;
+
+    #[test]
+    fn a_process_runs_side_by_side_the_trials_it_selects_and_has_threads_for() {
+        let trials = || {
+            vec![
+                trial("qa::a::x".into(), None, false, || Ok(())),
+                trial("qa::a::y".into(), None, false, || Ok(())),
+                trial("qa::a::z".into(), Some("no browser"), false, || Ok(())),
+            ]
+        };
+        let args =
+            |a: &[&str]| Arguments::from_iter(std::iter::once("trials").chain(a.iter().copied()));
+        // nextest: one trial, by its exact name.
+        assert_eq!(side_by_side(&args(&["--exact", "qa::a::x"]), &trials()), 1);
+        // cargo test: every trial that is not ignored, as many as there are threads.
+        assert_eq!(side_by_side(&args(&["--test-threads", "8"]), &trials()), 2);
+        assert_eq!(side_by_side(&args(&["--test-threads", "1"]), &trials()), 1);
+        assert_eq!(side_by_side(&args(&["--exact", "none"]), &trials()), 0);
+    }
 
     #[test]
     fn a_trial_names_itself_in_the_manifest_before_anything_starts() {

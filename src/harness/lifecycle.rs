@@ -334,10 +334,9 @@ pub fn resume_skips(
 /// `--retry-infra` runs again. Their earlier records stay, superseded by the new ones.
 pub fn failed_by_the_provider(
     run_dir: &Path,
-) -> Result<std::collections::BTreeMap<String, crate::evidence::provider::InfraCause>, ResumeError>
-{
+) -> Result<std::collections::BTreeMap<String, crate::evidence::infra::InfraCause>, ResumeError> {
     use std::collections::BTreeMap;
-    let mut latest: BTreeMap<String, (String, Option<crate::evidence::provider::InfraCause>)> =
+    let mut latest: BTreeMap<String, (String, Option<crate::evidence::infra::InfraCause>)> =
         BTreeMap::new();
     for f in crate::record::find_records(run_dir)? {
         let Ok(rec) = crate::record::any::load_any(&f) else {

@@ -112,7 +112,7 @@ impl RecordConfig {
                     max_wait_secs: cfg.provider_retry_wait_secs,
                 },
             ),
-            commit: gauntlet_commit(&cfg.out_dir),
+            commit: gauntlet_commit(cfg),
             sandbox: cfg.sandbox,
         }
     }

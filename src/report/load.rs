@@ -67,7 +67,7 @@ pub struct OtherRecord {
     /// the agent's: not the provider's ([`OtherRecord::infra`]).
     pub error: bool,
     /// Why the verdict is the provider's failure, not the agent's, when it is.
-    pub infra: Option<crate::evidence::provider::InfraCause>,
+    pub infra: Option<crate::evidence::infra::InfraCause>,
     /// The verdict in its suite's words: a probe's outcome, a challenge's
     /// `task_outcome/evaluation_validity` (the manual audit's when there is one).
     pub label: String,

@@ -250,6 +250,13 @@ fn make(dir: &Path, name: &str, kind: &str, shown_as: &'static str) -> Option<Gr
 
 /// Remove the groups of finished processes of `kind` under `dir`: a group with a
 /// process in it (one still running) refuses to be removed.
+///
+/// Only the groups whose named process is gone are tried. Every attempt takes the lock
+/// every cgroup change of the machine waits on, even one the kernel refuses, and each
+/// process of a kind that joins would otherwise try every running sibling's group: a
+/// cost that grows with the square of the sandboxes running at once. A group named
+/// after a live process (its own, or one whose pid was reused) is left to a later
+/// joiner; an empty group left a while costs nothing.
 fn remove_finished(dir: &Path, own: &str, kind: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -259,10 +266,21 @@ fn remove_finished(dir: &Path, own: &str, kind: &str) {
         let Some(name) = name.to_str() else {
             continue;
         };
-        if name != own && name.starts_with(kind) {
+        if name != own && name.starts_with(kind) && !owner_alive(&name[kind.len()..]) {
             let _ = std::fs::remove_dir(entry.path());
         }
     }
+}
+
+/// Whether the process a group is named after (`<kind>-<pid>`: a reaper, a sandbox's
+/// helper) still exists, as `/proc` shows it. Those pids are numbered in the
+/// harness's PID namespace, the one the `/proc` a joiner sees was mounted for (a
+/// sandbox's init joins before it mounts a `/proc` of its own). A suffix that is not a
+/// pid is never taken for a live process.
+fn owner_alive(suffix: &str) -> bool {
+    suffix
+        .parse::<u32>()
+        .is_ok_and(|pid| pid > 0 && Path::new("/proc").join(pid.to_string()).exists())
 }
 
 fn write_at(dir: &OwnedFd, file: &str, value: u64) -> Result<(), CgroupError> {
@@ -386,6 +404,21 @@ fn mounts(mountinfo: &str) -> impl Iterator<Item = CgroupMount<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_group_whose_process_is_gone_is_taken_for_finished() {
+        assert!(owner_alive(&std::process::id().to_string()));
+        assert!(owner_alive("1"), "pid 1 is always there");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        // The pid is free once the child is reaped (a reuse between here and the check
+        // would take it for alive, which only leaves the group for later).
+        assert!(!owner_alive(&pid.to_string()));
+        for not_a_pid in ["", "x", "12x", "-1", "0"] {
+            assert!(!owner_alive(not_a_pid), "{not_a_pid:?}");
+        }
+    }
 
     const MOUNTINFO: &str = "\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755

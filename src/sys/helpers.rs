@@ -29,17 +29,67 @@ pub enum HelperError {
 /// Every helper a run of `cfg` starts, where it will look for it ([`helper_dir`]),
 /// answering `--version` with this library's version. An unsealed run
 /// (`GAUNTLET_SANDBOX=off`) starts no sandbox, and needs none.
+///
+/// Under nextest every trial is a process of its own, and asking each helper was a
+/// share of every trial's CPU time (a fork and an exec per helper). The first process
+/// of a nextest run that finds them all answering keeps what it checked: each helper's
+/// path, size, modification time and inode ([`checked`]). A later process of the run
+/// that finds the same files asks none of them; a file replaced since is asked again.
 pub fn check(cfg: &crate::config::Config) -> Result<(), HelperError> {
     let sealed = cfg.sandbox == crate::config::Sandbox::Sealed;
-    check_in(&helper_dir(), sealed)
+    let kept = crate::record::run_file(cfg, "helpers");
+    check_kept(&helper_dir(), sealed, kept.as_deref())
+}
+
+/// [`check_in`], unless `kept` holds what a process of the run checked and the files
+/// are still those.
+fn check_kept(dir: &Path, sealed: bool, kept: Option<&Path>) -> Result<(), HelperError> {
+    let now = checked(dir, sealed);
+    if kept
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .is_some_and(|k| k == now)
+    {
+        return Ok(());
+    }
+    check_in(dir, sealed)?;
+    if let Some(file) = kept {
+        // Not kept (a read-only cache): the next process asks too.
+        let _ = crate::record::keep_whole(file, &now);
+    }
+    Ok(())
+}
+
+/// The helpers a run starts as files: a line per helper with its path, size,
+/// modification time and inode, or `absent`.
+fn checked(dir: &Path, sealed: bool) -> String {
+    use std::os::unix::fs::MetadataExt;
+    needed(sealed)
+        .map(|name| {
+            let path = dir.join(name);
+            match std::fs::metadata(&path) {
+                Ok(m) => format!(
+                    "{} {} {}.{} {}\n",
+                    path.display(),
+                    m.size(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ino()
+                ),
+                Err(_) => format!("{} absent\n", path.display()),
+            }
+        })
+        .collect()
+}
+
+fn needed(sealed: bool) -> impl Iterator<Item = &'static &'static str> {
+    HELPERS
+        .iter()
+        .filter(move |n| sealed || **n != crate::sys::sandbox::HELPER)
 }
 
 /// [`check`] of the helpers in `dir`, the sandbox only when `sealed`.
 pub fn check_in(dir: &Path, sealed: bool) -> Result<(), HelperError> {
-    let needed = HELPERS
-        .iter()
-        .filter(|n| sealed || **n != crate::sys::sandbox::HELPER);
-    for name in needed {
+    for name in needed(sealed) {
         let path = dir.join(name);
         if !crate::binaries::is_executable(&path) {
             return Err(HelperError::Missing {
@@ -121,5 +171,71 @@ mod tests {
             .expect_err("not ours")
             .to_string();
         assert!(e.contains("cannot say its version"), "{e}");
+    }
+
+    #[test]
+    fn the_processes_of_a_run_ask_the_helpers_once_until_one_is_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let asked = dir.path().join("asked");
+        let write = |name: &str, version: &str| {
+            let f = dir.path().join(name);
+            // Written beside and renamed over: a new file, as an install makes.
+            let tmp = dir.path().join("new");
+            std::fs::write(
+                &tmp,
+                format!(
+                    "#!/bin/sh\necho {name} >> '{}'\necho '{name} {version}'\n",
+                    asked.display()
+                ),
+            )
+            .expect("write");
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            std::fs::rename(&tmp, &f).expect("rename");
+        };
+        for name in HELPERS {
+            write(name, VERSION);
+        }
+        let times_asked = || {
+            std::fs::read_to_string(&asked)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let kept = dir.path().join("cache/helpers/run-1");
+        check_kept(dir.path(), true, Some(&kept)).expect("first process");
+        assert_eq!(times_asked(), HELPERS.len());
+        check_kept(dir.path(), true, Some(&kept)).expect("second process");
+        assert_eq!(
+            times_asked(),
+            HELPERS.len(),
+            "the second process asked again"
+        );
+        // Another run, or no run to share with, asks for itself.
+        check_kept(
+            dir.path(),
+            true,
+            Some(&dir.path().join("cache/helpers/run-2")),
+        )
+        .expect("another run");
+        check_kept(dir.path(), true, None).expect("outside nextest");
+        assert_eq!(times_asked(), 3 * HELPERS.len());
+        // A helper replaced during the run is asked, and its answer counts.
+        write("gauntlet-reap", "0.0.1");
+        let e = check_kept(dir.path(), true, Some(&kept))
+            .expect_err("a replaced, older reaper")
+            .to_string();
+        assert!(e.contains("gauntlet-reap: is version `0.0.1`"), "{e}");
+        let up_to_the_reaper = HELPERS
+            .iter()
+            .position(|n| *n == "gauntlet-reap")
+            .expect("reaper")
+            + 1;
+        assert_eq!(times_asked(), 3 * HELPERS.len() + up_to_the_reaper);
+        // What the file holds is only ever a list of files that answered.
+        write("gauntlet-reap", VERSION);
+        std::fs::write(&kept, "junk").expect("write");
+        check_kept(dir.path(), true, Some(&kept)).expect("asked again");
+        assert_eq!(times_asked(), 4 * HELPERS.len() + up_to_the_reaper);
     }
 }

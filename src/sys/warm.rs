@@ -6,11 +6,11 @@
 //! stdin for a spec ([`super::sandbox`]). Likewise the reaper an app runs under
 //! ([`super::lifeline`]): its own start (an exec, the loader, tying itself to the
 //! harness) was a millisecond of every app start, and it does not depend on the app.
-//! A pool ([`SEAL_HELPERS`], [`REAPERS`]) keeps up to [`READY`] of them started, so
-//! that a sealed process only pays for its own binds and its fork, and an app for its
-//! fork and exec; every user takes its helper from here, the first one of a process
-//! too (it waits for the helper's start like any other), and [`Warm::replenish`]es the
-//! pool when it ends. Neither kind makes anything a program can see before it has its
+//! A pool ([`SEAL_HELPERS`], [`REAPERS`]) keeps one or two of them started
+//! ([`expect_side_by_side`]), so that a sealed process only pays for its own binds and
+//! its fork, and an app for its fork and exec; every user takes its helper from here,
+//! the first one of a process too (it waits for the helper's start like any other), and
+//! [`Warm::replenish`]es the pool when it ends. Neither kind makes anything a program can see before it has its
 //! program: they run outside every sandbox, and their own start time is nobody's to
 //! read.
 //!
@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use tokio::sync::Notify;
@@ -29,9 +30,21 @@ use tokio::sync::Notify;
 use super::sandbox;
 use super::spawned::Spawned;
 
-/// Helpers kept started and waiting. Two: a trial's gate runs one sealed process after
-/// another, and trials run side by side.
-pub const READY: usize = 2;
+/// Helpers kept started and waiting, at most: a trial's gate runs one sealed process
+/// after another, so one ready helper serves a trial, and a second serves the trials a
+/// process runs side by side (`cargo test` runs a binary's trials on threads).
+const MOST_READY: usize = 2;
+
+/// Helpers each pool keeps ready in this process ([`expect_side_by_side`]). Those still
+/// waiting when the process ends were started for nothing: under nextest, where a
+/// process runs one trial, a second one was a sandbox (its namespaces, its control
+/// groups) and a reaper built and torn down for every trial.
+static READY: AtomicUsize = AtomicUsize::new(MOST_READY);
+
+/// Say how many trials this process runs at once, before it takes a helper.
+pub fn expect_side_by_side(trials: usize) {
+    READY.store(trials.clamp(1, MOST_READY), Ordering::Relaxed);
+}
 
 /// One kind of helper, started ahead of need by a thread of its own.
 pub struct Warm {
@@ -151,7 +164,7 @@ fn start_forever(pool: &Pool, start: fn() -> io::Result<Spawned>) {
     loop {
         // Wait for room, and after a failed start until a taker has seen the error (a
         // helper that cannot start is not retried in a loop).
-        while state.helpers.len() >= READY || state.failed.is_some() {
+        while state.helpers.len() >= READY.load(Ordering::Relaxed) || state.failed.is_some() {
             state = match pool.taken.wait(state) {
                 Ok(state) => state,
                 Err(_) => return,

@@ -387,7 +387,7 @@ async fn an_agent_cannot_make_its_own_failure_the_providers() {
         assert!(e.retries.is_empty(), "{e:?}");
     }
     assert_eq!(
-        gauntlet::evidence::provider::infra_cause(true, &entries),
+        gauntlet::evidence::infra::infra_cause(true, &entries),
         None,
         "a trial ending on these is the agent's"
     );

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use gauntlet::evidence::provider::{infra_cause, ProviderFault};
+use gauntlet::evidence::infra::infra_cause;
+use gauntlet::evidence::provider::ProviderFault;
 use gauntlet::proxy::{Proxy, ProxyMode, RetryPolicy, UsageEntry};
 use gauntlet_fake_provider::{Config as FakeConfig, FakeProvider, Faults};
 use serde_json::{json, Value};

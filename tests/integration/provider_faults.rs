@@ -153,6 +153,44 @@ async fn run_failed_by_the_provider(out: &Path, upstream: &str, env: &[(&str, &s
         .expect("a run directory")
 }
 
+/// As nextest runs a trial (the suite's harness, one trial by its exact name), the
+/// failure of a trial the provider failed, which nextest's JUnit carries as the
+/// test's failure, says first that it is the provider's and how to run it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_failure_nextest_reports_for_a_trial_the_provider_failed_names_the_provider() {
+    let fake = FakeProvider::start(first_call_rate_limited())
+        .await
+        .expect("the fake provider starts");
+    let upstream = fake.base_url();
+    let out = tempfile::tempdir().expect("tempdir");
+    let ran = {
+        let (out, upstream) = (out.path().to_path_buf(), upstream.clone());
+        tokio::task::spawn_blocking(move || {
+            with_env(Command::new(qa_harness()), &out, &upstream)
+                .args(["--exact", TRIAL])
+                .output()
+                .expect("the qa harness runs")
+        })
+        .await
+        .expect("joined")
+    };
+    let said = crate::support::said(&ran);
+    assert!(!ran.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("---- {TRIAL} ----"))
+            && said.contains(
+                "infrastructure failure, not the agent's: the provider failed model call 0 (rate_limited)"
+            )
+            && said.contains("`gauntlet run --resume <run dir> --retry-infra` runs the trial again"),
+        "the failure says it is the provider's: {said}"
+    );
+    let ledger = fake.ledger();
+    assert_eq!(
+        ledger.keys["sk-fake-provider-key"].rate_limited, 1,
+        "{ledger:?}"
+    );
+}
+
 /// How the trials the provider failed are run again: `gauntlet run --retry-infra`, or
 /// the suite's harness under `GAUNTLET_RESUME` and `GAUNTLET_RETRY_INFRA`, as nextest
 /// runs it.

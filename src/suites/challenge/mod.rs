@@ -282,7 +282,7 @@ pub async fn execute(
     let rendered = challenges.render(challenge, profile);
     let workspace = trial_dir.join("workspace");
     let repo = crate::binaries::repo_root();
-    let commit = record::gauntlet_commit(&cfg.out_dir);
+    let commit = record::gauntlet_commit(cfg);
     let provenance = Provenance {
         challenge_id: challenge.manifest.id.clone(),
         manifest_path: rel_to(&challenge.dir.join("challenge.yaml"), &repo),
