@@ -28,33 +28,52 @@ pub fn gauntlet_commit(cfg: &Config) -> Option<String> {
 
 /// Where the processes of this nextest run keep what each would otherwise find out for
 /// itself, under `what` in the cache directory; `None` outside nextest, where one
-/// process runs every trial of its run.
+/// process runs every trial of its run. The file is named by a digest of the run's id,
+/// the repository and the output directory: processes of one run that write elsewhere
+/// (or a test that sets a fixed run id, each time into a fresh directory) do not share,
+/// and no run id, whatever it holds, names a path outside `what`.
 pub fn run_file(cfg: &Config, what: &str) -> Option<PathBuf> {
     std::env::var_os("NEXTEST_RUN_ID")
         .filter(|id| !id.is_empty())
-        .map(|_| cfg.cache_dir.join(what).join(run_id()))
+        .map(|_| run_file_in(&cfg.cache_dir.join(what), run_id(), &cfg.out_dir))
+}
+
+fn run_file_in(dir: &Path, run_id: &str, out_dir: &Path) -> PathBuf {
+    let key = format!(
+        "{run_id}\0{}\0{}",
+        crate::binaries::repo_root().display(),
+        out_dir.display()
+    );
+    let digest = crate::hash::sha256(key.as_bytes());
+    dir.join(digest.trim_start_matches("sha256:"))
+}
+
+/// What git said, and whether every question was answered: an answer pieced together
+/// from a failed `git status` (taken as a clean tree) is this process's alone.
+struct Asked {
+    commit: Option<String>,
+    whole: bool,
 }
 
 /// The commit kept in `file` by an earlier process of the run, or `ask`'s, then kept
-/// there for the next. What the file holds is taken only if it is what [`ask_git`]
-/// gives (a hex object id, perhaps `-dirty`; empty for none); anything else is asked
-/// again and replaced. The file is written whole and renamed into place, so a reader
-/// never sees half of it; processes that start together may each ask, and agree.
-fn shared(file: Option<&Path>, ask: impl FnOnce() -> Option<String>) -> Option<String> {
+/// there for the next when git answered it whole. What the file holds is taken only if
+/// it is what [`ask_git`] gives (a hex object id, perhaps `-dirty`); anything else is
+/// asked again and replaced. No commit is never kept: a process that could not ask git
+/// (a fork refused under load) does not speak for the run. The file is written whole
+/// and renamed into place, so a reader never sees half of it; processes that start
+/// together may each ask, and agree.
+fn shared(file: Option<&Path>, ask: impl FnOnce() -> Asked) -> Option<String> {
     if let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok()) {
-        if text.is_empty() {
-            return None;
-        }
         if is_commit(&text) {
             return Some(text);
         }
     }
-    let commit = ask();
-    if let Some(file) = file {
+    let asked = ask();
+    if let (Some(file), Some(commit), true) = (file, &asked.commit, asked.whole) {
         // Not kept (a read-only cache): the next process asks git too.
-        let _ = keep_whole(file, commit.as_deref().unwrap_or_default());
+        let _ = keep_whole(file, commit);
     }
-    commit
+    asked.commit
 }
 
 /// Write `text` as the whole of `file`, which a reader sees whole or not at all.
@@ -77,8 +96,12 @@ fn is_commit(text: &str) -> bool {
 }
 
 /// The commit as git says it now, `-dirty` when the tree differs from it outside
-/// `out_dir`.
-fn ask_git(out_dir: &Path) -> Option<String> {
+/// `out_dir`; not whole when `git status` failed (the tree is then taken as clean).
+fn ask_git(out_dir: &Path) -> Asked {
+    let none = Asked {
+        commit: None,
+        whole: false,
+    };
     let root = crate::binaries::repo_root();
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -90,7 +113,9 @@ fn ask_git(out_dir: &Path) -> Option<String> {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    let rev = git(&["rev-parse", "HEAD"]).filter(|r| !r.is_empty())?;
+    let Some(rev) = git(&["rev-parse", "HEAD"]).filter(|r| !r.is_empty()) else {
+        return none;
+    };
     // Absolute, as git's paths are made below (the run directory may not exist yet).
     let out = std::fs::canonicalize(out_dir).unwrap_or_else(|_| {
         std::env::current_dir()
@@ -98,7 +123,8 @@ fn ask_git(out_dir: &Path) -> Option<String> {
             .unwrap_or_else(|_| out_dir.to_path_buf())
     });
     let root_abs = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
-    let dirty = git(&["status", "--porcelain"]).is_some_and(|s| {
+    let status = git(&["status", "--porcelain"]);
+    let dirty = status.as_deref().is_some_and(|s| {
         s.lines().any(|l| {
             // `XY path` (or `XY from -> to`); a directory ends in `/`.
             let path = l
@@ -111,7 +137,10 @@ fn ask_git(out_dir: &Path) -> Option<String> {
             !(abs.starts_with(&out) || out.starts_with(&abs))
         })
     });
-    Some(if dirty { format!("{rev}-dirty") } else { rev })
+    Asked {
+        commit: Some(if dirty { format!("{rev}-dirty") } else { rev }),
+        whole: status.is_some(),
+    }
 }
 
 /// The id of the run this process belongs to: nextest's run id when under nextest
@@ -134,33 +163,67 @@ mod tests {
 
     const REV: &str = "92fbcbc2e0f4a1f1a6d0c5a8f2e7b9d3c4e5f6a7";
 
+    fn whole(commit: &str) -> Asked {
+        Asked {
+            commit: Some(commit.into()),
+            whole: true,
+        }
+    }
+
     #[test]
     fn the_first_process_of_a_run_asks_and_the_others_read_its_answer() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("run-1");
+        let out = dir.path().join("runs");
+        let file = run_file_in(dir.path(), "run-1", &out);
         let asked = std::cell::Cell::new(0);
         let ask = || {
             asked.set(asked.get() + 1);
-            Some(format!("{REV}-dirty"))
+            whole(&format!("{REV}-dirty"))
         };
         assert_eq!(shared(Some(&file), ask), Some(format!("{REV}-dirty")));
         assert_eq!(shared(Some(&file), ask), Some(format!("{REV}-dirty")));
         assert_eq!(asked.get(), 1, "the second process asked git again");
-        // Another run asks for itself.
-        let other = dir.path().join("run-2");
-        assert_eq!(shared(Some(&other), || Some(REV.into())), Some(REV.into()));
+        // Another run, or the same run id writing elsewhere, asks for itself.
+        for other in [
+            run_file_in(dir.path(), "run-2", &out),
+            run_file_in(dir.path(), "run-1", &dir.path().join("elsewhere")),
+        ] {
+            assert_ne!(other, file);
+            assert_eq!(shared(Some(&other), || whole(REV)), Some(REV.into()));
+        }
         assert_eq!(asked.get(), 1);
     }
 
     #[test]
-    fn no_commit_is_shared_as_none() {
+    fn a_run_id_names_no_path_outside_its_folder() {
+        let dir = std::path::Path::new("/cache/commits");
+        for id in ["../../etc/passwd", "a/b", "/abs", ""] {
+            let file = run_file_in(dir, id, std::path::Path::new("out"));
+            assert_eq!(file.parent(), Some(dir), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn an_answer_git_did_not_give_whole_is_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("run");
-        assert_eq!(shared(Some(&file), || None), None);
+        // No commit (git could not be asked, or no repository): the next process asks.
+        let none = || Asked {
+            commit: None,
+            whole: false,
+        };
+        assert_eq!(shared(Some(&file), none), None);
+        assert!(!file.exists());
+        // A commit whose `git status` failed is this process's alone.
+        let partial = || Asked {
+            commit: Some(REV.into()),
+            whole: false,
+        };
+        assert_eq!(shared(Some(&file), partial), Some(REV.into()));
+        assert!(!file.exists());
         assert_eq!(
-            shared(Some(&file), || panic!("asked again")),
-            None,
-            "an empty file is the run's answer: no commit"
+            shared(Some(&file), || whole(&format!("{REV}-dirty"))),
+            Some(format!("{REV}-dirty"))
         );
     }
 
@@ -168,8 +231,8 @@ mod tests {
     fn a_file_that_is_not_a_commit_is_asked_again_and_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("run");
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         for junk in [
+            "",
             "not a commit",
             "abc",
             &format!("{REV}\n-dirty"),
@@ -177,7 +240,7 @@ mod tests {
         ] {
             std::fs::write(&file, junk).unwrap();
             assert_eq!(
-                shared(Some(&file), || Some(REV.into())),
+                shared(Some(&file), || whole(REV)),
                 Some(REV.into()),
                 "{junk:?}"
             );
@@ -191,7 +254,7 @@ mod tests {
         for _ in 0..2 {
             shared(None, || {
                 asked.set(asked.get() + 1);
-                Some(REV.into())
+                whole(REV)
             });
         }
         assert_eq!(asked.get(), 2);

@@ -33,8 +33,9 @@ pub enum HelperError {
 /// Under nextest every trial is a process of its own, and asking each helper was a
 /// share of every trial's CPU time (a fork and an exec per helper). The first process
 /// of a nextest run that finds them all answering keeps what it checked: each helper's
-/// path, size, modification time and inode ([`checked`]). A later process of the run
-/// that finds the same files asks none of them; a file replaced since is asked again.
+/// path, size, modification time, device and inode, and mode ([`checked`]). A later
+/// process of the run that finds the same files asks none of them; a file replaced or
+/// changed since is asked again.
 pub fn check(cfg: &crate::config::Config) -> Result<(), HelperError> {
     let sealed = cfg.sandbox == crate::config::Sandbox::Sealed;
     let kept = crate::record::run_file(cfg, "helpers");
@@ -60,7 +61,8 @@ fn check_kept(dir: &Path, sealed: bool, kept: Option<&Path>) -> Result<(), Helpe
 }
 
 /// The helpers a run starts as files: a line per helper with its path, size,
-/// modification time and inode, or `absent`.
+/// modification time, device and inode, and mode (a helper made unrunnable is asked
+/// again, and found so), or `absent`.
 fn checked(dir: &Path, sealed: bool) -> String {
     use std::os::unix::fs::MetadataExt;
     needed(sealed)
@@ -68,12 +70,14 @@ fn checked(dir: &Path, sealed: bool) -> String {
             let path = dir.join(name);
             match std::fs::metadata(&path) {
                 Ok(m) => format!(
-                    "{} {} {}.{} {}\n",
+                    "{} {} {}.{} {}.{} {:o}\n",
                     path.display(),
                     m.size(),
                     m.mtime(),
                     m.mtime_nsec(),
-                    m.ino()
+                    m.dev(),
+                    m.ino(),
+                    m.mode()
                 ),
                 Err(_) => format!("{} absent\n", path.display()),
             }
@@ -237,5 +241,16 @@ mod tests {
         std::fs::write(&kept, "junk").expect("write");
         check_kept(dir.path(), true, Some(&kept)).expect("asked again");
         assert_eq!(times_asked(), 4 * HELPERS.len() + up_to_the_reaper);
+        // A helper made unrunnable in place (its modification time unchanged) is checked
+        // again, and found so.
+        std::fs::set_permissions(
+            dir.path().join("gauntlet-seal"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+        let e = check_kept(dir.path(), true, Some(&kept))
+            .expect_err("a sandbox that cannot run")
+            .to_string();
+        assert!(e.contains("`gauntlet-seal` is neither in"), "{e}");
     }
 }

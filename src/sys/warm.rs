@@ -88,6 +88,10 @@ struct State {
     helpers: VecDeque<Spawned>,
     /// Why the last start failed, for the next taker.
     failed: Option<io::Error>,
+    /// Takers that found none and wait for a start: the starter starts one for each,
+    /// however few it keeps ready (a taker's wake-up of the starter while it is busy
+    /// starting another is not seen by it).
+    waiting: usize,
 }
 
 impl Warm {
@@ -130,6 +134,10 @@ impl Warm {
 
 /// A helper from `pool`, whose starter thread is `starter` (named in errors).
 async fn take(pool: &Pool, starter: &str) -> io::Result<Spawned> {
+    let mut waiting = Waiting {
+        pool,
+        counted: false,
+    };
     loop {
         // Registered before looking, so a start between the look and the wait wakes us.
         let started = pool.started.notified();
@@ -139,6 +147,7 @@ async fn take(pool: &Pool, starter: &str) -> io::Result<Spawned> {
                 .lock()
                 .map_err(|_| io::Error::other(format!("the pool of {starter} is poisoned")))?;
             if let Some(e) = state.failed.take() {
+                waiting.leave(&mut state);
                 // The starter waits until a taker has seen its error: wake it, or a
                 // second taker waiting for the same start would wait forever.
                 pool.taken.notify_one();
@@ -147,13 +156,48 @@ async fn take(pool: &Pool, starter: &str) -> io::Result<Spawned> {
             while let Some(mut helper) = state.helpers.pop_front() {
                 // One that died waiting (killed from outside) is no use.
                 if let Ok(None) = helper.try_wait() {
+                    waiting.leave(&mut state);
                     return Ok(helper);
                 }
             }
             // None waiting: start one now, whatever it competes with.
+            waiting.enter(&mut state);
             pool.taken.notify_one();
         }
         started.await;
+    }
+}
+
+/// A taker counted in its pool's [`State::waiting`] while it waits, and no longer once
+/// it has a helper, an error, or is dropped while it waits (its trial was stopped).
+struct Waiting<'a> {
+    pool: &'a Pool,
+    counted: bool,
+}
+
+impl Waiting<'_> {
+    fn enter(&mut self, state: &mut State) {
+        if !self.counted {
+            state.waiting += 1;
+            self.counted = true;
+        }
+    }
+
+    fn leave(&mut self, state: &mut State) {
+        if self.counted {
+            state.waiting -= 1;
+            self.counted = false;
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            if let Ok(mut state) = self.pool.state.lock() {
+                state.waiting -= 1;
+            }
+        }
     }
 }
 
@@ -164,7 +208,8 @@ fn start_forever(pool: &Pool, start: fn() -> io::Result<Spawned>) {
     loop {
         // Wait for room, and after a failed start until a taker has seen the error (a
         // helper that cannot start is not retried in a loop).
-        while state.helpers.len() >= READY.load(Ordering::Relaxed) || state.failed.is_some() {
+        let wanted = |state: &State| READY.load(Ordering::Relaxed).max(state.waiting);
+        while state.helpers.len() >= wanted(&state) || state.failed.is_some() {
             state = match pool.taken.wait(state) {
                 Ok(state) => state,
                 Err(_) => return,
@@ -222,4 +267,42 @@ fn helper_command(program: std::path::PathBuf) -> Command {
         .stderr(Stdio::piped())
         .process_group(0);
     cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start_sleeper() -> io::Result<Spawned> {
+        Spawned::new(
+            // Those left in the pool when the test ends exit on their own.
+            Command::new("sleep")
+                .arg("30")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?,
+        )
+    }
+
+    /// Two takers at once from a pool that keeps one ready (a process that runs one
+    /// trial): both get a helper without waiting for a replenish, which only comes
+    /// when a helper's process ends. Before, the second taker's wake-up of the busy
+    /// starter was lost, and it waited until some other run ended.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn takers_at_once_each_get_a_helper_from_a_pool_that_keeps_one() {
+        static POOL: Warm = Warm {
+            thread: "test-starter",
+            start: start_sleeper,
+            pool: OnceLock::new(),
+        };
+        expect_side_by_side(1);
+        for _ in 0..5 {
+            // Hung before this change: nothing here replenishes the pool.
+            let got = futures_util::future::join_all((0..3).map(|_| POOL.take())).await;
+            assert!(got.iter().all(Result::is_ok));
+            let state = POOL.pool().state.lock().expect("pool");
+            assert_eq!(state.waiting, 0, "no taker is left counted");
+        }
+    }
 }
