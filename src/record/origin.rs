@@ -14,7 +14,7 @@ use crate::config::Config;
 /// Under nextest every trial is a process of its own, and asking git (`git status`
 /// reads every tracked file's metadata) was a share of each trial's CPU time. The
 /// processes of one nextest run share the answer through the cache directory, in a
-/// file named from the run's id ([`run_file`], [`shared`]): every process of a run then
+/// file named from the run's id ([`run_file`]): every process of a run then
 /// records the same commit, and a later run (a resume is one) asks git again.
 pub fn gauntlet_commit(cfg: &Config) -> Option<String> {
     static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();

@@ -33,7 +33,7 @@ pub enum HelperError {
 /// Under nextest every trial is a process of its own, and asking each helper was a
 /// share of every trial's CPU time (a fork and an exec per helper). The first process
 /// of a nextest run that finds them all answering keeps what it checked: each helper's
-/// path, size, modification time, device and inode, and mode ([`checked`]). A later
+/// path, size, modification time, device and inode, and mode. A later
 /// process of the run that finds the same files asks none of them; a file replaced or
 /// changed since is asked again.
 pub fn check(cfg: &crate::config::Config) -> Result<(), HelperError> {
