@@ -71,22 +71,9 @@ fn shared(file: Option<&Path>, ask: impl FnOnce() -> Asked) -> Option<String> {
     let asked = ask();
     if let (Some(file), Some(commit), true) = (file, &asked.commit, asked.whole) {
         // Not kept (a read-only cache): the next process asks git too.
-        let _ = keep_whole(file, commit);
+        let _ = super::files::replace_whole(file, commit.as_bytes());
     }
     asked.commit
-}
-
-/// Write `text` as the whole of `file`, which a reader sees whole or not at all.
-pub fn keep_whole(file: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = file.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, file).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 /// `<hex object id>` or `<hex object id>-dirty`, as [`ask_git`] makes it.

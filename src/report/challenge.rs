@@ -404,11 +404,9 @@ pub fn write_reports(trial_dir: &Path, rec: &ChallengeRecord) -> Result<(), Chal
     )
 }
 
-/// Write through a temporary file and a rename: never a half-written report.
+/// Never a half-written report ([`crate::record::replace_whole`]).
 fn replace_file(file: &Path, bytes: &[u8]) -> Result<(), ChallengeReportError> {
-    let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| io_err(&tmp, e))?;
-    std::fs::rename(&tmp, file).map_err(|e| io_err(file, e))
+    crate::record::replace_whole(file, bytes).map_err(|e| io_err(file, e))
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {

@@ -359,16 +359,11 @@ pub fn append(out_dir: &Path, new: Vec<Entry>) -> Result<Vec<Entry>, Leaderboard
     }
     flag_irreproducible(&mut all);
     let json = serde_json::to_vec_pretty(&all).map_err(|e| io(&json_file, &e))?;
-    write_atomic(&json_file, &json).map_err(|e| io(&json_file, &e))?;
+    crate::record::replace_whole(&json_file, &json).map_err(|e| io(&json_file, &e))?;
     let md_file = out_dir.join(LEADERBOARD_MD);
-    write_atomic(&md_file, render_markdown(&all).as_bytes()).map_err(|e| io(&md_file, &e))?;
+    crate::record::replace_whole(&md_file, render_markdown(&all).as_bytes())
+        .map_err(|e| io(&md_file, &e))?;
     Ok(all)
-}
-
-fn write_atomic(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, file)
 }
 
 #[cfg(test)]

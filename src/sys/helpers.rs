@@ -55,7 +55,7 @@ fn check_kept(dir: &Path, sealed: bool, kept: Option<&Path>) -> Result<(), Helpe
     check_in(dir, sealed)?;
     if let Some(file) = kept {
         // Not kept (a read-only cache): the next process asks too.
-        let _ = crate::record::keep_whole(file, &now);
+        let _ = crate::record::replace_whole(file, now.as_bytes());
     }
     Ok(())
 }
