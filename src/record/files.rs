@@ -79,22 +79,6 @@ pub fn write_new_json<T: Serialize>(
     }
 }
 
-/// Write `bytes` as the whole of `file` (making its directory), through a file beside
-/// it and a rename: a reader sees the old file or the new one, never half of it. The
-/// one way a file that others read while it may be rewritten (a report, a leaderboard,
-/// what the processes of a run share) is written.
-pub fn replace_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = file.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, file).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
 fn tempfile_in(dir: &Path) -> Result<(PathBuf, std::fs::File), RecordError> {
     for i in 0..1000u32 {
         let path = dir.join(format!(".tmp-{}-{i}", std::process::id()));
@@ -160,24 +144,6 @@ pub fn record_candidates(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn a_replaced_file_is_whole_and_leaves_nothing_beside_it() {
-        let d = tempfile::tempdir().unwrap();
-        let file = d.path().join("made/on/the/way/report.md");
-        super::replace_whole(&file, b"first").unwrap();
-        super::replace_whole(&file, b"second").unwrap();
-        assert_eq!(std::fs::read(&file).unwrap(), b"second");
-        let beside: Vec<_> = std::fs::read_dir(file.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(beside, vec![std::ffi::OsString::from("report.md")]);
-        // A directory where the file should be: an error, and no temporary file left.
-        let dir_in_the_way = d.path().join("taken");
-        std::fs::create_dir_all(dir_in_the_way.join("x")).unwrap();
-        assert!(super::replace_whole(&dir_in_the_way, b"x").is_err());
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
-    }
     use super::*;
 
     #[test]

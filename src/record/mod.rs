@@ -27,11 +27,11 @@ mod stream;
 pub mod suite;
 pub mod unfinished;
 
-pub use files::{create_trial_dir, find_records, is_trial_dir_of, replace_whole, write_new_json};
+pub use files::{create_trial_dir, find_records, is_trial_dir_of, write_new_json};
 pub use header::{
     load_header, load_header_bytes, trial_of, trial_of_bytes, unsealed_tag, Header, RecordConfig,
     RecordError, RECORD_FILE, SCHEMA_VERSION,
 };
-pub use origin::{gauntlet_commit, run_file, run_id};
+pub use origin::{gauntlet_commit, replace_whole, run_file, run_id};
 pub use qa::{load, load_bytes, summary_line, QaRecord, QaSpecRef};
 pub use suite::SuiteRecord;

@@ -71,9 +71,25 @@ fn shared(file: Option<&Path>, ask: impl FnOnce() -> Asked) -> Option<String> {
     let asked = ask();
     if let (Some(file), Some(commit), true) = (file, &asked.commit, asked.whole) {
         // Not kept (a read-only cache): the next process asks git too.
-        let _ = super::files::replace_whole(file, commit.as_bytes());
+        let _ = replace_whole(file, commit.as_bytes());
     }
     asked.commit
+}
+
+/// Write `bytes` as the whole of `file` (making its directory), through a file beside
+/// it and a rename: a reader sees the old file or the new one, never half of it. The
+/// one way a file that others read while it may be rewritten (a report, a leaderboard,
+/// what the processes of a run share) is written.
+pub fn replace_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// `<hex object id>` or `<hex object id>-dirty`, as [`ask_git`] makes it.
@@ -147,6 +163,25 @@ pub fn run_id() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_file_is_whole_and_leaves_nothing_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("made/on/the/way/report.md");
+        super::replace_whole(&file, b"first").unwrap();
+        super::replace_whole(&file, b"second").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"second");
+        let beside: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beside, vec![std::ffi::OsString::from("report.md")]);
+        // A directory where the file should be: an error, and no temporary file left.
+        let dir_in_the_way = d.path().join("taken");
+        std::fs::create_dir_all(dir_in_the_way.join("x")).unwrap();
+        assert!(super::replace_whole(&dir_in_the_way, b"x").is_err());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
 
     const REV: &str = "92fbcbc2e0f4a1f1a6d0c5a8f2e7b9d3c4e5f6a7";
 
